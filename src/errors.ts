@@ -1,0 +1,42 @@
+/**
+ * Errors raised by herdcache itself carry a stable `code`. Errors thrown by user code
+ * (fills, batch functions) are never wrapped: they reach every caller as the same object.
+ */
+export type HerdcacheErrorCode =
+  | 'E_INVALID_OPTION'
+  | 'E_INVALID_ARGUMENT'
+  | 'E_INVALID_KEY'
+  | 'E_DUPLICATE_LOADER'
+  | 'E_BATCH_NOT_ARRAY'
+  | 'E_BATCH_LENGTH'
+  | 'E_FILL_NON_ERROR'
+  | 'E_CLOSED';
+
+export class HerdcacheError extends Error {
+  readonly code: HerdcacheErrorCode;
+
+  constructor(code: HerdcacheErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'HerdcacheError';
+    this.code = code;
+  }
+}
+
+/** Renders a user-supplied value for an error message: short, and safe for symbols and cycles. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return `${String(value)}${typeof value === 'bigint' ? 'n' : ''}`;
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
+  if (typeof value === 'symbol') return value.toString();
+  if (Array.isArray(value)) return `array(${value.length})`;
+  return `object ${Object.prototype.toString.call(value)}`;
+}
+
+export function invalidOption(name: string, value: unknown, expected: string): HerdcacheError {
+  return new HerdcacheError('E_INVALID_OPTION', `herdcache: option "${name}" must be ${expected}, got ${describe(value)}`);
+}
+
+export function invalidArgument(name: string, value: unknown, expected: string): HerdcacheError {
+  return new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: argument "${name}" must be ${expected}, got ${describe(value)}`);
+}

@@ -1,0 +1,71 @@
+/**
+ * The contract between the registry and a place that keeps entries.
+ *
+ * The registry never serializes: a store decides how an entry is kept (the memory store keeps
+ * the object itself; the Redis store encodes it with a codec). Every method may fail; the
+ * registry counts the failure and degrades to computing the value, so a store should throw
+ * (or reject) rather than hang: a store talking to a network bounds its own latency.
+ */
+import type { Entry } from '../freshness';
+
+export interface StoreWrite {
+  readonly key: string;
+  readonly entry: Entry;
+  /** Milliseconds the store should keep the entry (end of grace). `Infinity`: no expiry. */
+  readonly ttl: number;
+}
+
+/** Per-key outcome of trying a fill lock. */
+export interface LockAttempt {
+  /** This caller now holds the key's fill lock and should fill it. */
+  readonly won: boolean;
+  /** The entry as read right after trying the lock (the re-check), or undefined. */
+  readonly entry: Entry | undefined;
+}
+
+/**
+ * A fill lock shared by every process using the same store (Redis: SET NX PX + token).
+ * A store without one (memory) relies on the registry's in-process single-flight alone.
+ */
+export interface FillLock {
+  /** Tries the locks of all `keys` in one round trip and re-reads their entries. */
+  acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]>;
+  /**
+   * Fenced write: writes each entry only if `token` still holds its key's lock, then releases
+   * the lock. Returns per write whether it landed. A filler whose lock expired, or whose lock
+   * was removed by an invalidation, writes nothing.
+   */
+  writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]>;
+  /** Releases locks still held by `token` (compare-and-delete); others' locks are untouched. */
+  release(keys: readonly string[], token: string): Promise<void>;
+}
+
+/** How a store reports what it dropped without failing the call. */
+export interface StoreReporter {
+  /** A value could not be encoded: it was returned to its callers but not stored. */
+  encodeError(key: string, error: unknown): void;
+  /** A stored entry could not be decoded (garbage, foreign format, old version): read as a miss. */
+  decodeError(key: string, error: unknown): void;
+}
+
+export interface Store {
+  /** Short name for logs and metrics: "memory", "redis", "tiered". */
+  readonly name: string;
+  /**
+   * Synchronous read, for in-process stores. When present, a hit is answered without a tick
+   * and without allocating a promise chain; the registry still batches misses.
+   */
+  getSync?(key: string): Entry | undefined;
+  /** Reads many keys at once (Redis: one MGET). Result is aligned with `keys`. */
+  getMany(keys: readonly string[]): Promise<(Entry | undefined)[]>;
+  /** Writes many entries at once (Redis: one pipeline with PX expiry). */
+  setMany(writes: readonly StoreWrite[]): Promise<void>;
+  /** Removes keys and, where the store has fill locks, their locks too (fences older fills). */
+  delete(keys: readonly string[]): Promise<void>;
+  /** Removes every entry this store owns (Redis: only under its prefix). */
+  clear(): Promise<void>;
+  readonly lock?: FillLock;
+  /** Called once by the registry that owns the store. */
+  bind?(reporter: StoreReporter): void;
+  close?(): Promise<void>;
+}

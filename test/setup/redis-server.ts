@@ -1,0 +1,88 @@
+/**
+ * Spawns a throwaway redis-server from PATH on a free loopback port: no RDB, no AOF.
+ * Used by the jest global setup and by fault tests that need to kill and restart Redis.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, connect } from 'node:net';
+
+export interface RedisServer {
+  readonly url: string;
+  readonly port: number;
+  readonly pid: number;
+  readonly process: ChildProcess;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export async function startRedisServer(
+  options: { port?: number; extraArgs?: string[] } = {},
+): Promise<RedisServer> {
+  const port = options.port ?? (await freePort());
+  const child = spawn(
+    'redis-server',
+    [
+      '--port', String(port),
+      '--bind', '127.0.0.1',
+      '--save', '',
+      '--appendonly', 'no',
+      '--protected-mode', 'no',
+      ...(options.extraArgs ?? []),
+    ],
+    { stdio: 'ignore' },
+  );
+  let exited = false;
+  const spawnError = new Promise<never>((_, reject) => {
+    child.once('error', (err) =>
+      reject(new Error(`could not start redis-server from PATH (${err.message}); install it or set REDIS_URL`)),
+    );
+  });
+  child.once('exit', () => {
+    exited = true;
+  });
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (await Promise.race([canConnect(port), spawnError])) break;
+    if (exited) throw new Error(`redis-server exited before listening on port ${port}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`redis-server did not listen on port ${port} within 10 s`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    pid: child.pid ?? -1,
+    process: child,
+    stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (exited) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      });
+    },
+  };
+}
