@@ -10,7 +10,21 @@ export type HerdcacheErrorCode =
   | 'E_BATCH_NOT_ARRAY'
   | 'E_BATCH_LENGTH'
   | 'E_FILL_NON_ERROR'
-  | 'E_CLOSED';
+  | 'E_INVALIDATED'
+  | 'E_ABANDONED'
+  | 'E_CLOSED'
+  /** A store command did not answer within the store's command timeout. */
+  | 'E_STORE_TIMEOUT'
+  /** The store's connection is not ready (down, reconnecting); nothing was sent. */
+  | 'E_STORE_UNAVAILABLE'
+  /** The store's circuit breaker is open after repeated failures; nothing was sent. */
+  | 'E_CIRCUIT_OPEN'
+  /** The store answered with an error (the server's error is the `cause`). */
+  | 'E_STORE_ERROR'
+  /** A value could not be encoded by the store's codec (reported, not stored). */
+  | 'E_STORE_ENCODE'
+  /** A stored payload could not be decoded by the store's codec (reported, read as a miss). */
+  | 'E_STORE_DECODE';
 
 export class HerdcacheError extends Error {
   readonly code: HerdcacheErrorCode;

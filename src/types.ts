@@ -58,6 +58,8 @@ export interface FillContext {
 export interface GetOrComputeOptions extends FreshnessOptions {
   /** Stop waiting when this fires. Others waiting on the same fill are not disturbed. */
   signal?: AbortSignal;
+  /** Names this call's source in metrics (default "getOrCompute"). Keep the set of labels small. */
+  label?: string;
 }
 
 export type Fill<V> = (context: FillContext) => V | PromiseLike<V>;

@@ -1,0 +1,585 @@
+/**
+ * createCache(): the process-wide registry that ties the store, the in-flight fills, the
+ * loaders and the metrics together.
+ *
+ * A load travels: request scope (memo) → registry (hit? in flight? else queue) → one store
+ * read for the keys missed in this tick → fill locks for what is still missing → the user's
+ * fill/batch function for exactly the keys this process won → fenced write → every waiter.
+ */
+import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
+import { Failure, FillRun, Flight, FlightTable, RETRY, asError } from './flight';
+import { type Clock, type Entry, makeEntry, physicalTtl, systemClock } from './freshness';
+import { Loader } from './loader';
+import { CounterSet, type CounterName, type Sink } from './metrics';
+import { DEFAULTS, type LockTiming, type Policy, checkPositiveInteger, resolveLockTiming, resolvePolicy } from './options';
+import { RequestScope } from './scope';
+import { memoryStore } from './stores/memory';
+import type { LockAttempt, Store, StoreWrite } from './stores/store';
+import type { CacheHooks, CacheOptions, Counters, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot } from './types';
+
+/** One key waiting to be read, locked or filled. */
+export interface Item {
+  readonly key: string;
+  readonly flight: Flight;
+  /** What the source's fill needs for this key: the loader's own key, or the getOrCompute fill. */
+  readonly arg: unknown;
+  readonly policy: Policy;
+  /** The request scope of the caller that started the flight: fills are attributed to it. */
+  readonly sink: Sink | undefined;
+}
+
+/** Something that computes values: a loader, or getOrCompute. */
+export interface Source {
+  readonly name: string;
+  readonly counters: Counters;
+  /** Splits the items to fill into calls of the user's function (batches, or one per key). */
+  groups(items: Item[]): Item[][];
+  /** Runs one call; returns per item a value, `undefined` (nothing to cache), or a Failure. */
+  run(items: Item[], signal: AbortSignal): Promise<unknown[]>;
+}
+
+const GET_OR_COMPUTE = 'getOrCompute';
+
+/** Defers `fn` until the promise jobs queued now have run, then to the next tick: as DataLoader
+ * does, so every resolver of the current execution phase enqueues its keys before the batch leaves. */
+const resolved = Promise.resolve();
+function afterPromiseJobs(fn: () => void): void {
+  void resolved.then(() => process.nextTick(fn));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+let registryIds = 0;
+
+export class Cache {
+  readonly #store: Store;
+  readonly #getSync: ((key: string) => Entry | undefined) | undefined;
+  readonly #clock: Clock;
+  readonly #policy: Policy;
+  readonly #timing: LockTiming;
+  readonly #maxRefreshes: number;
+  readonly #hooks: CacheHooks;
+  readonly #flights = new FlightTable();
+  readonly #counters = new CounterSet();
+  readonly #loaders = new Map<string, Loader<unknown, unknown>>();
+  readonly #gocSource: Source;
+  readonly #labelSources = new Map<string, Source>();
+  /** Sources with items queued for the next dispatch, and the items. */
+  readonly #queued = new Map<Source, Item[]>();
+  readonly #tokenPrefix: string;
+  #tokenSeq = 0;
+  #refreshing = 0;
+  #closed = false;
+
+  constructor(options: CacheOptions = {}) {
+    if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+    const store: Store = options.store ?? memoryStore();
+    if (typeof store.getMany !== 'function' || typeof store.setMany !== 'function') {
+      throw invalidOption('store', store, 'a Store (memoryStore(), redisStore(...))');
+    }
+    this.#store = store;
+    this.#getSync = store.getSync?.bind(store);
+    const clock = options.clock ?? systemClock;
+    if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
+    this.#clock = clock;
+    const hasLock = store.lock !== undefined;
+    this.#policy = resolvePolicy(options, { ttl: undefined, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock });
+    if (this.#policy.lock && !hasLock) this.#policy = { ...this.#policy, lock: false };
+    this.#timing = resolveLockTiming(options);
+    this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : maxRefreshesOption(options.maxRefreshes);
+    this.#hooks = options.hooks ?? {};
+    this.#tokenPrefix = `${process.pid}.${++registryIds}.${Math.random().toString(36).slice(2, 10)}`;
+    this.#gocSource = {
+      name: GET_OR_COMPUTE,
+      counters: this.#counters.of(GET_OR_COMPUTE),
+      groups: (items) => items.map((item) => [item]),
+      run: (items, signal) => runFill(items[0]!, signal),
+    };
+    store.bind?.({
+      encodeError: (key, error) => this.#storeProblem('encodeErrors', key, error, 'encode'),
+      decodeError: (key, error) => this.#storeProblem('decodeErrors', key, error, 'decode'),
+    });
+  }
+
+  /** Fills in flight in this process (for tests and leak checks). */
+  get inFlight(): number {
+    return this.#flights.size;
+  }
+
+  /**
+   * Reads `key`, or computes it with `fill` once per process however many callers miss at
+   * once. A `null` result is cached; `undefined` is returned but not cached.
+   */
+  getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
+    return this._getOrCompute(key, fill, options, undefined);
+  }
+
+  /** @internal getOrCompute on behalf of a request scope. */
+  _getOrCompute<V>(key: string, fill: Fill<V>, options: GetOrComputeOptions | undefined, sink: Sink | undefined): Promise<V> {
+    try {
+      checkKey(key, 'key');
+      if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
+      const policy = resolvePolicy(options, this.#policy);
+      const label = options?.label;
+      const source = label === undefined ? this.#gocSource : this.#labelSource(label);
+      return this._load<V>(source, key, fill, policy, options?.signal, sink);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** A batching loader shared by every request of this process. Names are unique per registry. */
+  loader<K, V>(options: LoaderOptions<K, V>): Loader<K, V> {
+    this.#assertOpen();
+    if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+    const { name } = options;
+    if (typeof name !== 'string' || name.length === 0 || name === GET_OR_COMPUTE) {
+      throw invalidOption('name', name, `a non-empty string other than "${GET_OR_COMPUTE}"`);
+    }
+    if (this.#loaders.has(name)) {
+      throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);
+    }
+    const policy = resolvePolicy(options, this.#policy);
+    const loader = new Loader<K, V>(this, options, policy, this.#counters.of(name));
+    this.#loaders.set(name, loader as Loader<unknown, unknown>);
+    return loader;
+  }
+
+  /** A per-request view: DataLoader memo semantics for one operation, the registry underneath. */
+  request(): RequestScope {
+    return new RequestScope(this);
+  }
+
+  metrics(): MetricsSnapshot {
+    return this.#counters.snapshot();
+  }
+
+  /**
+   * Removes `key` (a getOrCompute key, or a loader's `name:key`) from the store. A fill of it
+   * already in flight is abandoned: its result is not written, and its waiters start over.
+   */
+  async invalidate(key: string | readonly string[]): Promise<void> {
+    const keys = typeof key === 'string' ? [key] : key;
+    if (!Array.isArray(keys)) throw invalidArgument('key', key, 'a string or an array of strings');
+    for (const k of keys) checkKey(k, 'key');
+    await this._invalidate(keys, GET_OR_COMPUTE);
+  }
+
+  /** @internal */
+  async _invalidate(keys: readonly string[], source: string): Promise<void> {
+    const reason = new HerdcacheError('E_INVALIDATED', 'herdcache: the key was invalidated while this fill ran');
+    for (const key of keys) {
+      const flight = this.#flights.get(key);
+      if (flight !== undefined) this.#flights.abandon(flight, reason);
+    }
+    this.#counters.count(source, 'invalidations', keys.length);
+    await this.#storeCall('delete', () => this.#store.delete(keys));
+  }
+
+  /** @internal writes values into the shared store now (loader.prime). */
+  async _write(source: Source, pairs: readonly (readonly [string, unknown])[], policy: Policy): Promise<void> {
+    const now = this.#clock.now();
+    const writes: StoreWrite[] = [];
+    for (const [key, value] of pairs) {
+      if (value === undefined) continue;
+      const entry = makeEntry(value, now, policy);
+      writes.push({ key, entry, ttl: physicalTtl(entry, now) });
+    }
+    if (writes.length > 0) await this.#storeCall('setMany', () => this.#store.setMany(writes), source);
+  }
+
+  /** Empties the store and abandons every fill in flight (their waiters start over). */
+  async clear(): Promise<void> {
+    this.#flights.abandonAll();
+    await this.#storeCall('clear', () => this.#store.clear());
+  }
+
+  /** Stops accepting new loaders and closes the store if it has a close(). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#flights.abandonAll();
+    await this.#store.close?.();
+  }
+
+  // ── the load path ──────────────────────────────────────────────────────────────────────
+
+  /**
+   * @internal The load path shared by loaders and getOrCompute. With a synchronous store a hit
+   * costs one map lookup, one clock read and one resolved promise.
+   */
+  _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+    const getSync = this.#getSync;
+    if (getSync !== undefined) {
+      const entry = getSync(key);
+      if (entry !== undefined) {
+        const answer = this._answer(source, key, entry, arg, policy, sink);
+        if (answer !== undefined) return answer as Promise<V>;
+      }
+    }
+    return this._miss<V>(source, key, arg, policy, signal, sink);
+  }
+
+  /**
+   * @internal Answers from an entry found by a synchronous read: fresh → hit; stale within
+   * grace → served at once and one background refresh scheduled; expired → undefined (a miss).
+   */
+  _answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined): Promise<unknown> | undefined {
+    const freshUntil = entry.freshUntil;
+    if (freshUntil === Infinity) {
+      this.#record(source, 'hits', key, sink);
+      return Promise.resolve(entry.value);
+    }
+    const now = this.#clock.now();
+    if (now < freshUntil) {
+      this.#record(source, 'hits', key, sink);
+      return Promise.resolve(entry.value);
+    }
+    if (now < entry.staleUntil) {
+      this.#record(source, 'staleServed', key, sink);
+      this.#refresh(source, key, arg, policy);
+      return Promise.resolve(entry.value);
+    }
+    return undefined;
+  }
+
+  /** @internal Joins the key's flight, or starts one and queues it for the next dispatch. */
+  _miss<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+    if (this.#closed) return Promise.reject(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    let flight = this.#flights.get(key);
+    if (flight !== undefined) {
+      this.#record(source, 'coalesced', key, sink);
+    } else {
+      flight = this.#flights.start(key, false);
+      this.#enqueue(source, { key, flight, arg, policy, sink });
+    }
+    // A waiter whose flight is abandoned starts over from the top: the store may hold a value now.
+    return this.#wait(flight, signal, () => this._load<V>(source, key, arg, policy, signal, sink));
+  }
+
+  #wait<V>(flight: Flight, signal: AbortSignal | undefined, retry: () => Promise<V>): Promise<V> {
+    flight.waiters++;
+    const promise = flight.promise as Promise<V>;
+    if (signal === undefined) {
+      return promise.then(undefined, (reason) => (reason === RETRY ? retry() : Promise.reject(reason)));
+    }
+    return new Promise<V>((resolve, reject) => {
+      const onAbort = () => {
+        // This caller leaves; the fill goes on for the others. Only the last one out abandons it.
+        if (--flight.waiters === 0 && flight.pending && !flight.background) {
+          this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'));
+        }
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      promise.then(
+        (value) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (reason) => {
+          signal.removeEventListener('abort', onAbort);
+          if (signal.aborted) return; // already rejected with the abort reason
+          if (reason === RETRY) retry().then(resolve, reject);
+          else reject(reason);
+        },
+      );
+    });
+  }
+
+  /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
+  #refresh(source: Source, key: string, arg: unknown, policy: Policy): void {
+    if (this.#flights.get(key) !== undefined || this.#closed) return;
+    if (this.#refreshing >= this.#maxRefreshes) {
+      // Dropped, not queued: the stale value keeps being served and a later read retries.
+      source.counters.refreshesDropped++;
+      return;
+    }
+    this.#refreshing++;
+    source.counters.refreshes++;
+    const flight = this.#flights.start(key, true);
+    const done = () => {
+      this.#refreshing--;
+    };
+    flight.promise.then(done, done);
+    this.#enqueue(source, { key, flight, arg, policy, sink: undefined });
+  }
+
+  #enqueue(source: Source, item: Item): void {
+    const queue = this.#queued.get(source);
+    if (queue !== undefined) {
+      queue.push(item);
+      return;
+    }
+    const first = this.#queued.size === 0;
+    this.#queued.set(source, [item]);
+    if (first) afterPromiseJobs(() => this.#dispatchQueued());
+  }
+
+  #dispatchQueued(): void {
+    const queued = [...this.#queued];
+    this.#queued.clear();
+    for (const [source, items] of queued) void this.#dispatch(source, items);
+  }
+
+  /**
+   * One dispatch: the keys missed in this tick, read in one store call (the double-check:
+   * a value written since the caller's own read is not recomputed), then locked and filled.
+   */
+  async #dispatch(source: Source, queued: Item[]): Promise<void> {
+    const items = queued.filter((item) => !item.flight.abandoned);
+    if (items.length === 0) return;
+    const entries = await this.#read(source, items);
+    const now = this.#clock.now();
+    const toFill: Item[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const entry = entries[i];
+      if (item.flight.abandoned) continue;
+      if (entry !== undefined && now < entry.freshUntil) {
+        if (!item.flight.background) this.#record(source, 'hits', item.key, item.sink);
+        this.#settleFromStore(item, entry.value);
+      } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background) {
+        this.#record(source, 'staleServed', item.key, item.sink);
+        this.#settleFromStore(item, entry.value);
+        this.#refresh(source, item.key, item.arg, item.policy);
+      } else {
+        if (!item.flight.background) this.#record(source, 'misses', item.key, item.sink);
+        toFill.push(item);
+      }
+    }
+    if (toFill.length === 0) return;
+    const locking = this.#store.lock !== undefined ? toFill.filter((item) => item.policy.lock) : [];
+    const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !item.policy.lock);
+    await Promise.all([this.#fill(source, unlocked, undefined), locking.length > 0 ? this.#lockAndFill(source, locking) : undefined]);
+  }
+
+  async #read(source: Source, items: Item[]): Promise<(Entry | undefined)[]> {
+    const getSync = this.#getSync;
+    if (getSync !== undefined) return items.map((item) => getSync(item.key));
+    const entries = await this.#storeCall('getMany', () => this.#store.getMany(items.map((item) => item.key)), source);
+    return entries ?? [];
+  }
+
+  #settleFromStore(item: Item, value: unknown): void {
+    this.#flights.resolve(item.flight, value);
+    this.#flights.finish(item.flight);
+  }
+
+  /**
+   * The distributed fill lock, seed 000's protocol: try the locks of every missing key in one
+   * call; keys won are filled and written fenced; keys held elsewhere are polled with capped
+   * exponential backoff (each poll re-reads and re-tries the lock) until the value appears,
+   * the lock is won, or lockWaitTimeout passes, after which the key is filled locally.
+   */
+  async #lockAndFill(source: Source, items: Item[]): Promise<void> {
+    const lock = this.#store.lock!;
+    const token = `${this.#tokenPrefix}.${++this.#tokenSeq}`;
+    const { lockTtl, lockPollInterval, lockWaitTimeout } = this.#timing;
+    const deadline = this.#clock.now() + lockWaitTimeout;
+    const fills: Promise<void>[] = [];
+    let waiting = items;
+    let delay = lockPollInterval;
+    for (let attempt = 0; ; attempt++) {
+      const attempts = await this.#storeCall('lock.acquire', () => lock.acquire(waiting.map((item) => item.key), token, lockTtl), source);
+      if (attempts === undefined) {
+        // The store is unreachable: fill without the lock rather than wait on it.
+        fills.push(this.#fill(source, waiting, undefined));
+        break;
+      }
+      const won: Item[] = [];
+      const release: string[] = [];
+      const next: Item[] = [];
+      const now = this.#clock.now();
+      for (let i = 0; i < waiting.length; i++) {
+        const item = waiting[i]!;
+        const result: LockAttempt | undefined = attempts[i];
+        if (result?.won) source.counters.lockAcquired++;
+        if (item.flight.abandoned) {
+          if (result?.won) release.push(item.key);
+        } else if (result?.entry !== undefined && now < result.entry.freshUntil) {
+          // Re-check after acquiring: another process wrote it since our read.
+          if (result.won) release.push(item.key);
+          this.#settleFromStore(item, result.entry.value);
+        } else if (result === undefined || result.won) {
+          won.push(item);
+        } else if (item.flight.background && result.entry !== undefined) {
+          // Another process refreshes this key: keep serving the stale value it replaces.
+          if (attempt === 0) this.#count(source, 'lockContended', item.sink);
+          this.#settleFromStore(item, result.entry.value);
+        } else {
+          if (attempt === 0) this.#count(source, 'lockContended', item.sink);
+          next.push(item);
+        }
+      }
+      if (release.length > 0) void this.#storeCall('lock.release', () => lock.release(release, token), source);
+      if (won.length > 0) fills.push(this.#fill(source, won, token));
+      waiting = next;
+      if (waiting.length === 0) break;
+      const left = deadline - this.#clock.now();
+      if (left <= 0) {
+        // Bounded damage, never unavailability: stop waiting on the other process and fill here.
+        for (const item of waiting) this.#count(source, 'lockTimeouts', item.sink);
+        fills.push(this.#fill(source, waiting, undefined));
+        break;
+      }
+      // Never sleep past the deadline; the last poll lands on it.
+      await sleep(Math.min(delay, left));
+      delay = Math.min(delay * 2, DEFAULTS.lockPollCap);
+      waiting = waiting.filter((item) => !item.flight.abandoned);
+      if (waiting.length === 0) break;
+    }
+    await Promise.all(fills);
+  }
+
+  /** Runs the source's function for `items` (in its groups), writes what succeeded, settles all. */
+  async #fill(source: Source, items: Item[], token: string | undefined): Promise<void> {
+    if (items.length === 0) return;
+    const groups = source.groups(items);
+    await Promise.all(groups.map((group) => this.#fillGroup(source, group, token)));
+  }
+
+  async #fillGroup(source: Source, items: Item[], token: string | undefined): Promise<void> {
+    const run = new FillRun(items.length);
+    for (const item of items) item.flight.run = run;
+    const started = performance.now();
+    let results: unknown[];
+    try {
+      results = await source.run(items, run.signal);
+    } catch (thrown) {
+      const failure = new Failure(asError(thrown));
+      results = items.map(() => failure);
+    }
+    const duration = performance.now() - started;
+    const now = this.#clock.now();
+    const writes: StoreWrite[] = [];
+    const written: Flight[] = [];
+    const release: string[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const result = results[i];
+      const failed = result instanceof Failure;
+      this.#count(source, failed ? 'fillFailures' : 'fills', item.sink);
+      this.#hook('onFill', item.key, source.name, duration, failed ? result.error : undefined);
+      if (item.flight.abandoned) {
+        // Invalidated or cleared while filling (or nobody wants it): the result may be stale.
+        if (token !== undefined) release.push(item.key);
+      } else if (failed) {
+        // Errors are never cached: the next caller retries.
+        if (token !== undefined) release.push(item.key);
+        this.#flights.fail(item.flight, result.error);
+      } else if (result === undefined) {
+        if (token !== undefined) release.push(item.key);
+        this.#flights.resolve(item.flight, undefined);
+        this.#flights.finish(item.flight);
+      } else {
+        const entry = makeEntry(result, now, item.policy);
+        writes.push({ key: item.key, entry, ttl: physicalTtl(entry, now) });
+        written.push(item.flight);
+        this.#flights.resolve(item.flight, result);
+      }
+    }
+    const lock = this.#store.lock;
+    if (release.length > 0 && lock !== undefined && token !== undefined) {
+      void this.#storeCall('lock.release', () => lock.release(release, token), source);
+    }
+    if (writes.length > 0) {
+      // The value is already with its callers; the flight stays joinable until the write lands,
+      // so a caller arriving meanwhile joins it instead of starting a second fill.
+      if (lock !== undefined && token !== undefined) await this.#storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), source);
+      else await this.#storeCall('setMany', () => this.#store.setMany(writes), source);
+    }
+    for (const flight of written) this.#flights.finish(flight);
+  }
+
+  // ── bookkeeping ────────────────────────────────────────────────────────────────────────
+
+  /** Calls the store; a failure is counted and reported, and the load goes on without it. */
+  async #storeCall<T>(operation: string, call: () => Promise<T>, source?: Source): Promise<T | undefined> {
+    try {
+      return await call();
+    } catch (error) {
+      (source?.counters ?? this.#counters.of(GET_OR_COMPUTE)).storeErrors++;
+      this.#hook('onStoreError', error, operation);
+      return undefined;
+    }
+  }
+
+  #storeProblem(counter: CounterName, key: string, error: unknown, operation: string): void {
+    const loaderName = key.slice(0, key.indexOf(':'));
+    const source = this.#loaders.has(loaderName) ? loaderName : GET_OR_COMPUTE;
+    this.#counters.count(source, counter, 1);
+    this.#hook('onStoreError', error, `${operation} ${key}`);
+  }
+
+  #record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void {
+    source.counters[counter]++;
+    if (sink !== undefined) sink.count(source.name, counter, 1);
+    const hooks = this.#hooks;
+    const hook = counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
+    if (hook !== undefined) {
+      try {
+        hook(key, source.name);
+      } catch {
+        // A throwing observer must not fail the load it observes.
+      }
+    }
+  }
+
+  #count(source: Source, counter: CounterName, sink: Sink | undefined): void {
+    source.counters[counter]++;
+    if (sink !== undefined) sink.count(source.name, counter, 1);
+  }
+
+  #hook<N extends 'onFill' | 'onStoreError'>(name: N, ...args: Parameters<NonNullable<CacheHooks[N]>>): void {
+    const hook = this.#hooks[name] as ((...a: unknown[]) => void) | undefined;
+    if (hook === undefined) return;
+    try {
+      hook(...args);
+    } catch {
+      // Observers never break loads.
+    }
+  }
+
+  #labelSource(label: string): Source {
+    let source = this.#labelSources.get(label);
+    if (source === undefined) {
+      if (typeof label !== 'string' || label.length === 0 || this.#loaders.has(label)) {
+        throw invalidOption('label', label, 'a non-empty string that is not a loader name');
+      }
+      source = { ...this.#gocSource, name: label, counters: this.#counters.of(label) };
+      this.#labelSources.set(label, source);
+    }
+    return source;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed');
+  }
+}
+
+function maxRefreshesOption(value: unknown): number {
+  return checkPositiveInteger('maxRefreshes', value);
+}
+
+export function checkKey(key: unknown, name: string): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new HerdcacheError('E_INVALID_KEY', `herdcache: argument "${name}" must be a non-empty string, got ${describe(key)}`);
+  }
+}
+
+async function runFill(item: Item, signal: AbortSignal): Promise<unknown[]> {
+  try {
+    const value = await (item.arg as Fill<unknown>)({ key: item.key, signal });
+    return [value];
+  } catch (thrown) {
+    return [new Failure(asError(thrown))];
+  }
+}
+
+/** Creates a registry. One per process is the intended use; two never coalesce with each other. */
+export function createCache(options?: CacheOptions): Cache {
+  return new Cache(options);
+}

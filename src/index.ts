@@ -1,0 +1,26 @@
+/**
+ * herdcache: stampede-proof caching for GraphQL backends.
+ * Public exports only; see README.md for the guide.
+ */
+export { Cache, createCache } from './cache';
+export { Loader } from './loader';
+export { RequestScope, ScopedLoader } from './scope';
+export { HerdcacheError, type HerdcacheErrorCode } from './errors';
+export { jitteredTtl, manualClock, systemClock, type Clock, type Entry } from './freshness';
+export { MemoryStore, memoryStore, MEMORY_STORE_DEFAULT_MAX, type MemoryStoreOptions } from './stores/memory';
+export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './stores/store';
+export type {
+  BatchContext,
+  BatchFn,
+  CacheHooks,
+  CacheOptions,
+  Counters,
+  Fill,
+  FillContext,
+  FreshnessOptions,
+  GetOrComputeOptions,
+  LoadOptions,
+  LoaderOptions,
+  LockOptions,
+  MetricsSnapshot,
+} from './types';

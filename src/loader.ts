@@ -1,0 +1,148 @@
+/**
+ * A batching loader shared by every request of the process.
+ *
+ * Keys asked for by all concurrent requests in one tick leave in one batch call, minus the keys
+ * already cached (answered from the store) or already in flight (they join that flight). The
+ * contract of `batch` is DataLoader's: same length and order as the keys; an `Error` at a
+ * position fails that key only.
+ */
+import type { Cache, Item, Source } from './cache';
+import { HerdcacheError, describe, invalidOption } from './errors';
+import { Failure, asError } from './flight';
+import type { Sink } from './metrics';
+import type { Policy } from './options';
+import { checkPositiveInteger } from './options';
+import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
+
+/** Errors that failed a whole batch (thrown, not an array, wrong length): a request scope forgets them. */
+export const batchFailures = new WeakSet<object>();
+
+function defaultKey(key: unknown): string {
+  if (typeof key === 'string') return key;
+  if (typeof key === 'number' && Number.isFinite(key)) return String(key);
+  return undefined as unknown as string; // rejected by the caller with a message naming the key
+}
+
+export class Loader<K, V> implements Source {
+  readonly name: string;
+  readonly counters: Counters;
+  readonly #cache: Cache;
+  readonly #batch: BatchFn<K, V>;
+  readonly #keyOf: (key: K) => string;
+  readonly #prefix: string;
+  readonly #maxBatchSize: number;
+  readonly #policy: Policy;
+
+  /** @internal use cache.loader(...) */
+  constructor(cache: Cache, options: LoaderOptions<K, V>, policy: Policy, counters: Counters) {
+    if (typeof options.batch !== 'function') throw invalidOption('batch', options.batch, 'a function');
+    if (options.key !== undefined && typeof options.key !== 'function') throw invalidOption('key', options.key, 'a function');
+    this.name = options.name;
+    this.counters = counters;
+    this.#cache = cache;
+    this.#batch = options.batch;
+    this.#keyOf = options.key ?? (defaultKey as (key: K) => string);
+    this.#prefix = `${options.name}:`;
+    this.#maxBatchSize = options.maxBatchSize === undefined ? Infinity : checkPositiveInteger('maxBatchSize', options.maxBatchSize, true);
+    this.#policy = policy;
+  }
+
+  /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */
+  storeKey(key: K): string {
+    const k = this.#keyOf(key);
+    if (typeof k !== 'string' || k.length === 0) {
+      throw new HerdcacheError(
+        'E_INVALID_KEY',
+        `herdcache: loader "${this.name}" got key ${describe(key)}, which maps to ${describe(k)}; keys must map to non-empty strings (pass a key function for other key types)`,
+      );
+    }
+    return this.#prefix + k;
+  }
+
+  load(key: K, options?: LoadOptions): Promise<V> {
+    return this._load(key, options?.signal, undefined);
+  }
+
+  /** @internal */
+  _load(key: K, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+    let storeKey: string;
+    try {
+      storeKey = this.storeKey(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#cache._load<V>(this, storeKey, key, this.#policy, signal, sink);
+  }
+
+  /** As DataLoader's: one entry per key, an Error where that key failed. Never rejects for a key. */
+  loadMany(keys: readonly K[], options?: LoadOptions): Promise<(V | Error)[]> {
+    if (!Array.isArray(keys)) return Promise.reject(new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: loadMany(keys) takes an array, got ${describe(keys)}`));
+    return Promise.all(keys.map((key) => this.load(key, options).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
+  }
+
+  /**
+   * Writes `value` for `key` into the shared store now (overwriting: the shared cache is not
+   * request-scoped; DataLoader's keep-the-first `prime` is what a request scope does).
+   * `undefined` and Errors are not cached.
+   */
+  async prime(key: K, value: V): Promise<void> {
+    const storeKey = this.storeKey(key);
+    if (value instanceof Error) return;
+    await this.#cache._write(this, [[storeKey, value]], this.#policy);
+  }
+
+  /** Invalidates keys in the shared store; fills of them in flight are not written. */
+  async clear(key: K | readonly K[]): Promise<void> {
+    const keys = Array.isArray(key) ? (key as readonly K[]) : [key as K];
+    await this.#cache._invalidate(keys.map((k) => this.storeKey(k)), this.name);
+  }
+
+  /** @internal Source: batches of at most maxBatchSize keys. */
+  groups(items: Item[]): Item[][] {
+    const size = this.#maxBatchSize;
+    if (items.length <= size) return [items];
+    const groups: Item[][] = [];
+    for (let i = 0; i < items.length; i += size) groups.push(items.slice(i, i + size));
+    return groups;
+  }
+
+  /** @internal Source: one batch call; a broken result fails every key of the batch, caches nothing. */
+  async run(items: Item[], signal: AbortSignal): Promise<unknown[]> {
+    const keys = items.map((item) => item.arg as K);
+    this.counters.batches++;
+    this.counters.batchedKeys += keys.length;
+    let values: ReadonlyArray<V | Error>;
+    try {
+      values = await this.#batch(keys, { signal });
+    } catch (thrown) {
+      return this.#failAll(keys.length, asError(thrown));
+    }
+    if (!Array.isArray(values)) {
+      return this.#failAll(
+        keys.length,
+        new HerdcacheError('E_BATCH_NOT_ARRAY', `herdcache: loader "${this.name}": batch must return an array (or a promise of one), got ${describe(values)}`),
+      );
+    }
+    if (values.length !== keys.length) {
+      return this.#failAll(
+        keys.length,
+        new HerdcacheError(
+          'E_BATCH_LENGTH',
+          `herdcache: loader "${this.name}": batch returned ${values.length} values for ${keys.length} keys; it must return one per key, in order`,
+        ),
+      );
+    }
+    const out = new Array<unknown>(values.length);
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i];
+      out[i] = value instanceof Error ? new Failure(value) : value;
+    }
+    return out;
+  }
+
+  #failAll(n: number, error: unknown): Failure[] {
+    if (typeof error === 'object' && error !== null) batchFailures.add(error);
+    const failure = new Failure(error);
+    return new Array<Failure>(n).fill(failure);
+  }
+}

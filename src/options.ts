@@ -1,0 +1,72 @@
+/**
+ * Defaults in one place, validated once, with errors that name the option and the bad value.
+ */
+import { invalidOption } from './errors';
+import type { Freshness } from './freshness';
+import type { FreshnessOptions, LockOptions } from './types';
+
+export const DEFAULTS = {
+  swr: 0,
+  jitter: 0,
+  maxRefreshes: 64,
+  lockTtl: 10_000,
+  lockPollInterval: 50,
+  lockWaitTimeout: 5_000,
+  /** Poll backoff doubles from lockPollInterval up to this cap (seed 000). */
+  lockPollCap: 1_000,
+} as const;
+
+/** Freshness plus whether the distributed fill lock is used. */
+export interface Policy extends Freshness {
+  readonly lock: boolean;
+}
+
+export function checkDuration(name: string, value: unknown, allowZero: boolean): number {
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0) || value === -Infinity) {
+    throw invalidOption(name, value, allowZero ? 'a number of milliseconds >= 0' : 'a number of milliseconds > 0');
+  }
+  return value;
+}
+
+function checkFraction(name: string, value: unknown): number {
+  // Non-finite means "no jitter" (as jitteredTtl does); out-of-range finite values are clamped there.
+  if (typeof value !== 'number') throw invalidOption(name, value, 'a number in [0, 1]');
+  return value;
+}
+
+export function checkBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw invalidOption(name, value, 'a boolean');
+  return value;
+}
+
+export function checkPositiveInteger(name: string, value: unknown, allowInfinity = false): number {
+  if (typeof value === 'number' && ((allowInfinity && value === Infinity) || (Number.isSafeInteger(value) && value >= 1))) return value;
+  throw invalidOption(name, value, allowInfinity ? 'a positive integer or Infinity' : 'a positive integer');
+}
+
+/** Resolves `options` on top of `base`; an option left undefined keeps the base value. */
+export function resolvePolicy(options: FreshnessOptions | undefined, base: Policy, prefix = ''): Policy {
+  if (options === undefined) return base;
+  const { ttl, swr, jitter, lock } = options;
+  if (ttl === undefined && swr === undefined && jitter === undefined && lock === undefined) return base;
+  return {
+    ttl: ttl === undefined ? base.ttl : checkDuration(`${prefix}ttl`, ttl, false),
+    swr: swr === undefined ? base.swr : checkDuration(`${prefix}swr`, swr, true),
+    jitter: jitter === undefined ? base.jitter : checkFraction(`${prefix}jitter`, jitter),
+    lock: lock === undefined ? base.lock : checkBoolean(`${prefix}lock`, lock),
+  };
+}
+
+export interface LockTiming {
+  readonly lockTtl: number;
+  readonly lockPollInterval: number;
+  readonly lockWaitTimeout: number;
+}
+
+export function resolveLockTiming(options: LockOptions): LockTiming {
+  return {
+    lockTtl: checkDuration('lockTtl', options.lockTtl ?? DEFAULTS.lockTtl, false),
+    lockPollInterval: checkDuration('lockPollInterval', options.lockPollInterval ?? DEFAULTS.lockPollInterval, false),
+    lockWaitTimeout: checkDuration('lockWaitTimeout', options.lockWaitTimeout ?? DEFAULTS.lockWaitTimeout, true),
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * How an entry becomes bytes in a shared store, and back.
+ *
+ * A payload carries its own format version and its freshness, so a reader needs nothing but the
+ * payload (no PTTL round trip), and a payload written by another program, an older herdcache or a
+ * broken writer is recognised as such and read as a miss instead of being served.
+ */
+import type { Entry } from '../freshness';
+import { HerdcacheError } from '../errors';
+
+export interface Codec {
+  /**
+   * True when `encode` returns Buffers that are not valid UTF-8 text (msgpack, compressed JSON):
+   * the store then reads with the Buffer variants of its commands. Default false.
+   */
+  readonly binary?: boolean;
+  /** Throws when the entry cannot be represented; the store reports it and skips the write. */
+  encode(entry: Entry): string | Buffer;
+  /** Throws on anything it did not write itself; the store reports it and answers a miss. */
+  decode(raw: string | Buffer): Entry;
+}
+
+/** The format version inside every JSON payload; bump it when the layout changes. */
+export const JSON_FORMAT_VERSION = 1;
+
+/**
+ * JSON with the layout `{"v":1,"f":freshUntil,"s":staleUntil,"d":value}`.
+ *
+ * JSON has no Infinity: an infinite `freshUntil`/`staleUntil` is written as `null` and read back
+ * as Infinity. The value itself follows JSON's rules (a Date comes back as a string, `undefined`
+ * inside objects is dropped, Infinity inside the value becomes null); plug a codec of your own
+ * when values need more. BigInt and cycles cannot be encoded: the write is skipped and reported.
+ */
+export const jsonCodec: Codec = {
+  encode(entry: Entry): string {
+    let data: string | undefined;
+    try {
+      data = JSON.stringify(entry.value);
+    } catch (error) {
+      throw new HerdcacheError('E_STORE_ENCODE', `herdcache: value cannot be encoded as JSON (${messageOf(error)})`, { cause: error });
+    }
+    // A function or a symbol at the top level stringifies to undefined: there is nothing to store.
+    if (data === undefined) {
+      throw new HerdcacheError('E_STORE_ENCODE', `herdcache: value of type ${typeof entry.value} cannot be encoded as JSON`);
+    }
+    // Built by hand: the envelope object would be one more allocation per write for nothing.
+    return `{"v":${JSON_FORMAT_VERSION},"f":${time(entry.freshUntil)},"s":${time(entry.staleUntil)},"d":${data}}`;
+  },
+
+  decode(raw: string | Buffer): Entry {
+    const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw decodeError(`payload is not JSON (${messageOf(error)})`, error);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw decodeError('payload is not a herdcache entry');
+    const payload = parsed as { v?: unknown; f?: unknown; s?: unknown; d?: unknown };
+    if (payload.v !== JSON_FORMAT_VERSION) {
+      throw decodeError(
+        typeof payload.v === 'number' ? `unsupported format version ${payload.v} (this herdcache reads ${JSON_FORMAT_VERSION})` : 'payload is not a herdcache entry',
+      );
+    }
+    const freshUntil = readTime(payload.f);
+    const staleUntil = readTime(payload.s);
+    if (freshUntil === undefined || staleUntil === undefined || staleUntil < freshUntil || payload.d === undefined) {
+      throw decodeError('payload is a malformed herdcache entry');
+    }
+    return { value: payload.d, freshUntil, staleUntil };
+  },
+};
+
+function time(ms: number): string {
+  return Number.isFinite(ms) ? String(ms) : 'null';
+}
+
+function readTime(value: unknown): number | undefined {
+  if (value === null) return Infinity;
+  return typeof value === 'number' ? value : undefined;
+}
+
+function decodeError(reason: string, cause?: unknown): HerdcacheError {
+  return new HerdcacheError('E_STORE_DECODE', `herdcache: stored entry cannot be decoded: ${reason}`, cause === undefined ? undefined : { cause });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,70 @@
+/**
+ * The embedded default: an in-process LRU (lru-cache) holding entry objects as they are.
+ *
+ * Hits do not serialize: the entry object is returned by reference, so a caller that mutates a
+ * cached value mutates it for everyone (as with DataLoader). Freshness and grace live in the
+ * entry and are judged by the registry's clock, so lru-cache's own TTL timers are not used:
+ * an entry past its grace is ignored on read and overwritten by the next fill, and memory is
+ * bounded by `max` entries.
+ */
+import { LRUCache } from 'lru-cache';
+import { invalidOption } from '../errors';
+import type { Entry } from '../freshness';
+import type { Store, StoreWrite } from './store';
+
+export interface MemoryStoreOptions {
+  /** Most entries kept; the least recently used is evicted first. Default 10000. */
+  max?: number;
+}
+
+export const MEMORY_STORE_DEFAULT_MAX = 10_000;
+
+const done: Promise<void> = Promise.resolve();
+
+export class MemoryStore implements Store {
+  readonly name = 'memory';
+  readonly #lru: LRUCache<string, Entry>;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    const max = options.max ?? MEMORY_STORE_DEFAULT_MAX;
+    if (!Number.isSafeInteger(max) || max < 1) throw invalidOption('max', max, 'a positive integer');
+    this.#lru = new LRUCache<string, Entry>({ max });
+  }
+
+  /** Number of entries held (including stale ones not yet overwritten or evicted). */
+  get size(): number {
+    return this.#lru.size;
+  }
+
+  getSync(key: string): Entry | undefined {
+    return this.#lru.get(key);
+  }
+
+  getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
+    const out = new Array<Entry | undefined>(keys.length);
+    for (let i = 0; i < keys.length; i++) out[i] = this.#lru.get(keys[i]!);
+    return Promise.resolve(out);
+  }
+
+  // Writes and deletes take effect synchronously, before the returned promise: the registry
+  // relies on that so a value is visible to the next caller the moment its flight settles.
+  setMany(writes: readonly StoreWrite[]): Promise<void> {
+    for (const w of writes) this.#lru.set(w.key, w.entry);
+    return done;
+  }
+
+  delete(keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.#lru.delete(key);
+    return done;
+  }
+
+  clear(): Promise<void> {
+    this.#lru.clear();
+    return done;
+  }
+}
+
+/** The in-process store: bounded LRU, no serialization. */
+export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
+  return new MemoryStore(options);
+}

@@ -1,0 +1,106 @@
+/**
+ * Redis key layout and Cluster hash slots.
+ *
+ * A cache key K is stored at `prefix{K}` and its fill lock at `prefix{K}:lock`. The braces are a
+ * Cluster hash tag: both keys hash on K alone, so they share a slot and one script can touch both.
+ */
+import { createHash } from 'node:crypto';
+
+/** Hex sha256 (64 chars) plus the '#' separating it from the readable head. */
+const HASHED_TAIL = 65;
+export const MIN_KEY_LENGTH = HASHED_TAIL;
+
+const CLOSE_BRACE = 125;
+
+/**
+ * The part of a key that goes between the braces.
+ *
+ * Hashed (readable head + '#' + sha256 of the whole key, exactly `maxKeyLength` chars) when the
+ * key is longer than `maxKeyLength`, and also when it is empty or starts with '}': Redis ignores
+ * an empty hash tag (`{}`) and would hash the whole key, which puts a value and its lock in two
+ * slots. A '}' later in the key only shortens the tag, and both keys still share it.
+ */
+export function taggedKey(key: string, maxKeyLength: number): string {
+  if (key.length <= maxKeyLength && key.length > 0 && key.charCodeAt(0) !== CLOSE_BRACE) return key;
+  const head = key.charCodeAt(0) === CLOSE_BRACE ? '' : key.slice(0, maxKeyLength - HASHED_TAIL);
+  return `${head}#${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/** Escapes glob metacharacters so a prefix can be used in SCAN MATCH. */
+export function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}
+
+// CRC16/XMODEM, the checksum Redis Cluster uses for slots (crc16(tag) mod 16384).
+const CRC_TABLE = new Uint16Array(256);
+for (let i = 0; i < 256; i++) {
+  let c = i << 8;
+  for (let bit = 0; bit < 8; bit++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
+  CRC_TABLE[i] = c;
+}
+
+function crcByte(crc: number, byte: number): number {
+  return ((crc << 8) & 0xffff) ^ CRC_TABLE[((crc >> 8) ^ byte) & 0xff]!;
+}
+
+/**
+ * The Cluster slot of a full Redis key, as `CLUSTER KEYSLOT` computes it: over the UTF-8 bytes of
+ * the hash tag when there is a non-empty one, else of the whole key. Encodes UTF-8 on the fly
+ * (lone surrogates as U+FFFD, as Buffer.from does) so no Buffer is allocated per key.
+ */
+export function hashSlot(key: string): number {
+  let start = 0;
+  let end = key.length;
+  const open = key.indexOf('{');
+  if (open !== -1) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) {
+      start = open + 1;
+      end = close;
+    }
+  }
+  let crc = 0;
+  for (let i = start; i < end; i++) {
+    let c = key.charCodeAt(i);
+    if (c < 0x80) {
+      crc = crcByte(crc, c);
+      continue;
+    }
+    if (c < 0x800) {
+      crc = crcByte(crcByte(crc, 0xc0 | (c >> 6)), 0x80 | (c & 0x3f));
+      continue;
+    }
+    if (c >= 0xd800 && c <= 0xdfff) {
+      const next = i + 1 < end ? key.charCodeAt(i + 1) : 0;
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        const cp = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
+        crc = crcByte(crc, 0xf0 | (cp >> 18));
+        crc = crcByte(crc, 0x80 | ((cp >> 12) & 0x3f));
+        crc = crcByte(crc, 0x80 | ((cp >> 6) & 0x3f));
+        crc = crcByte(crc, 0x80 | (cp & 0x3f));
+        i++;
+        continue;
+      }
+      c = 0xfffd;
+    }
+    crc = crcByte(crc, 0xe0 | (c >> 12));
+    crc = crcByte(crc, 0x80 | ((c >> 6) & 0x3f));
+    crc = crcByte(crc, 0x80 | (c & 0x3f));
+  }
+  return crc & 16383;
+}
+
+/**
+ * Groups positions by a numeric or string group id, keeping first-seen order. `groupOf` is called
+ * once per position; one array per group, no per-key closure.
+ */
+export function groupPositions(count: number, groupOf: (index: number) => number | string): number[][] {
+  const byId = new Map<number | string, number[]>();
+  for (let i = 0; i < count; i++) {
+    const id = groupOf(i);
+    const group = byId.get(id);
+    if (group === undefined) byId.set(id, [i]);
+    else group.push(i);
+  }
+  return [...byId.values()];
+}

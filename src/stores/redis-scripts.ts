@@ -1,0 +1,93 @@
+/**
+ * The fill lock's Lua scripts. Each runs atomically on the server, so "try the lock, then read the
+ * value" and "check the token, write, unlock" cannot interleave with another replica's steps.
+ * Registered with ioredis `defineCommand`: sent as EVALSHA, and as EVAL only the first time on a
+ * connection (and after a SCRIPT FLUSH), which ioredis handles.
+ *
+ * KEYS come in pairs, value key then lock key, for every cache key of the call; in a Cluster all
+ * KEYS of one call share a slot (the store groups by slot).
+ */
+import type { Cluster, Redis } from 'ioredis';
+
+/**
+ * ARGV: token, lock ttl (ms). Returns, per key, `won` (1/0) then the raw value or nil.
+ * The value is read after the lock is tried: that read is the re-check that stops a replica from
+ * filling a key another replica wrote between this replica's MGET and its lock.
+ * Re-entrant for the same token: a retry after a timed-out acquire (which may have run on the
+ * server) wins its own lock instead of waiting out the lock ttl behind itself.
+ */
+const ACQUIRE = `
+local out = {}
+local token = ARGV[1]
+for i = 1, #KEYS, 2 do
+  local won = redis.call('SET', KEYS[i + 1], token, 'NX', 'PX', ARGV[2])
+  if not won and redis.call('GET', KEYS[i + 1]) == token then
+    redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
+    won = true
+  end
+  out[i] = won and 1 or 0
+  out[i + 1] = redis.call('GET', KEYS[i])
+end
+return out
+`;
+
+/**
+ * ARGV: token, then per key payload and px ('0': no expiry; '-1': nothing to write, only release).
+ * Returns per key 1 when the value was written, else 0. The fence: a filler whose lock expired
+ * (paused, slow) or was deleted by an invalidation no longer matches and writes nothing, so it
+ * cannot overwrite a newer value or resurrect an invalidated one.
+ */
+const WRITE_AND_RELEASE = `
+local out = {}
+local token = ARGV[1]
+for i = 1, #KEYS, 2 do
+  local n = (i + 1) / 2
+  out[n] = 0
+  if redis.call('GET', KEYS[i + 1]) == token then
+    local px = ARGV[i + 2]
+    if px == '0' then
+      redis.call('SET', KEYS[i], ARGV[i + 1])
+      out[n] = 1
+    elseif px ~= '-1' then
+      redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', px)
+      out[n] = 1
+    end
+    redis.call('DEL', KEYS[i + 1])
+  end
+end
+return out
+`;
+
+/** KEYS: lock keys only. ARGV: token. Compare-and-delete: another filler's lock is untouched. */
+const RELEASE = `
+local released = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    released = released + 1
+  end
+end
+return released
+`;
+
+type Arg = string | Buffer | number | readonly (string | Buffer)[];
+
+/** The commands `defineScripts` adds to a client (numKeys first: the key count varies per call). */
+export interface LockScripts {
+  herdcacheLockAcquire1(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
+  herdcacheLockAcquire1Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
+  herdcacheLockWrite1(numKeys: number, ...args: Arg[]): Promise<number[]>;
+  herdcacheLockRelease1(numKeys: number, ...args: Arg[]): Promise<number>;
+}
+
+/**
+ * Adds the scripts to the user's client. The names carry a version: a future script with other
+ * semantics gets a new name instead of silently replacing this one on a shared client.
+ * Defining them again (a second store on the same client) is harmless: same name, same script.
+ */
+export function defineScripts(client: Redis | Cluster): LockScripts {
+  client.defineCommand('herdcacheLockAcquire1', { lua: ACQUIRE });
+  client.defineCommand('herdcacheLockWrite1', { lua: WRITE_AND_RELEASE });
+  client.defineCommand('herdcacheLockRelease1', { lua: RELEASE });
+  return client as unknown as LockScripts;
+}

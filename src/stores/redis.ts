@@ -1,0 +1,459 @@
+/**
+ * The Redis store: entries shared by every replica, and the fill lock that lets one replica fill
+ * a key while the others wait for its value.
+ *
+ * Round trips: a batch read is one MGET, a batch write one pipeline, a batch of lock attempts one
+ * script call (in a Cluster: one per hash slot, sent in parallel). Freshness travels inside the
+ * payload, so a hit is one read and nothing else.
+ *
+ * Faults: the cache must never be the outage. Every call is bounded by `commandTimeout`; a client
+ * that is not connected fails at once instead of queueing the command offline; a circuit breaker
+ * stops paying timeouts while Redis is down. A failing call rejects with a coded HerdcacheError
+ * and the registry computes the value instead. Bad data never throws: it reads as a miss.
+ *
+ * The client belongs to the user: this store never connects (except to start a `lazyConnect`
+ * client, as ioredis would on its first command), quits or reconfigures it.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { HerdcacheError, invalidOption } from '../errors';
+import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breaker';
+import { jsonCodec, type Codec } from './codec';
+import { defineScripts, type LockScripts } from './redis-scripts';
+import { escapeGlob, groupPositions, hashSlot, MIN_KEY_LENGTH, taggedKey } from './redis-keys';
+import type { Entry } from '../freshness';
+import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
+
+export interface RedisStoreOptions {
+  /** The user's ioredis client, `Redis` or `Cluster`. Connected and owned by the user. */
+  client: Redis | Cluster;
+  /** Prepended to every key; must not contain '{' or '}' (the keys' hash tag). Default "herdcache:". */
+  prefix?: string;
+  /** How entries become payloads. Default: JSON with a format version (`jsonCodec`). */
+  codec?: Codec;
+  /** Milliseconds any store call may take before it rejects with E_STORE_TIMEOUT. Default 250. */
+  commandTimeout?: number;
+  /** Circuit breaker, or `false` for none. Default `{ threshold: 5, coolDown: 5000 }`. */
+  breaker?: BreakerOptions | false;
+  /** Keys longer than this many characters are stored under a sha256 of the key. Default 256. */
+  maxKeyLength?: number;
+}
+
+export interface RedisStore extends Store {
+  readonly name: 'redis';
+  readonly lock: FillLock;
+  /** The circuit breaker's state, for health checks; "disabled" with `breaker: false`. */
+  readonly breakerState: BreakerState | 'disabled';
+}
+
+const DEFAULTS = {
+  prefix: 'herdcache:',
+  commandTimeout: 250,
+  threshold: 5,
+  coolDown: 5000,
+  maxKeyLength: 256,
+} as const;
+
+/** setTimeout's ceiling; a longer timeout would fire at once. */
+const MAX_TIMEOUT = 2 ** 31 - 1;
+const LOCK_SUFFIX = ':lock';
+/** SCAN page size hint for clear(): large enough to be quick, small enough not to block Redis. */
+const SCAN_COUNT = 1000;
+
+const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
+const noop = (): void => {};
+
+type Raw = string | Buffer | null;
+
+export function redisStore(options: RedisStoreOptions): RedisStore {
+  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
+  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, breaker, maxKeyLength = DEFAULTS.maxKeyLength } = options;
+  const candidate = client as Partial<Redis> | null | undefined;
+  if (candidate === null || typeof candidate !== 'object' || typeof candidate.defineCommand !== 'function' || typeof candidate.mget !== 'function' || typeof candidate.status !== 'string') {
+    throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
+  }
+  if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
+    throw invalidOption('prefix', prefix, "a string without '{' or '}' (they would change the keys' Cluster hash tag)");
+  }
+  if (codec === null || typeof codec !== 'object' || typeof codec.encode !== 'function' || typeof codec.decode !== 'function') {
+    throw invalidOption('codec', codec, 'an object with encode(entry) and decode(raw) functions');
+  }
+  if (typeof commandTimeout !== 'number' || !(commandTimeout > 0) || commandTimeout > MAX_TIMEOUT) {
+    throw invalidOption('commandTimeout', commandTimeout, `a number of milliseconds in (0, ${MAX_TIMEOUT}]`);
+  }
+  if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH) {
+    throw invalidOption('maxKeyLength', maxKeyLength, `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`);
+  }
+  let circuit: CircuitBreaker | undefined;
+  if (breaker !== false) {
+    if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
+      throw invalidOption('breaker', breaker, 'false or an object { threshold?, coolDown? }');
+    }
+    const { threshold = DEFAULTS.threshold, coolDown = DEFAULTS.coolDown } = breaker ?? {};
+    if (!Number.isInteger(threshold) || threshold < 1) throw invalidOption('breaker.threshold', threshold, 'an integer >= 1');
+    if (typeof coolDown !== 'number' || !(coolDown >= 0) || !Number.isFinite(coolDown)) {
+      throw invalidOption('breaker.coolDown', coolDown, 'a finite number of milliseconds >= 0');
+    }
+    circuit = new CircuitBreaker(threshold, coolDown);
+  }
+  return new RedisStoreImpl(client, prefix, codec, commandTimeout, circuit, maxKeyLength);
+}
+
+class RedisStoreImpl implements RedisStore {
+  readonly name = 'redis' as const;
+  readonly lock: FillLock;
+  readonly #client: Redis | Cluster;
+  readonly #scripts: LockScripts;
+  readonly #cluster: boolean;
+  readonly #prefix: string;
+  /** ioredis's own `keyPrefix`: added by the client to every key, so part of the real key. */
+  readonly #clientPrefix: string;
+  readonly #codec: Codec;
+  readonly #timeout: number;
+  readonly #breaker: CircuitBreaker | undefined;
+  readonly #maxKeyLength: number;
+  #reporter: StoreReporter = NO_REPORTER;
+
+  constructor(client: Redis | Cluster, prefix: string, codec: Codec, timeout: number, breaker: CircuitBreaker | undefined, maxKeyLength: number) {
+    this.#client = client;
+    this.#scripts = defineScripts(client);
+    this.#cluster = client.isCluster === true;
+    this.#prefix = prefix;
+    this.#clientPrefix = client.options.keyPrefix ?? '';
+    this.#codec = codec;
+    this.#timeout = timeout;
+    this.#breaker = breaker;
+    this.#maxKeyLength = maxKeyLength;
+    this.lock = {
+      acquire: (keys, token, ttlMs) => this.#acquire(keys, token, ttlMs),
+      writeAndRelease: (writes, token) => this.#writeAndRelease(writes, token),
+      release: (keys, token) => this.#release(keys, token),
+    };
+  }
+
+  get breakerState(): BreakerState | 'disabled' {
+    return this.#breaker ? this.#breaker.state : 'disabled';
+  }
+
+  bind(reporter: StoreReporter): void {
+    this.#reporter = reporter;
+  }
+
+  async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
+    const n = keys.length;
+    if (n === 0) return [];
+    this.#admit('getMany');
+    const valueKeys = this.#valueKeys(keys);
+    const groups = this.#slotGroups(valueKeys);
+    const binary = this.#codec.binary === true;
+    const client = this.#client;
+    const replies = await this.#bound('getMany', this.#perGroup(groups, (indices): Promise<Raw[]> => {
+      const batch = indices === null ? valueKeys : pick(valueKeys, indices);
+      return binary ? client.mgetBuffer(batch) : client.mget(batch);
+    }));
+    const out = new Array<Entry | undefined>(n);
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; j < reply.length; j++) {
+        const i = indices === null ? j : indices[j]!;
+        const raw = reply[j];
+        out[i] = raw === null || raw === undefined ? undefined : this.#decode(keys[i]!, raw);
+      }
+    }
+    return out;
+  }
+
+  async setMany(writes: readonly StoreWrite[]): Promise<void> {
+    if (writes.length === 0) return;
+    this.#admit('setMany');
+    const keys: string[] = [];
+    const payloads: (string | Buffer)[] = [];
+    const pxs: number[] = [];
+    for (let i = 0; i < writes.length; i++) {
+      const write = writes[i]!;
+      const payload = this.#encode(write);
+      if (payload === undefined) continue;
+      keys.push(this.#valueKey(write.key));
+      payloads.push(payload);
+      pxs.push(write.ttl === Infinity ? 0 : toPx(write.ttl));
+    }
+    if (keys.length === 0) return;
+    // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
+    const groups = this.#cluster ? groupPositions(keys.length, (i) => this.#nodeOf(keys[i]!)) : null;
+    const client = this.#client;
+    const results = await this.#bound('setMany', this.#perGroup(groups, (indices) => {
+      const pipeline = client.pipeline();
+      const count = indices === null ? keys.length : indices.length;
+      for (let j = 0; j < count; j++) {
+        const i = indices === null ? j : indices[j]!;
+        if (pxs[i] === 0) pipeline.set(keys[i]!, payloads[i]!);
+        else pipeline.set(keys[i]!, payloads[i]!, 'PX', pxs[i]!);
+      }
+      return pipeline.exec();
+    }));
+    for (const result of results) {
+      if (result === null) throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
+      for (const [error] of result) if (error) throw storeError('setMany', error);
+    }
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    const n = keys.length;
+    if (n === 0) return;
+    this.#admit('delete');
+    const valueKeys = this.#valueKeys(keys);
+    const groups = this.#slotGroups(valueKeys);
+    const client = this.#client;
+    // The lock goes too: a fill that started before this invalidation then fails its fenced
+    // write instead of storing a value computed from data older than the invalidation.
+    await this.#bound('delete', this.#perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
+  }
+
+  /**
+   * Removes every key under this store's prefix: SCAN + UNLINK page by page (on every master in
+   * a Cluster), never KEYS. An admin operation: it walks the keyspace, each command bounded by
+   * `commandTimeout`, and keys written while it runs may survive it.
+   */
+  async clear(): Promise<void> {
+    const pattern = `${escapeGlob(this.#clientPrefix + this.#prefix)}{*`;
+    this.#admit('clear');
+    const nodes = this.#cluster ? (this.#client as Cluster).nodes('master') : [this.#client as Redis];
+    const strip = this.#clientPrefix.length;
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        this.#admit('clear');
+        const [next, found] = await this.#bound('clear', node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
+        cursor = next;
+        if (found.length === 0) continue;
+        // The client adds its keyPrefix again on UNLINK: hand it the keys without it.
+        const keys = strip === 0 ? found : found.map((key) => key.slice(strip));
+        const groups = this.#slotGroups(keys);
+        const client = this.#client;
+        this.#admit('clear');
+        await this.#bound('clear', this.#perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
+      } while (cursor !== '0');
+    }
+  }
+
+  async #acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
+    const n = keys.length;
+    if (n === 0) return [];
+    this.#admit('lock.acquire');
+    const valueKeys = this.#valueKeys(keys);
+    const groups = this.#slotGroups(valueKeys);
+    const px = toPx(ttlMs);
+    const binary = this.#codec.binary === true;
+    const scripts = this.#scripts;
+    const replies = await this.#bound('lock.acquire', this.#perGroup(groups, (indices): Promise<(number | Raw)[]> => {
+      const pairs = withLockKeys(valueKeys, indices);
+      return binary
+        ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
+        : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
+    }));
+    const out = new Array<LockAttempt>(n);
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; 2 * j < reply.length; j++) {
+        const i = indices === null ? j : indices[j]!;
+        const raw = reply[2 * j + 1];
+        const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : this.#decode(keys[i]!, raw);
+        out[i] = { won: reply[2 * j] === 1, entry };
+      }
+    }
+    return out;
+  }
+
+  async #writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
+    const n = writes.length;
+    if (n === 0) return [];
+    this.#admit('lock.writeAndRelease');
+    const valueKeys = new Array<string>(n);
+    // Per write: payload then px. An unencodable value still releases its lock ('-1'), so the
+    // other replicas stop waiting on it now instead of after the lock ttl.
+    const args = new Array<string | Buffer>(2 * n);
+    for (let i = 0; i < n; i++) {
+      const write = writes[i]!;
+      valueKeys[i] = this.#valueKey(write.key);
+      const payload = this.#encode(write);
+      args[2 * i] = payload ?? '';
+      args[2 * i + 1] = payload === undefined ? '-1' : write.ttl === Infinity ? '0' : String(toPx(write.ttl));
+    }
+    const groups = this.#slotGroups(valueKeys);
+    const scripts = this.#scripts;
+    const replies = await this.#bound('lock.writeAndRelease', this.#perGroup(groups, (indices) => {
+      const pairs = withLockKeys(valueKeys, indices);
+      return scripts.herdcacheLockWrite1(pairs.length, pairs, token, indices === null ? args : pickPairs(args, indices));
+    }));
+    const out = new Array<boolean>(n);
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
+    }
+    return out;
+  }
+
+  async #release(keys: readonly string[], token: string): Promise<void> {
+    const n = keys.length;
+    if (n === 0) return;
+    this.#admit('lock.release');
+    const lockKeys = new Array<string>(n);
+    for (let i = 0; i < n; i++) lockKeys[i] = this.#valueKey(keys[i]!) + LOCK_SUFFIX;
+    const groups = this.#slotGroups(lockKeys);
+    const scripts = this.#scripts;
+    await this.#bound('lock.release', this.#perGroup(groups, (indices) => {
+      const batch = indices === null ? lockKeys : pick(lockKeys, indices);
+      return scripts.herdcacheLockRelease1(batch.length, batch, token);
+    }));
+  }
+
+  /** Throws instead of sending when the breaker is open or the client is not connected. */
+  #admit(op: string): void {
+    const breaker = this.#breaker;
+    if (breaker !== undefined && !breaker.admit()) {
+      throw new HerdcacheError('E_CIRCUIT_OPEN', `herdcache: redis ${op} not sent: circuit breaker open after repeated failures`);
+    }
+    const status = this.#client.status;
+    if (status !== 'ready') {
+      // Not ready means ioredis would queue the command offline and answer whenever it reconnects.
+      if (status === 'wait') this.#client.connect().catch(noop);
+      breaker?.failure();
+      throw new HerdcacheError('E_STORE_UNAVAILABLE', `herdcache: redis ${op} not sent: client status is "${status}"`);
+    }
+  }
+
+  /**
+   * Settles with `pending` or rejects with E_STORE_TIMEOUT, whichever comes first, and feeds the
+   * breaker. A late answer is swallowed (it is still observed, so it cannot become an unhandled
+   * rejection) and does not count: the call already failed as far as anyone is concerned.
+   */
+  #bound<T>(op: string, pending: Promise<T>): Promise<T> {
+    const breaker = this.#breaker;
+    const timeout = this.#timeout;
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        breaker?.failure();
+        reject(new HerdcacheError('E_STORE_TIMEOUT', `herdcache: redis ${op} timed out after ${timeout} ms`));
+      }, timeout);
+      timer.unref();
+      pending.then(
+        (value) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          breaker?.success();
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          breaker?.failure();
+          reject(storeError(op, error));
+        },
+      );
+    });
+  }
+
+  /** One call for everything (standalone), or one per group in parallel (Cluster). */
+  #perGroup<T>(groups: number[][] | null, send: (indices: number[] | null) => Promise<T>): Promise<T[]> {
+    return groups === null ? send(null).then(one) : Promise.all(groups.map(send));
+  }
+
+  /** Positions grouped by hash slot in a Cluster; null (one group, all positions) otherwise. */
+  #slotGroups(keys: readonly string[]): number[][] | null {
+    if (!this.#cluster) return null;
+    const clientPrefix = this.#clientPrefix;
+    return groupPositions(keys.length, (i) => hashSlot(clientPrefix + keys[i]!));
+  }
+
+  /** The master that serves a key's slot, as ioredis routes it; the slot itself if unknown yet. */
+  #nodeOf(key: string): string | number {
+    const slot = hashSlot(this.#clientPrefix + key);
+    return (this.#client as Cluster).slots[slot]?.[0] ?? slot;
+  }
+
+  #valueKey(key: string): string {
+    return `${this.#prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
+  }
+
+  #valueKeys(keys: readonly string[]): string[] {
+    const out = new Array<string>(keys.length);
+    for (let i = 0; i < keys.length; i++) out[i] = this.#valueKey(keys[i]!);
+    return out;
+  }
+
+  #encode(write: StoreWrite): string | Buffer | undefined {
+    try {
+      return this.#codec.encode(write.entry);
+    } catch (error) {
+      report(this.#reporter, 'encodeError', write.key, error);
+      return undefined;
+    }
+  }
+
+  #decode(key: string, raw: string | Buffer): Entry | undefined {
+    try {
+      return this.#codec.decode(raw);
+    } catch (error) {
+      report(this.#reporter, 'decodeError', key, error);
+      return undefined;
+    }
+  }
+}
+
+/** Rounds a ttl up to whole milliseconds, at least 1 (PX 0 is an error in Redis). */
+function toPx(ttl: number): number {
+  return ttl > 1 ? Math.ceil(ttl) : 1;
+}
+
+function one<T>(value: T): T[] {
+  return [value];
+}
+
+function pick<T>(items: readonly T[], indices: readonly number[]): T[] {
+  const out = new Array<T>(indices.length);
+  for (let j = 0; j < indices.length; j++) out[j] = items[indices[j]!]!;
+  return out;
+}
+
+/** Items i at 2j, 2j+1 for each picked index: the per-key argument pairs of a script. */
+function pickPairs<T>(items: readonly T[], indices: readonly number[]): T[] {
+  const out = new Array<T>(2 * indices.length);
+  for (let j = 0; j < indices.length; j++) {
+    out[2 * j] = items[2 * indices[j]!]!;
+    out[2 * j + 1] = items[2 * indices[j]! + 1]!;
+  }
+  return out;
+}
+
+/** value key, lock key, value key, lock key, … for the picked positions (all when null). */
+function withLockKeys(valueKeys: readonly string[], indices: readonly number[] | null): string[] {
+  const count = indices === null ? valueKeys.length : indices.length;
+  const out = new Array<string>(2 * count);
+  for (let j = 0; j < count; j++) {
+    const key = valueKeys[indices === null ? j : indices[j]!]!;
+    out[2 * j] = key;
+    out[2 * j + 1] = key + LOCK_SUFFIX;
+  }
+  return out;
+}
+
+function storeError(op: string, error: unknown): HerdcacheError {
+  if (error instanceof HerdcacheError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new HerdcacheError('E_STORE_ERROR', `herdcache: redis ${op} failed: ${message}`, { cause: error });
+}
+
+/** The registry's reporter should not throw; if it does, the read or write still goes on. */
+function report(reporter: StoreReporter, kind: 'encodeError' | 'decodeError', key: string, error: unknown): void {
+  try {
+    reporter[kind](key, error);
+  } catch {
+    // Reporting is best effort by contract: a broken hook must not turn bad data into an outage.
+  }
+}
