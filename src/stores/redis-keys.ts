@@ -12,6 +12,9 @@ export const MIN_KEY_LENGTH = HASHED_TAIL;
 
 const CLOSE_BRACE = 125;
 
+/** Appended to a value key to name its fill lock: same hash tag, so same slot. */
+export const LOCK_SUFFIX = ':lock';
+
 /**
  * The part of a key that goes between the braces.
  *
@@ -103,4 +106,32 @@ export function groupPositions(count: number, groupOf: (index: number) => number
     else group.push(i);
   }
   return [...byId.values()];
+}
+
+export function pick<T>(items: readonly T[], indices: readonly number[]): T[] {
+  const out = new Array<T>(indices.length);
+  for (let j = 0; j < indices.length; j++) out[j] = items[indices[j]!]!;
+  return out;
+}
+
+/** Items i at 2j, 2j+1 for each picked index: the per-key argument pairs of a script. */
+export function pickPairs<T>(items: readonly T[], indices: readonly number[]): T[] {
+  const out = new Array<T>(2 * indices.length);
+  for (let j = 0; j < indices.length; j++) {
+    out[2 * j] = items[2 * indices[j]!]!;
+    out[2 * j + 1] = items[2 * indices[j]! + 1]!;
+  }
+  return out;
+}
+
+/** value key, lock key, value key, lock key, … for the picked positions (all when null). */
+export function withLockKeys(valueKeys: readonly string[], indices: readonly number[] | null): string[] {
+  const count = indices === null ? valueKeys.length : indices.length;
+  const out = new Array<string>(2 * count);
+  for (let j = 0; j < count; j++) {
+    const key = valueKeys[indices === null ? j : indices[j]!]!;
+    out[2 * j] = key;
+    out[2 * j + 1] = key + LOCK_SUFFIX;
+  }
+  return out;
 }

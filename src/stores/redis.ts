@@ -19,7 +19,8 @@ import { HerdcacheError, invalidOption } from '../errors';
 import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breaker';
 import { jsonCodec, type Codec } from './codec';
 import { defineScripts, type LockScripts } from './redis-scripts';
-import { escapeGlob, groupPositions, hashSlot, MIN_KEY_LENGTH, taggedKey } from './redis-keys';
+import { CallGuard, storeError } from './guard';
+import { escapeGlob, groupPositions, hashSlot, LOCK_SUFFIX, MIN_KEY_LENGTH, pick, pickPairs, taggedKey, withLockKeys } from './redis-keys';
 import type { Entry } from '../freshness';
 import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
 
@@ -41,6 +42,8 @@ export interface RedisStoreOptions {
 export interface RedisStore extends Store {
   readonly name: 'redis';
   readonly lock: FillLock;
+  /** Where encode and decode errors go; until called, they are dropped. */
+  bind(reporter: StoreReporter): void;
   /** The circuit breaker's state, for health checks; "disabled" with `breaker: false`. */
   readonly breakerState: BreakerState | 'disabled';
 }
@@ -55,12 +58,10 @@ const DEFAULTS = {
 
 /** setTimeout's ceiling; a longer timeout would fire at once. */
 const MAX_TIMEOUT = 2 ** 31 - 1;
-const LOCK_SUFFIX = ':lock';
 /** SCAN page size hint for clear(): large enough to be quick, small enough not to block Redis. */
 const SCAN_COUNT = 1000;
 
 const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
-const noop = (): void => {};
 
 type Raw = string | Buffer | null;
 
@@ -108,8 +109,7 @@ class RedisStoreImpl implements RedisStore {
   /** ioredis's own `keyPrefix`: added by the client to every key, so part of the real key. */
   readonly #clientPrefix: string;
   readonly #codec: Codec;
-  readonly #timeout: number;
-  readonly #breaker: CircuitBreaker | undefined;
+  readonly #guard: CallGuard;
   readonly #maxKeyLength: number;
   #reporter: StoreReporter = NO_REPORTER;
 
@@ -120,8 +120,7 @@ class RedisStoreImpl implements RedisStore {
     this.#prefix = prefix;
     this.#clientPrefix = client.options.keyPrefix ?? '';
     this.#codec = codec;
-    this.#timeout = timeout;
-    this.#breaker = breaker;
+    this.#guard = new CallGuard('redis', client, timeout, breaker);
     this.#maxKeyLength = maxKeyLength;
     this.lock = {
       acquire: (keys, token, ttlMs) => this.#acquire(keys, token, ttlMs),
@@ -131,7 +130,7 @@ class RedisStoreImpl implements RedisStore {
   }
 
   get breakerState(): BreakerState | 'disabled' {
-    return this.#breaker ? this.#breaker.state : 'disabled';
+    return this.#guard.breakerState;
   }
 
   bind(reporter: StoreReporter): void {
@@ -141,12 +140,12 @@ class RedisStoreImpl implements RedisStore {
   async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
     const n = keys.length;
     if (n === 0) return [];
-    this.#admit('getMany');
+    this.#guard.admit('getMany');
     const valueKeys = this.#valueKeys(keys);
     const groups = this.#slotGroups(valueKeys);
     const binary = this.#codec.binary === true;
     const client = this.#client;
-    const replies = await this.#bound('getMany', this.#perGroup(groups, (indices): Promise<Raw[]> => {
+    const replies = await this.#guard.bound('getMany', this.#perGroup(groups, (indices): Promise<Raw[]> => {
       const batch = indices === null ? valueKeys : pick(valueKeys, indices);
       return binary ? client.mgetBuffer(batch) : client.mget(batch);
     }));
@@ -165,7 +164,7 @@ class RedisStoreImpl implements RedisStore {
 
   async setMany(writes: readonly StoreWrite[]): Promise<void> {
     if (writes.length === 0) return;
-    this.#admit('setMany');
+    this.#guard.admit('setMany');
     const keys: string[] = [];
     const payloads: (string | Buffer)[] = [];
     const pxs: number[] = [];
@@ -181,7 +180,7 @@ class RedisStoreImpl implements RedisStore {
     // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
     const groups = this.#cluster ? groupPositions(keys.length, (i) => this.#nodeOf(keys[i]!)) : null;
     const client = this.#client;
-    const results = await this.#bound('setMany', this.#perGroup(groups, (indices) => {
+    const results = await this.#guard.bound('setMany', this.#perGroup(groups, (indices) => {
       const pipeline = client.pipeline();
       const count = indices === null ? keys.length : indices.length;
       for (let j = 0; j < count; j++) {
@@ -193,20 +192,20 @@ class RedisStoreImpl implements RedisStore {
     }));
     for (const result of results) {
       if (result === null) throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
-      for (const [error] of result) if (error) throw storeError('setMany', error);
+      for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
     }
   }
 
   async delete(keys: readonly string[]): Promise<void> {
     const n = keys.length;
     if (n === 0) return;
-    this.#admit('delete');
+    this.#guard.admit('delete');
     const valueKeys = this.#valueKeys(keys);
     const groups = this.#slotGroups(valueKeys);
     const client = this.#client;
     // The lock goes too: a fill that started before this invalidation then fails its fenced
     // write instead of storing a value computed from data older than the invalidation.
-    await this.#bound('delete', this.#perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
+    await this.#guard.bound('delete', this.#perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
   }
 
   /**
@@ -216,22 +215,22 @@ class RedisStoreImpl implements RedisStore {
    */
   async clear(): Promise<void> {
     const pattern = `${escapeGlob(this.#clientPrefix + this.#prefix)}{*`;
-    this.#admit('clear');
+    this.#guard.admit('clear');
     const nodes = this.#cluster ? (this.#client as Cluster).nodes('master') : [this.#client as Redis];
     const strip = this.#clientPrefix.length;
     for (const node of nodes) {
       let cursor = '0';
       do {
-        this.#admit('clear');
-        const [next, found] = await this.#bound('clear', node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
+        this.#guard.admit('clear');
+        const [next, found] = await this.#guard.bound('clear', node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
         cursor = next;
         if (found.length === 0) continue;
         // The client adds its keyPrefix again on UNLINK: hand it the keys without it.
         const keys = strip === 0 ? found : found.map((key) => key.slice(strip));
         const groups = this.#slotGroups(keys);
         const client = this.#client;
-        this.#admit('clear');
-        await this.#bound('clear', this.#perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
+        this.#guard.admit('clear');
+        await this.#guard.bound('clear', this.#perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
       } while (cursor !== '0');
     }
   }
@@ -239,13 +238,13 @@ class RedisStoreImpl implements RedisStore {
   async #acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
     const n = keys.length;
     if (n === 0) return [];
-    this.#admit('lock.acquire');
+    this.#guard.admit('lock.acquire');
     const valueKeys = this.#valueKeys(keys);
     const groups = this.#slotGroups(valueKeys);
     const px = toPx(ttlMs);
     const binary = this.#codec.binary === true;
     const scripts = this.#scripts;
-    const replies = await this.#bound('lock.acquire', this.#perGroup(groups, (indices): Promise<(number | Raw)[]> => {
+    const replies = await this.#guard.bound('lock.acquire', this.#perGroup(groups, (indices): Promise<(number | Raw)[]> => {
       const pairs = withLockKeys(valueKeys, indices);
       return binary
         ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
@@ -268,7 +267,7 @@ class RedisStoreImpl implements RedisStore {
   async #writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
     const n = writes.length;
     if (n === 0) return [];
-    this.#admit('lock.writeAndRelease');
+    this.#guard.admit('lock.writeAndRelease');
     const valueKeys = new Array<string>(n);
     // Per write: payload then px. An unencodable value still releases its lock ('-1'), so the
     // other replicas stop waiting on it now instead of after the lock ttl.
@@ -282,7 +281,7 @@ class RedisStoreImpl implements RedisStore {
     }
     const groups = this.#slotGroups(valueKeys);
     const scripts = this.#scripts;
-    const replies = await this.#bound('lock.writeAndRelease', this.#perGroup(groups, (indices) => {
+    const replies = await this.#guard.bound('lock.writeAndRelease', this.#perGroup(groups, (indices) => {
       const pairs = withLockKeys(valueKeys, indices);
       return scripts.herdcacheLockWrite1(pairs.length, pairs, token, indices === null ? args : pickPairs(args, indices));
     }));
@@ -298,65 +297,15 @@ class RedisStoreImpl implements RedisStore {
   async #release(keys: readonly string[], token: string): Promise<void> {
     const n = keys.length;
     if (n === 0) return;
-    this.#admit('lock.release');
+    this.#guard.admit('lock.release');
     const lockKeys = new Array<string>(n);
     for (let i = 0; i < n; i++) lockKeys[i] = this.#valueKey(keys[i]!) + LOCK_SUFFIX;
     const groups = this.#slotGroups(lockKeys);
     const scripts = this.#scripts;
-    await this.#bound('lock.release', this.#perGroup(groups, (indices) => {
+    await this.#guard.bound('lock.release', this.#perGroup(groups, (indices) => {
       const batch = indices === null ? lockKeys : pick(lockKeys, indices);
       return scripts.herdcacheLockRelease1(batch.length, batch, token);
     }));
-  }
-
-  /** Throws instead of sending when the breaker is open or the client is not connected. */
-  #admit(op: string): void {
-    const breaker = this.#breaker;
-    if (breaker !== undefined && !breaker.admit()) {
-      throw new HerdcacheError('E_CIRCUIT_OPEN', `herdcache: redis ${op} not sent: circuit breaker open after repeated failures`);
-    }
-    const status = this.#client.status;
-    if (status !== 'ready') {
-      // Not ready means ioredis would queue the command offline and answer whenever it reconnects.
-      if (status === 'wait') this.#client.connect().catch(noop);
-      breaker?.failure();
-      throw new HerdcacheError('E_STORE_UNAVAILABLE', `herdcache: redis ${op} not sent: client status is "${status}"`);
-    }
-  }
-
-  /**
-   * Settles with `pending` or rejects with E_STORE_TIMEOUT, whichever comes first, and feeds the
-   * breaker. A late answer is swallowed (it is still observed, so it cannot become an unhandled
-   * rejection) and does not count: the call already failed as far as anyone is concerned.
-   */
-  #bound<T>(op: string, pending: Promise<T>): Promise<T> {
-    const breaker = this.#breaker;
-    const timeout = this.#timeout;
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const timer = setTimeout(() => {
-        settled = true;
-        breaker?.failure();
-        reject(new HerdcacheError('E_STORE_TIMEOUT', `herdcache: redis ${op} timed out after ${timeout} ms`));
-      }, timeout);
-      timer.unref();
-      pending.then(
-        (value) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          breaker?.success();
-          resolve(value);
-        },
-        (error: unknown) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          breaker?.failure();
-          reject(storeError(op, error));
-        },
-      );
-    });
   }
 
   /** One call for everything (standalone), or one per group in parallel (Cluster). */
@@ -413,40 +362,6 @@ function toPx(ttl: number): number {
 
 function one<T>(value: T): T[] {
   return [value];
-}
-
-function pick<T>(items: readonly T[], indices: readonly number[]): T[] {
-  const out = new Array<T>(indices.length);
-  for (let j = 0; j < indices.length; j++) out[j] = items[indices[j]!]!;
-  return out;
-}
-
-/** Items i at 2j, 2j+1 for each picked index: the per-key argument pairs of a script. */
-function pickPairs<T>(items: readonly T[], indices: readonly number[]): T[] {
-  const out = new Array<T>(2 * indices.length);
-  for (let j = 0; j < indices.length; j++) {
-    out[2 * j] = items[2 * indices[j]!]!;
-    out[2 * j + 1] = items[2 * indices[j]! + 1]!;
-  }
-  return out;
-}
-
-/** value key, lock key, value key, lock key, … for the picked positions (all when null). */
-function withLockKeys(valueKeys: readonly string[], indices: readonly number[] | null): string[] {
-  const count = indices === null ? valueKeys.length : indices.length;
-  const out = new Array<string>(2 * count);
-  for (let j = 0; j < count; j++) {
-    const key = valueKeys[indices === null ? j : indices[j]!]!;
-    out[2 * j] = key;
-    out[2 * j + 1] = key + LOCK_SUFFIX;
-  }
-  return out;
-}
-
-function storeError(op: string, error: unknown): HerdcacheError {
-  if (error instanceof HerdcacheError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new HerdcacheError('E_STORE_ERROR', `herdcache: redis ${op} failed: ${message}`, { cause: error });
 }
 
 /** The registry's reporter should not throw; if it does, the read or write still goes on. */

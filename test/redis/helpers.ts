@@ -1,0 +1,98 @@
+/**
+ * Shared by the Redis tests: real connections to real servers, never a mock.
+ */
+import { randomBytes } from 'node:crypto';
+import Redis, { type RedisOptions } from 'ioredis';
+import type { Entry } from '../../src/freshness';
+import type { StoreReporter } from '../../src/stores/store';
+
+/** The server started by the jest global setup. */
+export function redisUrl(): string {
+  const url = process.env.REDIS_URL;
+  if (!url) throw new Error('REDIS_URL is not set: the jest global setup starts redis-server');
+  return url;
+}
+
+/** A prefix no other test file uses, so files can share one server and run in parallel. */
+export function randomPrefix(label: string): string {
+  return `hc-test:${label}:${randomBytes(4).toString('hex')}:`;
+}
+
+/** A connected client; `quit` it (or `disconnect`) in afterAll. */
+export async function connect(url: string = redisUrl(), options: RedisOptions = {}): Promise<Redis> {
+  const client = new Redis(url, { lazyConnect: true, ...options });
+  await client.connect();
+  return client;
+}
+
+export function entry<V>(value: V, freshUntil = Date.now() + 60_000, staleUntil = freshUntil): Entry<V> {
+  return { value, freshUntil, staleUntil };
+}
+
+export interface RecordingReporter extends StoreReporter {
+  readonly encodeErrors: { key: string; error: unknown }[];
+  readonly decodeErrors: { key: string; error: unknown }[];
+}
+
+export function recordingReporter(): RecordingReporter {
+  const encodeErrors: { key: string; error: unknown }[] = [];
+  const decodeErrors: { key: string; error: unknown }[] = [];
+  return {
+    encodeErrors,
+    decodeErrors,
+    encodeError: (key, error) => void encodeErrors.push({ key, error }),
+    decodeError: (key, error) => void decodeErrors.push({ key, error }),
+  };
+}
+
+/** `INFO commandstats` as command → calls. Commands run inside scripts are counted too. */
+export async function commandCalls(client: Redis): Promise<Record<string, number>> {
+  const info = await client.info('commandstats');
+  const calls: Record<string, number> = {};
+  for (const line of info.split('\n')) {
+    const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
+    if (match) calls[match[1]!] = Number(match[2]);
+  }
+  return calls;
+}
+
+/** Calls per command between two snapshots, without the INFO calls themselves. */
+export function delta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, count] of Object.entries(after)) {
+    const diff = count - (before[name] ?? 0);
+    if (diff > 0 && name !== 'info') out[name] = diff;
+  }
+  return out;
+}
+
+/** Counts writes on the client's socket: one write per round trip (ioredis writes a pipeline at once). */
+export function countSocketWrites(client: Redis): { readonly count: number; stop(): void } {
+  const stream = (client as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
+  const original = stream.write;
+  const counter = {
+    count: 0,
+    stop() {
+      stream.write = original;
+    },
+  };
+  stream.write = function (this: unknown, ...args: unknown[]) {
+    counter.count++;
+    return original.apply(this, args);
+  };
+  return counter;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes; returns whether it did. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 20): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(everyMs);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * Round trips, counted two ways and never timed: on the server (`INFO commandstats` deltas on a
+ * server of this file's own, so parallel test files cannot add to the counts) and on the
+ * client's socket (one write per round trip).
+ */
+import type Redis from 'ioredis';
+import { redisStore, type RedisStore } from '../../src/stores/redis';
+import { startRedisServer, type RedisServer } from '../setup/redis-server';
+import { commandCalls, connect, countSocketWrites, delta, entry } from './helpers';
+
+let server: RedisServer;
+let client: Redis;
+let admin: Redis;
+let store: RedisStore;
+
+const keys = Array.from({ length: 100 }, (_, i) => `key:${i}`);
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = await connect(server.url);
+  admin = await connect(server.url);
+  store = redisStore({ client, prefix: 'rt:' });
+  // Scripts go as EVAL the first time on a connection, EVALSHA after: warm them up.
+  await store.lock.acquire(['warm'], 'w', 1000);
+  await store.lock.writeAndRelease([{ key: 'warm', entry: entry(1), ttl: 1000 }], 'w');
+  await store.lock.release(['warm'], 'w');
+});
+
+afterAll(async () => {
+  await client.quit();
+  await admin.quit();
+  await server.stop();
+});
+
+async function measure(run: () => Promise<unknown>): Promise<{ commands: Record<string, number>; writes: number }> {
+  const before = await commandCalls(admin);
+  const socket = countSocketWrites(client);
+  try {
+    await run();
+  } finally {
+    socket.stop();
+  }
+  return { commands: delta(before, await commandCalls(admin)), writes: socket.count };
+}
+
+it('reads a 100-key batch with one MGET', async () => {
+  await store.setMany(keys.slice(0, 50).map((key) => ({ key, entry: entry(key), ttl: 60_000 })));
+  let found: unknown[] = [];
+  const { commands, writes } = await measure(async () => {
+    found = await store.getMany(keys);
+  });
+  expect(commands).toEqual({ mget: 1 });
+  expect(writes).toBe(1);
+  expect(found.filter(Boolean)).toHaveLength(50);
+});
+
+it('writes a 100-entry batch in one pipeline (one socket write) of SET … PX', async () => {
+  const { commands, writes } = await measure(() => store.setMany(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 }))));
+  expect(commands).toEqual({ set: 100 });
+  expect(writes).toBe(1);
+});
+
+it('tries 100 fill locks, with their re-reads, in one script call', async () => {
+  const { commands, writes } = await measure(() => store.lock.acquire(keys, 'tok', 10_000));
+  // Commands run by the script are counted by the server too: 100 SET NX and 100 GET, one EVALSHA.
+  expect(commands).toEqual({ evalsha: 1, set: 100, get: 100 });
+  expect(writes).toBe(1);
+});
+
+it('writes and releases 100 keys in one script call', async () => {
+  const { commands, writes } = await measure(() =>
+    store.lock.writeAndRelease(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 })), 'tok'),
+  );
+  expect(commands).toEqual({ evalsha: 1, get: 100, set: 100, del: 100 });
+  expect(writes).toBe(1);
+});
+
+it('releases 100 locks in one script call', async () => {
+  await store.lock.acquire(keys, 'tok2', 10_000);
+  const { commands, writes } = await measure(() => store.lock.release(keys, 'tok2'));
+  expect(commands).toEqual({ evalsha: 1, get: 100, del: 100 });
+  expect(writes).toBe(1);
+});
+
+it('deletes 100 keys and their locks with one UNLINK', async () => {
+  const { commands, writes } = await measure(() => store.delete(keys));
+  expect(commands).toEqual({ unlink: 1 });
+  expect(writes).toBe(1);
+});
+
+it('sends nothing for empty batches', async () => {
+  const { commands, writes } = await measure(async () => {
+    await store.getMany([]);
+    await store.setMany([]);
+    await store.lock.acquire([], 't', 1000);
+    await store.delete([]);
+  });
+  expect(commands).toEqual({});
+  expect(writes).toBe(0);
+});

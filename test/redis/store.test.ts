@@ -1,0 +1,399 @@
+/**
+ * The Redis store against a real redis-server: reads, writes, codec faults, key layout, the fill
+ * lock protocol (NX, re-check, fence, compare-and-delete), delete and clear.
+ */
+import type Redis from 'ioredis';
+import { HerdcacheError } from '../../src/errors';
+import { redisStore, type RedisStore } from '../../src/stores/redis';
+import type { Codec } from '../../src/stores/codec';
+import { connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
+
+let client: Redis;
+let prefix: string;
+let store: RedisStore;
+let reporter: RecordingReporter;
+
+beforeAll(async () => {
+  client = await connect();
+});
+
+afterAll(async () => {
+  await client.quit();
+});
+
+beforeEach(() => {
+  prefix = randomPrefix('store');
+  store = redisStore({ client, prefix });
+  reporter = recordingReporter();
+  store.bind(reporter);
+});
+
+const valueKey = (key: string): string => `${prefix}{${key}}`;
+const lockKey = (key: string): string => `${prefix}{${key}}:lock`;
+
+describe('options', () => {
+  it('names the option and the bad value', () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ client: {} }, 'client'],
+      [{ client, prefix: 'a{b' }, 'prefix'],
+      [{ client, prefix: 'a}b' }, 'prefix'],
+      [{ client, commandTimeout: 0 }, 'commandTimeout'],
+      [{ client, commandTimeout: Infinity }, 'commandTimeout'],
+      [{ client, maxKeyLength: 10 }, 'maxKeyLength'],
+      [{ client, maxKeyLength: 100.5 }, 'maxKeyLength'],
+      [{ client, codec: { encode: () => '' } }, 'codec'],
+      [{ client, breaker: true }, 'breaker'],
+      [{ client, breaker: { threshold: 0 } }, 'breaker.threshold'],
+      [{ client, breaker: { coolDown: -1 } }, 'breaker.coolDown'],
+    ];
+    expect.assertions(cases.length * 2);
+    for (const [options, name] of cases) {
+      try {
+        redisStore(options as never);
+      } catch (error) {
+        expect(error).toMatchObject({ code: 'E_INVALID_OPTION' });
+        expect((error as Error).message).toContain(`"${name}"`);
+      }
+    }
+  });
+
+  it('accepts the defaults, and breaker: false', () => {
+    expect(redisStore({ client }).breakerState).toBe('closed');
+    expect(redisStore({ client, breaker: false }).breakerState).toBe('disabled');
+    expect(redisStore({ client }).name).toBe('redis');
+  });
+});
+
+describe('getMany / setMany', () => {
+  it('round-trips entries, aligned with the keys, misses as undefined', async () => {
+    const a = entry({ id: 1, tags: ['x'] });
+    const b = entry('text');
+    await store.setMany([
+      { key: 'a', entry: a, ttl: 60_000 },
+      { key: 'b', entry: b, ttl: 60_000 },
+    ]);
+    expect(await store.getMany(['b', 'missing', 'a'])).toEqual([b, undefined, a]);
+    expect(await store.getMany([])).toEqual([]);
+  });
+
+  it('stores under prefix{key} with the format version inside the payload', async () => {
+    await store.setMany([{ key: 'k', entry: entry(42, 1000, 2000), ttl: 60_000 }]);
+    expect(JSON.parse((await client.get(valueKey('k')))!)).toEqual({ v: 1, f: 1000, s: 2000, d: 42 });
+  });
+
+  it('applies PX from the write ttl, and no expiry for Infinity', async () => {
+    await store.setMany([
+      { key: 'short', entry: entry(1), ttl: 30_000 },
+      { key: 'forever', entry: entry(2, Infinity, Infinity), ttl: Infinity },
+      { key: 'fraction', entry: entry(3), ttl: 0.2 },
+    ]);
+    const pttl = await client.pttl(valueKey('short'));
+    expect(pttl).toBeGreaterThan(29_000);
+    expect(pttl).toBeLessThanOrEqual(30_000);
+    expect(await client.pttl(valueKey('forever'))).toBe(-1);
+    // A ttl under 1 ms is rounded up to PX 1 (PX 0 is a Redis error), so it expires at once.
+    await sleep(10);
+    expect(await client.exists(valueKey('fraction'))).toBe(0);
+  });
+
+  it('round-trips Infinity freshness (JSON has no Infinity)', async () => {
+    const forever = entry('v', Infinity, Infinity);
+    const freshForever = entry('w', 5000, Infinity);
+    await store.setMany([
+      { key: 'inf', entry: forever, ttl: Infinity },
+      { key: 'half', entry: freshForever, ttl: Infinity },
+    ]);
+    expect(await store.getMany(['inf', 'half'])).toEqual([forever, freshForever]);
+  });
+
+  it.each([
+    ['garbage', 'not json at all {'],
+    ['a foreign format', JSON.stringify({ hello: 'world' })],
+    ['an old format version', JSON.stringify({ v: 0, f: null, s: null, d: 1 })],
+    ['a future format version', JSON.stringify({ v: 2, f: null, s: null, d: 1 })],
+    ['a malformed entry', JSON.stringify({ v: 1, f: 'soon', s: null, d: 1 })],
+    ['an entry without a value', JSON.stringify({ v: 1, f: null, s: null })],
+    ['a JSON array', '[1,2,3]'],
+  ])('reads %s as a miss, reports it, and lets the next write overwrite it', async (_label, raw) => {
+    await client.set(valueKey('bad'), raw);
+    await store.setMany([{ key: 'good', entry: entry(1), ttl: 60_000 }]);
+    const [bad, good] = await store.getMany(['bad', 'good']);
+    expect(bad).toBeUndefined();
+    expect(good?.value).toBe(1);
+    expect(reporter.decodeErrors).toHaveLength(1);
+    expect(reporter.decodeErrors[0]!.key).toBe('bad');
+    expect(reporter.decodeErrors[0]!.error).toMatchObject({ code: 'E_STORE_DECODE' });
+    const fixed = entry('fixed');
+    await store.setMany([{ key: 'bad', entry: fixed, ttl: 60_000 }]);
+    expect(await store.getMany(['bad'])).toEqual([fixed]);
+    expect(reporter.decodeErrors).toHaveLength(1);
+  });
+
+  it('skips and reports a value that cannot be encoded; the other writes land', async () => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    await store.setMany([
+      { key: 'big', entry: entry(10n), ttl: 60_000 },
+      { key: 'ok', entry: entry('fine'), ttl: 60_000 },
+      { key: 'cycle', entry: entry(cycle), ttl: 60_000 },
+      { key: 'fn', entry: entry(() => 1), ttl: 60_000 },
+    ]);
+    expect(reporter.encodeErrors.map((e) => e.key)).toEqual(['big', 'cycle', 'fn']);
+    for (const { error } of reporter.encodeErrors) expect(error).toMatchObject({ code: 'E_STORE_ENCODE' });
+    expect((await store.getMany(['big', 'ok', 'cycle', 'fn'])).map((e) => e?.value)).toEqual([undefined, 'fine', undefined, undefined]);
+    expect(await client.exists(valueKey('big'), valueKey('cycle'), valueKey('fn'))).toBe(0);
+  });
+
+  it('does not throw when nothing is encodable, and reports nothing before bind', async () => {
+    const unbound = redisStore({ client, prefix });
+    await expect(unbound.setMany([{ key: 'x', entry: entry(1n), ttl: 1000 }])).resolves.toBeUndefined();
+    await client.set(valueKey('x'), 'garbage');
+    await expect(unbound.getMany(['x'])).resolves.toEqual([undefined]);
+  });
+
+  it('does not let a throwing reporter fail the call', async () => {
+    store.bind({
+      encodeError() {
+        throw new Error('hook');
+      },
+      decodeError() {
+        throw new Error('hook');
+      },
+    });
+    await client.set(valueKey('x'), 'garbage');
+    await expect(store.getMany(['x'])).resolves.toEqual([undefined]);
+    await expect(store.setMany([{ key: 'y', entry: entry(1n), ttl: 1000 }])).resolves.toBeUndefined();
+  });
+
+  it('takes a pluggable codec, binary ones included', async () => {
+    const binary: Codec = {
+      binary: true,
+      encode: (e) => Buffer.concat([Buffer.from([0xff, 0x00]), Buffer.from(JSON.stringify(e.value))]),
+      decode: (raw) => {
+        const buf = raw as Buffer;
+        if (!Buffer.isBuffer(buf) || buf[0] !== 0xff) throw new Error('not mine');
+        return entry(JSON.parse(buf.subarray(2).toString()), Infinity, Infinity);
+      },
+    };
+    const s = redisStore({ client, prefix, codec: binary });
+    s.bind(reporter);
+    await s.setMany([{ key: 'b', entry: entry({ n: 1 }), ttl: 60_000 }]);
+    expect(await s.getMany(['b'])).toEqual([entry({ n: 1 }, Infinity, Infinity)]);
+    expect((await client.getBuffer(valueKey('b')))![0]).toBe(0xff);
+    const [attempt] = await s.lock.acquire(['b'], 't', 1000);
+    expect(attempt).toEqual({ won: true, entry: entry({ n: 1 }, Infinity, Infinity) });
+  });
+});
+
+describe('keys', () => {
+  it('hashes keys longer than maxKeyLength and keeps a readable head; they still work', async () => {
+    const s = redisStore({ client, prefix, maxKeyLength: 100 });
+    const long = 'user:'.padEnd(5000, 'x');
+    const other = 'user:'.padEnd(5000, 'x') + 'y';
+    await s.setMany([
+      { key: long, entry: entry('a'), ttl: 60_000 },
+      { key: other, entry: entry('b'), ttl: 60_000 },
+    ]);
+    expect((await s.getMany([long, other])).map((e) => e?.value)).toEqual(['a', 'b']);
+    const stored = await client.keys(`${prefix}*`);
+    expect(stored).toHaveLength(2);
+    for (const key of stored) {
+      expect(key.startsWith(`${prefix}{user:xxx`)).toBe(true);
+      expect(key.length).toBe(prefix.length + 2 + 100);
+    }
+    const [attempt] = await s.lock.acquire([long], 'tok', 1000);
+    expect(attempt).toEqual({ won: true, entry: expect.objectContaining({ value: 'a' }) });
+    expect(await s.lock.writeAndRelease([{ key: long, entry: entry('c'), ttl: 1000 }], 'tok')).toEqual([true]);
+    expect((await s.getMany([long]))[0]?.value).toBe('c');
+  });
+
+  it('keeps keys with braces, empty keys and keys starting with "}" apart and working', async () => {
+    const keys = ['', '}', '}x', 'a}b', '{a}', 'a{b}c', 'ü€😀'];
+    await store.setMany(keys.map((key, i) => ({ key, entry: entry(i), ttl: 60_000 })));
+    expect((await store.getMany(keys)).map((e) => e?.value)).toEqual(keys.map((_, i) => i));
+    const attempts = await store.lock.acquire(keys, 'tok', 1000);
+    expect(attempts.map((a) => a.won)).toEqual(keys.map(() => true));
+    expect(await store.lock.writeAndRelease(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 })), 'tok')).toEqual(keys.map(() => true));
+    expect((await store.getMany(keys)).map((e) => e?.value)).toEqual(keys);
+  });
+
+  it('uses the client keyPrefix consistently, clear() included', async () => {
+    const prefixed = await connect(undefined, { keyPrefix: 'outer:' });
+    try {
+      const s = redisStore({ client: prefixed, prefix });
+      await s.setMany([{ key: 'k', entry: entry(1), ttl: 60_000 }]);
+      expect(await client.exists(`outer:${valueKey('k')}`)).toBe(1);
+      await s.lock.acquire(['k'], 'tok', 60_000);
+      expect(await client.get(`outer:${lockKey('k')}`)).toBe('tok');
+      await s.clear();
+      expect(await client.exists(`outer:${valueKey('k')}`, `outer:${lockKey('k')}`)).toBe(0);
+    } finally {
+      await prefixed.quit();
+    }
+  });
+});
+
+describe('fill lock', () => {
+  it('SET NX: the first token wins, a second token loses until the lock is released', async () => {
+    const [first] = await store.lock.acquire(['k'], 'token-a', 10_000);
+    const [second] = await store.lock.acquire(['k'], 'token-b', 10_000);
+    expect(first).toEqual({ won: true, entry: undefined });
+    expect(second).toEqual({ won: false, entry: undefined });
+    expect(await client.get(lockKey('k'))).toBe('token-a');
+    const pttl = await client.pttl(lockKey('k'));
+    expect(pttl).toBeGreaterThan(9_000);
+    await store.lock.release(['k'], 'token-a');
+    const [third] = await store.lock.acquire(['k'], 'token-b', 10_000);
+    expect(third!.won).toBe(true);
+  });
+
+  it('is re-entrant for the same token (a retried acquire wins its own lock)', async () => {
+    await store.lock.acquire(['k'], 'token-a', 1_000);
+    const [again] = await store.lock.acquire(['k'], 'token-a', 20_000);
+    expect(again!.won).toBe(true);
+    expect(await client.pttl(lockKey('k'))).toBeGreaterThan(10_000);
+  });
+
+  it('returns the value read after trying the lock (the re-check), winner or not', async () => {
+    const written = entry('already there');
+    await store.setMany([{ key: 'k', entry: written, ttl: 60_000 }]);
+    const [won] = await store.lock.acquire(['k'], 'a', 1000);
+    const [lost] = await store.lock.acquire(['k'], 'b', 1000);
+    expect(won).toEqual({ won: true, entry: written });
+    expect(lost).toEqual({ won: false, entry: written });
+  });
+
+  it('re-reads garbage as a miss and reports it', async () => {
+    await client.set(valueKey('k'), '\u0000garbage');
+    const [attempt] = await store.lock.acquire(['k'], 'a', 1000);
+    expect(attempt).toEqual({ won: true, entry: undefined });
+    expect(reporter.decodeErrors.map((e) => e.key)).toEqual(['k']);
+  });
+
+  it('tries 100 locks at once, per key, aligned with the keys', async () => {
+    const keys = Array.from({ length: 100 }, (_, i) => `k${i}`);
+    await store.lock.acquire(keys.filter((_, i) => i % 2 === 0), 'other', 10_000);
+    await store.setMany([{ key: 'k7', entry: entry(7), ttl: 60_000 }]);
+    const attempts = await store.lock.acquire(keys, 'mine', 10_000);
+    expect(attempts.map((a) => a.won)).toEqual(keys.map((_, i) => i % 2 === 1));
+    expect(attempts.map((a) => a.entry?.value)).toEqual(keys.map((_, i) => (i === 7 ? 7 : undefined)));
+  });
+
+  it('writes and releases while the token holds the lock', async () => {
+    await store.lock.acquire(['a', 'b'], 'tok', 10_000);
+    const landed = await store.lock.writeAndRelease(
+      [
+        { key: 'a', entry: entry('A'), ttl: 30_000 },
+        { key: 'b', entry: entry('B', Infinity, Infinity), ttl: Infinity },
+      ],
+      'tok',
+    );
+    expect(landed).toEqual([true, true]);
+    expect((await store.getMany(['a', 'b'])).map((e) => e?.value)).toEqual(['A', 'B']);
+    expect(await client.exists(lockKey('a'), lockKey('b'))).toBe(0);
+    expect(await client.pttl(valueKey('a'))).toBeGreaterThan(29_000);
+    expect(await client.pttl(valueKey('b'))).toBe(-1);
+  });
+
+  it('fence: writes nothing once the lock expired, and leaves a newer value alone', async () => {
+    await store.lock.acquire(['k'], 'slow', 50);
+    await sleep(80);
+    // Another filler took the lock after the expiry and wrote its value.
+    await store.lock.acquire(['k'], 'fast', 10_000);
+    expect(await store.lock.writeAndRelease([{ key: 'k', entry: entry('new'), ttl: 60_000 }], 'fast')).toEqual([true]);
+    expect(await store.lock.writeAndRelease([{ key: 'k', entry: entry('old'), ttl: 60_000 }], 'slow')).toEqual([false]);
+    expect((await store.getMany(['k']))[0]?.value).toBe('new');
+  });
+
+  it('fence: an expired lock nobody retook still refuses the write', async () => {
+    await store.lock.acquire(['k'], 'slow', 50);
+    await sleep(80);
+    expect(await store.lock.writeAndRelease([{ key: 'k', entry: entry('late'), ttl: 60_000 }], 'slow')).toEqual([false]);
+    expect(await client.exists(valueKey('k'))).toBe(0);
+  });
+
+  it('fence: delete() during a fill removes the lock, so the fill writes nothing', async () => {
+    await store.setMany([{ key: 'k', entry: entry('v1'), ttl: 60_000 }]);
+    await store.lock.acquire(['k', 'other'], 'filler', 10_000);
+    await store.delete(['k']);
+    expect(await client.exists(valueKey('k'), lockKey('k'))).toBe(0);
+    const landed = await store.lock.writeAndRelease(
+      [
+        { key: 'k', entry: entry('computed before the invalidation'), ttl: 60_000 },
+        { key: 'other', entry: entry('fine'), ttl: 60_000 },
+      ],
+      'filler',
+    );
+    expect(landed).toEqual([false, true]);
+    expect((await store.getMany(['k', 'other'])).map((e) => e?.value)).toEqual([undefined, 'fine']);
+  });
+
+  it('an unencodable value is reported, not written, and its lock is released', async () => {
+    await store.lock.acquire(['big', 'ok'], 'tok', 10_000);
+    const landed = await store.lock.writeAndRelease(
+      [
+        { key: 'big', entry: entry(1n), ttl: 60_000 },
+        { key: 'ok', entry: entry('ok'), ttl: 60_000 },
+      ],
+      'tok',
+    );
+    expect(landed).toEqual([false, true]);
+    expect(reporter.encodeErrors.map((e) => e.key)).toEqual(['big']);
+    expect(await client.exists(valueKey('big'), lockKey('big'), lockKey('ok'))).toBe(0);
+  });
+
+  it('release deletes only the locks the token holds', async () => {
+    await store.lock.acquire(['mine'], 'me', 10_000);
+    await store.lock.acquire(['theirs'], 'them', 10_000);
+    await store.lock.release(['mine', 'theirs', 'nobody'], 'me');
+    expect(await client.exists(lockKey('mine'))).toBe(0);
+    expect(await client.get(lockKey('theirs'))).toBe('them');
+  });
+
+  it('answers empty batches without a call', async () => {
+    await expect(store.lock.acquire([], 't', 1000)).resolves.toEqual([]);
+    await expect(store.lock.writeAndRelease([], 't')).resolves.toEqual([]);
+    await expect(store.lock.release([], 't')).resolves.toBeUndefined();
+    await expect(store.delete([])).resolves.toBeUndefined();
+    await expect(store.setMany([])).resolves.toBeUndefined();
+  });
+});
+
+describe('delete / clear', () => {
+  it('delete removes values and locks of the given keys only', async () => {
+    await store.setMany(['a', 'b'].map((key) => ({ key, entry: entry(key), ttl: 60_000 })));
+    await store.lock.acquire(['a', 'b'], 'tok', 10_000);
+    await store.delete(['a']);
+    expect(await client.exists(valueKey('a'), lockKey('a'))).toBe(0);
+    expect(await client.exists(valueKey('b'), lockKey('b'))).toBe(2);
+  });
+
+  it('clear removes every key under the prefix (SCAN, many pages) and nothing else', async () => {
+    const neighbour = redisStore({ client, prefix: `${prefix}more:` });
+    const glob = redisStore({ client, prefix: `${prefix}*[?]\\` });
+    const keys = Array.from({ length: 2500 }, (_, i) => `k${i}`);
+    await store.setMany(keys.map((key) => ({ key, entry: entry(1), ttl: 60_000 })));
+    await store.lock.acquire(['k1'], 'tok', 60_000);
+    await neighbour.setMany([{ key: 'n', entry: entry(1), ttl: 60_000 }]);
+    await glob.setMany([{ key: 'g', entry: entry(1), ttl: 60_000 }]);
+    await client.set(`${prefix}unrelated`, 'x');
+    await store.clear();
+    expect(await client.keys(`${prefix}{*`)).toEqual([]);
+    expect(await client.exists(`${prefix}more:{n}`, `${prefix}unrelated`, `${prefix}*[?]\\{g}`)).toBe(3);
+    await glob.clear();
+    expect(await client.exists(`${prefix}more:{n}`, `${prefix}*[?]\\{g}`)).toBe(1);
+  });
+});
+
+it('raises coded errors for Redis errors', async () => {
+  await client.set(valueKey('hash'), 'x');
+  await client.del(valueKey('hash'));
+  await client.hset(valueKey('hash'), 'f', 'v');
+  const s = redisStore({ client, prefix, breaker: false });
+  // MGET on a hash answers nil, not an error; the lock script's GET on a hash is a WRONGTYPE error.
+  await expect(s.getMany(['hash'])).resolves.toEqual([undefined]);
+  const error = await s.lock.acquire(['hash'], 't', 1000).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(HerdcacheError);
+  expect(error).toMatchObject({ code: 'E_STORE_ERROR' });
+  expect((error as Error & { cause: Error }).cause.message).toMatch(/WRONGTYPE/);
+});
