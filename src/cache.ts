@@ -47,7 +47,7 @@ function afterPromiseJobs(fn: () => void): void {
   void resolved.then(() => process.nextTick(fn));
 }
 
-function sleep(ms: number): Promise<void> {
+function realSleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
@@ -57,6 +57,7 @@ export class Cache {
   readonly #store: Store;
   readonly #getSync: ((key: string) => Entry | undefined) | undefined;
   readonly #clock: Clock;
+  readonly #sleep: (ms: number) => Promise<void>;
   readonly #policy: Policy;
   readonly #timing: LockTiming;
   readonly #maxRefreshes: number;
@@ -84,6 +85,7 @@ export class Cache {
     const clock = options.clock ?? systemClock;
     if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
     this.#clock = clock;
+    this.#sleep = clock.sleep?.bind(clock) ?? realSleep;
     const hasLock = store.lock !== undefined;
     this.#policy = resolvePolicy(options, { ttl: undefined, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock });
     if (this.#policy.lock && !hasLock) this.#policy = { ...this.#policy, lock: false };
@@ -365,7 +367,6 @@ export class Cache {
 
   #settleFromStore(item: Item, value: unknown): void {
     this.#flights.resolve(item.flight, value);
-    this.#flights.finish(item.flight);
   }
 
   /**
@@ -426,7 +427,7 @@ export class Cache {
         break;
       }
       // Never sleep past the deadline; the last poll lands on it.
-      await sleep(Math.min(delay, left));
+      await this.#sleep(Math.min(delay, left));
       delay = Math.min(delay * 2, DEFAULTS.lockPollCap);
       waiting = waiting.filter((item) => !item.flight.abandoned);
       if (waiting.length === 0) break;
@@ -435,7 +436,14 @@ export class Cache {
   }
 
   /** Runs the source's function for `items` (in its groups), writes what succeeded, settles all. */
-  async #fill(source: Source, items: Item[], token: string | undefined): Promise<void> {
+  async #fill(source: Source, all: Item[], token: string | undefined): Promise<void> {
+    // A flight abandoned before its fill starts is not filled; its lock (if any) expires or is released below.
+    const items = all.filter((item) => !item.flight.abandoned);
+    if (token !== undefined && items.length < all.length) {
+      const lock = this.#store.lock!;
+      const keys = all.filter((item) => item.flight.abandoned).map((item) => item.key);
+      void this.#storeCall('lock.release', () => lock.release(keys, token), source);
+    }
     if (items.length === 0) return;
     const groups = source.groups(items);
     await Promise.all(groups.map((group) => this.#fillGroup(source, group, token)));
@@ -455,7 +463,6 @@ export class Cache {
     const duration = performance.now() - started;
     const now = this.#clock.now();
     const writes: StoreWrite[] = [];
-    const written: Flight[] = [];
     const release: string[] = [];
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
@@ -473,11 +480,9 @@ export class Cache {
       } else if (result === undefined) {
         if (token !== undefined) release.push(item.key);
         this.#flights.resolve(item.flight, undefined);
-        this.#flights.finish(item.flight);
       } else {
         const entry = makeEntry(result, now, item.policy);
         writes.push({ key: item.key, entry, ttl: physicalTtl(entry, now) });
-        written.push(item.flight);
         this.#flights.resolve(item.flight, result);
       }
     }
@@ -486,12 +491,12 @@ export class Cache {
       void this.#storeCall('lock.release', () => lock.release(release, token), source);
     }
     if (writes.length > 0) {
-      // The value is already with its callers; the flight stays joinable until the write lands,
-      // so a caller arriving meanwhile joins it instead of starting a second fill.
+      // Issued in the same synchronous step as the resolves above: a caller that misses the
+      // freed flight reads after this write (memory: applied already; Redis: same connection,
+      // commands in order). With a lock, the write lands only if our lock still stands.
       if (lock !== undefined && token !== undefined) await this.#storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), source);
       else await this.#storeCall('setMany', () => this.#store.setMany(writes), source);
     }
-    for (const flight of written) this.#flights.finish(flight);
   }
 
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────

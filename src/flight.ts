@@ -6,8 +6,8 @@
  * behind a flight is told to stop (its AbortSignal) only when nobody is left to want it.
  *
  * A flight ends in one of three ways:
- * - resolved: every waiter gets the value; it stays in the table until the store write lands,
- *   so a caller arriving in between joins it instead of starting a second fill;
+ * - resolved: every waiter gets the value. The store write is issued in the same synchronous
+ *   step, so a caller arriving later reads it (a store on one connection keeps command order);
  * - failed: every waiter gets the fill's own error object; nothing is written; the key is free;
  * - abandoned: invalidated, cleared, or left by every waiter. Its result is never written and
  *   its waiters re-contend (they receive RETRY and start over), so a stuck fill cannot hold
@@ -108,10 +108,9 @@ export class Flight<V = unknown> {
 
   /** @internal used by FlightTable */
   _abandon(reason: unknown): boolean {
-    if (this.#state === FAILED || this.#state === ABANDONED) return false;
-    const wasPending = this.#state === PENDING;
+    if (this.#state !== PENDING) return false;
     this.#state = ABANDONED;
-    if (wasPending) this.#reject(RETRY);
+    this.#reject(RETRY);
     this.run?.release(reason);
     return true;
   }
@@ -134,18 +133,13 @@ export class FlightTable {
     return flight;
   }
 
-  /** Hands the value to every waiter. The flight stays joinable until `finish` (store write landed). */
+  /** Hands the value to every waiter and frees the key. */
   resolve(flight: Flight, value: unknown): void {
-    flight._resolve(value);
+    if (flight._resolve(value)) this.#remove(flight);
   }
 
   fail(flight: Flight, error: unknown): void {
     if (flight._fail(error)) this.#remove(flight);
-  }
-
-  /** Removes a resolved flight once its value is in the store. */
-  finish(flight: Flight): void {
-    if (!flight.pending) this.#remove(flight);
   }
 
   abandon(flight: Flight, reason: unknown): void {

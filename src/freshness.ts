@@ -15,13 +15,24 @@ export interface Entry<V = unknown> {
 /** Time source, injectable so tests move time instead of sleeping. Returns epoch milliseconds. */
 export interface Clock {
   now(): number;
+  /** Waits `ms` (the lock poll's backoff). Default: a real timer. A test clock advances itself instead. */
+  sleep?(ms: number): Promise<void>;
 }
 
 export const systemClock: Clock = { now: Date.now };
 
-/** A clock tests can move by hand. */
-export function manualClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void; set(ms: number): void } {
+export interface ManualClock extends Clock {
+  advance(ms: number): void;
+  set(ms: number): void;
+  /** Every sleep asked of this clock, in order (the poll backoff, for tests). */
+  readonly sleeps: number[];
+  sleep(ms: number): Promise<void>;
+}
+
+/** A clock tests move by hand; its sleep advances virtual time and resolves on the next turn. */
+export function manualClock(start = 1_700_000_000_000): ManualClock {
   let current = start;
+  const sleeps: number[] = [];
   return {
     now: () => current,
     advance(ms: number) {
@@ -29,6 +40,12 @@ export function manualClock(start = 1_700_000_000_000): Clock & { advance(ms: nu
     },
     set(ms: number) {
       current = ms;
+    },
+    sleeps,
+    sleep(ms: number) {
+      sleeps.push(ms);
+      current += ms;
+      return new Promise((resolve) => setImmediate(resolve));
     },
   };
 }

@@ -1,0 +1,64 @@
+/** Test helpers: deferred promises, counting fills, a store wrapper that counts calls, tick flushing. */
+import type { Entry, Store, StoreWrite } from '../../src';
+
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+export function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Lets queued promise jobs, next ticks and the registry's dispatch run. */
+export async function flush(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** Wraps a store and counts each call (and the keys read), for "one read per tick" assertions. */
+export function countingStore<S extends Store>(inner: S) {
+  const calls = { getMany: 0, getManyKeys: [] as string[][], setMany: 0, delete: 0, clear: 0 };
+  const store: Store = {
+    name: `counting(${inner.name})`,
+    getSync: inner.getSync?.bind(inner),
+    getMany(keys: readonly string[]) {
+      calls.getMany++;
+      calls.getManyKeys.push([...keys]);
+      return inner.getMany(keys);
+    },
+    setMany(writes: readonly StoreWrite[]) {
+      calls.setMany++;
+      return inner.setMany(writes);
+    },
+    delete(keys: readonly string[]) {
+      calls.delete++;
+      return inner.delete(keys);
+    },
+    clear() {
+      calls.clear++;
+      return inner.clear();
+    },
+    lock: inner.lock,
+    bind: inner.bind?.bind(inner),
+  };
+  return { store, calls, inner };
+}
+
+/** Same as countingStore but hides getSync, so the registry takes its asynchronous-store path. */
+export function asyncStore<S extends Store>(inner: S) {
+  const counting = countingStore(inner);
+  const { getSync: _ignored, ...rest } = counting.store;
+  void _ignored;
+  return { ...counting, store: rest as Store };
+}
+
+export function entry<V>(value: V, freshUntil = Infinity, staleUntil = freshUntil): Entry<V> {
+  return { value, freshUntil, staleUntil };
+}

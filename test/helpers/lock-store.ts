@@ -1,0 +1,77 @@
+/**
+ * An in-process stand-in for a shared store with fill locks, to test the REGISTRY's lock
+ * protocol (poll, backoff, deadline, re-check, fenced write) deterministically with a manual
+ * clock. Two caches given the same LockingStore behave like two replicas. Redis's own behaviour
+ * (SET NX PX, scripts) is tested against a real redis-server in test/redis/, never here.
+ */
+import type { Clock, Entry, FillLock, LockAttempt, Store, StoreWrite } from '../../src';
+import { memoryStore } from '../../src';
+
+export class LockingStore implements Store {
+  readonly name = 'locking';
+  readonly entries = memoryStore();
+  readonly locks = new Map<string, { token: string; until: number }>();
+  readonly log: string[] = [];
+  failAcquire = false;
+  readonly lock: FillLock;
+
+  constructor(private readonly clock: Clock) {
+    const self = this;
+    this.lock = {
+      async acquire(keys, token, ttlMs): Promise<LockAttempt[]> {
+        self.log.push(`acquire ${keys.join(',')}`);
+        if (self.failAcquire) throw new Error('store unreachable');
+        const now = self.clock.now();
+        return keys.map((key) => {
+          const held = self.locks.get(key);
+          let won = false;
+          if (held === undefined || held.until <= now) {
+            self.locks.set(key, { token, until: now + ttlMs });
+            won = true;
+          }
+          return { won, entry: self.entries.getSync(key) };
+        });
+      },
+      async writeAndRelease(writes, token) {
+        self.log.push(`writeAndRelease ${writes.map((w) => w.key).join(',')}`);
+        const now = self.clock.now();
+        return writes.map((w) => {
+          const held = self.locks.get(w.key);
+          if (held === undefined || held.token !== token || held.until <= now) return false;
+          self.entries.getSync(w.key); // keep LRU order realistic
+          void self.entries.setMany([w]);
+          self.locks.delete(w.key);
+          return true;
+        });
+      },
+      async release(keys, token) {
+        self.log.push(`release ${keys.join(',')}`);
+        for (const key of keys) if (self.locks.get(key)?.token === token) self.locks.delete(key);
+      },
+    };
+  }
+
+  async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
+    return keys.map((key) => this.entries.getSync(key));
+  }
+
+  async setMany(writes: readonly StoreWrite[]): Promise<void> {
+    this.log.push(`setMany ${writes.map((w) => w.key).join(',')}`);
+    await this.entries.setMany(writes);
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.locks.delete(key);
+    await this.entries.delete(keys);
+  }
+
+  async clear(): Promise<void> {
+    this.locks.clear();
+    await this.entries.clear();
+  }
+
+  /** Another process holds the lock of `key` (and may never write). */
+  holdLock(key: string, ms: number, token = 'someone-else'): void {
+    this.locks.set(key, { token, until: this.clock.now() + ms });
+  }
+}

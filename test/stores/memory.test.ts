@@ -1,0 +1,57 @@
+import { MEMORY_STORE_DEFAULT_MAX, createCache, manualClock, memoryStore } from '../../src';
+import { entry } from '../helpers';
+
+describe('memory store', () => {
+  it('is bounded: least recently used entries are evicted past max', async () => {
+    const store = memoryStore({ max: 3 });
+    await store.setMany(['a', 'b', 'c'].map((k) => ({ key: k, entry: entry(k), ttl: Infinity })));
+    store.getSync('a'); // a is now the most recently used
+    await store.setMany([{ key: 'd', entry: entry('d'), ttl: Infinity }]);
+    expect(store.size).toBe(3);
+    expect(store.getSync('b')).toBeUndefined();
+    expect(store.getSync('a')?.value).toBe('a');
+  });
+
+  it('defaults to 10000 entries', async () => {
+    expect(MEMORY_STORE_DEFAULT_MAX).toBe(10_000);
+    const cache = createCache();
+    const store = memoryStore();
+    const bounded = createCache({ store });
+    void cache;
+    await Promise.all(Array.from({ length: 10_050 }, (_, i) => bounded.getOrCompute(`k${i}`, async () => i)));
+    expect(store.size).toBe(10_000);
+  });
+
+  it('hits return the stored object itself: no serialization', async () => {
+    const cache = createCache();
+    const value = { nested: { list: [1, 2, 3] }, when: new Date(0) };
+    await cache.getOrCompute('k', async () => value);
+    const hit = await cache.getOrCompute('k', async () => ({ nested: { list: [] }, when: new Date(1) }));
+    expect(hit).toBe(value);
+    expect(hit.when).toBeInstanceOf(Date);
+  });
+
+  it('is TTL and grace aware through the entry: past grace an entry is a miss and is overwritten', async () => {
+    const clock = manualClock();
+    const store = memoryStore();
+    const cache = createCache({ clock, store, ttl: 100, swr: 100 });
+    await cache.getOrCompute('k', async () => 'v1');
+    expect(store.getSync('k')).toMatchObject({ freshUntil: clock.now() + 100, staleUntil: clock.now() + 200 });
+    clock.advance(250);
+    expect(await cache.getOrCompute('k', async () => 'v2')).toBe('v2');
+    expect(store.getSync('k')!.value).toBe('v2');
+  });
+
+  it('writes and deletes take effect before the returned promise settles', () => {
+    const store = memoryStore();
+    void store.setMany([{ key: 'k', entry: entry(1), ttl: Infinity }]);
+    expect(store.getSync('k')?.value).toBe(1);
+    void store.delete(['k']);
+    expect(store.getSync('k')).toBeUndefined();
+  });
+
+  it('rejects a bad max naming the option', () => {
+    expect(() => memoryStore({ max: 0 })).toThrow(/option "max" must be a positive integer, got 0/);
+    expect(() => memoryStore({ max: 1.5 })).toThrow(/got 1.5/);
+  });
+});
