@@ -1,0 +1,395 @@
+/**
+ * npm run demo: a cache stampede, absorbed.
+ *
+ * 5,000 concurrent requests ask for 5 hot users from a database that takes 30 ms per call.
+ * Without a cache every request is a database call. With herdcache the misses of all the
+ * concurrent requests share one fill per key (single-flight), or one batch call for all keys
+ * (a loader through request scopes, as GraphQL resolvers use it). After the TTL, with `swr`
+ * set, every request is answered at once with the stale value while one background refresh
+ * runs: nobody waits.
+ *
+ * Time is a manual clock: the demo moves it past the TTL instead of sleeping.
+ *
+ * Across processes (Redis):  npm run demo -- --redis redis://127.0.0.1:6379 --replicas 4
+ * (or REDIS_URL=...) runs the same stampede in N child processes sharing one Redis, and prints
+ * the database calls fleet-wide: without a cache, with herdcache's process-local single-flight
+ * only (`lock: false`), and with its Redis fill lock.
+ */
+import { fork } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createCache, manualClock, type Cache, type Counters, type Store } from '../src';
+
+const REQUESTS = 5_000;
+const HOT_KEYS = 5;
+const DB_MS = 30;
+const TTL_MS = 60_000;
+const SWR_MS = 5 * 60_000;
+
+interface User {
+  readonly id: string;
+  readonly name: string;
+}
+
+/** A database that takes DB_MS per call, one user or many, and counts its calls. */
+class SlowDatabase {
+  calls = 0;
+  rows = 0;
+
+  async user(id: string): Promise<User> {
+    this.calls++;
+    this.rows++;
+    await sleep(DB_MS);
+    return { id, name: `user ${id}` };
+  }
+
+  async users(ids: readonly string[]): Promise<User[]> {
+    this.calls++;
+    this.rows += ids.length;
+    await sleep(DB_MS);
+    return ids.map((id) => ({ id, name: `user ${id}` }));
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Request i asks for one of the hot users. */
+function hotKey(i: number): string {
+  return String(i % HOT_KEYS);
+}
+
+/** Starts `n` requests at once; resolves with each one's latency in ms. */
+async function stampede(n: number, request: (i: number) => Promise<unknown>): Promise<number[]> {
+  const latencies = new Array<number>(n);
+  const pending = new Array<Promise<void>>(n);
+  for (let i = 0; i < n; i++) {
+    const started = performance.now();
+    pending[i] = request(i).then(() => {
+      latencies[i] = performance.now() - started;
+    });
+  }
+  await Promise.all(pending);
+  return latencies;
+}
+
+/** Waits for background refreshes to land, so their database calls are counted. */
+async function settled(cache: Cache): Promise<void> {
+  for (let i = 0; i < 200 && cache.inFlight > 0; i++) await sleep(5);
+}
+
+// ── the table ─────────────────────────────────────────────────────────────────────────────
+
+interface Row {
+  scenario: string;
+  requests: number;
+  dbCalls: string;
+  hits: number | string;
+  coalesced: number | string;
+  stale: number | string;
+  p50: string;
+  p99: string;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+function ms(value: number): string {
+  return value >= 10 ? `${value.toFixed(0)} ms` : value >= 1 ? `${value.toFixed(1)} ms` : `${value.toFixed(2)} ms`;
+}
+
+function calls(db: { calls: number; rows: number }, before = { calls: 0, rows: 0 }): string {
+  const c = db.calls - before.calls;
+  const r = db.rows - before.rows;
+  return c === r ? String(c) : `${c} (${r} rows)`;
+}
+
+function delta(after: Counters, before: Counters): Counters {
+  const out = { ...after };
+  for (const name of Object.keys(out) as (keyof Counters)[]) out[name] -= before[name];
+  return out;
+}
+
+function row(scenario: string, latencies: number[], dbCalls: string, counters?: Counters): Row {
+  return {
+    scenario,
+    requests: latencies.length,
+    dbCalls,
+    hits: counters?.hits ?? '-',
+    coalesced: counters?.coalesced ?? '-',
+    stale: counters?.staleServed ?? '-',
+    p50: ms(percentile(latencies, 50)),
+    p99: ms(percentile(latencies, 99)),
+  };
+}
+
+const COLUMNS = {
+  scenario: 'scenario',
+  requests: 'requests',
+  dbCalls: 'database calls',
+  hits: 'hits',
+  coalesced: 'coalesced',
+  stale: 'stale served',
+  p50: 'p50',
+  p99: 'p99',
+} as const;
+
+function printTable(title: string, rows: Row[], columns: readonly (keyof Row)[] = Object.keys(COLUMNS) as (keyof Row)[]): void {
+  const head = columns.map((c) => COLUMNS[c]);
+  const body = rows.map((r) => columns.map((c) => String(r[c])));
+  const widths = head.map((h, c) => Math.max(h.length, ...body.map((b) => b[c]!.length)));
+  const line = (cells: string[]) => cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ');
+  console.log(`\n${title}\n`);
+  console.log(line(head));
+  console.log(widths.map((w) => '─'.repeat(w)).join('  '));
+  for (const b of body) console.log(line(b));
+}
+
+// ── one process, the in-memory default ────────────────────────────────────────────────────
+
+/** Runs every path once on throwaway caches, so the table shows steady state, not JIT compilation. */
+async function warmUp(): Promise<void> {
+  const db = new SlowDatabase();
+  const cache = createCache({ ttl: TTL_MS, swr: SWR_MS });
+  const users = cache.loader({ name: 'user', batch: (ids: readonly string[]) => db.users(ids) });
+  for (let round = 0; round < 2; round++) {
+    await stampede(REQUESTS, (i) => db.user(hotKey(i)));
+    await stampede(REQUESTS, (i) => cache.getOrCompute(`user:${hotKey(i)}:${round}`, () => db.user(hotKey(i))));
+    await stampede(REQUESTS, (i) => cache.request().load(users, `${hotKey(i)}:${round}`));
+  }
+}
+
+async function inMemory(): Promise<void> {
+  await warmUp();
+  const clock = manualClock();
+  const rows: Row[] = [];
+
+  // 1. No cache: every request is a database call.
+  {
+    const db = new SlowDatabase();
+    const latencies = await stampede(REQUESTS, (i) => db.user(hotKey(i)));
+    rows.push(row('no cache', latencies, calls(db)));
+  }
+
+  // 2. getOrCompute: one fill per key, every other caller joins it.
+  const db = new SlowDatabase();
+  const plain = createCache({ ttl: TTL_MS, clock });
+  {
+    const before = plain.metrics().total;
+    const latencies = await stampede(REQUESTS, (i) => {
+      const id = hotKey(i);
+      return plain.getOrCompute(`user:${id}`, () => db.user(id));
+    });
+    rows.push(row('herdcache getOrCompute, cold', latencies, calls(db), delta(plain.metrics().total, before)));
+  }
+
+  // 3. A batching loader through request scopes (one scope per request, as per GraphQL
+  //    operation): the keys missed in one tick by all requests leave in one batch call.
+  const swrDb = new SlowDatabase();
+  const cache = createCache({ ttl: TTL_MS, swr: SWR_MS, clock });
+  const users = cache.loader({ name: 'user', batch: (ids: readonly string[]) => swrDb.users(ids) });
+  const viaScopes = () => stampede(REQUESTS, (i) => cache.request().load(users, hotKey(i)));
+  {
+    const before = cache.metrics().total;
+    const latencies = await viaScopes();
+    rows.push(row('herdcache loader + request scopes, cold', latencies, calls(swrDb), delta(cache.metrics().total, before)));
+  }
+  {
+    const before = cache.metrics().total;
+    const dbBefore = { ...swrDb };
+    const latencies = await viaScopes();
+    rows.push(row('herdcache loader + request scopes, warm', latencies, calls(swrDb, dbBefore), delta(cache.metrics().total, before)));
+  }
+
+  clock.advance(TTL_MS + 1);
+
+  // 4. Past the TTL without swr: the key is a miss again; everyone waits on one refill per key.
+  {
+    const before = plain.metrics().total;
+    const dbBefore = { ...db };
+    const latencies = await stampede(REQUESTS, (i) => {
+      const id = hotKey(i);
+      return plain.getOrCompute(`user:${id}`, () => db.user(id));
+    });
+    rows.push(row('getOrCompute, TTL expired, no swr', latencies, calls(db, dbBefore), delta(plain.metrics().total, before)));
+  }
+
+  // 5. Past the TTL with swr: the stale value is served at once; one background refresh.
+  {
+    const before = cache.metrics().total;
+    const dbBefore = { ...swrDb };
+    const latencies = await viaScopes();
+    await settled(cache);
+    rows.push(row('loader + scopes, TTL expired, swr', latencies, calls(swrDb, dbBefore), delta(cache.metrics().total, before)));
+  }
+
+  printTable(
+    `herdcache demo: ${REQUESTS.toLocaleString('en-US')} concurrent requests for ${HOT_KEYS} hot keys, database ${DB_MS} ms per call (in-memory store)`,
+    rows,
+  );
+  console.log(`
+  database calls: calls to the simulated database (a loader's batch call counts once; rows in brackets).
+  coalesced: requests that joined a fill already in flight instead of starting their own.
+  stale served: requests answered at once with the previous value while one background refresh ran.
+  latency: from a request's start to its answer. All requests start in one synchronous burst,
+  so a request also waits for the burst to be issued (that is most of the "warm" latency).
+  Time past the TTL was moved with manualClock(), not slept.`);
+}
+
+// ── several processes sharing one Redis ──────────────────────────────────────────────────
+
+interface RedisStoreModule {
+  redisStore(options: { client: unknown; prefix?: string }): Store;
+}
+
+type Mode = 'no cache' | 'local single-flight only' | 'redis fill lock';
+const MODES: readonly Mode[] = ['no cache', 'local single-flight only', 'redis fill lock'];
+
+interface ChildResult {
+  calls: number;
+  rows: number;
+  latencies: number[];
+  lockContended: number;
+}
+
+const redisStorePath = join(__dirname, '..', 'src', 'stores', 'redis.ts');
+
+function loadRedisStore(): RedisStoreModule | string {
+  if (!existsSync(redisStorePath)) return 'src/stores/redis.ts does not exist yet';
+  try {
+    // A path known only at run time: the Redis store is optional for the demo and typecheck.
+    const mod = require(redisStorePath.replace(/\.ts$/, '')) as Partial<RedisStoreModule>;
+    return typeof mod.redisStore === 'function' ? (mod as RedisStoreModule) : 'src/stores/redis.ts has no redisStore()';
+  } catch (error) {
+    return `src/stores/redis.ts failed to load: ${(error as Error).message}`;
+  }
+}
+
+async function connectRedis(url: string) {
+  const { default: Redis } = await import('ioredis');
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await client.connect();
+  return client;
+}
+
+/** One replica: runs the stampede for one mode when the parent says go, reports its counts. */
+async function child(): Promise<void> {
+  const url = process.env.HERDCACHE_DEMO_REDIS!;
+  const mod = loadRedisStore();
+  if (typeof mod === 'string') throw new Error(mod);
+  const client = await connectRedis(url);
+  process.on('message', (message: { mode: Mode; prefix: string; requests: number; at: number }) => {
+    void (async () => {
+      const db = new SlowDatabase();
+      let request: (i: number) => Promise<unknown>;
+      let cache: Cache | undefined;
+      if (message.mode === 'no cache') {
+        request = (i) => db.user(hotKey(i));
+      } else {
+        const store = mod.redisStore({ client, prefix: message.prefix });
+        cache = createCache({ store, ttl: TTL_MS, lock: message.mode === 'redis fill lock' });
+        const users = cache.loader({ name: 'user', batch: (ids: readonly string[]) => db.users(ids) });
+        const c = cache;
+        request = (i) => c.request().load(users, hotKey(i));
+      }
+      // Start together: every replica waits for the same wall-clock instant.
+      await sleep(Math.max(0, message.at - Date.now()));
+      const latencies = await stampede(message.requests, request);
+      const result: ChildResult = { calls: db.calls, rows: db.rows, latencies, lockContended: cache?.metrics().total.lockContended ?? 0 };
+      process.send!(result);
+    })().catch((error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
+  });
+  process.on('disconnect', () => {
+    client.disconnect();
+  });
+  process.send!('ready');
+}
+
+async function fleet(url: string, replicas: number): Promise<void> {
+  const mod = loadRedisStore();
+  if (typeof mod === 'string') {
+    console.log(`\n(replicas over Redis skipped: ${mod})`);
+    return;
+  }
+  const perReplica = Math.ceil(REQUESTS / replicas);
+  const children = Array.from({ length: replicas }, () =>
+    fork(__filename, ['--child'], { env: { ...process.env, HERDCACHE_DEMO_REDIS: url }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  try {
+    await Promise.all(children.map((c) => new Promise<void>((resolve, reject) => {
+      c.once('message', () => resolve());
+      c.once('exit', (code) => reject(new Error(`a replica exited (code ${code}) before it was ready`)));
+    })));
+    const rows: Row[] = [];
+    const run = `demo:${process.pid}:${Date.now().toString(36)}`;
+    for (const mode of MODES) {
+      const at = Date.now() + 100;
+      const prefix = `${run}:${mode.replace(/\W+/g, '-')}:`;
+      const results = await Promise.all(children.map((c) => new Promise<ChildResult>((resolve) => {
+        c.once('message', (m) => resolve(m as ChildResult));
+        c.send({ mode, prefix, requests: perReplica, at });
+      })));
+      const total = { calls: 0, rows: 0 };
+      for (const r of results) {
+        total.calls += r.calls;
+        total.rows += r.rows;
+      }
+      rows.push(row(mode === 'no cache' ? 'no cache' : `herdcache, ${mode}`, results.flatMap((r) => r.latencies), calls(total)));
+    }
+    printTable(
+      `fleet: ${replicas} replicas sharing ${url}, ${perReplica.toLocaleString('en-US')} concurrent requests each for ${HOT_KEYS} hot keys (database calls summed fleet-wide)`,
+      rows,
+      ['scenario', 'requests', 'dbCalls', 'p50', 'p99'],
+    );
+    console.log(`
+  local single-flight only: each replica fills once per batch of keys (lock: false).
+  redis fill lock: one replica fills each key; the others poll Redis for its value.`);
+    const cleanup = await connectRedis(url);
+    const stale = await scanKeys(cleanup, `${run}:*`);
+    if (stale.length > 0) await cleanup.unlink(...stale);
+    cleanup.disconnect();
+  } finally {
+    for (const c of children) c.disconnect();
+  }
+}
+
+async function scanKeys(client: Awaited<ReturnType<typeof connectRedis>>, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== '0');
+  return keys;
+}
+
+function argument(name: string): string | undefined {
+  const args = process.argv.slice(2);
+  const i = args.indexOf(name);
+  if (i !== -1) return args[i + 1];
+  const inline = args.find((a) => a.startsWith(`${name}=`));
+  return inline?.slice(name.length + 1);
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--child')) return child();
+  await inMemory();
+  const url = argument('--redis') ?? process.env.REDIS_URL;
+  const replicasArg = argument('--replicas');
+  const replicas = replicasArg === undefined ? 4 : Number(replicasArg);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 32) throw new Error(`--replicas must be an integer in [1, 32], got ${replicasArg}`);
+  if (url !== undefined) await fleet(url, replicas);
+  else if (replicasArg !== undefined) console.log('\n(--replicas needs a Redis: pass --redis redis://127.0.0.1:6379 or set REDIS_URL)');
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
