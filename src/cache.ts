@@ -61,7 +61,10 @@ export class Cache {
   readonly #policy: Policy;
   readonly #timing: LockTiming;
   readonly #maxRefreshes: number;
-  readonly #hooks: CacheHooks;
+  /** What is called: options.hooks alone, or every set of hooks fanned out (see observe()). */
+  #hooks: CacheHooks;
+  /** options.hooks first, then observe()d sets in the order they were added. */
+  #hookSets: readonly CacheHooks[];
   readonly #flights = new FlightTable();
   readonly #counters = new CounterSet();
   readonly #loaders = new Map<string, Loader<unknown, unknown>>();
@@ -92,6 +95,7 @@ export class Cache {
     this.#timing = resolveLockTiming(options);
     this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : maxRefreshesOption(options.maxRefreshes);
     this.#hooks = options.hooks ?? {};
+    this.#hookSets = options.hooks === undefined ? [] : [options.hooks];
     this.#tokenPrefix = `${process.pid}.${++registryIds}.${Math.random().toString(36).slice(2, 10)}`;
     this.#gocSource = {
       name: GET_OR_COMPUTE,
@@ -156,6 +160,29 @@ export class Cache {
 
   metrics(): MetricsSnapshot {
     return this.#counters.snapshot();
+  }
+
+  /**
+   * Adds observer hooks after creation (a metrics plugin does, given only the cache); they run
+   * after options.hooks. Returns a function that removes them. The sets are combined here, once,
+   * so a load still reads one hook per event.
+   */
+  observe(hooks: CacheHooks): () => void {
+    if (hooks === null || typeof hooks !== 'object') throw invalidArgument('hooks', hooks, 'an object of hook functions');
+    this.#setHooks([...this.#hookSets, hooks]);
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      const sets = [...this.#hookSets];
+      sets.splice(sets.indexOf(hooks), 1);
+      this.#setHooks(sets);
+    };
+  }
+
+  #setHooks(sets: readonly CacheHooks[]): void {
+    this.#hookSets = sets;
+    this.#hooks = sets.length === 0 ? {} : sets.length === 1 ? sets[0]! : fanOutHooks(sets);
   }
 
   /**
@@ -563,6 +590,27 @@ export class Cache {
   #assertOpen(): void {
     if (this.#closed) throw new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed');
   }
+}
+
+const HOOK_NAMES = ['onHit', 'onMiss', 'onStale', 'onCoalesced', 'onFill', 'onStoreError'] as const;
+
+/** One hooks object calling every set's hook in turn; a throwing observer does not silence the next. */
+function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
+  const out: Record<string, (...args: unknown[]) => void> = {};
+  for (const name of HOOK_NAMES) {
+    const fns = sets.map((set) => set[name] as ((...args: unknown[]) => void) | undefined).filter((fn) => typeof fn === 'function');
+    if (fns.length === 0) continue;
+    out[name] = (...args) => {
+      for (const fn of fns) {
+        try {
+          fn!(...args);
+        } catch {
+          // Observers never break loads, nor each other.
+        }
+      }
+    };
+  }
+  return out as CacheHooks;
 }
 
 function maxRefreshesOption(value: unknown): number {
