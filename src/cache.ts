@@ -8,7 +8,7 @@
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
 import { Failure, FillRun, Flight, FlightTable, RETRY, asError } from './flight';
-import { type Clock, type Entry, makeEntry, physicalTtl, systemClock } from './freshness';
+import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly, systemClock } from './freshness';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import { DEFAULTS, type LockTiming, type Policy, checkPositiveInteger, resolveLockTiming, resolvePolicy } from './options';
@@ -26,6 +26,8 @@ export interface Item {
   readonly policy: Policy;
   /** The request scope of the caller that started the flight: fills are attributed to it. */
   readonly sink: Sink | undefined;
+  /** For a background refresh: freshUntil of the entry it replaces (a newer entry ends it). */
+  readonly replaces?: number;
 }
 
 /** Something that computes values: a loader, or getOrCompute. */
@@ -90,7 +92,7 @@ export class Cache {
     this.#clock = clock;
     this.#sleep = clock.sleep?.bind(clock) ?? realSleep;
     const hasLock = store.lock !== undefined;
-    this.#policy = resolvePolicy(options, { ttl: undefined, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock });
+    this.#policy = resolvePolicy(options, { ttl: undefined, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0 });
     if (this.#policy.lock && !hasLock) this.#policy = { ...this.#policy, lock: false };
     this.#timing = resolveLockTiming(options);
     this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : maxRefreshesOption(options.maxRefreshes);
@@ -263,11 +265,12 @@ export class Cache {
     const now = this.#clock.now();
     if (now < freshUntil) {
       this.#record(source, 'hits', key, sink);
+      if (policy.beta > 0 && refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
       return Promise.resolve(entry.value);
     }
     if (now < entry.staleUntil) {
       this.#record(source, 'staleServed', key, sink);
-      this.#refresh(source, key, arg, policy);
+      this.#refresh(source, key, arg, policy, freshUntil);
       return Promise.resolve(entry.value);
     }
     return undefined;
@@ -319,7 +322,7 @@ export class Cache {
   }
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
-  #refresh(source: Source, key: string, arg: unknown, policy: Policy): void {
+  #refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void {
     if (this.#flights.get(key) !== undefined || this.#closed) return;
     if (this.#refreshing >= this.#maxRefreshes) {
       // Dropped, not queued: the stale value keeps being served and a later read retries.
@@ -333,7 +336,7 @@ export class Cache {
       this.#refreshing--;
     };
     flight.promise.then(done, done);
-    this.#enqueue(source, { key, flight, arg, policy, sink: undefined });
+    this.#enqueue(source, { key, flight, arg, policy, sink: undefined, replaces });
   }
 
   #enqueue(source: Source, item: Item): void {
@@ -367,13 +370,16 @@ export class Cache {
       const item = items[i]!;
       const entry = entries[i];
       if (item.flight.abandoned) continue;
-      if (entry !== undefined && now < entry.freshUntil) {
-        if (!item.flight.background) this.#record(source, 'hits', item.key, item.sink);
+      if (entry !== undefined && usable(item, entry, now)) {
         this.#settleFromStore(item, entry.value);
+        if (!item.flight.background) {
+          this.#record(source, 'hits', item.key, item.sink);
+          if (item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) this.#refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
+        }
       } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background) {
         this.#record(source, 'staleServed', item.key, item.sink);
         this.#settleFromStore(item, entry.value);
-        this.#refresh(source, item.key, item.arg, item.policy);
+        this.#refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
       } else {
         if (!item.flight.background) this.#record(source, 'misses', item.key, item.sink);
         toFill.push(item);
@@ -427,7 +433,7 @@ export class Cache {
         if (result?.won) source.counters.lockAcquired++;
         if (item.flight.abandoned) {
           if (result?.won) release.push(item.key);
-        } else if (result?.entry !== undefined && now < result.entry.freshUntil) {
+        } else if (result?.entry !== undefined && usable(item, result.entry, now)) {
           // Re-check after acquiring: another process wrote it since our read.
           if (result.won) release.push(item.key);
           this.#settleFromStore(item, result.entry.value);
@@ -480,6 +486,7 @@ export class Cache {
     const run = new FillRun(items.length);
     for (const item of items) item.flight.run = run;
     const started = performance.now();
+    const startedAt = this.#clock.now();
     let results: unknown[];
     try {
       results = await source.run(items, run.signal);
@@ -508,7 +515,7 @@ export class Cache {
         if (token !== undefined) release.push(item.key);
         this.#flights.resolve(item.flight, undefined);
       } else {
-        const entry = makeEntry(result, now, item.policy);
+        const entry = makeEntry(result, now, item.policy, item.policy.beta > 0 ? now - startedAt : undefined);
         writes.push({ key: item.key, entry, ttl: physicalTtl(entry, now) });
         this.#flights.resolve(item.flight, result);
       }
@@ -611,6 +618,14 @@ function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
     };
   }
   return out as CacheHooks;
+}
+
+/**
+ * Whether a stored entry answers this item: fresh, and for a background refresh newer than the
+ * entry it was started to replace (an early refresh must not stop at the still-fresh original).
+ */
+function usable(item: Item, entry: Entry, now: number): boolean {
+  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces);
 }
 
 function maxRefreshesOption(value: unknown): number {

@@ -10,6 +10,8 @@ export interface Entry<V = unknown> {
   readonly freshUntil: number;
   /** Epoch ms until which the value may be served stale. Always `>= freshUntil`. `Infinity`: never expires. */
   readonly staleUntil: number;
+  /** How long the fill that produced it took, in ms (for early refresh). */
+  readonly fillMs?: number;
 }
 
 /** Time source, injectable so tests move time instead of sleeping. Returns epoch milliseconds. */
@@ -68,12 +70,26 @@ export interface Freshness {
   /** Grace after ttl during which a stale value is served while one refresh runs. 0: no SWR. */
   readonly swr: number;
   readonly jitter: number;
+  /** XFetch's beta; 0: no early refresh. */
+  readonly beta: number;
 }
 
-export function makeEntry<V>(value: V, now: number, policy: Freshness): Entry<V> {
+export function makeEntry<V>(value: V, now: number, policy: Freshness, fillMs?: number): Entry<V> {
   if (policy.ttl === undefined) return { value, freshUntil: Infinity, staleUntil: Infinity };
   const freshUntil = now + jitteredTtl(policy.ttl, policy.jitter);
-  return { value, freshUntil, staleUntil: freshUntil + policy.swr };
+  const staleUntil = freshUntil + policy.swr;
+  return fillMs === undefined ? { value, freshUntil, staleUntil } : { value, freshUntil, staleUntil, fillMs };
+}
+
+/**
+ * XFetch: refresh a still-fresh entry early with a probability that grows as expiry nears and
+ * with the cost of the last fill, so a hot key is recomputed by one reader before it expires
+ * instead of by everyone after. `-log(random)` is an exponential draw with mean 1.
+ */
+export function refreshEarly(entry: Entry, now: number, beta: number): boolean {
+  const fillMs = entry.fillMs;
+  if (fillMs === undefined || fillMs <= 0) return false;
+  return now - fillMs * beta * Math.log(Math.random()) >= entry.freshUntil;
 }
 
 /** Milliseconds a store should keep the entry physically: until the end of grace. */

@@ -47,14 +47,22 @@ export function checkPositiveInteger(name: string, value: unknown, allowInfinity
 /** Resolves `options` on top of `base`; an option left undefined keeps the base value. */
 export function resolvePolicy(options: FreshnessOptions | undefined, base: Policy, prefix = ''): Policy {
   if (options === undefined) return base;
-  const { ttl, swr, jitter, lock } = options;
-  if (ttl === undefined && swr === undefined && jitter === undefined && lock === undefined) return base;
+  const { ttl, swr, jitter, lock, earlyRefresh } = options;
+  if (ttl === undefined && swr === undefined && jitter === undefined && lock === undefined && earlyRefresh === undefined) return base;
   return {
     ttl: ttl === undefined ? base.ttl : checkDuration(`${prefix}ttl`, ttl, false),
     swr: swr === undefined ? base.swr : checkDuration(`${prefix}swr`, swr, true),
     jitter: jitter === undefined ? base.jitter : checkFraction(`${prefix}jitter`, jitter),
     lock: lock === undefined ? base.lock : checkBoolean(`${prefix}lock`, lock),
+    beta: earlyRefresh === undefined ? base.beta : checkBeta(`${prefix}earlyRefresh`, earlyRefresh),
   };
+}
+
+function checkBeta(name: string, value: unknown): number {
+  if (value === true) return 1;
+  if (value === false) return 0;
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
+  throw invalidOption(name, value, 'a boolean or a finite number >= 0 (beta)');
 }
 
 export interface LockTiming {

@@ -14,6 +14,13 @@ export interface FreshnessOptions {
   jitter?: number;
   /** Use the store's distributed fill lock (Redis). Default: true when the store has one. */
   lock?: boolean;
+  /**
+   * Probabilistic early refresh (XFetch, Vattani et al., VLDB 2015): a read of a fresh value may
+   * start one background refresh before expiry, more likely as expiry nears and the slower the
+   * last fill was. `true` means beta = 1; a number is beta (> 1 favours earlier refreshes).
+   * Default off. Needs `ttl`.
+   */
+  earlyRefresh?: boolean | number;
 }
 
 export interface LockOptions {
