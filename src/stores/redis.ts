@@ -118,7 +118,7 @@ class RedisStoreImpl implements RedisStore {
     this.#scripts = defineScripts(client);
     this.#cluster = client.isCluster === true;
     this.#prefix = prefix;
-    this.#clientPrefix = client.options.keyPrefix ?? '';
+    this.#clientPrefix = client.options?.keyPrefix ?? '';
     this.#codec = codec;
     this.#guard = new CallGuard('redis', client, timeout, breaker);
     this.#maxKeyLength = maxKeyLength;

@@ -5,6 +5,7 @@
  */
 import Redis from 'ioredis';
 import { createCache } from '../../src/cache';
+import { manualClock } from '../../src/freshness';
 import { redisStore } from '../../src/stores/redis';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { connect, eventually, randomPrefix, sleep } from './helpers';
@@ -150,5 +151,46 @@ describe('invalidate during a fill', () => {
     expect(await load).toBe('new');
     await sleep(20);
     expect(JSON.parse((await clientA.get(`${prefix}{user:2}`))!).d).toBe('new');
+  });
+});
+
+describe('stale-while-revalidate across replicas', () => {
+  let clients: Redis[];
+
+  beforeAll(async () => {
+    clients = await Promise.all([connect(), connect(), connect()]);
+  });
+
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.quit()));
+  });
+
+  it('serves the stale value at once on every replica, and one replica refreshes it for the fleet', async () => {
+    const prefix = randomPrefix('swr');
+    const clock = manualClock();
+    const replicas = clients.map((client) => createCache({ store: redisStore({ client, prefix }), clock, ttl: 1_000, swr: 60_000 }));
+    let refreshes = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    expect(await replicas[0]!.getOrCompute('k', () => 'v1')).toBe('v1');
+    clock.advance(2_000); // stale, within grace
+    const refresh = async () => {
+      refreshes++;
+      await gate;
+      return 'v2';
+    };
+    // Every replica answers with the stale value without waiting for the (gated) refresh.
+    const answers = await Promise.all(replicas.map((cache) => Promise.all(Array.from({ length: 50 }, () => cache.getOrCompute('k', refresh)))));
+    expect(answers.flat().every((value) => value === 'v1')).toBe(true);
+    await eventually(() => refreshes === 1, 2_000, 5);
+    await sleep(50);
+    expect(refreshes).toBe(1);
+    release();
+    expect(
+      await eventually(async () => (await replicas[2]!.getOrCompute('k', () => 'not called')) === 'v2', 2_000, 10),
+    ).toBe(true);
+    expect(refreshes).toBe(1);
+    const staleServed = replicas.reduce((sum, cache) => sum + cache.metrics().total.staleServed, 0);
+    expect(staleServed).toBeGreaterThanOrEqual(3);
   });
 });
