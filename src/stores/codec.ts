@@ -24,7 +24,8 @@ export interface Codec {
 export const JSON_FORMAT_VERSION = 1;
 
 /**
- * JSON with the layout `{"v":1,"f":freshUntil,"s":staleUntil,"d":value}`.
+ * JSON with the layout `{"v":1,"f":freshUntil,"s":staleUntil,"m":fillMs,"d":value}` ("m" only
+ * when the entry records its fill time, for early refresh).
  *
  * JSON has no Infinity: an infinite `freshUntil`/`staleUntil` is written as `null` and read back
  * as Infinity. The value itself follows JSON's rules (a Date comes back as a string, `undefined`
@@ -44,7 +45,9 @@ export const jsonCodec: Codec = {
       throw new HerdcacheError('E_STORE_ENCODE', `herdcache: value of type ${typeof entry.value} cannot be encoded as JSON`);
     }
     // Built by hand: the envelope object would be one more allocation per write for nothing.
-    return `{"v":${JSON_FORMAT_VERSION},"f":${time(entry.freshUntil)},"s":${time(entry.staleUntil)},"d":${data}}`;
+    const fillMs = entry.fillMs;
+    const m = fillMs !== undefined && Number.isFinite(fillMs) ? `,"m":${fillMs}` : '';
+    return `{"v":${JSON_FORMAT_VERSION},"f":${time(entry.freshUntil)},"s":${time(entry.staleUntil)}${m},"d":${data}}`;
   },
 
   decode(raw: string | Buffer): Entry {
@@ -56,7 +59,7 @@ export const jsonCodec: Codec = {
       throw decodeError(`payload is not JSON (${messageOf(error)})`, error);
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw decodeError('payload is not a herdcache entry');
-    const payload = parsed as { v?: unknown; f?: unknown; s?: unknown; d?: unknown };
+    const payload = parsed as { v?: unknown; f?: unknown; s?: unknown; m?: unknown; d?: unknown };
     if (payload.v !== JSON_FORMAT_VERSION) {
       throw decodeError(
         typeof payload.v === 'number' ? `unsupported format version ${payload.v} (this herdcache reads ${JSON_FORMAT_VERSION})` : 'payload is not a herdcache entry',
@@ -64,10 +67,11 @@ export const jsonCodec: Codec = {
     }
     const freshUntil = readTime(payload.f);
     const staleUntil = readTime(payload.s);
-    if (freshUntil === undefined || staleUntil === undefined || staleUntil < freshUntil || payload.d === undefined) {
+    const fillMs = payload.m;
+    if (freshUntil === undefined || staleUntil === undefined || staleUntil < freshUntil || payload.d === undefined || (fillMs !== undefined && typeof fillMs !== 'number')) {
       throw decodeError('payload is a malformed herdcache entry');
     }
-    return { value: payload.d, freshUntil, staleUntil };
+    return fillMs === undefined ? { value: payload.d, freshUntil, staleUntil } : { value: payload.d, freshUntil, staleUntil, fillMs };
   },
 };
 

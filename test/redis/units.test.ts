@@ -20,6 +20,8 @@ describe('jsonCodec', () => {
       { value: 0, freshUntil: 10, staleUntil: Infinity },
       { value: null, freshUntil: 10, staleUntil: 10 },
       { value: false, freshUntil: 10, staleUntil: 20 },
+      { value: 'timed', freshUntil: 10, staleUntil: 20, fillMs: 12.5 },
+      { value: 'instant', freshUntil: Infinity, staleUntil: Infinity, fillMs: 0 },
     ];
     for (const entry of cases) expect(jsonCodec.decode(jsonCodec.encode(entry))).toEqual(entry);
   });
@@ -57,6 +59,7 @@ describe('jsonCodec', () => {
     ['stale before fresh', '{"v":1,"f":2,"s":1,"d":1}'],
     ['no value', '{"v":1,"f":1,"s":1}'],
     ['a string time', '{"v":1,"f":"1","s":1,"d":1}'],
+    ['a string fill time', '{"v":1,"f":1,"s":1,"m":"5","d":1}'],
   ])('refuses %s with E_STORE_DECODE', (_label, raw) => {
     expect(() => jsonCodec.decode(raw)).toThrow(expect.objectContaining({ code: 'E_STORE_DECODE' }));
   });
