@@ -1,0 +1,253 @@
+/**
+ * The @cached(ttl:, swr:, scope:) schema transform, in plain graphql-js terms.
+ *
+ * Every field carrying the directive gets its resolver wrapped: the call is keyed (type, field,
+ * parent identity, canonical arguments, and the session for PRIVATE fields) and answered through
+ * the registry's getOrCompute, so a stampede on the field costs one resolver call per key, SWR and
+ * the fill lock apply, and keys missed in one tick (the siblings of a list) leave in one store
+ * read. Through the operation's request scope when the context has one, so the field's hits,
+ * misses and coalescing are attributed to the operation.
+ *
+ * Only types are imported from graphql: the module loads without it (graphql is an optional peer),
+ * and works on the schema object it is given, whichever copy of graphql built it.
+ */
+import type { ConstArgumentNode, GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import type { Cache } from '../cache';
+import { HerdcacheError, describe, invalidOption } from '../errors';
+import type { GetOrComputeOptions } from '../types';
+import { canonicalArgs, fieldKey, identityString } from './keys';
+import { type BypassReason, checkCache, operationOf } from './request';
+
+/** Who shares a value, as `enum CacheScope` in the SDL. */
+export type CacheScope = 'PUBLIC' | 'PRIVATE';
+
+export interface CachedDirectiveOptions<TContext = any> {
+  /** The registry every @cached field goes through. */
+  cache: Cache;
+  /**
+   * The viewer's session for PRIVATE fields: a stable, non-secret id (a user id, not a bearer
+   * token: it becomes part of store keys). No session (undefined, null, "") → not cached.
+   * Required when any field is PRIVATE.
+   */
+  sessionId?: (context: TContext) => string | null | undefined;
+  /**
+   * Parent identity per type, for non-root @cached fields: a property name, or a function of the
+   * parent returning a string or number. Default for every type: the parent's `id`. A parent
+   * without identity is resolved without the cache (bypassed and counted), never under a shared key.
+   */
+  identity?: Readonly<Record<string, string | ((parent: any) => unknown)>>;
+  /** Prefix of every key this transform makes. Change it to drop all cached fields (e.g. on deploy). Default "gql:". */
+  keyPrefix?: string;
+  /** Called when a @cached field call is resolved without the cache (also counted as `bypassed`). */
+  onBypass?: (coordinate: string, reason: BypassReason, context: TContext) => void;
+}
+
+export const DEFAULT_KEY_PREFIX = 'gql:';
+
+/** What one field's directive says, validated, in milliseconds. */
+interface FieldPolicy {
+  readonly ttlMs: number;
+  readonly swrMs: number;
+  readonly scope: CacheScope;
+}
+
+/** Resolvers this module installed: a second transform of the same schema would cache twice. */
+const installed = new WeakSet<GraphQLFieldResolver<unknown, unknown>>();
+
+/**
+ * Wraps, in place, the resolver of every field of `schema` that carries @cached, and returns
+ * `schema`. Throws at build time, naming the field, for: @cached on a Mutation or Subscription
+ * field or on an interface field, a bad `ttl`/`swr`/`scope`, PRIVATE without the `sessionId`
+ * option, an `identity` entry for a type the schema lacks, and a schema already transformed.
+ */
+export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, options: CachedDirectiveOptions): S {
+  if (schema === null || typeof schema !== 'object' || typeof (schema as Partial<GraphQLSchema>).getTypeMap !== 'function') {
+    throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: argument "schema" must be a GraphQLSchema, got ${describe(schema)}`);
+  }
+  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache"');
+  const { cache, sessionId, identity = {}, keyPrefix = DEFAULT_KEY_PREFIX, onBypass } = options;
+  checkCache(cache);
+  if (sessionId !== undefined && typeof sessionId !== 'function') throw invalidOption('sessionId', sessionId, 'a function of the context');
+  if (typeof keyPrefix !== 'string') throw invalidOption('keyPrefix', keyPrefix, 'a string');
+  if (onBypass !== undefined && typeof onBypass !== 'function') throw invalidOption('onBypass', onBypass, 'a function');
+  if (identity === null || typeof identity !== 'object') throw invalidOption('identity', identity, 'an object of type name → property name or function');
+  const typeMap = schema.getTypeMap();
+  for (const [typeName, id] of Object.entries(identity)) {
+    if (typeof id !== 'function' && (typeof id !== 'string' || id.length === 0)) {
+      throw invalidOption(`identity.${typeName}`, id, 'a property name or a function of the parent');
+    }
+    if (kindOf(typeMap[typeName]) !== 'object') throw invalidOption('identity', typeName, 'keys naming object types of the schema');
+  }
+
+  const queryType = schema.getQueryType();
+  const forbidden = new Map<unknown, string>([
+    [schema.getMutationType(), 'mutations change data and must run every time'],
+    [schema.getSubscriptionType(), 'subscription events are not cacheable'],
+  ]);
+  const plans: [GraphQLField<unknown, unknown>, () => GraphQLFieldResolver<unknown, unknown>][] = [];
+  for (const type of Object.values(typeMap)) {
+    const kind = kindOf(type);
+    if (kind === undefined || type.name.startsWith('__')) continue;
+    const fields = (type as GraphQLObjectType | GraphQLInterfaceType).getFields();
+    for (const field of Object.values(fields) as GraphQLField<unknown, unknown>[]) {
+      const coordinate = `${type.name}.${field.name}`;
+      const policy = readDirective(field, coordinate);
+      if (policy === undefined) continue;
+      const why = forbidden.get(type);
+      if (why !== undefined) throw buildError(`@cached cannot be used on ${coordinate}: ${why}`);
+      if (kind === 'interface') {
+        throw buildError(`@cached cannot be used on the interface field ${coordinate}: put it on the fields of the object types that implement it`);
+      }
+      if (policy.scope === 'PRIVATE' && sessionId === undefined) {
+        throw buildError(`@cached(scope: PRIVATE) on ${coordinate} needs the "sessionId" option (a function of the context returning the viewer's session id)`);
+      }
+      if (field.resolve !== undefined && installed.has(field.resolve)) {
+        throw buildError(`${coordinate} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`);
+      }
+      const isRoot = type === queryType;
+      const id = identity[type.name];
+      const identityOf = isRoot ? undefined : typeof id === 'function' ? id : propertyOf(typeof id === 'string' ? id : 'id');
+      plans.push([field, () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass })]);
+    }
+  }
+  // Everything validated before anything is changed: a build error leaves the schema untouched.
+  for (const [field, wrap] of plans) {
+    const resolve = wrap();
+    installed.add(resolve);
+    field.resolve = resolve;
+  }
+  return schema;
+}
+
+interface WrapEnv {
+  readonly cache: Cache;
+  readonly sessionId: ((context: any) => string | null | undefined) | undefined;
+  /** undefined on root (Query) fields: they have no parent to identify. */
+  readonly identityOf: ((parent: any) => unknown) | undefined;
+  readonly keyPrefix: string;
+  readonly onBypass: CachedDirectiveOptions['onBypass'];
+}
+
+function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: string, policy: FieldPolicy, env: WrapEnv): GraphQLFieldResolver<unknown, unknown> {
+  const resolve = field.resolve ?? defaultFieldResolver;
+  const { cache, sessionId, identityOf, keyPrefix, onBypass } = env;
+  const isPrivate = policy.scope === 'PRIVATE';
+  // One options object per field, made once: nothing is allocated for it per call.
+  const options: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
+
+  // Resolved without the cache, and counted: never answered under a key that could be shared.
+  const bypass = (parent: unknown, args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
+    operationOf(context)?.countBypass(coordinate);
+    onBypass?.(coordinate, reason, context);
+    return resolve(parent, args, context, info);
+  };
+
+  return function cachedResolve(parent, args, context, info) {
+    let identity: string | undefined;
+    if (identityOf !== undefined) {
+      identity = parent !== null && typeof parent === 'object' ? identityString(identityOf(parent)) : undefined;
+      if (identity === undefined) return bypass(parent, args, context, info, 'no_identity');
+    }
+    let session: string | undefined;
+    if (isPrivate) {
+      const id = sessionId!(context);
+      if (typeof id !== 'string' || id.length === 0) return bypass(parent, args, context, info, 'no_session');
+      session = id;
+    }
+    const encodedArgs = canonicalArgs(args);
+    if (encodedArgs === undefined) return bypass(parent, args, context, info, 'unkeyable_args');
+    const operation = operationOf(context);
+    const key = fieldKey(keyPrefix, coordinate, identity, encodedArgs, session);
+    // The first caller's resolver computes the value for every caller of this key: a PUBLIC
+    // field's value must depend only on what is in its key.
+    const fill = () => settleList(resolve(parent, args, context, info));
+    const scoped = operation !== undefined && operation.cache === cache;
+    return scoped ? operation.scope.getOrCompute(key, fill, options) : cache.getOrCompute(key, fill, options);
+  };
+}
+
+/**
+ * A resolver may return a list of promises (`ids.map((id) => loader.load(id))`); graphql-js
+ * accepts that, but a cache must hold values, not promises (a rejected one would be served on
+ * every hit), so the list is awaited. A failing item fails the field, and nothing is cached.
+ */
+async function settleList(result: unknown): Promise<unknown> {
+  const value = await result;
+  if (Array.isArray(value) && value.some(isThenable)) return Promise.all(value);
+  return value;
+}
+
+function isThenable(value: unknown): boolean {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/** graphql-js's defaultFieldResolver, restated so this module needs no runtime graphql import. */
+const defaultFieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, args, context, info) => {
+  if ((typeof source === 'object' && source !== null) || typeof source === 'function') {
+    const property = (source as Record<string, unknown>)[info.fieldName];
+    if (typeof property === 'function') return (source as Record<string, (...a: unknown[]) => unknown>)[info.fieldName]!(args, context, info);
+    return property;
+  }
+  return undefined;
+};
+
+function propertyOf(name: string): (parent: any) => unknown {
+  return (parent) => parent[name];
+}
+
+/** graphql 16 types carry Symbol.toStringTag ("GraphQLObjectType"…): no instanceof, so no runtime import. */
+function kindOf(type: GraphQLNamedType | undefined): 'object' | 'interface' | undefined {
+  const tag = type === undefined ? undefined : Object.prototype.toString.call(type);
+  return tag === '[object GraphQLObjectType]' ? 'object' : tag === '[object GraphQLInterfaceType]' ? 'interface' : undefined;
+}
+
+/**
+ * Reads @cached from the field's SDL. SDL validation checks argument names and required ones but
+ * not their values (`ttl: 1.5` and `ttl: "60"` build fine), so every value is checked here.
+ */
+function readDirective(field: GraphQLField<unknown, unknown>, coordinate: string): FieldPolicy | undefined {
+  const node = field.astNode?.directives?.find((directive) => directive.name.value === 'cached');
+  if (node === undefined) return undefined;
+  let ttl: number | undefined;
+  let swr = 0;
+  let scope: CacheScope = 'PUBLIC';
+  for (const arg of node.arguments ?? []) {
+    const name = arg.name.value;
+    if (name === 'ttl') ttl = seconds(arg, coordinate, false);
+    else if (name === 'swr') swr = (arg.value.kind as string) === 'NullValue' ? 0 : seconds(arg, coordinate, true);
+    else if (name === 'scope') scope = scopeValue(arg, coordinate);
+    else throw buildError(`@cached on ${coordinate} has an unknown argument "${name}" (known: ttl, swr, scope)`);
+  }
+  if (ttl === undefined) throw buildError(`@cached on ${coordinate} needs ttl (seconds, a positive integer)`);
+  return { ttlMs: ttl * 1000, swrMs: swr * 1000, scope };
+}
+
+function seconds(arg: ConstArgumentNode, coordinate: string, allowZero: boolean): number {
+  const { value } = arg;
+  const n = (value.kind as string) === 'IntValue' ? Number((value as { value: string }).value) : NaN;
+  if (!Number.isSafeInteger(n) || n < 0 || (!allowZero && n === 0)) {
+    const expected = allowZero ? 'an integer number of seconds >= 0' : 'a positive integer number of seconds';
+    throw buildError(`@cached(${arg.name.value}:) on ${coordinate} must be ${expected}, got ${literal(arg)}`);
+  }
+  return n;
+}
+
+function scopeValue(arg: ConstArgumentNode, coordinate: string): CacheScope {
+  const { value } = arg;
+  if ((value.kind as string) === 'NullValue') return 'PUBLIC';
+  const name = (value.kind as string) === 'EnumValue' ? (value as { value: string }).value : undefined;
+  if (name === 'PUBLIC' || name === 'PRIVATE') return name;
+  throw buildError(`@cached(scope:) on ${coordinate} must be PUBLIC or PRIVATE, got ${literal(arg)}`);
+}
+
+/** The argument as written in the SDL (`1.5`, `"60"`, `-1`). */
+function literal(arg: ConstArgumentNode): string {
+  const loc = arg.value.loc;
+  if (loc !== undefined) return loc.source.body.slice(loc.start, loc.end);
+  const raw = (arg.value as { value?: unknown }).value;
+  return raw === undefined ? arg.value.kind : String(raw);
+}
+
+function buildError(message: string): HerdcacheError {
+  return new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: ${message}`);
+}

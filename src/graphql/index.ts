@@ -1,0 +1,19 @@
+/**
+ * herdcache for GraphQL: the @cached directive, the per-operation context helper and the report
+ * the Apollo plugin puts in `response.extensions.cache`. Types only from graphql: it loads without it.
+ */
+export { cachedDirectiveTypeDefs } from './sdl';
+export { cachedDirectiveTransformer, DEFAULT_KEY_PREFIX, type CacheScope, type CachedDirectiveOptions } from './directive';
+export { canonicalArgs, fieldKey } from './keys';
+export {
+  cacheReport,
+  herdcacheContext,
+  requestScope,
+  type BypassReason,
+  type CacheReport,
+  type CacheReportCounters,
+  type HerdcacheContext,
+  type HerdcacheContextOptions,
+  type OperationCache,
+  type ScopedLoaders,
+} from './request';

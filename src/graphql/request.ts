@@ -1,0 +1,183 @@
+/**
+ * What one GraphQL operation carries in its context: its request scope (per-request memo and
+ * per-operation stats) and the directive's bypass counts. The @cached directive, the resolver
+ * helpers and the Apollo plugin all find it under one symbol, whoever created it: the context
+ * helper (herdcacheContext) or, when the context has none, the plugin at requestDidStart.
+ *
+ * The property is an own enumerable symbol so `{ ...herdcacheContext({ cache }), user }` keeps it.
+ * It is `Symbol.for` so two copies of this module (an ESM and a CJS import) still agree.
+ */
+import type { Cache } from '../cache';
+import { invalidArgument, invalidOption } from '../errors';
+import { Loader } from '../loader';
+import type { RequestScope, ScopedLoader } from '../scope';
+import type { Counters } from '../types';
+
+export const OPERATION: unique symbol = Symbol.for('herdcache.operation');
+
+/** Why a @cached field call was resolved without the cache. */
+export type BypassReason =
+  /** A non-root field whose parent has no identity: a key shared across parents would mix their values. */
+  | 'no_identity'
+  /** A PRIVATE field in a request without a session. */
+  | 'no_session'
+  /** Arguments that cannot be encoded into a key without ambiguity (see canonicalArgs). */
+  | 'unkeyable_args';
+
+/** The counters an operation reports (response extension, Prometheus), per source and in total. */
+export interface CacheReportCounters {
+  hits: number;
+  misses: number;
+  coalesced: number;
+  staleServed: number;
+  fills: number;
+  fillFailures: number;
+  lockContended: number;
+  /** @cached field calls resolved without the cache (no parent identity, no session, unkeyable args). */
+  bypassed: number;
+}
+
+/**
+ * `response.extensions.cache`: `total` sums `sources`; a source is a field coordinate
+ * ("Query.user"), a loader name, or a getOrCompute label. Sources with all zeros are left out.
+ */
+export interface CacheReport {
+  total: CacheReportCounters;
+  sources: Record<string, CacheReportCounters>;
+}
+
+const REPORTED = ['hits', 'misses', 'coalesced', 'staleServed', 'fills', 'fillFailures', 'lockContended'] as const satisfies readonly (keyof Counters &
+  keyof CacheReportCounters)[];
+
+function zeroReport(): CacheReportCounters {
+  return { hits: 0, misses: 0, coalesced: 0, staleServed: 0, fills: 0, fillFailures: 0, lockContended: 0, bypassed: 0 };
+}
+
+/** One operation's cache state. Created by herdcacheContext() or by the Apollo plugin. */
+export class OperationCache {
+  readonly cache: Cache;
+  readonly scope: RequestScope;
+  #bypassed: Map<string, number> | undefined;
+
+  constructor(cache: Cache) {
+    this.cache = cache;
+    this.scope = cache.request();
+  }
+
+  /** @internal the directive resolved `source` without the cache. */
+  countBypass(source: string): void {
+    const bypassed = (this.#bypassed ??= new Map());
+    bypassed.set(source, (bypassed.get(source) ?? 0) + 1);
+  }
+
+  /** What this operation's loads did so far, in the shape of `response.extensions.cache`. */
+  report(): CacheReport {
+    const stats = this.scope.stats();
+    const total = zeroReport();
+    const sources: Record<string, CacheReportCounters> = {};
+    const add = (source: string): CacheReportCounters => (sources[source] ??= zeroReport());
+    for (const [source, counters] of Object.entries(stats.sources)) {
+      if (!REPORTED.some((name) => counters[name] !== 0)) continue;
+      const row = add(source);
+      for (const name of REPORTED) {
+        row[name] = counters[name];
+        total[name] += counters[name];
+      }
+    }
+    if (this.#bypassed !== undefined) {
+      for (const [source, n] of this.#bypassed) {
+        add(source).bypassed = n;
+        total.bypassed += n;
+      }
+    }
+    return { total, sources };
+  }
+}
+
+type AnyLoader = Loader<any, any>;
+
+/** `loaders` as the operation sees them: DataLoader semantics per operation, the registry underneath. */
+export type ScopedLoaders<L extends Record<string, AnyLoader>> = {
+  readonly [N in keyof L]: L[N] extends Loader<infer K, infer V> ? ScopedLoader<K, V> : never;
+};
+
+export interface HerdcacheContextOptions<L extends Record<string, AnyLoader>> {
+  cache: Cache;
+  /** Registry loaders (created once, at startup, with cache.loader()) to expose per operation as `loaders`. */
+  loaders?: L;
+}
+
+/** What herdcacheContext() returns: spread it into (or return it as) the operation's context. */
+export interface HerdcacheContext<L extends Record<string, AnyLoader> = Record<never, AnyLoader>> {
+  /** The operation's request scope: `scope.getOrCompute(key, fill, { ttl, label })`, `scope.load(loader, key)`, `scope.stats()`. */
+  readonly scope: RequestScope;
+  readonly loaders: ScopedLoaders<L>;
+  readonly [OPERATION]: OperationCache;
+}
+
+/**
+ * Per-operation cache state for a GraphQL context. Call it once per operation (in your context
+ * function), never once per process: the scope memoizes answers for the life of the operation.
+ *
+ * ```ts
+ * context: async ({ req }) => ({ ...herdcacheContext({ cache, loaders: { user: userLoader } }), viewer: … })
+ * // in a resolver: ctx.loaders.user.load(id); ctx.scope.getOrCompute(key, fill, { ttl: 60_000, label: 'Query.top' })
+ * ```
+ */
+export function herdcacheContext<L extends Record<string, AnyLoader> = Record<never, AnyLoader>>(options: HerdcacheContextOptions<L>): HerdcacheContext<L> {
+  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object with a "cache"');
+  const { cache, loaders } = options;
+  checkCache(cache);
+  const operation = new OperationCache(cache);
+  const scoped: Record<string, ScopedLoader<unknown, unknown>> = {};
+  if (loaders !== undefined) {
+    if (loaders === null || typeof loaders !== 'object') throw invalidOption('loaders', loaders, 'an object of loaders (cache.loader(...))');
+    for (const [name, loader] of Object.entries(loaders)) {
+      if (!(loader instanceof Loader)) throw invalidOption(`loaders.${name}`, loader, 'a loader created with cache.loader(...)');
+      scoped[name] = operation.scope.loader(loader);
+    }
+  }
+  return { scope: operation.scope, loaders: scoped as ScopedLoaders<L>, [OPERATION]: operation };
+}
+
+/** The operation's cache state in `context`, if any (from herdcacheContext() or the plugin). */
+export function operationOf(context: unknown): OperationCache | undefined {
+  if (context === null || (typeof context !== 'object' && typeof context !== 'function')) return undefined;
+  const operation = (context as { [OPERATION]?: unknown })[OPERATION];
+  return operation instanceof OperationCache ? operation : undefined;
+}
+
+/** The current operation's request scope, for resolvers: `requestScope(ctx)?.getOrCompute(...)`. */
+export function requestScope(context: unknown): RequestScope | undefined {
+  return operationOf(context)?.scope;
+}
+
+/** The current operation's cache report (the extension's content), for servers other than Apollo. */
+export function cacheReport(context: unknown): CacheReport | undefined {
+  return operationOf(context)?.report();
+}
+
+/**
+ * @internal For the plugin: the context's operation state, creating and attaching it when the
+ * context has none (`created`). Undefined when the context cannot carry it (not an extensible object).
+ */
+export function attachOperation(context: unknown, cache: Cache): { operation: OperationCache; created: boolean } | undefined {
+  const existing = operationOf(context);
+  if (existing !== undefined) return { operation: existing, created: false };
+  if (context === null || typeof context !== 'object' || !Object.isExtensible(context)) return undefined;
+  const operation = new OperationCache(cache);
+  (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
+  return { operation, created: true };
+}
+
+/** @internal Removes what attachOperation created, so a context object reused for another operation starts clean. */
+export function detachOperation(context: unknown, operation: OperationCache): void {
+  if (operationOf(context) === operation) delete (context as { [OPERATION]?: OperationCache })[OPERATION];
+}
+
+export function checkCache(cache: unknown): asserts cache is Cache {
+  const candidate = cache as Partial<Cache> | null;
+  if (candidate === null || typeof candidate !== 'object' || typeof candidate.request !== 'function' || typeof candidate.getOrCompute !== 'function') {
+    throw invalidOption('cache', cache, 'a cache created with createCache()');
+  }
+}
