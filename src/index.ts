@@ -8,6 +8,9 @@ export { RequestScope, ScopedLoader } from './scope';
 export { HerdcacheError, type HerdcacheErrorCode } from './errors';
 export { jitteredTtl, manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
 export { MemoryStore, memoryStore, MEMORY_STORE_DEFAULT_MAX, type MemoryStoreOptions } from './stores/memory';
+export { redisStore, type RedisStore, type RedisStoreOptions } from './stores/redis';
+export { jsonCodec, JSON_FORMAT_VERSION, type Codec } from './stores/codec';
+export type { BreakerOptions, BreakerState } from './stores/breaker';
 export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './stores/store';
 export type {
   BatchContext,
