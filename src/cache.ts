@@ -11,7 +11,7 @@ import { Failure, FillRun, Flight, FlightTable, RETRY, asError } from './flight'
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly, systemClock } from './freshness';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { DEFAULTS, type LockTiming, type Policy, checkPositiveInteger, resolveLockTiming, resolvePolicy } from './options';
+import { DEFAULTS, type LockTiming, type Policy, checkPositiveInteger, checkTags, resolveLockTiming, resolvePolicy } from './options';
 import { RequestScope } from './scope';
 import { memoryStore } from './stores/memory';
 import type { LockAttempt, Store, StoreWrite } from './stores/store';
@@ -28,6 +28,10 @@ export interface Item {
   readonly sink: Sink | undefined;
   /** For a background refresh: freshUntil of the entry it replaces (a newer entry ends it). */
   readonly replaces?: number;
+  /** Tags of the value (loader `tags(key)`, or getOrCompute's `tags`). */
+  readonly tags: readonly string[] | undefined;
+  /** On a tag-versioned store: the tags' versions read before the fill, aligned with `tags`. */
+  versions?: readonly number[];
 }
 
 /** Something that computes values: a loader, or getOrCompute. */
@@ -38,6 +42,8 @@ export interface Source {
   groups(items: Item[]): Item[][];
   /** Runs one call; returns per item a value, `undefined` (nothing to cache), or a Failure. */
   run(items: Item[], signal: AbortSignal): Promise<unknown[]>;
+  /** Tags of the value for `arg` (a loader's tags option); computed on a miss only. */
+  tagsOf?(arg: unknown): readonly string[] | undefined;
 }
 
 const GET_OR_COMPUTE = 'getOrCompute';
@@ -129,7 +135,8 @@ export class Cache {
     try {
       checkKey(key, 'key');
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
-      const policy = resolvePolicy(options, this.#policy);
+      let policy = resolvePolicy(options, this.#policy);
+      if (options?.tags !== undefined) policy = { ...policy, tags: this.#checkTags('tags', options.tags) };
       const label = options?.label;
       const source = label === undefined ? this.#gocSource : this.#labelSource(label);
       return this._load<V>(source, key, fill, policy, options?.signal, sink);
@@ -209,6 +216,31 @@ export class Cache {
     await this.#storeCall('delete', () => this.#store.delete(keys));
   }
 
+  /**
+   * Makes every entry carrying one of `tags` a miss, on every replica sharing the store, and
+   * abandons the fills of tagged values in flight here (their results are not written; their
+   * waiters start over). No scan of the keyspace: see the store's invalidateTags.
+   */
+  async invalidateTags(tags: readonly string[]): Promise<void> {
+    this.#checkTags('tags', tags);
+    if (tags.length === 0) return;
+    this.#flights.abandonTagged(new Set(tags), new HerdcacheError('E_INVALIDATED', 'herdcache: a tag of this value was invalidated while it was filled'));
+    this.#counters.count(GET_OR_COMPUTE, 'invalidations', tags.length);
+    await this.#storeCall('invalidateTags', () => this.#store.invalidateTags!(tags));
+  }
+
+  /** @internal validates tags and that the store can invalidate them. */
+  _checkTagsSupported(option: string): void {
+    if (this.#store.invalidateTags === undefined) {
+      throw new HerdcacheError('E_UNSUPPORTED', `herdcache: option "${option}" needs a store with invalidateTags (memoryStore, redisStore, tieredStore); "${this.#store.name}" has none`);
+    }
+  }
+
+  #checkTags(name: string, tags: unknown): readonly string[] {
+    this._checkTagsSupported(name);
+    return checkTags(name, tags);
+  }
+
   /** @internal writes values into the shared store now (loader.prime). */
   async _write(source: Source, pairs: readonly (readonly [string, unknown])[], policy: Policy): Promise<void> {
     const now = this.#clock.now();
@@ -284,8 +316,15 @@ export class Cache {
     if (flight !== undefined) {
       this.#record(source, 'coalesced', key, sink);
     } else {
+      let tags: readonly string[] | undefined;
+      try {
+        tags = policy.tags ?? source.tagsOf?.(arg);
+      } catch (error) {
+        return Promise.reject(error);
+      }
       flight = this.#flights.start(key, false);
-      this.#enqueue(source, { key, flight, arg, policy, sink });
+      flight.tags = tags;
+      this.#enqueue(source, { key, flight, arg, policy, sink, tags });
     }
     // A waiter whose flight is abandoned starts over from the top: the store may hold a value now.
     return this.#wait(flight, signal, () => this._load<V>(source, key, arg, policy, signal, sink));
@@ -331,12 +370,19 @@ export class Cache {
     }
     this.#refreshing++;
     source.counters.refreshes++;
+    let tags: readonly string[] | undefined;
+    try {
+      tags = policy.tags ?? source.tagsOf?.(arg);
+    } catch {
+      return; // the tags function threw: the caller that had it throw on a miss will see it
+    }
     const flight = this.#flights.start(key, true);
+    flight.tags = tags;
     const done = () => {
       this.#refreshing--;
     };
     flight.promise.then(done, done);
-    this.#enqueue(source, { key, flight, arg, policy, sink: undefined, replaces });
+    this.#enqueue(source, { key, flight, arg, policy, sink: undefined, replaces, tags });
   }
 
   #enqueue(source: Source, item: Item): void {
@@ -363,7 +409,10 @@ export class Cache {
   async #dispatch(source: Source, queued: Item[]): Promise<void> {
     const items = queued.filter((item) => !item.flight.abandoned);
     if (items.length === 0) return;
-    const entries = await this.#read(source, items);
+    const versioned = this.#store.tagVersions !== undefined && items.some((item) => item.tags !== undefined);
+    // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
+    // records them, so an invalidation landing during the fill makes its write a miss.
+    const [entries] = await Promise.all([this.#read(source, items), versioned ? this.#readTagVersions(source, items) : undefined]);
     const now = this.#clock.now();
     const toFill: Item[] = [];
     for (let i = 0; i < items.length; i++) {
@@ -376,7 +425,7 @@ export class Cache {
           this.#record(source, 'hits', item.key, item.sink);
           if (item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) this.#refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
         }
-      } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background) {
+      } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry)) {
         this.#record(source, 'staleServed', item.key, item.sink);
         this.#settleFromStore(item, entry.value);
         this.#refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
@@ -389,6 +438,15 @@ export class Cache {
     const locking = this.#store.lock !== undefined ? toFill.filter((item) => item.policy.lock) : [];
     const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !item.policy.lock);
     await Promise.all([this.#fill(source, unlocked, undefined), locking.length > 0 ? this.#lockAndFill(source, locking) : undefined]);
+  }
+
+  /** Sets each tagged item's `versions`; NaN where unknown (the store failed): never valid, never written. */
+  async #readTagVersions(source: Source, items: Item[]): Promise<void> {
+    const unique = [...new Set(items.flatMap((item) => item.tags ?? []))];
+    const versions = await this.#storeCall('tagVersions', () => this.#store.tagVersions!(unique), source);
+    const byTag = new Map<string, number>();
+    if (versions !== undefined) for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions[i]!);
+    for (const item of items) if (item.tags !== undefined) item.versions = item.tags.map((tag) => byTag.get(tag) ?? NaN);
   }
 
   async #read(source: Source, items: Item[]): Promise<(Entry | undefined)[]> {
@@ -515,9 +573,18 @@ export class Cache {
         if (token !== undefined) release.push(item.key);
         this.#flights.resolve(item.flight, undefined);
       } else {
-        const entry = makeEntry(result, now, item.policy, item.policy.beta > 0 ? now - startedAt : undefined);
-        writes.push({ key: item.key, entry, ttl: physicalTtl(entry, now) });
         this.#flights.resolve(item.flight, result);
+        // Tags whose versions could not be read: the value is served but not cached.
+        if (item.versions !== undefined && item.versions.some(Number.isNaN)) {
+          if (token !== undefined) release.push(item.key);
+          continue;
+        }
+        const entry = makeEntry(result, now, item.policy, {
+          fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
+          tags: item.tags,
+          tagVersions: item.versions,
+        });
+        writes.push({ key: item.key, entry, ttl: physicalTtl(entry, now) });
       }
     }
     const lock = this.#store.lock;
@@ -625,7 +692,24 @@ function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
  * entry it was started to replace (an early refresh must not stop at the still-fresh original).
  */
 function usable(item: Item, entry: Entry, now: number): boolean {
-  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces);
+  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces) && tagsValid(item, entry);
+}
+
+/**
+ * On a tag-versioned store, an entry answers an item only if it carries the same tags at the
+ * versions just read; anything else (invalidated since, written before tags were set) is a miss.
+ */
+function tagsValid(item: Item, entry: Entry): boolean {
+  const versions = item.versions;
+  if (versions === undefined) return true; // no tags, or a store that enforces them itself
+  const tags = item.tags!;
+  const entryTags = entry.tags;
+  const entryVersions = entry.tagVersions;
+  if (entryTags === undefined || entryVersions === undefined || entryTags.length !== tags.length) return false;
+  for (let i = 0; i < tags.length; i++) {
+    if (entryTags[i] !== tags[i] || entryVersions[i] !== versions[i]) return false;
+  }
+  return true;
 }
 
 function maxRefreshesOption(value: unknown): number {

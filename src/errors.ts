@@ -13,6 +13,7 @@ export type HerdcacheErrorCode =
   | 'E_INVALIDATED'
   | 'E_ABANDONED'
   | 'E_CLOSED'
+  | 'E_UNSUPPORTED'
   /** A store command did not answer within the store's command timeout. */
   | 'E_STORE_TIMEOUT'
   /** The store's connection is not ready (down, reconnecting); nothing was sent. */

@@ -66,6 +66,8 @@ export class Flight<V = unknown> {
   waiters = 0;
   /** The fill run computing this flight, once it started. */
   run: FillRun | undefined = undefined;
+  /** Tags of the value being computed, for invalidateTags. */
+  tags: readonly string[] | undefined = undefined;
   #state = PENDING;
   #resolve!: (value: V) => void;
   #reject!: (reason: unknown) => void;
@@ -144,6 +146,13 @@ export class FlightTable {
 
   abandon(flight: Flight, reason: unknown): void {
     if (flight._abandon(reason)) this.#remove(flight);
+  }
+
+  /** Abandons the flights computing a value that carries one of `tags`. */
+  abandonTagged(tags: ReadonlySet<string>, reason: unknown): void {
+    for (const flight of [...this.#flights.values()]) {
+      if (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag))) this.abandon(flight, reason);
+    }
   }
 
   /** Abandons every flight (cache.clear()): their waiters re-contend, their results are dropped. */

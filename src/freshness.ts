@@ -12,6 +12,14 @@ export interface Entry<V = unknown> {
   readonly staleUntil: number;
   /** How long the fill that produced it took, in ms (for early refresh). */
   readonly fillMs?: number;
+  /** Tags the value carries: invalidateTags() of any of them makes the entry a miss. */
+  readonly tags?: readonly string[];
+  /**
+   * On a store with tag versions (Redis): each tag's version read before the fill started,
+   * aligned with `tags`. The entry is valid only while every tag still has that version, so an
+   * invalidation that lands during the fill is not undone by the fill's write.
+   */
+  readonly tagVersions?: readonly number[];
 }
 
 /** Time source, injectable so tests move time instead of sleeping. Returns epoch milliseconds. */
@@ -74,11 +82,28 @@ export interface Freshness {
   readonly beta: number;
 }
 
-export function makeEntry<V>(value: V, now: number, policy: Freshness, fillMs?: number): Entry<V> {
-  if (policy.ttl === undefined) return { value, freshUntil: Infinity, staleUntil: Infinity };
-  const freshUntil = now + jitteredTtl(policy.ttl, policy.jitter);
-  const staleUntil = freshUntil + policy.swr;
-  return fillMs === undefined ? { value, freshUntil, staleUntil } : { value, freshUntil, staleUntil, fillMs };
+/** Optional parts of an entry known only at write time. */
+export interface EntryExtras {
+  readonly fillMs?: number;
+  readonly tags?: readonly string[];
+  readonly tagVersions?: readonly number[];
+}
+
+export function makeEntry<V>(value: V, now: number, policy: Freshness, extras?: EntryExtras): Entry<V> {
+  let freshUntil = Infinity;
+  let staleUntil = Infinity;
+  if (policy.ttl !== undefined) {
+    freshUntil = now + jitteredTtl(policy.ttl, policy.jitter);
+    staleUntil = freshUntil + policy.swr;
+  }
+  if (extras === undefined) return { value, freshUntil, staleUntil };
+  const entry: { -readonly [P in keyof Entry<V>]: Entry<V>[P] } = { value, freshUntil, staleUntil };
+  if (extras.fillMs !== undefined) entry.fillMs = extras.fillMs;
+  if (extras.tags !== undefined && extras.tags.length > 0) {
+    entry.tags = extras.tags;
+    if (extras.tagVersions !== undefined) entry.tagVersions = extras.tagVersions;
+  }
+  return entry;
 }
 
 /**

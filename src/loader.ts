@@ -11,7 +11,7 @@ import { HerdcacheError, describe, invalidOption } from './errors';
 import { Failure, asError } from './flight';
 import type { Sink } from './metrics';
 import type { Policy } from './options';
-import { checkPositiveInteger } from './options';
+import { checkPositiveInteger, checkTags } from './options';
 import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 
 /** Errors that failed a whole batch (thrown, not an array, wrong length): a request scope forgets them. */
@@ -32,6 +32,7 @@ export class Loader<K, V> implements Source {
   readonly #prefix: string;
   readonly #maxBatchSize: number;
   readonly #policy: Policy;
+  readonly #tags: ((key: K) => readonly string[]) | undefined;
 
   /** @internal use cache.loader(...) */
   constructor(cache: Cache, options: LoaderOptions<K, V>, policy: Policy, counters: Counters) {
@@ -45,6 +46,17 @@ export class Loader<K, V> implements Source {
     this.#prefix = `${options.name}:`;
     this.#maxBatchSize = options.maxBatchSize === undefined ? Infinity : checkPositiveInteger('maxBatchSize', options.maxBatchSize, true);
     this.#policy = policy;
+    if (options.tags !== undefined) {
+      if (typeof options.tags !== 'function') throw invalidOption('tags', options.tags, 'a function of the key returning an array of tags');
+      cache._checkTagsSupported('tags');
+    }
+    this.#tags = options.tags;
+  }
+
+  /** @internal Source: the tags of a key's value, checked. */
+  tagsOf(key: unknown): readonly string[] | undefined {
+    if (this.#tags === undefined) return undefined;
+    return checkTags('tags', this.#tags(key as K));
   }
 
   /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */

@@ -16,9 +16,17 @@ export const DEFAULTS = {
   lockPollCap: 1_000,
 } as const;
 
-/** Freshness plus whether the distributed fill lock is used. */
+/** Freshness plus whether the distributed fill lock is used, and a getOrCompute call's tags. */
 export interface Policy extends Freshness {
   readonly lock: boolean;
+  readonly tags?: readonly string[];
+}
+
+export function checkTags(name: string, tags: unknown): readonly string[] {
+  if (!Array.isArray(tags) || !tags.every((tag) => typeof tag === 'string' && tag.length > 0)) {
+    throw invalidOption(name, tags, 'an array of non-empty strings');
+  }
+  return tags;
 }
 
 export function checkDuration(name: string, value: unknown, allowZero: boolean): number {

@@ -67,6 +67,8 @@ export interface GetOrComputeOptions extends FreshnessOptions {
   signal?: AbortSignal;
   /** Names this call's source in metrics (default "getOrCompute"). Keep the set of labels small. */
   label?: string;
+  /** Tags the value carries (e.g. ["User:42"]): cache.invalidateTags() of any makes it a miss. */
+  tags?: readonly string[];
 }
 
 export type Fill<V> = (context: FillContext) => V | PromiseLike<V>;
@@ -90,6 +92,12 @@ export interface LoaderOptions<K, V> extends FreshnessOptions {
   key?: (key: K) => string;
   /** Most keys per batch call. Default Infinity. */
   maxBatchSize?: number;
+  /**
+   * Tags of a key's value (e.g. id => [`User:${id}`]): cache.invalidateTags() of any makes it a
+   * miss on every replica. A function of the key, not the value: tags must be known before the
+   * fill so an invalidation racing it is not lost.
+   */
+  tags?: (key: K) => readonly string[];
 }
 
 export interface LoadOptions {

@@ -24,11 +24,24 @@ const done: Promise<void> = Promise.resolve();
 export class MemoryStore implements Store {
   readonly name = 'memory';
   readonly #lru: LRUCache<string, Entry>;
+  /** tag → keys of the entries carrying it; kept in step with the LRU, so bounded by `max`. */
+  readonly #byTag = new Map<string, Set<string>>();
 
   constructor(options: MemoryStoreOptions = {}) {
     const max = options.max ?? MEMORY_STORE_DEFAULT_MAX;
     if (!Number.isSafeInteger(max) || max < 1) throw invalidOption('max', max, 'a positive integer');
-    this.#lru = new LRUCache<string, Entry>({ max });
+    this.#lru = new LRUCache<string, Entry>({
+      max,
+      // Evicted, deleted or overwritten: the entry leaves the tag index with it.
+      dispose: (entry, key) => {
+        if (entry.tags !== undefined) this.#unindex(key, entry.tags);
+      },
+    });
+  }
+
+  /** Number of distinct tags indexed (for leak checks). */
+  get tagCount(): number {
+    return this.#byTag.size;
   }
 
   /** Number of entries held (including stale ones not yet overwritten or evicted). */
@@ -49,8 +62,38 @@ export class MemoryStore implements Store {
   // Writes and deletes take effect synchronously, before the returned promise: the registry
   // relies on that so a value is visible to the next caller the moment its flight settles.
   setMany(writes: readonly StoreWrite[]): Promise<void> {
-    for (const w of writes) this.#lru.set(w.key, w.entry);
+    for (const w of writes) {
+      this.#lru.set(w.key, w.entry);
+      const tags = w.entry.tags;
+      if (tags !== undefined) {
+        for (const tag of tags) {
+          let keys = this.#byTag.get(tag);
+          if (keys === undefined) this.#byTag.set(tag, (keys = new Set()));
+          keys.add(w.key);
+        }
+      }
+    }
     return done;
+  }
+
+  /** In one process a tag's entries can simply be deleted; the registry abandons fills in flight. */
+  invalidateTags(tags: readonly string[]): Promise<void> {
+    for (const tag of tags) {
+      const keys = this.#byTag.get(tag);
+      if (keys === undefined) continue;
+      for (const key of [...keys]) this.#lru.delete(key);
+      this.#byTag.delete(tag);
+    }
+    return done;
+  }
+
+  #unindex(key: string, tags: readonly string[]): void {
+    for (const tag of tags) {
+      const keys = this.#byTag.get(tag);
+      if (keys === undefined) continue;
+      keys.delete(key);
+      if (keys.size === 0) this.#byTag.delete(tag);
+    }
   }
 
   delete(keys: readonly string[]): Promise<void> {

@@ -65,6 +65,18 @@ export interface Store {
   /** Removes every entry this store owns (Redis: only under its prefix). */
   clear(): Promise<void>;
   readonly lock?: FillLock;
+  /**
+   * Makes every entry carrying one of `tags` a miss, everywhere this store is shared. A store
+   * without it cannot hold tagged entries' invalidation (the registry then rejects tags).
+   */
+  invalidateTags?(tags: readonly string[]): Promise<void>;
+  /**
+   * Stores shared between processes version their tags: invalidateTags bumps them, and the
+   * registry reads the versions of a fill's tags before the fill and records them in the entry
+   * (Entry.tagVersions); an entry whose versions are no longer current is a miss. A store that
+   * enforces tags itself (the memory store deletes the entries) does not have this.
+   */
+  tagVersions?(tags: readonly string[]): Promise<number[]>;
   /** Called once by the registry that owns the store. */
   bind?(reporter: StoreReporter): void;
   close?(): Promise<void>;
