@@ -127,6 +127,10 @@ export class Cache {
    * once. A `null` result is cached; `undefined` is returned but not cached.
    */
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
+    // The common call (no options) skips option resolution: the hit path stays a lookup.
+    if (options === undefined && typeof key === 'string' && key.length > 0 && typeof fill === 'function') {
+      return this._load<V>(this.#gocSource, key, fill, this.#policy, undefined, undefined);
+    }
     return this._getOrCompute(key, fill, options, undefined);
   }
 
@@ -291,12 +295,12 @@ export class Cache {
   _answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined): Promise<unknown> | undefined {
     const freshUntil = entry.freshUntil;
     if (freshUntil === Infinity) {
-      this.#record(source, 'hits', key, sink);
+      this.#hit(source, key, sink);
       return Promise.resolve(entry.value);
     }
     const now = this.#clock.now();
     if (now < freshUntil) {
-      this.#record(source, 'hits', key, sink);
+      this.#hit(source, key, sink);
       if (policy.beta > 0 && refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
       return Promise.resolve(entry.value);
     }
@@ -620,7 +624,19 @@ export class Cache {
     this.#hook('onStoreError', error, `${operation} ${key}`);
   }
 
-  #record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void {
+  /** #record for a hit, kept small so it inlines into the hit path. */
+  #hit(source: Source, key: string, sink: Sink | undefined): void {
+    source.counters.hits++;
+    if (sink !== undefined) sink.count(source.name, 'hits', 1);
+    const hook = this.#hooks.onHit;
+    if (hook !== undefined) this.#record(source, 'hits', key, undefined, true);
+  }
+
+  #record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined, hookOnly = false): void {
+    if (!hookOnly) {
+      source.counters[counter]++;
+      if (sink !== undefined) sink.count(source.name, counter, 1);
+    }
     source.counters[counter]++;
     if (sink !== undefined) sink.count(source.name, counter, 1);
     const hooks = this.#hooks;
