@@ -637,8 +637,6 @@ export class Cache {
       source.counters[counter]++;
       if (sink !== undefined) sink.count(source.name, counter, 1);
     }
-    source.counters[counter]++;
-    if (sink !== undefined) sink.count(source.name, counter, 1);
     const hooks = this.#hooks;
     const hook = counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
     if (hook !== undefined) {
