@@ -9,6 +9,7 @@
  * from PATH on a free 127.0.0.1 port; without either, or without src/stores/redis.ts, they are
  * printed as skipped with the reason. Every loop is bounded in count and time.
  */
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +31,17 @@ const only = onlyArg === undefined ? undefined : new Set(onlyArg.replace('--only
 const SIZES = quick
   ? { stampedeLoads: 2_000, replicaLoads: 200, hotRounds: 3, hotRoundMs: 40, batchRequests: 100, swrDurationMs: 2_200 }
   : { stampedeLoads: 10_000, replicaLoads: 1_000, hotRounds: 7, hotRoundMs: 250, batchRequests: 500, swrDurationMs: 3_500 };
+
+/** The commit measured, and whether src/ differs from it (others edit the same tree). */
+function revision(): string {
+  try {
+    const git = (...a: string[]) => execFileSync('git', a, { cwd: join(__dirname, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = git('status', '--porcelain', '--', 'src').length > 0;
+    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes in src/' : ''}`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
 
 function log(message: string): void {
   process.stderr.write(`[bench] ${message}\n`);
@@ -123,6 +135,7 @@ async function main(): Promise<void> {
     '',
     `- Machine: ${machine()}`,
     `- Date: ${new Date().toISOString()}`,
+    `- Commit: ${revision()}`,
     `- Mode: ${quick ? '`--quick` (smaller counts; CI checks that it runs)' : 'full'}${only ? `, only workloads ${[...only].join(', ')}` : ''}; took ${elapsed} s`,
     `- Load average at start: ${load.map((x) => x.toFixed(2)).join(' / ')} (a shared machine: absolute figures move, ratios measured side by side in one run hold better)`,
     `- Redis: ${redis ? `${redis.origin}` : `none (${noRedis ?? 'not needed'})`}`,
