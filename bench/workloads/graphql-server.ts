@@ -4,7 +4,8 @@
  * database:
  *   uncached   — the resolver queries the database for each item;
  *   dataloader — a DataLoader per operation batches the 100 items into one query;
- *   cached     — the uncached resolver under `@cached(ttl: 60)` (herdcache's directive and plugin).
+ *   cached     — the uncached resolver under `@cached(ttl: 60)` (herdcache's directive, the
+ *                operation's scope from herdcacheContext(), and the Apollo plugin when it exists).
  *
  * The database: `DB_MS` per query and a pool of `POOL` connections (node-postgres' default size),
  * so a query waits for a free connection as it would on a real one; an unbounded pool would let
@@ -30,7 +31,10 @@ const POOL = 10;
 interface GraphqlPieces {
   cachedDirectiveTypeDefs: string;
   cachedDirectiveTransformer(schema: GraphQLSchema, options: { cache: Cache }): GraphQLSchema;
-  herdcachePlugin(options: { cache: Cache; extensions?: boolean }): never;
+  /** The operation's cache state for the context (request scope): src/graphql. */
+  herdcacheContext(options: { cache: Cache }): object;
+  /** The Apollo plugin, when src/apollo exists. */
+  herdcachePlugin?(options: { cache: Cache; extensions?: boolean }): never;
 }
 
 const src = join(__dirname, '..', '..', 'src');
@@ -40,13 +44,19 @@ export function loadGraphqlPieces(): GraphqlPieces | string {
   const directive = join(src, 'graphql', 'index.ts');
   const plugin = join(src, 'apollo', 'plugin.ts');
   if (!existsSync(directive)) return 'src/graphql does not exist yet';
-  if (!existsSync(plugin)) return 'src/apollo/plugin.ts does not exist yet';
   try {
     const g = require(directive.replace(/\.ts$/, '')) as Partial<GraphqlPieces>;
-    const p = require(plugin.replace(/\.ts$/, '')) as Partial<GraphqlPieces>;
-    if (typeof g.cachedDirectiveTransformer !== 'function' || typeof g.cachedDirectiveTypeDefs !== 'string') return 'src/graphql lacks cachedDirectiveTransformer or cachedDirectiveTypeDefs';
-    if (typeof p.herdcachePlugin !== 'function') return 'src/apollo/plugin.ts lacks herdcachePlugin';
-    return { cachedDirectiveTypeDefs: g.cachedDirectiveTypeDefs, cachedDirectiveTransformer: g.cachedDirectiveTransformer, herdcachePlugin: p.herdcachePlugin };
+    if (typeof g.cachedDirectiveTransformer !== 'function' || typeof g.cachedDirectiveTypeDefs !== 'string' || typeof g.herdcacheContext !== 'function') {
+      return 'src/graphql lacks cachedDirectiveTransformer, cachedDirectiveTypeDefs or herdcacheContext';
+    }
+    // The plugin only reports; the directive and the context helper do the caching.
+    const p = existsSync(plugin) ? (require(plugin.replace(/\.ts$/, '')) as Partial<GraphqlPieces>) : {};
+    return {
+      cachedDirectiveTypeDefs: g.cachedDirectiveTypeDefs,
+      cachedDirectiveTransformer: g.cachedDirectiveTransformer,
+      herdcacheContext: g.herdcacheContext,
+      herdcachePlugin: typeof p.herdcachePlugin === 'function' ? p.herdcachePlugin : undefined,
+    };
   } catch (error) {
     return `src/graphql does not load: ${(error as Error).message}`;
   }
@@ -105,18 +115,22 @@ async function main(): Promise<void> {
   const cache = createCache();
   const server = new ApolloServer<Context>({
     schema: pieces === undefined ? schema : pieces.cachedDirectiveTransformer(schema, { cache }),
-    plugins: pieces === undefined ? [] : [pieces.herdcachePlugin({ cache, extensions: false })],
+    plugins: pieces?.herdcachePlugin === undefined ? [] : [pieces.herdcachePlugin({ cache, extensions: false })],
   });
   const { url } = await startStandaloneServer(server, {
     listen: { port: 0, host: '127.0.0.1' },
     context: async () =>
-      mode === 'dataloader' ? { details: new DataLoader<string, Detail>((ids) => db.query(() => ids.map(detailOf))) } : {},
+      mode === 'dataloader'
+        ? { details: new DataLoader<string, Detail>((ids) => db.query(() => ids.map(detailOf))) }
+        : pieces === undefined
+          ? {}
+          : { ...pieces.herdcacheContext({ cache }) },
   });
   process.on('message', (message: string) => {
     if (message === 'stats') process.send!({ queries: db.queries });
   });
   process.on('disconnect', () => void server.stop().then(() => process.exit(0)));
-  process.send!({ url });
+  process.send!({ url, plugin: pieces?.herdcachePlugin !== undefined });
 }
 
 if (require.main === module) {

@@ -55,6 +55,7 @@ interface Outcome {
   readonly requests: number;
   readonly queriesPerRequest: number;
   readonly failures: number;
+  readonly plugin: boolean;
 }
 
 async function measure(mode: GraphqlMode, seconds: number, warmups: number): Promise<Outcome> {
@@ -63,7 +64,7 @@ async function measure(mode: GraphqlMode, seconds: number, warmups: number): Pro
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   try {
-    const { url } = await message<{ url: string }>(child);
+    const { url, plugin } = await message<{ url: string; plugin: boolean }>(child);
     for (let i = 0; i < warmups; i++) await post(url); // checks the answer, fills the cache, warms the JIT
     const autocannon = require('autocannon') as Autocannon;
     const result = await autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body: QUERY, connections: 10, duration: seconds });
@@ -80,6 +81,7 @@ async function measure(mode: GraphqlMode, seconds: number, warmups: number): Pro
       requests: result.requests.total,
       queriesPerRequest: queries,
       failures: result.errors + result.timeouts + result.non2xx,
+      plugin,
     };
   } finally {
     if (child.connected) child.disconnect();
@@ -130,7 +132,7 @@ export async function graphqlEndToEnd(o: GraphqlOptions): Promise<Row> {
       `The server runs in a child process; autocannon (10 connections, ${seconds} s per mode) in the bench process. 3 checked requests first (answers verified; they also warm the cache). The list itself is static: only Item.detail reaches the database.`,
       'Database queries per request: counted over one probe request after the run (warm).',
       'Database model: 10 ms per query, at most 10 queries at once (a connection pool, node-postgres\' default size); queries beyond that queue. Uncached: 100 queries per request; DataLoader per operation: 1 query per request (a batch); @cached(ttl: 60): warm, no queries.',
-      `herdcache: cachedDirectiveTransformer(schema, { cache }) on \`detail: Detail! @cached(ttl: 60)\` with herdcachePlugin({ cache, extensions: false }); the in-memory store.`,
+      `herdcache: cachedDirectiveTransformer(schema, { cache }) on \`detail: Detail! @cached(ttl: 60)\`, context herdcacheContext({ cache }) per operation, ${herd.plugin ? 'herdcachePlugin({ cache, extensions: false })' : 'no Apollo plugin (src/apollo not there yet)'}; the in-memory store.`,
       ...modes.map(([id, mode]) => `${mode}: ${cell(outcomes.get(id)!)} (${count(outcomes.get(id)!.requests)} requests)`),
       `Target: cached ≥ 10× uncached req/s: ${vsUncached >= 10 ? 'met' : 'missed'} (${ratio(vsUncached)}).`,
     ],
