@@ -19,6 +19,7 @@ import type { CacheHooks, CacheOptions, Counters, Fill, GetOrComputeOptions, Loa
 
 /** One key waiting to be read, locked or filled. */
 export interface Item {
+  readonly source: Source;
   readonly key: string;
   readonly flight: Flight;
   /** What the source's fill needs for this key: the loader's own key, or the getOrCompute fill. */
@@ -78,8 +79,8 @@ export class Cache {
   readonly #loaders = new Map<string, Loader<unknown, unknown>>();
   readonly #gocSource: Source;
   readonly #labelSources = new Map<string, Source>();
-  /** Sources with items queued for the next dispatch, and the items. */
-  readonly #queued = new Map<Source, Item[]>();
+  /** Items queued for the next dispatch, from every source. */
+  #queued: Item[] = [];
   readonly #tokenPrefix: string;
   #tokenSeq = 0;
   #refreshing = 0;
@@ -328,7 +329,7 @@ export class Cache {
       }
       flight = this.#flights.start(key, false);
       flight.tags = tags;
-      this.#enqueue(source, { key, flight, arg, policy, sink, tags });
+      this.#enqueue({ source, key, flight, arg, policy, sink, tags });
     }
     // A waiter whose flight is abandoned starts over from the top: the store may hold a value now.
     return this.#wait(flight, signal, () => this._load<V>(source, key, arg, policy, signal, sink));
@@ -372,56 +373,52 @@ export class Cache {
       source.counters.refreshesDropped++;
       return;
     }
-    this.#refreshing++;
-    source.counters.refreshes++;
     let tags: readonly string[] | undefined;
     try {
       tags = policy.tags ?? source.tagsOf?.(arg);
     } catch {
       return; // the tags function threw: the caller that had it throw on a miss will see it
     }
+    this.#refreshing++;
+    source.counters.refreshes++;
     const flight = this.#flights.start(key, true);
     flight.tags = tags;
     const done = () => {
       this.#refreshing--;
     };
     flight.promise.then(done, done);
-    this.#enqueue(source, { key, flight, arg, policy, sink: undefined, replaces, tags });
+    this.#enqueue({ source, key, flight, arg, policy, sink: undefined, replaces, tags });
   }
 
-  #enqueue(source: Source, item: Item): void {
-    const queue = this.#queued.get(source);
-    if (queue !== undefined) {
-      queue.push(item);
-      return;
-    }
-    const first = this.#queued.size === 0;
-    this.#queued.set(source, [item]);
-    if (first) afterPromiseJobs(() => this.#dispatchQueued());
+  #enqueue(item: Item): void {
+    this.#queued.push(item);
+    if (this.#queued.length === 1) afterPromiseJobs(this.#dispatchQueued);
   }
 
-  #dispatchQueued(): void {
-    const queued = [...this.#queued];
-    this.#queued.clear();
-    for (const [source, items] of queued) void this.#dispatch(source, items);
-  }
+  readonly #dispatchQueued = (): void => {
+    const queued = this.#queued;
+    this.#queued = [];
+    void this.#dispatch(queued);
+  };
 
   /**
-   * One dispatch: the keys missed in this tick, read in one store call (the double-check:
-   * a value written since the caller's own read is not recomputed), then locked and filled.
+   * One dispatch: the keys missed in this tick by every loader and getOrCompute, read in one
+   * store call (the double-check: a value written since the caller's own read is not
+   * recomputed), then locked in one call and filled, each source in its own batches.
    */
-  async #dispatch(source: Source, queued: Item[]): Promise<void> {
+  async #dispatch(queued: Item[]): Promise<void> {
     const items = queued.filter((item) => !item.flight.abandoned);
     if (items.length === 0) return;
     const versioned = this.#store.tagVersions !== undefined && items.some((item) => item.tags !== undefined);
     // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
     // records them, so an invalidation landing during the fill makes its write a miss.
-    const [entries] = await Promise.all([this.#read(source, items), versioned ? this.#readTagVersions(source, items) : undefined]);
+    const [entries] = await Promise.all([this.#read(items), versioned ? this.#readTagVersions(items) : undefined]);
     const now = this.#clock.now();
     const toFill: Item[] = [];
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
       const entry = entries[i];
+      const source = item.source;
       if (item.flight.abandoned) continue;
       if (entry !== undefined && usable(item, entry, now)) {
         this.#settleFromStore(item, entry.value);
@@ -441,22 +438,22 @@ export class Cache {
     if (toFill.length === 0) return;
     const locking = this.#store.lock !== undefined ? toFill.filter((item) => item.policy.lock) : [];
     const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !item.policy.lock);
-    await Promise.all([this.#fill(source, unlocked, undefined), locking.length > 0 ? this.#lockAndFill(source, locking) : undefined]);
+    await Promise.all([this.#fill(unlocked, undefined), locking.length > 0 ? this.#lockAndFill(locking) : undefined]);
   }
 
   /** Sets each tagged item's `versions`; NaN where unknown (the store failed): never valid, never written. */
-  async #readTagVersions(source: Source, items: Item[]): Promise<void> {
+  async #readTagVersions(items: Item[]): Promise<void> {
     const unique = [...new Set(items.flatMap((item) => item.tags ?? []))];
-    const versions = await this.#storeCall('tagVersions', () => this.#store.tagVersions!(unique), source);
+    const versions = await this.#storeCall('tagVersions', () => this.#store.tagVersions!(unique), items);
     const byTag = new Map<string, number>();
     if (versions !== undefined) for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions[i]!);
     for (const item of items) if (item.tags !== undefined) item.versions = item.tags.map((tag) => byTag.get(tag) ?? NaN);
   }
 
-  async #read(source: Source, items: Item[]): Promise<(Entry | undefined)[]> {
+  async #read(items: Item[]): Promise<(Entry | undefined)[]> {
     const getSync = this.#getSync;
     if (getSync !== undefined) return items.map((item) => getSync(item.key));
-    const entries = await this.#storeCall('getMany', () => this.#store.getMany(items.map((item) => item.key)), source);
+    const entries = await this.#storeCall('getMany', () => this.#store.getMany(items.map((item) => item.key)), items);
     return entries ?? [];
   }
 
@@ -470,7 +467,7 @@ export class Cache {
    * exponential backoff (each poll re-reads and re-tries the lock) until the value appears,
    * the lock is won, or lockWaitTimeout passes, after which the key is filled locally.
    */
-  async #lockAndFill(source: Source, items: Item[]): Promise<void> {
+  async #lockAndFill(items: Item[]): Promise<void> {
     const lock = this.#store.lock!;
     const token = `${this.#tokenPrefix}.${++this.#tokenSeq}`;
     const { lockTtl, lockPollInterval, lockWaitTimeout } = this.#timing;
@@ -479,10 +476,10 @@ export class Cache {
     let waiting = items;
     let delay = lockPollInterval;
     for (let attempt = 0; ; attempt++) {
-      const attempts = await this.#storeCall('lock.acquire', () => lock.acquire(waiting.map((item) => item.key), token, lockTtl), source);
+      const attempts = await this.#storeCall('lock.acquire', () => lock.acquire(waiting.map((item) => item.key), token, lockTtl), waiting);
       if (attempts === undefined) {
         // The store is unreachable: fill without the lock rather than wait on it.
-        fills.push(this.#fill(source, waiting, undefined));
+        fills.push(this.#fill(waiting, undefined));
         break;
       }
       const won: Item[] = [];
@@ -491,6 +488,7 @@ export class Cache {
       const now = this.#clock.now();
       for (let i = 0; i < waiting.length; i++) {
         const item = waiting[i]!;
+        const source = item.source;
         const result: LockAttempt | undefined = attempts[i];
         if (result?.won) source.counters.lockAcquired++;
         if (item.flight.abandoned) {
@@ -510,15 +508,15 @@ export class Cache {
           next.push(item);
         }
       }
-      if (release.length > 0) void this.#storeCall('lock.release', () => lock.release(release, token), source);
-      if (won.length > 0) fills.push(this.#fill(source, won, token));
+      if (release.length > 0) void this.#storeCall('lock.release', () => lock.release(release, token), waiting);
+      if (won.length > 0) fills.push(this.#fill(won, token));
       waiting = next;
       if (waiting.length === 0) break;
       const left = deadline - this.#clock.now();
       if (left <= 0) {
         // Bounded damage, never unavailability: stop waiting on the other process and fill here.
-        for (const item of waiting) this.#count(source, 'lockTimeouts', item.sink);
-        fills.push(this.#fill(source, waiting, undefined));
+        for (const item of waiting) this.#count(item.source, 'lockTimeouts', item.sink);
+        fills.push(this.#fill(waiting, undefined));
         break;
       }
       // Never sleep past the deadline; the last poll lands on it.
@@ -530,18 +528,25 @@ export class Cache {
     await Promise.all(fills);
   }
 
-  /** Runs the source's function for `items` (in its groups), writes what succeeded, settles all. */
-  async #fill(source: Source, all: Item[], token: string | undefined): Promise<void> {
-    // A flight abandoned before its fill starts is not filled; its lock (if any) expires or is released below.
+  /** Runs each source's function for its items (in its groups), writes what succeeded, settles all. */
+  async #fill(all: Item[], token: string | undefined): Promise<void> {
+    // A flight abandoned before its fill starts is not filled; its lock is released.
     const items = all.filter((item) => !item.flight.abandoned);
     if (token !== undefined && items.length < all.length) {
       const lock = this.#store.lock!;
-      const keys = all.filter((item) => item.flight.abandoned).map((item) => item.key);
-      void this.#storeCall('lock.release', () => lock.release(keys, token), source);
+      const dropped = all.filter((item) => item.flight.abandoned);
+      void this.#storeCall('lock.release', () => lock.release(dropped.map((item) => item.key), token), dropped);
     }
     if (items.length === 0) return;
-    const groups = source.groups(items);
-    await Promise.all(groups.map((group) => this.#fillGroup(source, group, token)));
+    const bySource = new Map<Source, Item[]>();
+    for (const item of items) {
+      const list = bySource.get(item.source);
+      if (list === undefined) bySource.set(item.source, [item]);
+      else list.push(item);
+    }
+    const runs: Promise<void>[] = [];
+    for (const [source, list] of bySource) for (const group of source.groups(list)) runs.push(this.#fillGroup(source, group, token));
+    await Promise.all(runs);
   }
 
   async #fillGroup(source: Source, items: Item[], token: string | undefined): Promise<void> {
@@ -593,25 +598,30 @@ export class Cache {
     }
     const lock = this.#store.lock;
     if (release.length > 0 && lock !== undefined && token !== undefined) {
-      void this.#storeCall('lock.release', () => lock.release(release, token), source);
+      void this.#storeCall('lock.release', () => lock.release(release, token), items);
     }
     if (writes.length > 0) {
       // Issued in the same synchronous step as the resolves above: a caller that misses the
       // freed flight reads after this write (memory: applied already; Redis: same connection,
       // commands in order). With a lock, the write lands only if our lock still stands.
-      if (lock !== undefined && token !== undefined) await this.#storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), source);
-      else await this.#storeCall('setMany', () => this.#store.setMany(writes), source);
+      if (lock !== undefined && token !== undefined) await this.#storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items);
+      else await this.#storeCall('setMany', () => this.#store.setMany(writes), items);
     }
   }
 
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────
 
-  /** Calls the store; a failure is counted and reported, and the load goes on without it. */
-  async #storeCall<T>(operation: string, call: () => Promise<T>, source?: Source): Promise<T | undefined> {
+  /**
+   * Calls the store; a failure is counted (once for each source it affected, or under
+   * getOrCompute for calls of no source) and reported, and the load goes on without it.
+   */
+  async #storeCall<T>(operation: string, call: () => Promise<T>, affected?: Source | readonly Item[]): Promise<T | undefined> {
     try {
       return await call();
     } catch (error) {
-      (source?.counters ?? this.#counters.of(GET_OR_COMPUTE)).storeErrors++;
+      if (affected === undefined) this.#counters.of(GET_OR_COMPUTE).storeErrors++;
+      else if (!Array.isArray(affected)) (affected as Source).counters.storeErrors++;
+      else for (const source of new Set((affected as readonly Item[]).map((item) => item.source))) source.counters.storeErrors++;
       this.#hook('onStoreError', error, operation);
       return undefined;
     }

@@ -206,6 +206,17 @@ describe('batching loader', () => {
     expect(cache.metrics().sources.n).toMatchObject({ hits: 1, misses: 2 });
   });
 
+  it('the misses of every loader and getOrCompute in one tick share one store read', async () => {
+    const { store, calls } = asyncStore(memoryStore());
+    const cache = createCache({ store });
+    const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id}`) });
+    const posts = cache.loader<number, string>({ name: 'post', batch: async (ids) => ids.map((id) => `p${id}`) });
+    const results = await Promise.all([users.load(1), posts.load(1), users.load(2), cache.getOrCompute('x', async () => 'x')]);
+    expect(results).toEqual(['u1', 'p1', 'u2', 'x']);
+    expect(calls.getMany).toBe(1);
+    expect(calls.getManyKeys[0]).toEqual(['user:1', 'post:1', 'user:2', 'x']);
+  });
+
   describe('bad input', () => {
     const cache = createCache();
     it('rejects a missing or duplicate name, a non-function batch, a bad maxBatchSize', () => {
