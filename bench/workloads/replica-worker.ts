@@ -1,7 +1,7 @@
 /**
  * One replica of workload 2, run as a child process by replicas.ts. It connects to the shared
- * Redis, then for each message builds one system, waits for the agreed start instant, fires its
- * burst of loads of the cold key, and reports its fills and latencies.
+ * Redis; for each trial it builds one system and warms it (`prepare`), then on `go` waits for the
+ * agreed start instant, fires its burst of loads of the cold key, and reports fills and latencies.
  */
 import { SlowDb } from '../lib/db';
 import { asyncCacheDedupe, bentocache, dataloaderPerRequest, dataloaderShared, herdcache, noCache, type Contender } from '../lib/peers';
@@ -14,9 +14,10 @@ export interface WorkerTask {
   readonly prefix: string;
   readonly loads: number;
   readonly fillMs: number;
-  /** Epoch ms at which every replica starts its burst. */
-  readonly at: number;
 }
+
+/** Parent → worker: build and warm a system, then (every replica ready) fire at `at`. */
+export type WorkerMessage = { readonly type: 'prepare'; readonly task: WorkerTask } | { readonly type: 'go'; readonly at: number };
 
 export interface WorkerReport {
   readonly fills: number;
@@ -51,16 +52,30 @@ async function main(): Promise<void> {
     }
   };
 
-  process.on('message', (task: WorkerTask) => {
-    void (async () => {
+  let prepared: { task: WorkerTask; db: SlowDb; contender: Contender } | undefined;
+  const handle = async (message: WorkerMessage): Promise<void> => {
+    if (message.type === 'prepare') {
+      const { task } = message;
       const db = new SlowDb(task.fillMs);
       const contender = build(task, db);
-      await sleep(Math.max(0, task.at - Date.now()));
-      const latencies = await burst(task.loads, () => contender.request()('hot'));
-      await contender.close();
-      const report: WorkerReport = { fills: db.rows, latencies, label: contender.label };
-      process.send!(report);
-    })().catch((error: unknown) => {
+      // Warm this process's code paths on a key of its own (not shared with the other replicas),
+      // so the synchronized burst measures steady state, not JIT compilation or lazy connects.
+      await burst(Math.min(200, task.loads), () => contender.request()(`warm-${process.pid}`));
+      db.reset();
+      prepared = { task, db, contender };
+      process.send!('ready');
+      return;
+    }
+    const { task, db, contender } = prepared!;
+    prepared = undefined;
+    await sleep(Math.max(0, message.at - Date.now()));
+    const latencies = await burst(task.loads, () => contender.request()('hot'));
+    await contender.close();
+    const report: WorkerReport = { fills: db.rows, latencies, label: contender.label };
+    process.send!(report);
+  };
+  process.on('message', (message: WorkerMessage) => {
+    handle(message).catch((error: unknown) => {
       console.error('replica-worker:', error);
       process.exit(1);
     });
