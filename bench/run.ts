@@ -145,6 +145,12 @@ async function main(): Promise<void> {
   const document = `${header}\n${table}\n\n## How each row was measured\n\n${notes}\nRegenerate with \`npm run bench\` (\`-- --quick\` for the CI-sized run).\n`;
   console.log(`\n${table}\n`);
   console.log(notes);
+  // A workload that threw is a broken harness, not a skip: fail the run so CI notices.
+  const failed = rows.filter((row) => row.skipped?.startsWith('failed'));
+  if (failed.length > 0) {
+    log(`failed: ${failed.map((row) => row.workload).join(', ')}`);
+    process.exitCode = 1;
+  }
   // Partial or quick runs print but do not overwrite the published full results.
   if (only === undefined && !quick) {
     const out = join(__dirname, 'RESULTS.md');
