@@ -112,7 +112,8 @@ export interface HerdcacheContext<L extends Record<string, AnyLoader> = Record<n
   /** The operation's request scope: `scope.getOrCompute(key, fill, { ttl, label })`, `scope.load(loader, key)`, `scope.stats()`. */
   readonly scope: RequestScope;
   readonly loaders: ScopedLoaders<L>;
-  readonly [OPERATION]: OperationCache;
+  // The OperationCache also rides on an own enumerable symbol property (kept by a spread); it is
+  // left out of this type so a function returning this context needs no import to be declared.
 }
 
 /**
@@ -137,7 +138,8 @@ export function herdcacheContext<L extends Record<string, AnyLoader> = Record<ne
       scoped[name] = operation.scope.loader(loader);
     }
   }
-  return { scope: operation.scope, loaders: scoped as ScopedLoaders<L>, [OPERATION]: operation };
+  const context = { scope: operation.scope, loaders: scoped as ScopedLoaders<L>, [OPERATION]: operation };
+  return context;
 }
 
 /** The operation's cache state in `context`, if any (from herdcacheContext() or the plugin). */

@@ -1,0 +1,166 @@
+/**
+ * Prometheus metrics through prom-client, registered on the user's Registry only.
+ *
+ * prom-client is an optional peer: it is loaded with a dynamic import() when metrics are created
+ * (or passed in as `client`), so `import 'herdcache'` works without it.
+ *
+ * Label cardinality is bounded: `source` comes from the schema and the code (field coordinates,
+ * loader names, getOrCompute labels); `operation` comes from clients, so the first
+ * `maxOperationLabels` distinct names are kept and the rest are counted as "other"
+ * (anonymous operations as "anonymous").
+ */
+import type { Counter, Histogram, Registry } from 'prom-client';
+import type { Cache } from './cache';
+import { HerdcacheError, invalidOption } from './errors';
+import type { CacheReport, CacheReportCounters } from './graphql/request';
+import { checkPositiveInteger } from './options';
+
+type PromClient = typeof import('prom-client');
+
+export interface PrometheusMetricsOptions {
+  /** Where the metrics are registered. Nothing goes to prom-client's global registry. */
+  registry: Registry;
+  /** Distinct operation label values kept; later ones count as "other". Default 100. */
+  maxOperationLabels?: number;
+  /** The prom-client module. Default: `import('prom-client')`. */
+  client?: PromClient;
+}
+
+export const DEFAULT_MAX_OPERATION_LABELS = 100;
+
+/** Seconds: from a memory-speed fill to a slow backend call. */
+const FILL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Counter name per reported counter; all labelled {operation, source}. */
+export const COUNTER_METRICS = {
+  hits: ['herdcache_hits_total', 'Loads answered with a fresh cached value.'],
+  misses: ['herdcache_misses_total', 'Loads that found nothing usable and started a fill.'],
+  coalesced: ['herdcache_coalesced_total', 'Loads that joined a fill already in flight in this process.'],
+  staleServed: ['herdcache_stale_served_total', 'Loads answered with a stale value while one refresh ran.'],
+  fills: ['herdcache_fills_total', 'Keys computed by a resolver, fill or batch function.'],
+  fillFailures: ['herdcache_fill_failures_total', 'Keys whose fill failed (nothing cached).'],
+  lockContended: ['herdcache_lock_contended_total', 'Fill lock attempts that found another process filling.'],
+  bypassed: ['herdcache_bypassed_total', '@cached field calls resolved without the cache (no parent identity, no session, unkeyable arguments).'],
+} as const satisfies Record<keyof CacheReportCounters, readonly [string, string]>;
+
+export const FILL_DURATION_METRIC = 'herdcache_fill_duration_seconds';
+
+type CounterKey = keyof typeof COUNTER_METRICS;
+const COUNTER_KEYS = Object.keys(COUNTER_METRICS) as CounterKey[];
+
+export class HerdcacheMetrics {
+  readonly #counters: Record<CounterKey, Counter<'operation' | 'source'>>;
+  readonly #fillDuration: Histogram<'source'>;
+  readonly #maxOperations: number;
+  readonly #operations = new Set<string>();
+  /** Caches observed, with how many users asked for it (two plugins on one cache observe once). */
+  readonly #observed = new Map<Cache, { users: number; stop: () => void }>();
+
+  /** @internal use prometheusMetrics() */
+  constructor(client: PromClient, registry: Registry, maxOperations: number) {
+    this.#maxOperations = maxOperations;
+    const counters = {} as Record<CounterKey, Counter<'operation' | 'source'>>;
+    for (const key of COUNTER_KEYS) {
+      const [name, help] = COUNTER_METRICS[key];
+      counters[key] = reuse(registry, name) ?? new client.Counter({ name, help, labelNames: ['operation', 'source'], registers: [registry] });
+    }
+    this.#counters = counters;
+    this.#fillDuration =
+      reuse(registry, FILL_DURATION_METRIC) ??
+      new client.Histogram({
+        name: FILL_DURATION_METRIC,
+        help: 'Duration of fills (resolver, fill or batch function), once per key filled; a batch counts its duration for each of its keys.',
+        labelNames: ['source'],
+        buckets: FILL_BUCKETS,
+        registers: [registry],
+      });
+  }
+
+  /** The `operation` label for a client-supplied operation name (capped, see the module comment). */
+  operationLabel(name: string | null | undefined): string {
+    if (name === null || name === undefined || name === '') return 'anonymous';
+    const operations = this.#operations;
+    if (operations.has(name)) return name;
+    if (operations.size >= this.#maxOperations) return 'other';
+    operations.add(name);
+    return name;
+  }
+
+  /** Adds one operation's report (the plugin calls this once per operation, when the response is sent). */
+  recordOperation(operationName: string | null | undefined, report: CacheReport): void {
+    const sources = Object.entries(report.sources);
+    if (sources.length === 0) return;
+    const operation = this.operationLabel(operationName);
+    for (const [source, row] of sources) {
+      for (const key of COUNTER_KEYS) {
+        const n = row[key];
+        if (n > 0) this.#counters[key].inc({ operation, source }, n);
+      }
+    }
+  }
+
+  /** Records one fill's duration (what the cache's onFill hook reports). */
+  observeFill(source: string, durationMs: number): void {
+    this.#fillDuration.observe({ source }, durationMs / 1000);
+  }
+
+  /**
+   * Feeds this cache's fill durations (every fill, background refreshes included) into the
+   * histogram, through cache.observe(). Returns a function that stops it; observing one cache
+   * twice records each fill once.
+   */
+  observe(cache: Cache): () => void {
+    let entry = this.#observed.get(cache);
+    if (entry === undefined) {
+      const stop = cache.observe({ onFill: (_key, source, durationMs) => this.observeFill(source, durationMs) });
+      entry = { users: 0, stop };
+      this.#observed.set(cache, entry);
+    }
+    entry.users++;
+    const current = entry;
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      if (--current.users === 0) {
+        current.stop();
+        this.#observed.delete(cache);
+      }
+    };
+  }
+}
+
+/** One HerdcacheMetrics per registry: two servers sharing a registry share the metrics and the label cap. */
+const perRegistry = new WeakMap<Registry, HerdcacheMetrics>();
+
+/**
+ * herdcache's metrics on `registry` (created on first call for that registry, then reused).
+ * Async because prom-client is loaded on demand.
+ */
+export async function prometheusMetrics(options: PrometheusMetricsOptions): Promise<HerdcacheMetrics> {
+  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "registry"');
+  const { registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
+  if (registry === null || typeof registry !== 'object' || typeof registry.getSingleMetric !== 'function' || typeof registry.registerMetric !== 'function') {
+    throw invalidOption('registry', registry, 'a prom-client Registry');
+  }
+  const max = checkPositiveInteger('maxOperationLabels', maxOperationLabels);
+  const existing = perRegistry.get(registry);
+  if (existing !== undefined) return existing;
+  const client = options.client ?? (await loadPromClient());
+  const created = perRegistry.get(registry) ?? new HerdcacheMetrics(client, registry, max);
+  perRegistry.set(registry, created);
+  return created;
+}
+
+async function loadPromClient(): Promise<PromClient> {
+  try {
+    const loaded = (await import('prom-client')) as PromClient & { default?: PromClient };
+    return typeof loaded.Counter === 'function' ? loaded : loaded.default!;
+  } catch (error) {
+    throw new HerdcacheError('E_INVALID_OPTION', 'herdcache: option "registry" needs prom-client: install it (an optional peer dependency)', { cause: error });
+  }
+}
+
+function reuse<M>(registry: Registry, name: string): M | undefined {
+  return registry.getSingleMetric(name) as M | undefined;
+}
