@@ -297,18 +297,18 @@ export class Cache {
     const freshUntil = entry.freshUntil;
     if (freshUntil === Infinity) {
       this.#hit(source, key, sink);
-      return Promise.resolve(entry.value);
+      return (entry.resolved ??= Promise.resolve(entry.value));
     }
     const now = this.#clock.now();
     if (now < freshUntil) {
       this.#hit(source, key, sink);
       if (policy.beta > 0 && refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
-      return Promise.resolve(entry.value);
+      return (entry.resolved ??= Promise.resolve(entry.value));
     }
     if (now < entry.staleUntil) {
       this.#record(source, 'staleServed', key, sink);
       this.#refresh(source, key, arg, policy, freshUntil);
-      return Promise.resolve(entry.value);
+      return (entry.resolved ??= Promise.resolve(entry.value));
     }
     return undefined;
   }

@@ -20,6 +20,12 @@ export interface Entry<V = unknown> {
    * invalidation that lands during the fill is not undone by the fill's write.
    */
   readonly tagVersions?: readonly number[];
+  /**
+   * @internal The value as a settled promise, made on the first in-process hit and reused by
+   * every later one (as DataLoader reuses its promises): a hit then allocates nothing. Never
+   * encoded by a codec.
+   */
+  resolved?: Promise<unknown>;
 }
 
 /** Time source, injectable so tests move time instead of sleeping. Returns epoch milliseconds. */

@@ -17,6 +17,9 @@ import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 /** Errors that failed a whole batch (thrown, not an array, wrong length): a request scope forgets them. */
 export const batchFailures = new WeakSet<object>();
 
+/** Store keys remembered per loader for primitive keys. */
+const KEY_MEMO_MAX = 4096;
+
 function defaultKey(key: unknown): string {
   if (typeof key === 'string') return key;
   if (typeof key === 'number' && Number.isFinite(key)) return String(key);
@@ -33,6 +36,7 @@ export class Loader<K, V> implements Source {
   readonly #maxBatchSize: number;
   readonly #policy: Policy;
   readonly #tags: ((key: K) => readonly string[]) | undefined;
+  readonly #keyMemo = new Map<unknown, string>();
 
   /** @internal use cache.loader(...) */
   constructor(cache: Cache, options: LoaderOptions<K, V>, policy: Policy, counters: Counters) {
@@ -61,6 +65,22 @@ export class Loader<K, V> implements Source {
 
   /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */
   storeKey(key: K): string {
+    // Building `name:key` makes a new string that the store must hash again on every load; for
+    // primitive keys the built key is remembered (bounded: the memo is dropped when full).
+    const primitive = typeof key === 'string' || typeof key === 'number';
+    if (primitive) {
+      const known = this.#keyMemo.get(key);
+      if (known !== undefined) return known;
+    }
+    const storeKey = this.#buildKey(key);
+    if (primitive) {
+      if (this.#keyMemo.size >= KEY_MEMO_MAX) this.#keyMemo.clear();
+      this.#keyMemo.set(key, storeKey);
+    }
+    return storeKey;
+  }
+
+  #buildKey(key: K): string {
     const k = this.#keyOf(key);
     if (typeof k !== 'string' || k.length === 0) {
       throw new HerdcacheError(

@@ -79,9 +79,10 @@ export class ScopedLoader<K, V> {
 
 export class RequestScope implements Sink {
   readonly #cache: Cache;
-  readonly #loaders = new Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>>();
-  readonly #computed = new Map<string, Promise<unknown>>();
-  readonly #stats = new CounterSet();
+  // Made on first use: a request that never touches one of them pays nothing for it.
+  #loaders: Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;
+  #computed: Map<string, Promise<unknown>> | undefined;
+  #stats: CounterSet | undefined;
 
   /** @internal use cache.request() */
   constructor(cache: Cache) {
@@ -90,10 +91,11 @@ export class RequestScope implements Sink {
 
   /** The request's view of a registry loader, created on first use. */
   loader<K, V>(loader: Loader<K, V>): ScopedLoader<K, V> {
-    let scoped = this.#loaders.get(loader as Loader<unknown, unknown>);
+    const loaders = (this.#loaders ??= new Map());
+    let scoped = loaders.get(loader as Loader<unknown, unknown>);
     if (scoped === undefined) {
       scoped = new ScopedLoader(loader as Loader<unknown, unknown>, this);
-      this.#loaders.set(loader as Loader<unknown, unknown>, scoped);
+      loaders.set(loader as Loader<unknown, unknown>, scoped);
     }
     return scoped as ScopedLoader<K, V>;
   }
@@ -104,13 +106,14 @@ export class RequestScope implements Sink {
 
   /** getOrCompute, memoized for this request and attributed to its stats. Failures are not memoized. */
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
-    let promise = this.#computed.get(key) as Promise<V> | undefined;
+    const computed = (this.#computed ??= new Map());
+    let promise = computed.get(key) as Promise<V> | undefined;
     if (promise === undefined) {
       const created = this.#cache._getOrCompute<V>(key, fill, options, this);
       promise = created;
-      this.#computed.set(key, created);
+      computed.set(key, created);
       created.catch(() => {
-        if (this.#computed.get(key) === created) this.#computed.delete(key);
+        if (computed.get(key) === created) computed.delete(key);
       });
     }
     return promise;
@@ -118,11 +121,11 @@ export class RequestScope implements Sink {
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */
   stats(): MetricsSnapshot {
-    return this.#stats.snapshot();
+    return (this.#stats ??= new CounterSet()).snapshot();
   }
 
   /** @internal Sink */
   count(source: string, counter: CounterName, n: number): void {
-    this.#stats.count(source, counter, n);
+    (this.#stats ??= new CounterSet()).count(source, counter, n);
   }
 }

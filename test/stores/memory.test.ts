@@ -31,6 +31,15 @@ describe('memory store', () => {
     expect(hit.when).toBeInstanceOf(Date);
   });
 
+  it('a hit reuses one settled promise per entry: nothing is allocated per hit', async () => {
+    const cache = createCache();
+    const fill = async () => 'v';
+    await cache.getOrCompute('k', fill);
+    const first = cache.getOrCompute('k', fill);
+    expect(cache.getOrCompute('k', fill)).toBe(first);
+    expect(await first).toBe('v');
+  });
+
   it('is TTL and grace aware through the entry: past grace an entry is a miss and is overwritten', async () => {
     const clock = manualClock();
     const store = memoryStore();
