@@ -24,8 +24,14 @@ export interface Codec {
 export const JSON_FORMAT_VERSION = 1;
 
 /**
- * JSON with the layout `{"v":1,"f":freshUntil,"s":staleUntil,"m":fillMs,"d":value}` ("m" only
- * when the entry records its fill time, for early refresh).
+ * JSON with the layout `{"v":1,"f":freshUntil,"s":staleUntil,"m":fillMs,"t":tags,"g":tagVersions,"d":value}`
+ * ("m" only when the entry records its fill time, for early refresh; "t" only for a tagged value,
+ * "g" only with "t", aligned with it). Optional fields leave the format version at 1: an older
+ * payload simply has none of them, and a reader that predates them would serve a tagged entry
+ * without its fence, which is why tags must not be rolled out to a fleet still running a
+ * herdcache that ignores "t" and "g" (upgrade every replica first, then add tags).
+ * A field of the wrong shape (tags not strings, versions not integers, lengths apart) makes the
+ * payload malformed: a miss, never an entry with half its fence.
  *
  * JSON has no Infinity: an infinite `freshUntil`/`staleUntil` is written as `null` and read back
  * as Infinity. The value itself follows JSON's rules (a Date comes back as a string, `undefined`
@@ -47,7 +53,17 @@ export const jsonCodec: Codec = {
     // Built by hand: the envelope object would be one more allocation per write for nothing.
     const fillMs = entry.fillMs;
     const m = fillMs !== undefined && Number.isFinite(fillMs) ? `,"m":${fillMs}` : '';
-    return `{"v":${JSON_FORMAT_VERSION},"f":${time(entry.freshUntil)},"s":${time(entry.staleUntil)}${m},"d":${data}}`;
+    const tags = entry.tags;
+    let t = '';
+    if (tags !== undefined && tags.length > 0) {
+      t = `,"t":${JSON.stringify(tags)}`;
+      const versions = entry.tagVersions;
+      if (versions !== undefined) {
+        if (!isVersionList(versions, tags.length)) throw new HerdcacheError('E_STORE_ENCODE', 'herdcache: entry tagVersions must be integers aligned with its tags');
+        t += `,"g":[${versions.join(',')}]`;
+      }
+    }
+    return `{"v":${JSON_FORMAT_VERSION},"f":${time(entry.freshUntil)},"s":${time(entry.staleUntil)}${m}${t},"d":${data}}`;
   },
 
   decode(raw: string | Buffer): Entry {
@@ -59,7 +75,7 @@ export const jsonCodec: Codec = {
       throw decodeError(`payload is not JSON (${messageOf(error)})`, error);
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw decodeError('payload is not a herdcache entry');
-    const payload = parsed as { v?: unknown; f?: unknown; s?: unknown; m?: unknown; d?: unknown };
+    const payload = parsed as { v?: unknown; f?: unknown; s?: unknown; m?: unknown; t?: unknown; g?: unknown; d?: unknown };
     if (payload.v !== JSON_FORMAT_VERSION) {
       throw decodeError(
         typeof payload.v === 'number' ? `unsupported format version ${payload.v} (this herdcache reads ${JSON_FORMAT_VERSION})` : 'payload is not a herdcache entry',
@@ -71,9 +87,29 @@ export const jsonCodec: Codec = {
     if (freshUntil === undefined || staleUntil === undefined || staleUntil < freshUntil || payload.d === undefined || (fillMs !== undefined && typeof fillMs !== 'number')) {
       throw decodeError('payload is a malformed herdcache entry');
     }
-    return fillMs === undefined ? { value: payload.d, freshUntil, staleUntil } : { value: payload.d, freshUntil, staleUntil, fillMs };
+    const { t: tags, g: versions } = payload;
+    if (tags === undefined) {
+      if (versions !== undefined) throw decodeError('payload has tag versions without tags');
+      return fillMs === undefined ? { value: payload.d, freshUntil, staleUntil } : { value: payload.d, freshUntil, staleUntil, fillMs };
+    }
+    if (!isTagList(tags)) throw decodeError('payload tags are not a non-empty array of non-empty strings');
+    if (versions !== undefined && !isVersionList(versions, tags.length)) throw decodeError('payload tag versions are not integers aligned with its tags');
+    const entry: { -readonly [P in keyof Entry]: Entry[P] } = { value: payload.d, freshUntil, staleUntil };
+    if (fillMs !== undefined) entry.fillMs = fillMs;
+    entry.tags = tags;
+    if (versions !== undefined) entry.tagVersions = versions;
+    return entry;
   },
 };
+
+function isTagList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.length > 0 && value.every((tag) => typeof tag === 'string' && tag.length > 0);
+}
+
+/** Versions come from INCR: non-negative safe integers, one per tag. */
+function isVersionList(value: unknown, length: number): value is number[] {
+  return Array.isArray(value) && value.length === length && value.every((v) => Number.isSafeInteger(v) && v >= 0);
+}
 
 function time(ms: number): string {
   return Number.isFinite(ms) ? String(ms) : 'null';

@@ -3,6 +3,8 @@
  *
  * A cache key K is stored at `prefix{K}` and its fill lock at `prefix{K}:lock`. The braces are a
  * Cluster hash tag: both keys hash on K alone, so they share a slot and one script can touch both.
+ * A tag T's version is kept at `prefixtag:{T}`: never matched by the `prefix{*` of clear(), so
+ * clearing entries does not reset versions (an entry written while clear() runs keeps its fence).
  */
 import { createHash } from 'node:crypto';
 
@@ -27,6 +29,14 @@ export function taggedKey(key: string, maxKeyLength: number): string {
   if (key.length <= maxKeyLength && key.length > 0 && key.charCodeAt(0) !== CLOSE_BRACE) return key;
   const head = key.charCodeAt(0) === CLOSE_BRACE ? '' : key.slice(0, maxKeyLength - HASHED_TAIL);
   return `${head}#${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/** Between the prefix and a tag's hash tag: a tag version key never looks like a value key. */
+export const TAG_INFIX = 'tag:';
+
+/** The key holding a tag's version (INCR by invalidateTags; missing = version 0). */
+export function tagVersionKey(prefix: string, tag: string, maxKeyLength: number): string {
+  return `${prefix}${TAG_INFIX}{${taggedKey(tag, maxKeyLength)}}`;
 }
 
 /** Escapes glob metacharacters so a prefix can be used in SCAN MATCH. */

@@ -1,11 +1,12 @@
 /**
- * The fill lock's Lua scripts. Each runs atomically on the server, so "try the lock, then read the
- * value" and "check the token, write, unlock" cannot interleave with another replica's steps.
+ * The Lua scripts of the fill lock and of tag invalidation. Each runs atomically on the server, so
+ * "try the lock, then read the value" and "check the token, write, unlock" cannot interleave with
+ * another replica's steps.
  * Registered with ioredis `defineCommand`: sent as EVALSHA, and as EVAL only the first time on a
  * connection (and after a SCRIPT FLUSH), which ioredis handles.
  *
- * KEYS come in pairs, value key then lock key, for every cache key of the call; in a Cluster all
- * KEYS of one call share a slot (the store groups by slot).
+ * Lock scripts take KEYS in pairs, value key then lock key, for every cache key of the call; in a
+ * Cluster all KEYS of one call share a slot (the store groups by slot).
  */
 import type { Cluster, Redis } from 'ioredis';
 
@@ -70,6 +71,22 @@ end
 return released
 `;
 
+/**
+ * KEYS: tag version keys. ARGV: expiry (ms) of a version key after its bump. Returns the new versions.
+ * INCR and PEXPIRE in one script: a version key never exists without an expiry (a crash between
+ * the two commands of a pipeline could leave one that never expires), and a batch of tags is one
+ * command on the wire. Invalidations of a tag are counted, never reset by a bump: two replicas
+ * bumping at once both move the version, and neither can move it back.
+ */
+const TAG_BUMP = `
+local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('INCR', KEYS[i])
+  redis.call('PEXPIRE', KEYS[i], ARGV[1])
+end
+return out
+`;
+
 type Arg = string | Buffer | number | readonly (string | Buffer)[];
 
 /** The commands `defineScripts` adds to a client (numKeys first: the key count varies per call). */
@@ -78,6 +95,7 @@ export interface LockScripts {
   herdcacheLockAcquire1Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
   herdcacheLockWrite1(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheLockRelease1(numKeys: number, ...args: Arg[]): Promise<number>;
+  herdcacheTagBump1(numKeys: number, ...args: Arg[]): Promise<number[]>;
 }
 
 /**
@@ -89,5 +107,6 @@ export function defineScripts(client: Redis | Cluster): LockScripts {
   client.defineCommand('herdcacheLockAcquire1', { lua: ACQUIRE });
   client.defineCommand('herdcacheLockWrite1', { lua: WRITE_AND_RELEASE });
   client.defineCommand('herdcacheLockRelease1', { lua: RELEASE });
+  client.defineCommand('herdcacheTagBump1', { lua: TAG_BUMP });
   return client as unknown as LockScripts;
 }

@@ -13,6 +13,12 @@
  *
  * The client belongs to the user: this store never connects (except to start a `lazyConnect`
  * client, as ioredis would on its first command), quits or reconfigures it.
+ *
+ * Tags: a tag T has a version, the integer at `prefixtag:{T}` (missing = 0). invalidateTags bumps
+ * it (one script: INCR + PEXPIRE per tag); the registry reads the versions of a fill's tags before
+ * the fill (one MGET) and records them in the entry; an entry whose versions are not current is a
+ * miss. Nothing is scanned, nothing is deleted, and no set of keys per tag is kept: an
+ * invalidation is O(tags), and the only state it leaves is one small key per tag, which expires.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError, invalidOption } from '../errors';
@@ -20,7 +26,7 @@ import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breake
 import { jsonCodec, type Codec } from './codec';
 import { defineScripts, type LockScripts } from './redis-scripts';
 import { CallGuard, storeError } from './guard';
-import { escapeGlob, groupPositions, hashSlot, LOCK_SUFFIX, MIN_KEY_LENGTH, pick, pickPairs, taggedKey, withLockKeys } from './redis-keys';
+import { escapeGlob, groupPositions, hashSlot, LOCK_SUFFIX, MIN_KEY_LENGTH, pick, pickPairs, tagVersionKey, taggedKey, withLockKeys } from './redis-keys';
 import type { Entry } from '../freshness';
 import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
 
@@ -37,6 +43,12 @@ export interface RedisStoreOptions {
   breaker?: BreakerOptions | false;
   /** Keys longer than this many characters are stored under a sha256 of the key. Default 256. */
   maxKeyLength?: number;
+  /**
+   * Milliseconds. A tagged entry is kept at most this long (its PX is clamped to it), and a tag's
+   * version key expires 2 × tagTtl after the tag's last invalidation, so a tag invalidated once
+   * costs one key for a bounded time. Default 7 days.
+   */
+  tagTtl?: number;
 }
 
 export interface RedisStore extends Store {
@@ -46,6 +58,17 @@ export interface RedisStore extends Store {
   bind(reporter: StoreReporter): void;
   /** The circuit breaker's state, for health checks; "disabled" with `breaker: false`. */
   readonly breakerState: BreakerState | 'disabled';
+  tagVersions(tags: readonly string[]): Promise<number[]>;
+  invalidateTags(tags: readonly string[]): Promise<void>;
+  /** The `prefix` option (without the client's own keyPrefix). */
+  readonly prefix: string;
+  /** The user's client, as given. */
+  readonly client: Redis | Cluster;
+  /**
+   * PUBLISH on the store's client, bounded like every other call (timeout, breaker). Used by
+   * tieredStore to tell other replicas what changed; resolves with the number of receivers.
+   */
+  publish(channel: string, message: string): Promise<number>;
 }
 
 const DEFAULTS = {
@@ -54,6 +77,7 @@ const DEFAULTS = {
   threshold: 5,
   coolDown: 5000,
   maxKeyLength: 256,
+  tagTtl: 7 * 24 * 60 * 60 * 1000,
 } as const;
 
 /** setTimeout's ceiling; a longer timeout would fire at once. */
@@ -67,7 +91,7 @@ type Raw = string | Buffer | null;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
-  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, breaker, maxKeyLength = DEFAULTS.maxKeyLength } = options;
+  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl } = options;
   const candidate = client as Partial<Redis> | null | undefined;
   if (candidate === null || typeof candidate !== 'object' || typeof candidate.defineCommand !== 'function' || typeof candidate.mget !== 'function' || typeof candidate.status !== 'string') {
     throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
@@ -84,6 +108,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH) {
     throw invalidOption('maxKeyLength', maxKeyLength, `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`);
   }
+  if (!Number.isSafeInteger(tagTtl) || tagTtl < 1 || 2 * tagTtl > Number.MAX_SAFE_INTEGER) {
+    throw invalidOption('tagTtl', tagTtl, 'a positive integer number of milliseconds');
+  }
   let circuit: CircuitBreaker | undefined;
   if (breaker !== false) {
     if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
@@ -96,7 +123,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     }
     circuit = new CircuitBreaker(threshold, coolDown);
   }
-  return new RedisStoreImpl(client, prefix, codec, commandTimeout, circuit, maxKeyLength);
+  return new RedisStoreImpl(client, prefix, codec, commandTimeout, circuit, maxKeyLength, tagTtl);
 }
 
 class RedisStoreImpl implements RedisStore {
@@ -111,10 +138,12 @@ class RedisStoreImpl implements RedisStore {
   readonly #codec: Codec;
   readonly #guard: CallGuard;
   readonly #maxKeyLength: number;
+  readonly #tagTtl: number;
   #reporter: StoreReporter = NO_REPORTER;
 
-  constructor(client: Redis | Cluster, prefix: string, codec: Codec, timeout: number, breaker: CircuitBreaker | undefined, maxKeyLength: number) {
+  constructor(client: Redis | Cluster, prefix: string, codec: Codec, timeout: number, breaker: CircuitBreaker | undefined, maxKeyLength: number, tagTtl: number) {
     this.#client = client;
+    this.#tagTtl = tagTtl;
     this.#scripts = defineScripts(client);
     this.#cluster = client.isCluster === true;
     this.#prefix = prefix;
@@ -131,6 +160,14 @@ class RedisStoreImpl implements RedisStore {
 
   get breakerState(): BreakerState | 'disabled' {
     return this.#guard.breakerState;
+  }
+
+  get prefix(): string {
+    return this.#prefix;
+  }
+
+  get client(): Redis | Cluster {
+    return this.#client;
   }
 
   bind(reporter: StoreReporter): void {
@@ -174,7 +211,7 @@ class RedisStoreImpl implements RedisStore {
       if (payload === undefined) continue;
       keys.push(this.#valueKey(write.key));
       payloads.push(payload);
-      pxs.push(write.ttl === Infinity ? 0 : toPx(write.ttl));
+      pxs.push(this.#px(write));
     }
     if (keys.length === 0) return;
     // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
@@ -206,6 +243,52 @@ class RedisStoreImpl implements RedisStore {
     // The lock goes too: a fill that started before this invalidation then fails its fenced
     // write instead of storing a value computed from data older than the invalidation.
     await this.#guard.bound('delete', this.#perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
+  }
+
+  /**
+   * The current version of each tag: one MGET (in a Cluster, one per hash slot, in parallel).
+   * A missing key is version 0; a key that is not an integer (not ours) is NaN, which the registry
+   * treats as "unknown": the value is served but not cached.
+   */
+  async tagVersions(tags: readonly string[]): Promise<number[]> {
+    const n = tags.length;
+    if (n === 0) return [];
+    this.#guard.admit('tagVersions');
+    const keys = this.#tagKeys(tags);
+    const groups = this.#slotGroups(keys);
+    const client = this.#client;
+    const replies = await this.#guard.bound('tagVersions', this.#perGroup(groups, (indices) => client.mget(indices === null ? keys : pick(keys, indices))));
+    const out = new Array<number>(n);
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = readVersion(reply[j]);
+    }
+    return out;
+  }
+
+  /**
+   * Bumps each tag's version: one script call of INCR + PEXPIRE per tag (in a Cluster, one per
+   * hash slot, in parallel). Every entry recorded with an older version is a miss from the moment
+   * the script has run, on every replica, whatever tier it is read from next (an in-process L1
+   * is told separately: see tieredStore). No scan, no delete of entries: they expire on their own.
+   */
+  async invalidateTags(tags: readonly string[]): Promise<void> {
+    if (tags.length === 0) return;
+    this.#guard.admit('invalidateTags');
+    const keys = this.#tagKeys(tags);
+    const groups = this.#slotGroups(keys);
+    const scripts = this.#scripts;
+    const keep = String(2 * this.#tagTtl);
+    await this.#guard.bound('invalidateTags', this.#perGroup(groups, (indices) => {
+      const batch = indices === null ? keys : pick(keys, indices);
+      return scripts.herdcacheTagBump1(batch.length, batch, keep);
+    }));
+  }
+
+  async publish(channel: string, message: string): Promise<number> {
+    this.#guard.admit('publish');
+    return this.#guard.bound('publish', this.#client.publish(channel, message));
   }
 
   /**
@@ -277,7 +360,7 @@ class RedisStoreImpl implements RedisStore {
       valueKeys[i] = this.#valueKey(write.key);
       const payload = this.#encode(write);
       args[2 * i] = payload ?? '';
-      args[2 * i + 1] = payload === undefined ? '-1' : write.ttl === Infinity ? '0' : String(toPx(write.ttl));
+      args[2 * i + 1] = payload === undefined ? '-1' : String(this.#px(write));
     }
     const groups = this.#slotGroups(valueKeys);
     const scripts = this.#scripts;
@@ -330,6 +413,36 @@ class RedisStoreImpl implements RedisStore {
     return `${this.#prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
   }
 
+  #tagKeys(tags: readonly string[]): string[] {
+    const out = new Array<string>(tags.length);
+    for (let i = 0; i < tags.length; i++) out[i] = tagVersionKey(this.#prefix, tags[i]!, this.#maxKeyLength);
+    return out;
+  }
+
+  /**
+   * PX of a write ('0' for none). A tagged entry is kept at most tagTtl. Why that bound, and why
+   * version keys live 2 × tagTtl after their last bump:
+   *
+   * A version key expires, and a missing key reads as version 0 again. An entry must therefore
+   * never outlive the version key that fences it. Take an entry E of tag T that recorded version v
+   * (read at time r, before its fill) and was written at w, and the last bump b of T, after which
+   * T's key lives until b + 2·tagTtl:
+   * - E written before the bump (w < b): E is gone by w + tagTtl < b + 2·tagTtl; while the key
+   *   lives its version is > v, so E is a miss; by the time the key resets, E has expired.
+   * - E written after the bump by a fill that read v before it (r < b < w), the race tags exist to
+   *   win: E is a miss while the key lives, and expires by w + tagTtl. With a key that lived only
+   *   tagTtl after the bump, E could outlive it by (w - b) and read as valid again once the version
+   *   reset to 0 (v = 0: T's first invalidation). With 2·tagTtl, E expires first unless its fill
+   *   spent more than tagTtl between reading the versions and writing (a locked fill cannot: its
+   *   write is fenced by lockTtl).
+   * - E that read the bumped version (r > b) is simply valid: it was filled after the bump.
+   */
+  #px(write: StoreWrite): number {
+    const tags = write.entry.tags;
+    const ttl = tags !== undefined && tags.length > 0 ? Math.min(write.ttl, this.#tagTtl) : write.ttl;
+    return ttl === Infinity ? 0 : toPx(ttl);
+  }
+
   #valueKeys(keys: readonly string[]): string[] {
     const out = new Array<string>(keys.length);
     for (let i = 0; i < keys.length; i++) out[i] = this.#valueKey(keys[i]!);
@@ -358,6 +471,13 @@ class RedisStoreImpl implements RedisStore {
 /** Rounds a ttl up to whole milliseconds, at least 1 (PX 0 is an error in Redis). */
 function toPx(ttl: number): number {
   return ttl > 1 ? Math.ceil(ttl) : 1;
+}
+
+/** A tag version as stored by INCR; anything else is not ours: NaN ("unknown", never valid). */
+function readVersion(raw: string | null | undefined): number {
+  if (raw === null || raw === undefined) return 0;
+  const version = Number(raw);
+  return Number.isSafeInteger(version) && version >= 0 ? version : NaN;
 }
 
 function one<T>(value: T): T[] {
