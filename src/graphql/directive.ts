@@ -15,7 +15,7 @@ import type { ConstArgumentNode, GraphQLField, GraphQLFieldResolver, GraphQLInte
 import type { Cache } from '../cache';
 import { HerdcacheError, describe, invalidOption } from '../errors';
 import type { GetOrComputeOptions } from '../types';
-import { canonicalArgs, fieldKey, identityString } from './keys';
+import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKey, identityString } from './keys';
 import { type BypassReason, checkCache, operationOf } from './request';
 
 /** Who shares a value, as `enum CacheScope` in the SDL. */
@@ -41,8 +41,6 @@ export interface CachedDirectiveOptions<TContext = any> {
   /** Called when a @cached field call is resolved without the cache (also counted as `bypassed`). */
   onBypass?: (coordinate: string, reason: BypassReason, context: TContext) => void;
 }
-
-export const DEFAULT_KEY_PREFIX = 'gql:';
 
 /** What one field's directive says, validated, in milliseconds. */
 interface FieldPolicy {

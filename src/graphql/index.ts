@@ -3,8 +3,8 @@
  * the Apollo plugin puts in `response.extensions.cache`. Types only from graphql: it loads without it.
  */
 export { cachedDirectiveTypeDefs } from './sdl';
-export { cachedDirectiveTransformer, DEFAULT_KEY_PREFIX, type CacheScope, type CachedDirectiveOptions } from './directive';
-export { canonicalArgs, fieldKey } from './keys';
+export { cachedDirectiveTransformer, type CacheScope, type CachedDirectiveOptions } from './directive';
+export { DEFAULT_KEY_PREFIX, cachedFieldKey, canonicalArgs, type CachedFieldKeyOptions } from './keys';
 export {
   cacheReport,
   herdcacheContext,

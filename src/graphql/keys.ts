@@ -9,6 +9,7 @@
  * the coordinate is JSON (plus the `n` of bigints, which JSON cannot produce), so it decodes one
  * way only; a coordinate is a GraphQL name pair and contains no `:`.
  */
+import { invalidArgument, invalidOption } from '../errors';
 
 /**
  * Canonical encoding of resolver arguments: JSON with object keys sorted at every depth, so the
@@ -88,6 +89,8 @@ function encodeObject(value: object, out: string[], path: object[]): boolean {
   return true;
 }
 
+export const DEFAULT_KEY_PREFIX = 'gql:';
+
 /** The store key of one @cached field call. `session` is given for PRIVATE fields only. */
 export function fieldKey(prefix: string, coordinate: string, identity: string | undefined, args: string, session?: string): string {
   const head = `${prefix}${coordinate}:[${identity === undefined ? 'null' : JSON.stringify(identity)},${args}`;
@@ -104,4 +107,37 @@ export function identityString(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
   if (typeof value === 'bigint') return value.toString();
   return undefined;
+}
+
+export interface CachedFieldKeyOptions {
+  /** The parent's identity, for non-root fields (what the `identity` option, or `id`, gives). */
+  identity?: string | number;
+  /**
+   * The arguments as the resolver receives them: after coercion, so with every default value
+   * filled in (`user(id: ID!, locale: String = "en")` is keyed with `locale: "en"` when absent).
+   */
+  args?: Record<string, unknown>;
+  /** The session, for PRIVATE fields. */
+  session?: string;
+  /** The transform's keyPrefix. Default "gql:". */
+  keyPrefix?: string;
+}
+
+/**
+ * The store key of a @cached field call, for invalidation after a write:
+ * `await cache.invalidate(cachedFieldKey('Query.user', { args: { id } }))`.
+ */
+export function cachedFieldKey(coordinate: string, options: CachedFieldKeyOptions = {}): string {
+  if (typeof coordinate !== 'string' || !/^[_A-Za-z][_0-9A-Za-z]*\.[_A-Za-z][_0-9A-Za-z]*$/.test(coordinate)) {
+    throw invalidArgument('coordinate', coordinate, 'a field coordinate such as "Query.user"');
+  }
+  const { identity, args = {}, session, keyPrefix = DEFAULT_KEY_PREFIX } = options;
+  const encoded = canonicalArgs(args);
+  if (encoded === undefined) throw invalidOption('args', args, 'arguments that can be keyed (see canonicalArgs)');
+  let id: string | undefined;
+  if (identity !== undefined) {
+    id = identityString(identity);
+    if (id === undefined) throw invalidOption('identity', identity, 'a non-empty string or a finite number');
+  }
+  return fieldKey(keyPrefix, coordinate, id, encoded, session);
 }

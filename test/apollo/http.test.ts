@@ -17,8 +17,10 @@ async function post(url: string, query: string, session?: string): Promise<{ dat
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (session !== undefined) headers['x-session'] = session;
   const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query }) });
-  expect(response.status).toBe(200);
-  return (await response.json()) as { data?: any };
+  const text = await response.text();
+  // Thrown with the body, so a failure under load says what the server answered.
+  if (response.status !== 200) throw new Error(`HTTP ${response.status} for ${query} (session ${session}): ${text.slice(0, 500)}`);
+  return JSON.parse(text) as { data?: any };
 }
 
 describe('over HTTP', () => {

@@ -2,7 +2,7 @@
 import { GraphQLError } from 'graphql';
 import { createCache } from '../../src/cache';
 import { manualClock } from '../../src/freshness';
-import { cachedDirectiveTransformer, cacheReport, herdcacheContext } from '../../src/graphql';
+import { cachedDirectiveTransformer, cachedFieldKey, cacheReport, herdcacheContext } from '../../src/graphql';
 import { memoryStore } from '../../src/stores/memory';
 import { asyncStore, deferred } from '../helpers';
 import { callCounter, makeSchema, run } from './fixtures';
@@ -194,6 +194,18 @@ describe('@cached: caching through the registry', () => {
     expect(plain.errors![0]!.message).toBe('plain failure');
     expect(plain.errors![0]!.originalError).toBeInstanceOf(Error);
     expect(counter.calls.broken).toBe(4);
+  });
+
+  it('cachedFieldKey names the key of a call, for invalidation after a write', async () => {
+    const { schema, cache, counter } = setup();
+    await run(schema, '{ user(id: "1") { name } users(ids: ["2"]) { score } search(first: 1, filter: { tag: "t" }) }');
+    await cache.invalidate([
+      cachedFieldKey('Query.user', { args: { id: '1' } }),
+      cachedFieldKey('User.score', { identity: 2 }),
+      cachedFieldKey('Query.search', { args: { filter: { tag: 't' }, first: 1 } }),
+    ]);
+    await run(schema, '{ user(id: "1") { name } users(ids: ["2"]) { score } search(first: 1, filter: { tag: "t" }) }');
+    expect(counter.calls).toEqual({ 'user:1': 2, 'score:2': 2, search: 2 });
   });
 
   it('caches null, not undefined', async () => {

@@ -1,5 +1,5 @@
 /** Keys that cannot collide: canonical arguments and the key layout. */
-import { canonicalArgs, fieldKey, identityString } from '../../src/graphql/keys';
+import { cachedFieldKey, canonicalArgs, fieldKey, identityString } from '../../src/graphql/keys';
 
 /** Same entries, keys inserted in reverse order, at every depth. */
 function reversed(value: unknown): unknown {
@@ -119,5 +119,19 @@ describe('identityString', () => {
     expect(identityString('1')).toBe('1');
     expect(identityString(12n)).toBe('12');
     for (const none of ['', NaN, undefined, null, {}, [], true]) expect(identityString(none)).toBeUndefined();
+  });
+});
+
+describe('cachedFieldKey', () => {
+  it('builds the keys the directive uses', () => {
+    expect(cachedFieldKey('Query.user', { args: { id: '1' } })).toBe('gql:Query.user:[null,{"id":"1"}]');
+    expect(cachedFieldKey('User.posts', { identity: 7, args: { first: 2 } })).toBe('gql:User.posts:["7",{"first":2}]');
+    expect(cachedFieldKey('Query.me', { session: 'u1', keyPrefix: 'v2:' })).toBe('v2:Query.me:[null,{},"u1"]');
+  });
+
+  it('refuses what would not name a key', () => {
+    expect(() => cachedFieldKey('user')).toThrow(/argument "coordinate"/);
+    expect(() => cachedFieldKey('Query.user', { args: { m: new Map() } })).toThrow(/option "args"/);
+    expect(() => cachedFieldKey('User.posts', { identity: '' })).toThrow(/option "identity"/);
   });
 });
