@@ -27,3 +27,32 @@ export type {
   LockOptions,
   MetricsSnapshot,
 } from './types';
+export {
+  cachedDirectiveTypeDefs,
+  cachedDirectiveTransformer,
+  cachedFieldKey,
+  canonicalArgs,
+  DEFAULT_KEY_PREFIX,
+  herdcacheContext,
+  requestScope,
+  cacheReport,
+  type BypassReason,
+  type CacheReport,
+  type CacheReportCounters,
+  type CacheScope,
+  type CachedDirectiveOptions,
+  type CachedFieldKeyOptions,
+  type HerdcacheContext,
+  type HerdcacheContextOptions,
+  type OperationCache,
+  type ScopedLoaders,
+} from './graphql';
+export { herdcachePlugin, type HerdcachePluginOptions } from './apollo/plugin';
+export {
+  prometheusMetrics,
+  HerdcacheMetrics,
+  COUNTER_METRICS,
+  FILL_DURATION_METRIC,
+  DEFAULT_MAX_OPERATION_LABELS,
+  type PrometheusMetricsOptions,
+} from './prometheus';
