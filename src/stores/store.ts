@@ -46,6 +46,13 @@ export interface StoreReporter {
   encodeError(key: string, error: unknown): void;
   /** A stored entry could not be decoded (garbage, foreign format, old version): read as a miss. */
   decodeError(key: string, error: unknown): void;
+  /**
+   * Another process invalidated `keys`, `tags`, or everything (`all`), as far as this store can
+   * tell (tieredStore hears it over pub/sub, milliseconds after the fact). A registry that
+   * implements it abandons its fills of those keys and tags in flight, as it does for its own
+   * invalidations, so a caller arriving after the news does not join a fill that started before it.
+   */
+  remoteInvalidation?(keys: readonly string[], tags: readonly string[], all: boolean): void;
 }
 
 export interface Store {
@@ -56,6 +63,12 @@ export interface Store {
    * and without allocating a promise chain; the registry still batches misses.
    */
   getSync?(key: string): Entry | undefined;
+  /**
+   * `false` when getSync sees only part of the store (tieredStore: its in-process L1), so a getSync
+   * miss must still be read with getMany before anything is filled. Default true: a getSync miss
+   * is a miss of the store.
+   */
+  readonly getSyncComplete?: boolean;
   /** Reads many keys at once (Redis: one MGET). Result is aligned with `keys`. */
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]>;
   /** Writes many entries at once (Redis: one pipeline with PX expiry). */

@@ -1,0 +1,95 @@
+/**
+ * What the tiered store's replicas tell each other, and how a replica keeps an L2 read from
+ * undoing a change it heard about while the read was in flight.
+ *
+ * Messages are JSON, small on purpose: who sent it, what kind of change, and the keys or tags; never
+ * values. `{"from":"9f…","op":"set","keys":["user:1"]}`, `{"from":…,"op":"delete","keys":[…]}`,
+ * `{"from":…,"op":"tags","tags":["User:1"]}`, `{"from":…,"op":"clear"}`. "set" and "delete" both
+ * drop L1 copies; they differ for the registry: a delete is an invalidation (fills of the key in
+ * flight are stale), a set is not.
+ */
+import type { Entry } from '../freshness';
+
+export type Change =
+  | { readonly op: 'set'; readonly keys: readonly string[] }
+  | { readonly op: 'delete'; readonly keys: readonly string[] }
+  | { readonly op: 'tags'; readonly tags: readonly string[] }
+  | { readonly op: 'clear' };
+
+export interface Message {
+  readonly from: string;
+  readonly change: Change;
+}
+
+export function encodeMessage(from: string, change: Change): string {
+  return JSON.stringify({ from, ...change });
+}
+
+/** The message, or undefined when it is not one this version of herdcache understands. */
+export function decodeMessage(raw: string): Message | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object') return undefined;
+  const { from, op, keys, tags } = parsed as { from?: unknown; op?: unknown; keys?: unknown; tags?: unknown };
+  if (typeof from !== 'string') return undefined;
+  if ((op === 'set' || op === 'delete') && isStrings(keys)) return { from, change: { op, keys } };
+  if (op === 'tags' && isStrings(tags)) return { from, change: { op, tags } };
+  if (op === 'clear') return { from, change: { op } };
+  return undefined;
+}
+
+function isStrings(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
+}
+
+/**
+ * The changes seen while one L2 call was in flight (a read, a write, a lock attempt). Its results
+ * become L1 copies only for keys and tags nothing touched meanwhile: a change heard over pub/sub, or
+ * a write or invalidation issued here after the call (which the call's answer predates).
+ * Windows live only as long as their call (plus a tag check): their number is bounded by the calls
+ * in flight, and what they record by the changes heard in that time.
+ */
+export class ChangeWindow {
+  /** When the call was issued: an L1 copy made from its answer lives until start + l1Ttl. */
+  readonly start: number;
+  #all = false;
+  #keys: Set<string> | undefined;
+  #tags: Set<string> | undefined;
+
+  constructor(start: number) {
+    this.start = start;
+  }
+
+  dropKeys(keys: readonly string[]): void {
+    if (this.#all) return;
+    const set = (this.#keys ??= new Set());
+    for (const key of keys) set.add(key);
+  }
+
+  dropTags(tags: readonly string[]): void {
+    if (this.#all) return;
+    const set = (this.#tags ??= new Set());
+    for (const tag of tags) set.add(tag);
+  }
+
+  dropAll(): void {
+    this.#all = true;
+    this.#keys = undefined;
+    this.#tags = undefined;
+  }
+
+  /** Whether `key` (with `entry`'s tags) may be copied into L1 from this call's answer. */
+  allows(key: string, entry: Entry | undefined): boolean {
+    if (this.#all) return false;
+    if (this.#keys?.has(key)) return false;
+    const tags = this.#tags;
+    if (tags !== undefined && entry?.tags !== undefined) {
+      for (const tag of entry.tags) if (tags.has(tag)) return false;
+    }
+    return true;
+  }
+}

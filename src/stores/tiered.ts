@@ -1,0 +1,489 @@
+/**
+ * The tiered store: an in-process L1 (a memoryStore) in front of the shared Redis L2, kept coherent
+ * across replicas over Redis pub/sub.
+ *
+ * An L1 hit is a map lookup: no round trip, no serialization, no promise (getSync). What the L1
+ * holds is only ever a copy of what L2 held or confirmed, and for at most `l1Ttl`:
+ * - every write, delete, tag invalidation and clear goes to L2 first, then is PUBLISHed on the
+ *   channel; every other replica drops its L1 copies of those keys (or tags, or everything);
+ * - a copy enters L1 only if nothing touching its key or tags happened while it was read (a
+ *   message from another replica, or a write/invalidation issued here), and, for a tagged value,
+ *   only after its tag versions were found current in L2. Without that, an L2 read racing an
+ *   invalidation could put back the very value the invalidation removed, and the registry does not
+ *   check tags on the synchronous path;
+ * - a replica that is not subscribed (subscriber connection closed, reconnecting) cannot hear the
+ *   others, so it empties its L1 when it loses the subscription and again when it has it back, and
+ *   in between keeps copies for at most l1Ttl. A failed PUBLISH empties the publisher's L1 too: the
+ *   failure says its connection to Redis is in trouble, so it is likely deaf as well.
+ *
+ * Staleness, in one line: an L1 copy is dropped within the pub/sub delivery time of a change made on
+ * any replica, and is never older than l1Ttl whatever happens to pub/sub.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { HerdcacheError, invalidOption } from '../errors';
+import type { Clock, Entry } from '../freshness';
+import { MemoryStore, memoryStore } from './memory';
+import type { RedisStore } from './redis';
+import { ChangeWindow, decodeMessage, encodeMessage, type Change } from './tiered-bus';
+import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
+
+export interface TieredStoreOptions {
+  /** The shared tier: a redisStore. Its client also publishes the invalidation messages. */
+  l2: RedisStore;
+  /**
+   * A connection of its own for SUBSCRIBE (a subscribed connection can run nothing else): pass
+   * `client.duplicate()`. Owned by the user: the store subscribes and unsubscribes, never quits it.
+   */
+  subscriber: Redis | Cluster;
+  /** The in-process tier. Default `memoryStore()` (10000 entries, LRU). */
+  l1?: MemoryStore;
+  /** Longest an L1 copy is kept, in ms, whether or not pub/sub works. Default 5000. */
+  l1Ttl?: number;
+  /** Pub/sub channel shared by the replicas of one cache. Default: the L2 prefix + "invalidate". */
+  channel?: string;
+  /** Time source for l1Ttl and for freshness checks of L1 copies: pass the registry's clock. Default Date.now. */
+  clock?: Pick<Clock, 'now'>;
+}
+
+export interface TieredStats {
+  /** Whether this replica currently hears the others (SUBSCRIBE confirmed since the last drop). */
+  readonly subscribed: boolean;
+  /** Entries in L1 (some may be past l1Ttl, dropped when next read). */
+  readonly l1Size: number;
+  /** Messages this replica published, and PUBLISH calls that failed. */
+  readonly published: number;
+  readonly publishFailures: number;
+  /** Messages from other replicas applied (this replica's own are ignored, not counted). */
+  readonly received: number;
+  /** Times the whole L1 was emptied: subscription lost or regained, publish failed, clear, unreadable message. */
+  readonly l1Clears: number;
+  /** L2 entries copied into L1, and copies refused (key or tags changed meanwhile, tag versions not current). */
+  readonly promoted: number;
+  readonly refused: number;
+}
+
+export interface TieredStore extends Store {
+  readonly name: 'tiered';
+  readonly lock: FillLock;
+  readonly getSyncComplete: false;
+  getSync(key: string): Entry | undefined;
+  tagVersions(tags: readonly string[]): Promise<number[]>;
+  invalidateTags(tags: readonly string[]): Promise<void>;
+  bind(reporter: StoreReporter): void;
+  /** Unsubscribes and stops listening; leaves both connections open (they are the user's). */
+  close(): Promise<void>;
+  /** Whether this replica currently hears the others. */
+  readonly subscribed: boolean;
+  stats(): TieredStats;
+}
+
+export const TIERED_DEFAULT_L1_TTL = 5000;
+
+/** An L1 copy: the entry as L2 had it, plus when the copy must be dropped. */
+type L1Entry = Entry & { readonly l1Until: number };
+
+interface Candidate {
+  readonly key: string;
+  readonly entry: Entry;
+}
+
+export function tieredStore(options: TieredStoreOptions): TieredStore {
+  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with "l2" and "subscriber"');
+  const { l2, subscriber, l1Ttl = TIERED_DEFAULT_L1_TTL, clock } = options;
+  const l2Like = l2 as Partial<RedisStore> | null | undefined;
+  if (l2Like === null || typeof l2Like !== 'object' || typeof l2Like.publish !== 'function' || typeof l2Like.tagVersions !== 'function' || l2Like.lock === undefined) {
+    throw invalidOption('l2', l2, 'a redisStore(...)');
+  }
+  const sub = subscriber as Partial<Redis> | null | undefined;
+  if (sub === null || typeof sub !== 'object' || typeof sub.subscribe !== 'function' || typeof sub.on !== 'function') {
+    throw invalidOption('subscriber', subscriber, 'an ioredis client of its own (client.duplicate())');
+  }
+  if (subscriber === l2.client) {
+    throw invalidOption('subscriber', subscriber, "a connection of its own, not the L2 client (a subscribed connection can run nothing else): pass client.duplicate()");
+  }
+  const l1 = options.l1 ?? memoryStore();
+  if (!(l1 instanceof MemoryStore)) throw invalidOption('l1', l1, 'a memoryStore(...)');
+  if (typeof l1Ttl !== 'number' || !(l1Ttl > 0) || !Number.isFinite(l1Ttl)) throw invalidOption('l1Ttl', l1Ttl, 'a finite number of milliseconds > 0');
+  const channel = options.channel ?? `${l2.prefix}invalidate`;
+  if (typeof channel !== 'string' || channel.length === 0) throw invalidOption('channel', channel, 'a non-empty string');
+  if (clock !== undefined && typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
+  return new TieredStoreImpl(l1, l2, subscriber, channel, l1Ttl, clock === undefined ? Date.now : () => clock.now());
+}
+
+class TieredStoreImpl implements TieredStore {
+  readonly name = 'tiered' as const;
+  readonly getSyncComplete = false as const;
+  readonly lock: FillLock;
+  readonly #l1: MemoryStore;
+  readonly #l2: RedisStore;
+  readonly #subscriber: Redis | Cluster;
+  readonly #channel: string;
+  readonly #l1Ttl: number;
+  readonly #now: () => number;
+  /** Tells this replica's messages from the others' (and lets it ignore its own). */
+  readonly #id = randomBytes(8).toString('hex');
+  /** Reads and writes of L2 in flight whose results may become L1 copies. */
+  readonly #windows = new Set<ChangeWindow>();
+  #reporter: StoreReporter | undefined;
+  #subscribed = false;
+  #subscribeAttempt = 0;
+  #closed = false;
+  #published = 0;
+  #publishFailures = 0;
+  #received = 0;
+  #l1Clears = 0;
+  #promoted = 0;
+  #refused = 0;
+
+  readonly #onMessage = (channel: string, message: string): void => {
+    if (channel === this.#channel && !this.#closed) this.#apply(message);
+  };
+
+  readonly #onLost = (): void => {
+    this.#subscribed = false;
+    this.#subscribeAttempt++;
+    this.#clearLocal();
+  };
+
+  readonly #onReady = (): void => {
+    this.#subscribe();
+  };
+
+  constructor(l1: MemoryStore, l2: RedisStore, subscriber: Redis | Cluster, channel: string, l1Ttl: number, now: () => number) {
+    this.#l1 = l1;
+    this.#l2 = l2;
+    this.#subscriber = subscriber;
+    this.#channel = channel;
+    this.#l1Ttl = l1Ttl;
+    this.#now = now;
+    const inner = l2.lock;
+    this.lock = {
+      acquire: (keys, token, ttlMs) => this.#acquire(inner, keys, token, ttlMs),
+      writeAndRelease: (writes, token) => this.#writeAndRelease(inner, writes, token),
+      release: (keys, token) => inner.release(keys, token),
+    };
+    subscriber.on('message', this.#onMessage);
+    subscriber.on('close', this.#onLost);
+    subscriber.on('end', this.#onLost);
+    subscriber.on('ready', this.#onReady);
+    this.#subscribe();
+  }
+
+  get subscribed(): boolean {
+    return this.#subscribed;
+  }
+
+  stats(): TieredStats {
+    return {
+      subscribed: this.#subscribed,
+      l1Size: this.#l1.size,
+      published: this.#published,
+      publishFailures: this.#publishFailures,
+      received: this.#received,
+      l1Clears: this.#l1Clears,
+      promoted: this.#promoted,
+      refused: this.#refused,
+    };
+  }
+
+  bind(reporter: StoreReporter): void {
+    this.#reporter = reporter;
+    this.#l2.bind(reporter);
+  }
+
+  // ── reads ──────────────────────────────────────────────────────────────────────────────
+
+  getSync(key: string): Entry | undefined {
+    const copy = this.#l1.getSync(key) as L1Entry | undefined;
+    if (copy === undefined) return undefined;
+    if (this.#now() < copy.l1Until) return copy;
+    void this.#l1.delete([key]);
+    return undefined;
+  }
+
+  /** Fresh L1 copies answer; the rest is one L2 read (MGET), whose hits are copied into L1. */
+  async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
+    const n = keys.length;
+    const out = new Array<Entry | undefined>(n);
+    const now = this.#now();
+    const l1 = this.#l1;
+    let missing: number[] | undefined;
+    for (let i = 0; i < n; i++) {
+      const copy = l1.getSync(keys[i]!) as L1Entry | undefined;
+      // A stale copy is not answered from L1: another replica may have refreshed it in L2.
+      if (copy !== undefined && now < copy.l1Until && now < copy.freshUntil) out[i] = copy;
+      else (missing ??= []).push(i);
+    }
+    if (missing === undefined) return out;
+    const asked = missing.length === n ? keys : missing.map((i) => keys[i]!);
+    const window = this.#open(now);
+    let found: (Entry | undefined)[];
+    try {
+      found = await this.#l2.getMany(asked);
+    } catch (error) {
+      this.#windows.delete(window);
+      throw error;
+    }
+    const candidates: Candidate[] = [];
+    const gone: string[] = [];
+    for (let j = 0; j < asked.length; j++) {
+      const entry = found[j];
+      out[missing[j]!] = entry;
+      if (entry !== undefined) candidates.push({ key: asked[j]!, entry });
+      else if (window.allows(asked[j]!, undefined)) gone.push(asked[j]!);
+    }
+    // L2 has nothing: an L1 copy left (expired there, evicted) cannot be more right than L2.
+    if (gone.length > 0) void l1.delete(gone);
+    this.#promote(window, candidates);
+    return out;
+  }
+
+  tagVersions(tags: readonly string[]): Promise<number[]> {
+    return this.#l2.tagVersions(tags);
+  }
+
+  // ── writes and invalidations: L2 first, then L1, then the other replicas ─────────────────
+
+  async setMany(writes: readonly StoreWrite[]): Promise<void> {
+    if (writes.length === 0) return;
+    const keys = writes.map((write) => write.key);
+    const window = this.#beforeWrite(keys);
+    try {
+      await this.#l2.setMany(writes);
+    } catch (error) {
+      this.#windows.delete(window);
+      throw error;
+    }
+    this.#promote(window, writes);
+    await this.#publish({ op: 'set', keys });
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    this.#dropKeys(keys);
+    await this.#l2.delete(keys);
+    await this.#publish({ op: 'delete', keys });
+  }
+
+  /** Bumps the tags in L2, drops this replica's tagged copies (L1 tag index), tells the others. */
+  async invalidateTags(tags: readonly string[]): Promise<void> {
+    if (tags.length === 0) return;
+    this.#dropTags(tags);
+    await this.#l2.invalidateTags(tags);
+    await this.#publish({ op: 'tags', tags });
+  }
+
+  async clear(): Promise<void> {
+    this.#clearLocal();
+    await this.#l2.clear();
+    await this.#publish({ op: 'clear' });
+  }
+
+  async #acquire(inner: FillLock, keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
+    const window = this.#open(this.#now());
+    let attempts: LockAttempt[];
+    try {
+      attempts = await inner.acquire(keys, token, ttlMs);
+    } catch (error) {
+      this.#windows.delete(window);
+      throw error;
+    }
+    // The re-check read is an L2 read like any other: what it found may be copied into L1.
+    const candidates: Candidate[] = [];
+    for (let i = 0; i < attempts.length; i++) {
+      const entry = attempts[i]!.entry;
+      if (entry !== undefined) candidates.push({ key: keys[i]!, entry });
+    }
+    this.#promote(window, candidates);
+    return attempts;
+  }
+
+  async #writeAndRelease(inner: FillLock, writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
+    if (writes.length === 0) return [];
+    const window = this.#beforeWrite(writes.map((write) => write.key));
+    let landed: boolean[];
+    try {
+      landed = await inner.writeAndRelease(writes, token);
+    } catch (error) {
+      this.#windows.delete(window);
+      throw error;
+    }
+    // A fenced-out write (lock expired, or removed by an invalidation) is not copied or announced.
+    const written = writes.filter((_, i) => landed[i] === true);
+    this.#promote(window, written);
+    if (written.length > 0) await this.#publish({ op: 'set', keys: written.map((write) => write.key) });
+    return landed;
+  }
+
+  /**
+   * A write issued here supersedes the L1 copies of its keys (older), and whatever L2 reads in
+   * flight will answer for them (issued before it): both are dropped. Returns the write's window.
+   */
+  #beforeWrite(keys: readonly string[]): ChangeWindow {
+    this.#dropKeys(keys);
+    return this.#open(this.#now());
+  }
+
+  // ── L1 copies ──────────────────────────────────────────────────────────────────────────
+
+  #open(now: number): ChangeWindow {
+    const window = new ChangeWindow(now);
+    this.#windows.add(window);
+    return window;
+  }
+
+  /**
+   * Copies L2 entries into L1, unless their key or tags changed while they were read. A tagged
+   * entry is copied only once its recorded tag versions are found current (one more MGET, off the
+   * caller's path): it may have been written by a fill that raced an invalidateTags, and would be
+   * served from L1 without the check the registry makes on L2 reads. Closes the window.
+   */
+  #promote(window: ChangeWindow, candidates: readonly Candidate[]): void {
+    const now = this.#now();
+    const untagged: Candidate[] = [];
+    let tagged: Candidate[] | undefined;
+    for (const candidate of candidates) {
+      const entry = candidate.entry;
+      if (!(now < entry.staleUntil)) continue;
+      if (entry.tags === undefined || entry.tags.length === 0) untagged.push(candidate);
+      else if (entry.tagVersions !== undefined && entry.tagVersions.length === entry.tags.length) (tagged ??= []).push(candidate);
+    }
+    this.#copy(window, untagged);
+    if (tagged === undefined) {
+      this.#windows.delete(window);
+      return;
+    }
+    const checked = tagged;
+    const tags = [...new Set(checked.flatMap((candidate) => candidate.entry.tags!))];
+    this.#l2.tagVersions(tags).then(
+      (versions) => {
+        const current = new Map<string, number>();
+        for (let i = 0; i < tags.length; i++) current.set(tags[i]!, versions[i]!);
+        const valid = checked.filter(({ entry }) => entry.tags!.every((tag, i) => current.get(tag) === entry.tagVersions![i]));
+        this.#refused += checked.length - valid.length;
+        this.#copy(window, valid);
+        this.#windows.delete(window);
+      },
+      () => {
+        // Versions unknown: no copy. The next read goes to L2 again.
+        this.#refused += checked.length;
+        this.#windows.delete(window);
+      },
+    );
+  }
+
+  #copy(window: ChangeWindow, candidates: readonly Candidate[]): void {
+    if (candidates.length === 0 || this.#closed) return;
+    const until = window.start + this.#l1Ttl;
+    const copies: StoreWrite[] = [];
+    for (const { key, entry } of candidates) {
+      if (!window.allows(key, entry)) {
+        this.#refused++;
+        continue;
+      }
+      const copy: L1Entry = { ...entry, l1Until: until };
+      copies.push({ key, entry: copy, ttl: this.#l1Ttl });
+    }
+    this.#promoted += copies.length;
+    if (copies.length > 0) void this.#l1.setMany(copies);
+  }
+
+  #dropKeys(keys: readonly string[]): void {
+    void this.#l1.delete(keys);
+    for (const window of this.#windows) window.dropKeys(keys);
+  }
+
+  #dropTags(tags: readonly string[]): void {
+    void this.#l1.invalidateTags(tags);
+    for (const window of this.#windows) window.dropTags(tags);
+  }
+
+  #clearLocal(): void {
+    this.#l1Clears++;
+    void this.#l1.clear();
+    for (const window of this.#windows) window.dropAll();
+  }
+
+  // ── pub/sub ────────────────────────────────────────────────────────────────────────────
+
+  /** Sent after L2 confirmed the change: a replica that drops its copy and re-reads L2 sees it. */
+  async #publish(change: Change): Promise<void> {
+    try {
+      await this.#l2.publish(this.#channel, encodeMessage(this.#id, change));
+      this.#published++;
+    } catch (error) {
+      this.#publishFailures++;
+      this.#clearLocal();
+      throw new HerdcacheError('E_STORE_ERROR', `herdcache: tiered store could not publish the ${change.op} to other replicas (their L1 copies live at most l1Ttl): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
+
+  #apply(raw: string): void {
+    const message = decodeMessage(raw);
+    if (message !== undefined && message.from === this.#id) return;
+    this.#received++;
+    // Unreadable (another version of herdcache, a stranger on the channel): assume the worst.
+    const change: Change = message?.change ?? { op: 'clear' };
+    switch (change.op) {
+      case 'set':
+        this.#dropKeys(change.keys);
+        return;
+      case 'delete':
+        this.#dropKeys(change.keys);
+        this.#tellRegistry(change.keys, [], false);
+        return;
+      case 'tags':
+        this.#dropTags(change.tags);
+        this.#tellRegistry([], change.tags, false);
+        return;
+      case 'clear':
+        this.#clearLocal();
+        this.#tellRegistry([], [], true);
+        return;
+    }
+  }
+
+  #tellRegistry(keys: readonly string[], tags: readonly string[], all: boolean): void {
+    try {
+      this.#reporter?.remoteInvalidation?.(keys, tags, all);
+    } catch {
+      // The registry's hook must not stop this replica from applying the next message.
+    }
+  }
+
+  /**
+   * (Re)subscribes; on confirmation, empties L1: copies made while this replica was deaf may have
+   * missed a drop. Called at creation and on every 'ready' of the subscriber (ioredis resubscribes
+   * by itself too; one more SUBSCRIBE is harmless and tells us when it took effect).
+   */
+  #subscribe(): void {
+    if (this.#closed) return;
+    const attempt = ++this.#subscribeAttempt;
+    (this.#subscriber as Redis).subscribe(this.#channel).then(
+      () => {
+        if (this.#closed || attempt !== this.#subscribeAttempt) return;
+        this.#subscribed = true;
+        this.#clearLocal();
+      },
+      () => {
+        // Still deaf: L1 copies stay bounded by l1Ttl; the next 'ready' tries again.
+      },
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#subscribed = false;
+    const subscriber = this.#subscriber;
+    subscriber.off('message', this.#onMessage);
+    subscriber.off('close', this.#onLost);
+    subscriber.off('end', this.#onLost);
+    subscriber.off('ready', this.#onReady);
+    this.#clearLocal();
+    if (subscriber.status !== 'ready') return;
+    // Bounded: a close must not hang on a connection that stopped answering.
+    await Promise.race([(subscriber as Redis).unsubscribe(this.#channel).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+  }
+}
