@@ -118,10 +118,12 @@ export interface HerdcacheOptions extends Freshness {
   readonly store?: Store;
   /** Default: a loader read through a request scope per request. */
   readonly api?: 'scopes' | 'getOrCompute';
+  /** Probabilistic early refresh (XFetch), beta 1. */
+  readonly earlyRefresh?: boolean;
 }
 
 export function herdcache(db: SlowDb, options: HerdcacheOptions = {}): Contender {
-  const cache = createCache({ store: options.store, ttl: options.ttlMs ?? HOUR, swr: options.swrMs });
+  const cache = createCache({ store: options.store, ttl: options.ttlMs ?? HOUR, swr: options.swrMs, earlyRefresh: options.earlyRefresh });
   if (options.api === 'getOrCompute') {
     const load: Load = (id) => cache.getOrCompute(id, () => db.get(id));
     return { system: 'herdcache', label: 'cache.getOrCompute(key, fill)', request: () => load, cache, close: () => cache.close() };
