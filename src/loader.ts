@@ -6,7 +6,8 @@
  * contract of `batch` is DataLoader's: same length and order as the keys; an `Error` at a
  * position fails that key only.
  */
-import type { Cache, Item, Source } from './cache';
+import type { Cache } from './cache';
+import type { Item, Source } from './pipeline';
 import { HerdcacheError, describe, invalidOption } from './errors';
 import { Failure, asError } from './flight';
 import type { Sink } from './metrics';

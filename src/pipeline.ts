@@ -1,0 +1,341 @@
+/**
+ * The miss pipeline: what happens to the keys missed in one tick, after the registry has put
+ * each in a flight. One store read for all of them (the double-check), then, for what is still
+ * missing, the fill locks in one call, the user's functions for exactly the keys this process
+ * won, and the fenced write. Every store call is bounded by the store and never fails a load:
+ * a failure is counted and the value is computed.
+ */
+import { Failure, FillRun, type Flight, type FlightTable, asError } from './flight';
+import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly } from './freshness';
+import type { CounterName, Sink } from './metrics';
+import { DEFAULTS, type LockTiming, type Policy } from './options';
+import type { LockAttempt, Store, StoreWrite } from './stores/store';
+import type { CacheHooks, Counters, Fill } from './types';
+
+/** One key waiting to be read, locked or filled. */
+export interface Item {
+  readonly source: Source;
+  readonly key: string;
+  readonly flight: Flight;
+  /** What the source's fill needs for this key: the loader's own key, or the getOrCompute fill. */
+  readonly arg: unknown;
+  readonly policy: Policy;
+  /** The request scope of the caller that started the flight: fills are attributed to it. */
+  readonly sink: Sink | undefined;
+  /** For a background refresh: freshUntil of the entry it replaces (a newer entry ends it). */
+  readonly replaces?: number;
+  /** Tags of the value (loader `tags(key)`, or getOrCompute's `tags`). */
+  readonly tags: readonly string[] | undefined;
+  /** On a tag-versioned store: the tags' versions read before the fill, aligned with `tags`. */
+  versions?: readonly number[];
+}
+
+/** Something that computes values: a loader, or getOrCompute. */
+export interface Source {
+  readonly name: string;
+  readonly counters: Counters;
+  /** Splits the items to fill into calls of the user's function (batches, or one per key). */
+  groups(items: Item[]): Item[][];
+  /** Runs one call; returns per item a value, `undefined` (nothing to cache), or a Failure. */
+  run(items: Item[], signal: AbortSignal): Promise<unknown[]>;
+  /** Tags of the value for `arg` (a loader's tags option); computed on a miss only. */
+  tagsOf?(arg: unknown): readonly string[] | undefined;
+}
+
+/** What the pipeline needs from the registry that owns it. */
+export interface PipelineHost {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly flights: FlightTable;
+  readonly timing: LockTiming;
+  /** Unique per registry: fill-lock tokens are this plus a sequence number. */
+  readonly tokenPrefix: string;
+  /** Where failures of store calls that concern no source are counted. */
+  readonly fallback: Counters;
+  record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void;
+  count(source: Source, counter: CounterName, sink: Sink | undefined): void;
+  hook<N extends 'onFill' | 'onStoreError'>(name: N, ...args: Parameters<NonNullable<CacheHooks[N]>>): void;
+  refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void;
+}
+
+export class FillPipeline {
+  readonly #host: PipelineHost;
+  readonly #store: Store;
+  readonly #getSync: ((key: string) => Entry | undefined) | undefined;
+  readonly #clock: Clock;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #flights: FlightTable;
+  readonly #timing: LockTiming;
+  readonly #tokenPrefix: string;
+  #tokenSeq = 0;
+
+  constructor(host: PipelineHost) {
+    this.#host = host;
+    this.#store = host.store;
+    this.#getSync = host.store.getSync?.bind(host.store);
+    this.#clock = host.clock;
+    this.#sleep = host.sleep;
+    this.#flights = host.flights;
+    this.#timing = host.timing;
+    this.#tokenPrefix = host.tokenPrefix;
+  }
+
+  /**
+   * One dispatch: the keys missed in this tick by every loader and getOrCompute, read in one
+   * store call (the double-check: a value written since the caller's own read is not
+   * recomputed), then locked in one call and filled, each source in its own batches.
+   */
+  async dispatch(queued: Item[]): Promise<void> {
+    const items = queued.filter((item) => !item.flight.abandoned);
+    if (items.length === 0) return;
+    const versioned = this.#store.tagVersions !== undefined && items.some((item) => item.tags !== undefined);
+    // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
+    // records them, so an invalidation landing during the fill makes its write a miss.
+    const [entries] = await Promise.all([this.#read(items), versioned ? this.#readTagVersions(items) : undefined]);
+    const now = this.#clock.now();
+    const toFill: Item[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const entry = entries[i];
+      const source = item.source;
+      if (item.flight.abandoned) continue;
+      if (entry !== undefined && usable(item, entry, now)) {
+        this.#settleFromStore(item, entry.value);
+        if (!item.flight.background) {
+          this.#host.record(source, 'hits', item.key, item.sink);
+          if (item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
+        }
+      } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry)) {
+        this.#host.record(source, 'staleServed', item.key, item.sink);
+        this.#settleFromStore(item, entry.value);
+        this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
+      } else {
+        if (!item.flight.background) this.#host.record(source, 'misses', item.key, item.sink);
+        toFill.push(item);
+      }
+    }
+    if (toFill.length === 0) return;
+    const locking = this.#store.lock !== undefined ? toFill.filter((item) => item.policy.lock) : [];
+    const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !item.policy.lock);
+    await Promise.all([this.#fill(unlocked, undefined), locking.length > 0 ? this.#lockAndFill(locking) : undefined]);
+  }
+
+  /** Sets each tagged item's `versions`; NaN where unknown (the store failed): never valid, never written. */
+  async #readTagVersions(items: Item[]): Promise<void> {
+    const unique = [...new Set(items.flatMap((item) => item.tags ?? []))];
+    const versions = await this.storeCall('tagVersions', () => this.#store.tagVersions!(unique), items);
+    const byTag = new Map<string, number>();
+    if (versions !== undefined) for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions[i]!);
+    for (const item of items) if (item.tags !== undefined) item.versions = item.tags.map((tag) => byTag.get(tag) ?? NaN);
+  }
+
+  async #read(items: Item[]): Promise<(Entry | undefined)[]> {
+    const getSync = this.#getSync;
+    if (getSync !== undefined) return items.map((item) => getSync(item.key));
+    const entries = await this.storeCall('getMany', () => this.#store.getMany(items.map((item) => item.key)), items);
+    return entries ?? [];
+  }
+
+  #settleFromStore(item: Item, value: unknown): void {
+    this.#flights.resolve(item.flight, value);
+  }
+
+  /**
+   * The distributed fill lock, seed 000's protocol: try the locks of every missing key in one
+   * call; keys won are filled and written fenced; keys held elsewhere are polled with capped
+   * exponential backoff (each poll re-reads and re-tries the lock) until the value appears,
+   * the lock is won, or lockWaitTimeout passes, after which the key is filled locally.
+   */
+  async #lockAndFill(items: Item[]): Promise<void> {
+    const lock = this.#store.lock!;
+    const token = `${this.#tokenPrefix}.${++this.#tokenSeq}`;
+    const { lockTtl, lockPollInterval, lockWaitTimeout } = this.#timing;
+    const deadline = this.#clock.now() + lockWaitTimeout;
+    const fills: Promise<void>[] = [];
+    let waiting = items;
+    let delay = lockPollInterval;
+    for (let attempt = 0; ; attempt++) {
+      const attempts = await this.storeCall('lock.acquire', () => lock.acquire(waiting.map((item) => item.key), token, lockTtl), waiting);
+      if (attempts === undefined) {
+        // The store is unreachable: fill without the lock rather than wait on it.
+        fills.push(this.#fill(waiting, undefined));
+        break;
+      }
+      const won: Item[] = [];
+      const release: string[] = [];
+      const next: Item[] = [];
+      const now = this.#clock.now();
+      for (let i = 0; i < waiting.length; i++) {
+        const item = waiting[i]!;
+        const source = item.source;
+        const result: LockAttempt | undefined = attempts[i];
+        if (result?.won) source.counters.lockAcquired++;
+        if (item.flight.abandoned) {
+          if (result?.won) release.push(item.key);
+        } else if (result?.entry !== undefined && usable(item, result.entry, now)) {
+          // Re-check after acquiring: another process wrote it since our read.
+          if (result.won) release.push(item.key);
+          this.#settleFromStore(item, result.entry.value);
+        } else if (result === undefined || result.won) {
+          won.push(item);
+        } else if (item.flight.background && result.entry !== undefined) {
+          // Another process refreshes this key: keep serving the stale value it replaces.
+          if (attempt === 0) this.#host.count(source, 'lockContended', item.sink);
+          this.#settleFromStore(item, result.entry.value);
+        } else {
+          if (attempt === 0) this.#host.count(source, 'lockContended', item.sink);
+          next.push(item);
+        }
+      }
+      if (release.length > 0) void this.storeCall('lock.release', () => lock.release(release, token), waiting);
+      if (won.length > 0) fills.push(this.#fill(won, token));
+      waiting = next;
+      if (waiting.length === 0) break;
+      const left = deadline - this.#clock.now();
+      if (left <= 0) {
+        // Bounded damage, never unavailability: stop waiting on the other process and fill here.
+        for (const item of waiting) this.#host.count(item.source, 'lockTimeouts', item.sink);
+        fills.push(this.#fill(waiting, undefined));
+        break;
+      }
+      // Never sleep past the deadline; the last poll lands on it.
+      await this.#sleep(Math.min(delay, left));
+      delay = Math.min(delay * 2, DEFAULTS.lockPollCap);
+      waiting = waiting.filter((item) => !item.flight.abandoned);
+      if (waiting.length === 0) break;
+    }
+    await Promise.all(fills);
+  }
+
+  /** Runs each source's function for its items (in its groups), writes what succeeded, settles all. */
+  async #fill(all: Item[], token: string | undefined): Promise<void> {
+    // A flight abandoned before its fill starts is not filled; its lock is released.
+    const items = all.filter((item) => !item.flight.abandoned);
+    if (token !== undefined && items.length < all.length) {
+      const lock = this.#store.lock!;
+      const dropped = all.filter((item) => item.flight.abandoned);
+      void this.storeCall('lock.release', () => lock.release(dropped.map((item) => item.key), token), dropped);
+    }
+    if (items.length === 0) return;
+    const bySource = new Map<Source, Item[]>();
+    for (const item of items) {
+      const list = bySource.get(item.source);
+      if (list === undefined) bySource.set(item.source, [item]);
+      else list.push(item);
+    }
+    const runs: Promise<void>[] = [];
+    for (const [source, list] of bySource) for (const group of source.groups(list)) runs.push(this.#fillGroup(source, group, token));
+    await Promise.all(runs);
+  }
+
+  async #fillGroup(source: Source, items: Item[], token: string | undefined): Promise<void> {
+    const run = new FillRun(items.length);
+    for (const item of items) item.flight.run = run;
+    const started = performance.now();
+    const startedAt = this.#clock.now();
+    let results: unknown[];
+    try {
+      results = await source.run(items, run.signal);
+    } catch (thrown) {
+      const failure = new Failure(asError(thrown));
+      results = items.map(() => failure);
+    }
+    const duration = performance.now() - started;
+    const now = this.#clock.now();
+    const writes: StoreWrite[] = [];
+    const release: string[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const result = results[i];
+      const failed = result instanceof Failure;
+      this.#host.count(source, failed ? 'fillFailures' : 'fills', item.sink);
+      this.#host.hook('onFill', item.key, source.name, duration, failed ? result.error : undefined);
+      if (item.flight.abandoned) {
+        // Invalidated or cleared while filling (or nobody wants it): the result may be stale.
+        if (token !== undefined) release.push(item.key);
+      } else if (failed) {
+        // Errors are never cached: the next caller retries.
+        if (token !== undefined) release.push(item.key);
+        this.#flights.fail(item.flight, result.error);
+      } else if (result === undefined) {
+        if (token !== undefined) release.push(item.key);
+        this.#flights.resolve(item.flight, undefined);
+      } else {
+        this.#flights.resolve(item.flight, result);
+        // Tags whose versions could not be read: the value is served but not cached.
+        if (item.versions !== undefined && item.versions.some(Number.isNaN)) {
+          if (token !== undefined) release.push(item.key);
+          continue;
+        }
+        const entry = makeEntry(result, now, item.policy, {
+          fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
+          tags: item.tags,
+          tagVersions: item.versions,
+        });
+        writes.push({ key: item.key, entry, ttl: physicalTtl(entry, now) });
+      }
+    }
+    const lock = this.#store.lock;
+    if (release.length > 0 && lock !== undefined && token !== undefined) {
+      void this.storeCall('lock.release', () => lock.release(release, token), items);
+    }
+    if (writes.length > 0) {
+      // Issued in the same synchronous step as the resolves above: a caller that misses the
+      // freed flight reads after this write (memory: applied already; Redis: same connection,
+      // commands in order). With a lock, the write lands only if our lock still stands.
+      if (lock !== undefined && token !== undefined) await this.storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items);
+      else await this.storeCall('setMany', () => this.#store.setMany(writes), items);
+    }
+  }
+
+  /**
+   * Calls the store; a failure is counted (once for each source it affected, or under
+   * getOrCompute for calls of no source) and reported, and the load goes on without it.
+   */
+  async storeCall<T>(operation: string, call: () => Promise<T>, affected?: Source | readonly Item[]): Promise<T | undefined> {
+    try {
+      return await call();
+    } catch (error) {
+      if (affected === undefined) this.#host.fallback.storeErrors++;
+      else if (!Array.isArray(affected)) (affected as Source).counters.storeErrors++;
+      else for (const source of new Set((affected as readonly Item[]).map((item) => item.source))) source.counters.storeErrors++;
+      this.#host.hook('onStoreError', error, operation);
+      return undefined;
+    }
+  }
+}
+
+/**
+ * Whether a stored entry answers this item: fresh, and for a background refresh newer than the
+ * entry it was started to replace (an early refresh must not stop at the still-fresh original).
+ */
+function usable(item: Item, entry: Entry, now: number): boolean {
+  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces) && tagsValid(item, entry);
+}
+
+/**
+ * On a tag-versioned store, an entry answers an item only if it carries the same tags at the
+ * versions just read; anything else (invalidated since, written before tags were set) is a miss.
+ */
+function tagsValid(item: Item, entry: Entry): boolean {
+  const versions = item.versions;
+  if (versions === undefined) return true; // no tags, or a store that enforces them itself
+  const tags = item.tags!;
+  const entryTags = entry.tags;
+  const entryVersions = entry.tagVersions;
+  if (entryTags === undefined || entryVersions === undefined || entryTags.length !== tags.length) return false;
+  for (let i = 0; i < tags.length; i++) {
+    if (entryTags[i] !== tags[i] || entryVersions[i] !== versions[i]) return false;
+  }
+  return true;
+}
+
+export async function runFill(item: Item, signal: AbortSignal): Promise<unknown[]> {
+  try {
+    const value = await (item.arg as Fill<unknown>)({ key: item.key, signal });
+    return [value];
+  } catch (thrown) {
+    return [new Failure(asError(thrown))];
+  }
+}
