@@ -71,8 +71,9 @@ export function controllableL2(l2: RedisStore) {
     failPublish: false,
   };
   const held = async <T>(pending: Promise<T>): Promise<T> => {
+    const hold = control.hold; // the gate in place when the call was made
     const value = await pending;
-    if (control.hold !== undefined) await control.hold;
+    if (hold !== undefined) await hold;
     return value;
   };
   // Delegation, not a prototype: the store's methods use private fields of the real instance.
