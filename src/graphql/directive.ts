@@ -1,5 +1,6 @@
 /**
- * The @cached(ttl:, swr:, scope:) schema transform, in plain graphql-js terms.
+ * The @cached(ttl:, swr:, scope:, tags:) schema transform, in plain graphql-js terms; it also
+ * installs @invalidates(tags:) on mutation fields (see ./invalidates).
  *
  * Every field carrying the directive gets its resolver wrapped: the call is keyed (type, field,
  * parent identity, canonical arguments, and the session for PRIVATE fields) and answered through
@@ -11,12 +12,14 @@
  * Only types are imported from graphql: the module loads without it (graphql is an optional peer),
  * and works on the schema object it is given, whichever copy of graphql built it.
  */
-import type { ConstArgumentNode, GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import type { ConstArgumentNode, ConstValueNode, GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../cache';
 import { HerdcacheError, describe, invalidOption } from '../errors';
 import type { GetOrComputeOptions } from '../types';
+import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKey, identityString } from './keys';
 import { type BypassReason, checkCache, operationOf } from './request';
+import { type TagTemplate, type TemplateSite, UnfilledTag, fillTags, templatesOf } from './tags';
 
 /** Who shares a value, as `enum CacheScope` in the SDL. */
 export type CacheScope = 'PUBLIC' | 'PRIVATE';
@@ -40,6 +43,14 @@ export interface CachedDirectiveOptions<TContext = any> {
   keyPrefix?: string;
   /** Called when a @cached field call is resolved without the cache (also counted as `bypassed`). */
   onBypass?: (coordinate: string, reason: BypassReason, context: TContext) => void;
+  /**
+   * Called when an @invalidates mutation could not invalidate everything it declares: a tag
+   * template without a value in this call (e.g. `{result.id}` of a null result), or
+   * cache.invalidateTags rejecting. The mutation still succeeds. Default: console.warn.
+   * (A store failure inside invalidateTags does not reach here: the registry counts it in
+   * `storeErrors` and calls `hooks.onStoreError(error, 'invalidateTags')`.)
+   */
+  onInvalidationError?: (coordinate: string, error: Error, context: TContext) => void;
 }
 
 /** What one field's directive says, validated, in milliseconds. */
@@ -47,27 +58,32 @@ interface FieldPolicy {
   readonly ttlMs: number;
   readonly swrMs: number;
   readonly scope: CacheScope;
+  /** `tags:` templates; undefined when none. */
+  readonly tags: readonly TagTemplate[] | undefined;
 }
 
 /** Resolvers this module installed: a second transform of the same schema would cache twice. */
 const installed = new WeakSet<GraphQLFieldResolver<unknown, unknown>>();
 
 /**
- * Wraps, in place, the resolver of every field of `schema` that carries @cached, and returns
- * `schema`. Throws at build time, naming the field, for: @cached on a Mutation or Subscription
- * field or on an interface field, a bad `ttl`/`swr`/`scope`, PRIVATE without the `sessionId`
- * option, an `identity` entry for a type the schema lacks, and a schema already transformed.
+ * Wraps, in place, the resolver of every field of `schema` that carries @cached or @invalidates,
+ * and returns `schema`. Throws at build time, naming the field, for: @cached on a Mutation or
+ * Subscription field or on an interface field, a bad `ttl`/`swr`/`scope`, PRIVATE without the
+ * `sessionId` option, @invalidates outside the Mutation type or without tags, an invalid tag
+ * template (see parseTagTemplate), tags on a store that cannot invalidate them, an `identity`
+ * entry for a type the schema lacks, and a schema already transformed.
  */
 export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, options: CachedDirectiveOptions): S {
   if (schema === null || typeof schema !== 'object' || typeof (schema as Partial<GraphQLSchema>).getTypeMap !== 'function') {
     throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: argument "schema" must be a GraphQLSchema, got ${describe(schema)}`);
   }
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache"');
-  const { cache, sessionId, identity = {}, keyPrefix = DEFAULT_KEY_PREFIX, onBypass } = options;
+  const { cache, sessionId, identity = {}, keyPrefix = DEFAULT_KEY_PREFIX, onBypass, onInvalidationError = warnInvalidationError } = options;
   checkCache(cache);
   if (sessionId !== undefined && typeof sessionId !== 'function') throw invalidOption('sessionId', sessionId, 'a function of the context');
   if (typeof keyPrefix !== 'string') throw invalidOption('keyPrefix', keyPrefix, 'a string');
   if (onBypass !== undefined && typeof onBypass !== 'function') throw invalidOption('onBypass', onBypass, 'a function');
+  if (typeof onInvalidationError !== 'function') throw invalidOption('onInvalidationError', onInvalidationError, 'a function');
   if (identity === null || typeof identity !== 'object') throw invalidOption('identity', identity, 'an object of type name → property name or function');
   const typeMap = schema.getTypeMap();
   for (const [typeName, id] of Object.entries(identity)) {
@@ -78,8 +94,9 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
   }
 
   const queryType = schema.getQueryType();
+  const mutationType = schema.getMutationType();
   const forbidden = new Map<unknown, string>([
-    [schema.getMutationType(), 'mutations change data and must run every time'],
+    [mutationType, 'mutations change data and must run every time'],
     [schema.getSubscriptionType(), 'subscription events are not cacheable'],
   ]);
   const plans: [GraphQLField<unknown, unknown>, () => GraphQLFieldResolver<unknown, unknown>][] = [];
@@ -89,7 +106,15 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
     const fields = (type as GraphQLObjectType | GraphQLInterfaceType).getFields();
     for (const field of Object.values(fields) as GraphQLField<unknown, unknown>[]) {
       const coordinate = `${type.name}.${field.name}`;
-      const policy = readDirective(field, coordinate);
+      const isRoot = type === queryType || type === mutationType;
+      const site = (directive: 'cached' | 'invalidates'): TemplateSite => ({ directive, coordinate, field, isRoot });
+      const invalidates = readInvalidates(field, coordinate, type === mutationType && kind === 'object', site('invalidates'), literal);
+      if (invalidates !== undefined) {
+        cache._checkTagsSupported(`@invalidates on ${coordinate}`);
+        checkNotInstalled(field, coordinate);
+        plans.push([field, () => invalidatingResolver(field.resolve ?? defaultFieldResolver, coordinate, invalidates, { cache, onInvalidationError })]);
+      }
+      const policy = readDirective(field, coordinate, site('cached'));
       if (policy === undefined) continue;
       const why = forbidden.get(type);
       if (why !== undefined) throw buildError(`@cached cannot be used on ${coordinate}: ${why}`);
@@ -99,12 +124,10 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       if (policy.scope === 'PRIVATE' && sessionId === undefined) {
         throw buildError(`@cached(scope: PRIVATE) on ${coordinate} needs the "sessionId" option (a function of the context returning the viewer's session id)`);
       }
-      if (field.resolve !== undefined && installed.has(field.resolve)) {
-        throw buildError(`${coordinate} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`);
-      }
-      const isRoot = type === queryType;
+      checkNotInstalled(field, coordinate);
       const id = identity[type.name];
       const identityOf = isRoot ? undefined : typeof id === 'function' ? id : propertyOf(typeof id === 'string' ? id : 'id');
+      if (policy.tags !== undefined) cache._checkTagsSupported(`@cached(tags:) on ${coordinate}`);
       plans.push([field, () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass })]);
     }
   }
@@ -115,6 +138,16 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
     field.resolve = resolve;
   }
   return schema;
+}
+
+function checkNotInstalled(field: GraphQLField<unknown, unknown>, coordinate: string): void {
+  if (field.resolve !== undefined && installed.has(field.resolve)) {
+    throw buildError(`${coordinate} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`);
+  }
+}
+
+function warnInvalidationError(_coordinate: string, error: Error): void {
+  console.warn(error.message);
 }
 
 interface WrapEnv {
@@ -130,8 +163,13 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   const resolve = field.resolve ?? defaultFieldResolver;
   const { cache, sessionId, identityOf, keyPrefix, onBypass } = env;
   const isPrivate = policy.scope === 'PRIVATE';
-  // One options object per field, made once: nothing is allocated for it per call.
-  const options: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
+  // One options object per field, made once: nothing is allocated for it per call (unless its
+  // tags depend on the call).
+  const base: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
+  const templates = policy.tags;
+  const staticTags = templates?.every((template) => template.placeholders.length === 0) ? (fillTags(templates, { args: undefined }) as string[]) : undefined;
+  const options: GetOrComputeOptions = staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags };
+  const dynamicTags = staticTags === undefined ? templates : undefined;
 
   // Resolved without the cache, and counted: never answered under a key that could be shared.
   const bypass = (parent: unknown, args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
@@ -154,13 +192,20 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     }
     const encodedArgs = canonicalArgs(args);
     if (encodedArgs === undefined) return bypass(parent, args, context, info, 'unkeyable_args');
+    let callOptions = options;
+    if (dynamicTags !== undefined) {
+      // Tagged wrongly, the value would survive the invalidation meant for it: not cached at all.
+      const tags = fillTags(dynamicTags, { args, parent });
+      if (tags instanceof UnfilledTag) return bypass(parent, args, context, info, 'no_tag_value');
+      if (tags.length > 0) callOptions = { ...options, tags };
+    }
     const operation = operationOf(context);
     const key = fieldKey(keyPrefix, coordinate, identity, encodedArgs, session);
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
     const fill = () => settleList(resolve(parent, args, context, info));
     const scoped = operation !== undefined && operation.cache === cache;
-    return scoped ? operation.scope.getOrCompute(key, fill, options) : cache.getOrCompute(key, fill, options);
+    return scoped ? operation.scope.getOrCompute(key, fill, callOptions) : cache.getOrCompute(key, fill, callOptions);
   };
 }
 
@@ -203,21 +248,23 @@ function kindOf(type: GraphQLNamedType | undefined): 'object' | 'interface' | un
  * Reads @cached from the field's SDL. SDL validation checks argument names and required ones but
  * not their values (`ttl: 1.5` and `ttl: "60"` build fine), so every value is checked here.
  */
-function readDirective(field: GraphQLField<unknown, unknown>, coordinate: string): FieldPolicy | undefined {
+function readDirective(field: GraphQLField<unknown, unknown>, coordinate: string, site: TemplateSite): FieldPolicy | undefined {
   const node = field.astNode?.directives?.find((directive) => directive.name.value === 'cached');
   if (node === undefined) return undefined;
   let ttl: number | undefined;
   let swr = 0;
   let scope: CacheScope = 'PUBLIC';
+  let tags: TagTemplate[] | undefined;
   for (const arg of node.arguments ?? []) {
     const name = arg.name.value;
     if (name === 'ttl') ttl = seconds(arg, coordinate, false);
     else if (name === 'swr') swr = (arg.value.kind as string) === 'NullValue' ? 0 : seconds(arg, coordinate, true);
     else if (name === 'scope') scope = scopeValue(arg, coordinate);
-    else throw buildError(`@cached on ${coordinate} has an unknown argument "${name}" (known: ttl, swr, scope)`);
+    else if (name === 'tags') tags = templatesOf(arg.value, site, literal);
+    else throw buildError(`@cached on ${coordinate} has an unknown argument "${name}" (known: ttl, swr, scope, tags)`);
   }
   if (ttl === undefined) throw buildError(`@cached on ${coordinate} needs ttl (seconds, a positive integer)`);
-  return { ttlMs: ttl * 1000, swrMs: swr * 1000, scope };
+  return { ttlMs: ttl * 1000, swrMs: swr * 1000, scope, tags: tags?.length === 0 ? undefined : tags };
 }
 
 function seconds(arg: ConstArgumentNode, coordinate: string, allowZero: boolean): number {
@@ -238,12 +285,13 @@ function scopeValue(arg: ConstArgumentNode, coordinate: string): CacheScope {
   throw buildError(`@cached(scope:) on ${coordinate} must be PUBLIC or PRIVATE, got ${literal(arg)}`);
 }
 
-/** The argument as written in the SDL (`1.5`, `"60"`, `-1`). */
-function literal(arg: ConstArgumentNode): string {
-  const loc = arg.value.loc;
+/** A value as written in the SDL (`1.5`, `"60"`, `-1`). */
+function literal(node: ConstArgumentNode | ConstValueNode): string {
+  const value = (node.kind as string) === 'Argument' ? (node as ConstArgumentNode).value : (node as ConstValueNode);
+  const loc = value.loc;
   if (loc !== undefined) return loc.source.body.slice(loc.start, loc.end);
-  const raw = (arg.value as { value?: unknown }).value;
-  return raw === undefined ? arg.value.kind : String(raw);
+  const raw = (value as { value?: unknown }).value;
+  return raw === undefined ? value.kind : String(raw);
 }
 
 function buildError(message: string): HerdcacheError {

@@ -22,7 +22,9 @@ export type BypassReason =
   /** A PRIVATE field in a request without a session. */
   | 'no_session'
   /** Arguments that cannot be encoded into a key without ambiguity (see canonicalArgs). */
-  | 'unkeyable_args';
+  | 'unkeyable_args'
+  /** A `tags:` placeholder had no value (null, undefined, an object…): the value could not be tagged rightly. */
+  | 'no_tag_value';
 
 /** The counters an operation reports (response extension, Prometheus), per source and in total. */
 export interface CacheReportCounters {
@@ -33,7 +35,7 @@ export interface CacheReportCounters {
   fills: number;
   fillFailures: number;
   lockContended: number;
-  /** @cached field calls resolved without the cache (no parent identity, no session, unkeyable args). */
+  /** @cached field calls resolved without the cache (no parent identity, no session, unkeyable args, a tag without value). */
   bypassed: number;
 }
 

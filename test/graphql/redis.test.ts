@@ -1,4 +1,4 @@
-/** @cached over the real Redis store: one read for a list's siblings, one resolver call across replicas. */
+/** @cached over the real Redis store: one read for a list's siblings, one resolver call across replicas, @invalidates across replicas. */
 import type Redis from 'ioredis';
 import { createCache } from '../../src/cache';
 import { cachedDirectiveTransformer, cacheReport, herdcacheContext } from '../../src/graphql';
@@ -81,5 +81,45 @@ describe('@cached on the Redis store', () => {
     const totals = contexts.map(({ ctx }) => cacheReport(ctx)!.total);
     expect(totals.reduce((n, t) => n + t.fills, 0)).toBe(1);
     expect(totals.reduce((n, t) => n + t.lockContended, 0)).toBe(1);
+  });
+
+  it('@invalidates on one replica makes the tagged @cached values a miss on another (tags in Redis)', async () => {
+    const prefix = randomPrefix('gql-invalidates');
+    const names: Record<string, string> = { u1: 'Ann', u2: 'Bob' };
+    const counter = callCounter();
+    const defs = `
+      type Query { user(id: ID!): Person @cached(ttl: 60, tags: ["User:{args.id}"]) }
+      type Person { id: ID!, name: String! }
+      type Mutation { rename(id: ID!, name: String!): Person @invalidates(tags: ["User:{result.id}"]) }
+    `;
+    const replicaOf = () => {
+      const cache = createCache({ store: redisStore({ client, prefix }) });
+      const schema = makeSchema(defs, {
+        Query: {
+          user: (_p, { id }) => {
+            counter.count(id);
+            return { id, name: names[id] };
+          },
+        },
+        Mutation: {
+          rename: (_p, { id, name }) => {
+            names[id] = name;
+            return { id, name };
+          },
+        },
+      });
+      cachedDirectiveTransformer(schema, { cache });
+      return schema;
+    };
+    const a = replicaOf();
+    const b = replicaOf();
+    const query = '{ a: user(id: "u1") { name } b: user(id: "u2") { name } }';
+    expect((await run(a, query)).data).toEqual({ a: { name: 'Ann' }, b: { name: 'Bob' } });
+    expect((await run(b, query)).data).toEqual({ a: { name: 'Ann' }, b: { name: 'Bob' } });
+    expect(counter.calls).toEqual({ u1: 1, u2: 1 });
+    expect((await run(b, 'mutation { rename(id: "u1", name: "Anna") { id } }')).data).toEqual({ rename: { id: 'u1' } });
+    expect((await run(a, query)).data).toEqual({ a: { name: 'Anna' }, b: { name: 'Bob' } });
+    expect((await run(b, query)).data).toEqual({ a: { name: 'Anna' }, b: { name: 'Bob' } });
+    expect(counter.calls).toEqual({ u1: 2, u2: 1 });
   });
 });

@@ -10,7 +10,7 @@ describe('cachedDirectiveTypeDefs', () => {
     expect(Buffer.from(cachedDirectiveTypeDefs, 'utf8').equals(file)).toBe(true);
   });
 
-  it('declares @cached(ttl: Int!, swr: Int, scope: CacheScope = PUBLIC) on FIELD_DEFINITION', () => {
+  it('declares @cached(ttl: Int!, swr: Int, scope: CacheScope = PUBLIC, tags: [String!]) on FIELD_DEFINITION', () => {
     const schema = buildSchema(`${cachedDirectiveTypeDefs}\ntype Query { a: Int @cached(ttl: 5) }`);
     const directive = schema.getDirective('cached');
     expect(directive).toBeInstanceOf(GraphQLDirective);
@@ -19,7 +19,16 @@ describe('cachedDirectiveTypeDefs', () => {
       ['ttl', 'Int!', undefined],
       ['swr', 'Int', undefined],
       ['scope', 'CacheScope', 'PUBLIC'],
+      ['tags', '[String!]', undefined],
     ]);
     expect((schema.getType('CacheScope') as GraphQLEnumType).getValues().map((value) => value.name)).toEqual(['PUBLIC', 'PRIVATE']);
+  });
+
+  it('declares @invalidates(tags: [String!]!) on FIELD_DEFINITION', () => {
+    const schema = buildSchema(`${cachedDirectiveTypeDefs}\ntype Query { a: Int } type Mutation { b: Int @invalidates(tags: ["A"]) }`);
+    const directive = schema.getDirective('invalidates');
+    expect(directive).toBeInstanceOf(GraphQLDirective);
+    expect(directive!.locations).toEqual(['FIELD_DEFINITION']);
+    expect(directive!.args.map((arg) => [arg.name, String(arg.type), arg.defaultValue])).toEqual([['tags', '[String!]!', undefined]]);
   });
 });
