@@ -14,11 +14,11 @@
  * The client belongs to the user: this store never connects (except to start a `lazyConnect`
  * client, as ioredis would on its first command), quits or reconfigures it.
  *
- * Tags: a tag T has a version, the integer at `prefixtag:{T}` (missing = 0). invalidateTags bumps
- * it (one script: INCR + PEXPIRE per tag); the registry reads the versions of a fill's tags before
- * the fill (one MGET) and records them in the entry; an entry whose versions are not current is a
- * miss. Nothing is scanned, nothing is deleted, and no set of keys per tag is kept: an
- * invalidation is O(tags), and the only state it leaves is one small key per tag, which expires.
+ * Tags: invalidateTags bumps a version per tag (one script: INCR + PEXPIRE per tag); the registry
+ * reads the versions of a fill's tags before the fill (one MGET) and records them in the entry; an
+ * entry whose versions are not current is a miss. Nothing is scanned, nothing is deleted, no set of
+ * keys per tag is kept: an invalidation is O(tags) and leaves one small expiring key per tag. The
+ * expiries, and why they cannot bring an invalidated value back: redis-tags.ts.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError, invalidOption } from '../errors';
@@ -26,6 +26,7 @@ import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breake
 import { jsonCodec, type Codec } from './codec';
 import { defineScripts, type LockScripts } from './redis-scripts';
 import { CallGuard, storeError } from './guard';
+import { keptFor, readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './redis-tags';
 import { escapeGlob, groupPositions, hashSlot, LOCK_SUFFIX, MIN_KEY_LENGTH, pick, pickPairs, tagVersionKey, taggedKey, withLockKeys } from './redis-keys';
 import type { Entry } from '../freshness';
 import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
@@ -46,7 +47,7 @@ export interface RedisStoreOptions {
   /**
    * Milliseconds. A tagged entry is kept at most this long (its PX is clamped to it), and a tag's
    * version key expires 2 × tagTtl after the tag's last invalidation, so a tag invalidated once
-   * costs one key for a bounded time. Default 7 days.
+   * costs one key for a bounded time (redis-tags.ts says why both). Default 7 days.
    */
   tagTtl?: number;
 }
@@ -77,7 +78,7 @@ const DEFAULTS = {
   threshold: 5,
   coolDown: 5000,
   maxKeyLength: 256,
-  tagTtl: 7 * 24 * 60 * 60 * 1000,
+  tagTtl: TAG_TTL_DEFAULT,
 } as const;
 
 /** setTimeout's ceiling; a longer timeout would fire at once. */
@@ -279,7 +280,7 @@ class RedisStoreImpl implements RedisStore {
     const keys = this.#tagKeys(tags);
     const groups = this.#slotGroups(keys);
     const scripts = this.#scripts;
-    const keep = String(2 * this.#tagTtl);
+    const keep = String(versionKeyTtl(this.#tagTtl));
     await this.#guard.bound('invalidateTags', this.#perGroup(groups, (indices) => {
       const batch = indices === null ? keys : pick(keys, indices);
       return scripts.herdcacheTagBump1(batch.length, batch, keep);
@@ -419,27 +420,9 @@ class RedisStoreImpl implements RedisStore {
     return out;
   }
 
-  /**
-   * PX of a write ('0' for none). A tagged entry is kept at most tagTtl. Why that bound, and why
-   * version keys live 2 × tagTtl after their last bump:
-   *
-   * A version key expires, and a missing key reads as version 0 again. An entry must therefore
-   * never outlive the version key that fences it. Take an entry E of tag T that recorded version v
-   * (read at time r, before its fill) and was written at w, and the last bump b of T, after which
-   * T's key lives until b + 2·tagTtl:
-   * - E written before the bump (w < b): E is gone by w + tagTtl < b + 2·tagTtl; while the key
-   *   lives its version is > v, so E is a miss; by the time the key resets, E has expired.
-   * - E written after the bump by a fill that read v before it (r < b < w), the race tags exist to
-   *   win: E is a miss while the key lives, and expires by w + tagTtl. With a key that lived only
-   *   tagTtl after the bump, E could outlive it by (w - b) and read as valid again once the version
-   *   reset to 0 (v = 0: T's first invalidation). With 2·tagTtl, E expires first unless its fill
-   *   spent more than tagTtl between reading the versions and writing (a locked fill cannot: its
-   *   write is fenced by lockTtl).
-   * - E that read the bumped version (r > b) is simply valid: it was filled after the bump.
-   */
+  /** PX of a write (0: no expiry); a tagged entry is kept at most tagTtl (see redis-tags.ts). */
   #px(write: StoreWrite): number {
-    const tags = write.entry.tags;
-    const ttl = tags !== undefined && tags.length > 0 ? Math.min(write.ttl, this.#tagTtl) : write.ttl;
+    const ttl = keptFor(write, this.#tagTtl);
     return ttl === Infinity ? 0 : toPx(ttl);
   }
 
@@ -471,13 +454,6 @@ class RedisStoreImpl implements RedisStore {
 /** Rounds a ttl up to whole milliseconds, at least 1 (PX 0 is an error in Redis). */
 function toPx(ttl: number): number {
   return ttl > 1 ? Math.ceil(ttl) : 1;
-}
-
-/** A tag version as stored by INCR; anything else is not ours: NaN ("unknown", never valid). */
-function readVersion(raw: string | null | undefined): number {
-  if (raw === null || raw === undefined) return 0;
-  const version = Number(raw);
-  return Number.isSafeInteger(version) && version >= 0 ? version : NaN;
 }
 
 function one<T>(value: T): T[] {

@@ -1,6 +1,7 @@
 /**
- * What the tiered store's replicas tell each other, and how a replica keeps an L2 read from
- * undoing a change it heard about while the read was in flight.
+ * What the tiered store's replicas tell each other, how a replica listens (its subscription, which
+ * can be lost), and how it keeps an L2 read from undoing a change it heard about while the read was
+ * in flight.
  *
  * Messages are JSON, small on purpose: who sent it, what kind of change, and the keys or tags; never
  * values. `{"from":"9f…","op":"set","keys":["user:1"]}`, `{"from":…,"op":"delete","keys":[…]}`,
@@ -8,6 +9,7 @@
  * drop L1 copies; they differ for the registry: a delete is an invalidation (fills of the key in
  * flight are stale), a set is not.
  */
+import type { Cluster, Redis } from 'ioredis';
 import type { Entry } from '../freshness';
 
 export type Change =
@@ -44,6 +46,87 @@ export function decodeMessage(raw: string): Message | undefined {
 
 function isStrings(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((item) => typeof item === 'string');
+}
+
+export interface SubscriptionEvents {
+  message(raw: string): void;
+  /** Deaf from now on: the connection closed (it may come back). */
+  lost(): void;
+  /** SUBSCRIBE confirmed, at creation or after a reconnect: messages flow from now on. */
+  joined(): void;
+}
+
+/**
+ * The channel subscription on the user's dedicated connection. ioredis resubscribes by itself
+ * after a reconnect; this sends one more SUBSCRIBE on every 'ready' anyway, because its reply says
+ * when the subscription took effect (harmless: same channel, same connection).
+ */
+export class Subscription {
+  readonly #connection: Redis | Cluster;
+  readonly #channel: string;
+  readonly #events: SubscriptionEvents;
+  #active = false;
+  #attempt = 0;
+  #closed = false;
+
+  readonly #onMessage = (channel: string, message: string): void => {
+    if (channel === this.#channel && !this.#closed) this.#events.message(message);
+  };
+
+  readonly #onLost = (): void => {
+    this.#active = false;
+    this.#attempt++; // a SUBSCRIBE answered after this belongs to the old connection
+    this.#events.lost();
+  };
+
+  readonly #onReady = (): void => {
+    this.#subscribe();
+  };
+
+  constructor(connection: Redis | Cluster, channel: string, events: SubscriptionEvents) {
+    this.#connection = connection;
+    this.#channel = channel;
+    this.#events = events;
+    connection.on('message', this.#onMessage);
+    connection.on('close', this.#onLost);
+    connection.on('end', this.#onLost);
+    connection.on('ready', this.#onReady);
+    this.#subscribe();
+  }
+
+  /** Whether messages reach this replica now. */
+  get active(): boolean {
+    return this.#active;
+  }
+
+  #subscribe(): void {
+    if (this.#closed) return;
+    const attempt = ++this.#attempt;
+    (this.#connection as Redis).subscribe(this.#channel).then(
+      () => {
+        if (this.#closed || attempt !== this.#attempt) return;
+        this.#active = true;
+        this.#events.joined();
+      },
+      () => {
+        // Still deaf; the next 'ready' tries again.
+      },
+    );
+  }
+
+  /** Stops listening and unsubscribes (bounded: a close must not hang on a dead connection). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#active = false;
+    const connection = this.#connection;
+    connection.off('message', this.#onMessage);
+    connection.off('close', this.#onLost);
+    connection.off('end', this.#onLost);
+    connection.off('ready', this.#onReady);
+    if (connection.status !== 'ready') return;
+    await Promise.race([(connection as Redis).unsubscribe(this.#channel).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+  }
 }
 
 /**

@@ -25,7 +25,7 @@ import { HerdcacheError, invalidOption } from '../errors';
 import type { Clock, Entry } from '../freshness';
 import { MemoryStore, memoryStore } from './memory';
 import type { RedisStore } from './redis';
-import { ChangeWindow, decodeMessage, encodeMessage, type Change } from './tiered-bus';
+import { ChangeWindow, Subscription, decodeMessage, encodeMessage, type Change } from './tiered-bus';
 import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
 
 export interface TieredStoreOptions {
@@ -117,7 +117,7 @@ class TieredStoreImpl implements TieredStore {
   readonly lock: FillLock;
   readonly #l1: MemoryStore;
   readonly #l2: RedisStore;
-  readonly #subscriber: Redis | Cluster;
+  readonly #subscription: Subscription;
   readonly #channel: string;
   readonly #l1Ttl: number;
   readonly #now: () => number;
@@ -126,8 +126,6 @@ class TieredStoreImpl implements TieredStore {
   /** Reads and writes of L2 in flight whose results may become L1 copies. */
   readonly #windows = new Set<ChangeWindow>();
   #reporter: StoreReporter | undefined;
-  #subscribed = false;
-  #subscribeAttempt = 0;
   #closed = false;
   #published = 0;
   #publishFailures = 0;
@@ -136,24 +134,9 @@ class TieredStoreImpl implements TieredStore {
   #promoted = 0;
   #refused = 0;
 
-  readonly #onMessage = (channel: string, message: string): void => {
-    if (channel === this.#channel && !this.#closed) this.#apply(message);
-  };
-
-  readonly #onLost = (): void => {
-    this.#subscribed = false;
-    this.#subscribeAttempt++;
-    this.#clearLocal();
-  };
-
-  readonly #onReady = (): void => {
-    this.#subscribe();
-  };
-
   constructor(l1: MemoryStore, l2: RedisStore, subscriber: Redis | Cluster, channel: string, l1Ttl: number, now: () => number) {
     this.#l1 = l1;
     this.#l2 = l2;
-    this.#subscriber = subscriber;
     this.#channel = channel;
     this.#l1Ttl = l1Ttl;
     this.#now = now;
@@ -163,20 +146,22 @@ class TieredStoreImpl implements TieredStore {
       writeAndRelease: (writes, token) => this.#writeAndRelease(inner, writes, token),
       release: (keys, token) => inner.release(keys, token),
     };
-    subscriber.on('message', this.#onMessage);
-    subscriber.on('close', this.#onLost);
-    subscriber.on('end', this.#onLost);
-    subscriber.on('ready', this.#onReady);
-    this.#subscribe();
+    // Copies made while this replica was deaf may have missed a drop: L1 is emptied both when the
+    // subscription is lost and when it is (re)confirmed.
+    this.#subscription = new Subscription(subscriber, channel, {
+      message: (raw) => this.#apply(raw),
+      lost: () => this.#clearLocal(),
+      joined: () => this.#clearLocal(),
+    });
   }
 
   get subscribed(): boolean {
-    return this.#subscribed;
+    return this.#subscription.active;
   }
 
   stats(): TieredStats {
     return {
-      subscribed: this.#subscribed,
+      subscribed: this.#subscription.active,
       l1Size: this.#l1.size,
       published: this.#published,
       publishFailures: this.#publishFailures,
@@ -452,38 +437,10 @@ class TieredStoreImpl implements TieredStore {
     }
   }
 
-  /**
-   * (Re)subscribes; on confirmation, empties L1: copies made while this replica was deaf may have
-   * missed a drop. Called at creation and on every 'ready' of the subscriber (ioredis resubscribes
-   * by itself too; one more SUBSCRIBE is harmless and tells us when it took effect).
-   */
-  #subscribe(): void {
-    if (this.#closed) return;
-    const attempt = ++this.#subscribeAttempt;
-    (this.#subscriber as Redis).subscribe(this.#channel).then(
-      () => {
-        if (this.#closed || attempt !== this.#subscribeAttempt) return;
-        this.#subscribed = true;
-        this.#clearLocal();
-      },
-      () => {
-        // Still deaf: L1 copies stay bounded by l1Ttl; the next 'ready' tries again.
-      },
-    );
-  }
-
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#subscribed = false;
-    const subscriber = this.#subscriber;
-    subscriber.off('message', this.#onMessage);
-    subscriber.off('close', this.#onLost);
-    subscriber.off('end', this.#onLost);
-    subscriber.off('ready', this.#onReady);
     this.#clearLocal();
-    if (subscriber.status !== 'ready') return;
-    // Bounded: a close must not hang on a connection that stopped answering.
-    await Promise.race([(subscriber as Redis).unsubscribe(this.#channel).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+    await this.#subscription.close();
   }
 }

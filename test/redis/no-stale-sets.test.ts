@@ -1,0 +1,74 @@
+/**
+ * No stale sets on Redis, randomized: the model of test/no-stale-sets.test.ts over two replicas
+ * (two registries with their own connections) sharing one Redis, with the Redis store and with the
+ * tiered store (L1 + L2 + pub/sub). 1,000 schedules each.
+ */
+import type Redis from 'ioredis';
+import type { Cache } from '../../src/cache';
+import { memoryStore } from '../../src/stores/memory';
+import { redisStore } from '../../src/stores/redis';
+import { tieredStore, type TieredStore } from '../../src/stores/tiered';
+import { flush } from '../helpers';
+import { ioIdle, ioSettle, lockOptions, observedCache, pollingClock, report, run, SEED, type Tallies, type World } from '../tiered/interleavings';
+import { connect, randomPrefix } from './helpers';
+
+const tallies: Tallies = {};
+
+afterAll(() => report(tallies));
+
+describe('on Redis', () => {
+  const clients: Redis[] = [];
+
+  afterAll(async () => {
+    for (const client of clients) if (client.status !== 'end') client.disconnect();
+  });
+
+  it('redis store, two replicas: 1,000 schedules', async () => {
+    const prefix = randomPrefix('nss-redis');
+    const caches: Cache[] = [];
+    for (let i = 0; i < 2; i++) {
+      const client = await connect();
+      clients.push(client);
+      caches.push(observedCache(i, { store: redisStore({ client, prefix }), clock: pollingClock, ...lockOptions }));
+    }
+    const world: World = { name: 'redis', caches, settle: ioSettle, idle: ioIdle, mark: () => 0, knows: () => true, close: async () => {} };
+    const started = Date.now();
+    const tally = await run(world, 1000, SEED + 1);
+    tallies.redis = { ...tally, ms: Date.now() - started };
+    expect(tally.schedules).toBe(1000);
+    expect(tally.racingFills).toBeGreaterThan(1000);
+  });
+
+  it('tiered store (L1 + Redis L2 + pub/sub), two replicas: 1,000 schedules', async () => {
+    const prefix = randomPrefix('nss-tiered');
+    const caches: Cache[] = [];
+    const stores: TieredStore[] = [];
+    for (let i = 0; i < 2; i++) {
+      const client = await connect();
+      const subscriber = await connect();
+      clients.push(client, subscriber);
+      const store = tieredStore({ l2: redisStore({ client, prefix }), subscriber, l1: memoryStore({ max: 10_000 }), l1Ttl: 60_000 });
+      stores.push(store);
+      caches.push(observedCache(i, { store, clock: pollingClock, ...lockOptions }));
+    }
+    for (const store of stores) while (!store.subscribed) await flush(1);
+    const world: World = {
+      name: 'tiered',
+      caches,
+      settle: ioSettle,
+      idle: ioIdle,
+      // With two replicas, the other one has applied an invalidation once it has received as many
+      // messages as the invalidating one had published when its call completed (messages from one
+      // publisher arrive in order).
+      mark: (from) => stores[from]!.stats().published,
+      knows: (to, from, mark) => to === from || stores[to]!.stats().received >= mark,
+      close: async () => {},
+    };
+    const started = Date.now();
+    const tally = await run(world, 1000, SEED + 2);
+    tallies.tiered = { ...tally, ms: Date.now() - started };
+    expect(tally.schedules).toBe(1000);
+    expect(tally.racingFills).toBeGreaterThan(1000);
+    for (const cache of caches) await cache.close();
+  });
+});
