@@ -1,5 +1,5 @@
 /**
- * Gaps in the registry (src/cache.ts, owned by the lead) found while building the tiered store and
+ * Gaps in the registry (src/cache.ts, src/pipeline.ts: owned by the lead) found while building the tiered store and
  * Redis tags. Each test states the behaviour that should hold and is marked `it.failing` while it
  * does not: CI stays green, and the day a fix lands the test fails, asking to become a plain `it`.
  */
@@ -22,7 +22,7 @@ afterAll(async () => {
   await client.quit();
 });
 
-// cache.ts #read: `if (getSync !== undefined) return items.map((item) => getSync(item.key))`. For a
+// pipeline.ts #read: `if (getSync !== undefined) return items.map((item) => getSync(item.key))`. For a
 // tiered store getSync sees L1 only, so a key in L2 but not in L1 is filled again (lock: false), or
 // read through a lock attempt + release instead of one MGET (lock: true, the default). Fix: use
 // getSync in #read only when `this.#store.getSyncComplete !== false` (added to the Store contract).
@@ -47,7 +47,7 @@ it.failing('memory: invalidateTags removes a value written by loader.prime', asy
   expect(await users.load(1)).toBe('fresh 1');
 });
 
-// cache.ts tagsValid: an item with `tags: []` gets `versions = []` on a versioned store, but
+// pipeline.ts tagsValid: an item with `tags: []` gets `versions = []` on a versioned store, but
 // makeEntry drops empty tags, so `entry.tags === undefined` and the entry is never valid: every read
 // of that key is a miss and a fill (e.g. a loader whose tags(key) returns [] for some keys).
 // Fix: treat an empty tag list as no tags (normalize to undefined where tags are computed).
