@@ -10,6 +10,10 @@
  *
  * Time is a manual clock: the demo moves it past the TTL instead of sleeping.
  *
+ * Then the same stampede as GraphQL queries over HTTP: an Apollo Server on 127.0.0.1 (a free
+ * port), first with a plain schema, then with the field marked @cached, its hits and coalescing
+ * read from each response's `extensions.cache`.
+ *
  * Across processes (Redis):  npm run demo -- --redis redis://127.0.0.1:6379 --replicas 4
  * (or REDIS_URL=...) runs the same stampede in N child processes sharing one Redis, and prints
  * the database calls fleet-wide: without a cache, with herdcache's process-local single-flight
@@ -17,8 +21,14 @@
  */
 import { fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { ApolloServer } from '@apollo/server';
+import { startStandaloneServer } from '@apollo/server/standalone';
+import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { createCache, manualClock, type Cache, type Counters, type Store } from '../src';
+import { herdcachePlugin } from '../src/apollo/plugin';
+import { type CacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../src/graphql';
 
 const REQUESTS = 5_000;
 const HOT_KEYS = 5;
@@ -113,7 +123,7 @@ function delta(after: Counters, before: Counters): Counters {
   return out;
 }
 
-function row(scenario: string, latencies: number[], dbCalls: string, counters?: Counters): Row {
+function row(scenario: string, latencies: number[], dbCalls: string, counters?: Pick<Counters, 'hits' | 'coalesced' | 'staleServed'>): Row {
   return {
     scenario,
     requests: latencies.length,
@@ -237,6 +247,133 @@ async function inMemory(): Promise<void> {
   latency: from a request's start to its answer. All requests start in one synchronous burst,
   so a request also waits for the burst to be issued (that is most of the "warm" latency).
   Time past the TTL was moved with manualClock(), not slept.`);
+}
+
+// ── GraphQL over HTTP ────────────────────────────────────────────────────────────────────
+
+/**
+ * Connections the client keeps open to the server. Bounded on purpose: 5,000 sockets opened at
+ * once would measure the kernel's accept queue, not the cache (and the global fetch cannot be
+ * bounded without undici's Agent, which is not a dependency). The server still sees a stampede:
+ * up to this many queries at once.
+ */
+const HTTP_CONNECTIONS = 64;
+
+const GRAPHQL_SDL = /* GraphQL */ `
+  type Query { user(id: ID!): User @cached(ttl: ${TTL_MS / 1000}) }
+  type User { id: ID!, name: String! }
+`;
+const USER_QUERY = 'query User($id: ID!) { user(id: $id) { id name } }';
+
+interface GraphQLAnswer {
+  data?: { user?: User | null };
+  errors?: unknown[];
+  extensions?: { cache?: CacheReport };
+}
+
+/** An Apollo Server on 127.0.0.1 (a free port) over `db`: the user field @cached or not. */
+async function startGraphQL(db: SlowDatabase, cached: boolean): Promise<{ url: URL; stop: () => Promise<void> }> {
+  const schema = buildSchema(`${cachedDirectiveTypeDefs}\n${cached ? GRAPHQL_SDL : GRAPHQL_SDL.replace(/@cached\([^)]*\)/, '')}`);
+  (schema.getType('Query') as GraphQLObjectType).getFields().user!.resolve = (_parent, { id }: { id: string }) => db.user(id);
+  const cache = createCache();
+  if (cached) cachedDirectiveTransformer(schema, { cache });
+  const server = new ApolloServer({ schema, plugins: cached ? [herdcachePlugin({ cache, extensions: true })] : [] });
+  const { url } = await startStandaloneServer(server, {
+    listen: { host: '127.0.0.1', port: 0 },
+    context: async () => (cached ? herdcacheContext({ cache }) : {}),
+  });
+  return { url: new URL(url), stop: () => server.stop() };
+}
+
+/**
+ * POSTs one query over a keep-alive connection of `agent`; fails on anything but a clean answer.
+ * `sent` is when the query got its connection and left: the time it waited for a free connection
+ * is the client's queue, not the server's latency.
+ */
+function postQuery(agent: Agent, url: URL, id: string): Promise<GraphQLAnswer & { sent: number }> {
+  const body = JSON.stringify({ query: USER_QUERY, variables: { id } });
+  return new Promise((resolve, reject) => {
+    let sent = NaN;
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          let answer: GraphQLAnswer | undefined;
+          try {
+            answer = JSON.parse(text) as GraphQLAnswer;
+          } catch {
+            // reported below with the body
+          }
+          if (res.statusCode !== 200 || answer === undefined || answer.errors !== undefined || answer.data?.user?.id !== id) {
+            reject(new Error(`HTTP ${res.statusCode} for user ${id}: ${text.slice(0, 300)}`));
+          } else {
+            resolve({ ...answer, sent });
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.on('socket', () => {
+      sent = performance.now();
+    });
+    req.end(body);
+  });
+}
+
+/** The stampede as GraphQL queries: each request is one HTTP POST for one of the hot users. */
+async function graphqlRound(scenario: string, cached: boolean, requests: number, warmUpRequests: number): Promise<Row> {
+  const db = new SlowDatabase();
+  const { url, stop } = await startGraphQL(db, cached);
+  const agent = new Agent({ keepAlive: true, maxSockets: HTTP_CONNECTIONS });
+  try {
+    // Connections opened and the server's paths compiled, on keys the measured run never asks for.
+    await stampede(warmUpRequests, (i) => postQuery(agent, url, `warm-${i % HTTP_CONNECTIONS}`));
+    const dbBefore = { ...db };
+    const answers: GraphQLAnswer[] = [];
+    const latencies: number[] = [];
+    await stampede(requests, (i) =>
+      postQuery(agent, url, hotKey(i)).then((answer) => {
+        latencies.push(performance.now() - answer.sent);
+        answers.push(answer);
+      }),
+    );
+    let counters: Pick<Counters, 'hits' | 'coalesced' | 'staleServed'> | undefined;
+    if (cached) {
+      counters = { hits: 0, coalesced: 0, staleServed: 0 };
+      for (const answer of answers) {
+        const total = answer.extensions?.cache?.total;
+        if (total === undefined) throw new Error('a @cached response has no extensions.cache');
+        counters.hits += total.hits;
+        counters.coalesced += total.coalesced;
+        counters.staleServed += total.staleServed;
+      }
+    }
+    return row(scenario, latencies, calls(db, dbBefore), counters);
+  } finally {
+    agent.destroy();
+    await stop();
+  }
+}
+
+async function overHttp(): Promise<void> {
+  const warmUp = 2 * HTTP_CONNECTIONS;
+  const rows = [
+    await graphqlRound('GraphQL, no cache', false, REQUESTS, warmUp),
+    await graphqlRound(`GraphQL, @cached(ttl: ${TTL_MS / 1000}), cold`, true, REQUESTS, warmUp),
+  ];
+  printTable(
+    `GraphQL over HTTP: ${REQUESTS.toLocaleString('en-US')} concurrent queries for ${HOT_KEYS} hot users, Apollo Server on 127.0.0.1 (${HTTP_CONNECTIONS} keep-alive connections), database ${DB_MS} ms per call`,
+    rows,
+  );
+  console.log(`
+  hits, coalesced, stale served: summed from each response's extensions.cache (the herdcache plugin's
+  per-operation report). The server sees up to ${HTTP_CONNECTIONS} queries at once: those that arrive while a
+  user's first fill runs join it (coalesced); the rest arrive after it has landed (hits).
+  latency: from the moment a query has a connection to its parsed answer (the time it queued for a
+  free connection is the client's, and is left out). Client and server share this process's CPU.`);
 }
 
 // ── several processes sharing one Redis ──────────────────────────────────────────────────
@@ -381,6 +518,7 @@ function argument(name: string): string | undefined {
 async function main(): Promise<void> {
   if (process.argv.includes('--child')) return child();
   await inMemory();
+  await overHttp();
   const url = argument('--redis') ?? process.env.REDIS_URL;
   const replicasArg = argument('--replicas');
   const replicas = replicasArg === undefined ? 4 : Number(replicasArg);
