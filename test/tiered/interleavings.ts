@@ -8,6 +8,8 @@ import { deferred, flush, type Deferred } from '../helpers';
 
 export const SEED = Number(process.env.HERDCACHE_SEED ?? 0x5eed);
 export const SCHEDULE_STEPS = 24;
+/** Longest a schedule may take to settle once its steps are done (far above what it needs). */
+const DRAIN_DEADLINE = 5000;
 
 /** mulberry32: small, fast, and the same sequence on every machine. */
 export function prng(seed: number) {
@@ -194,17 +196,21 @@ async function schedule(world: World, rng: Rng, ns: string, tally: Tally): Promi
   }
 
   // Drain: every fill ends, every read and invalidation completes.
+  // Bounded by time, not by rounds: under load a lock poll (a 1 ms timer) or a reply can take a while.
   const drain = async () => {
-    for (let round = 0; round < 5000; round++) {
+    const deadline = Date.now() + DRAIN_DEADLINE;
+    for (;;) {
       for (const fill of pending.splice(0)) fill.done.resolve({ v: fill.version, id: fill.id });
       await world.idle();
       if (outstanding === 0 && pending.length === 0) return;
+      if (Date.now() > deadline) break;
     }
-    violations.push(`did not drain: ${outstanding} outstanding, ${pending.length} fills pending`);
+    violations.push(`did not drain within ${DRAIN_DEADLINE} ms: ${outstanding} outstanding, ${pending.length} fills pending`);
   };
   await drain();
   // Once every replica knows every invalidation, what is cached anywhere must be current.
-  for (let round = 0; round < 5000 && waiting.length > 0; round++) {
+  const heardBy = Date.now() + DRAIN_DEADLINE;
+  while (waiting.length > 0 && Date.now() < heardBy) {
     activate();
     if (waiting.length > 0) await world.idle();
   }
