@@ -15,7 +15,7 @@ import { DEFAULTS, type Policy, checkPositiveInteger, checkTags, resolveLockTimi
 import { FillPipeline, type Item, type Source, runFill } from './pipeline';
 import { RequestScope } from './scope';
 import { memoryStore } from './stores/memory';
-import type { Store, StoreWrite } from './stores/store';
+import type { Store } from './stores/store';
 import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot } from './types';
 
 const GET_OR_COMPUTE = 'getOrCompute';
@@ -94,6 +94,9 @@ export class Cache {
     store.bind?.({
       encodeError: (key, error) => this.#storeProblem('encodeErrors', key, error, 'encode'),
       decodeError: (key, error) => this.#storeProblem('decodeErrors', key, error, 'decode'),
+      // Another replica invalidated: a caller arriving after the news must not join a fill here
+      // that started before it.
+      remoteInvalidation: (keys, tags, all) => this.#abandon(keys, tags, all, 'another replica invalidated this value while it was filled'),
     });
   }
 
@@ -191,11 +194,7 @@ export class Cache {
 
   /** @internal */
   async _invalidate(keys: readonly string[], source: string): Promise<void> {
-    const reason = new HerdcacheError('E_INVALIDATED', 'herdcache: the key was invalidated while this fill ran');
-    for (const key of keys) {
-      const flight = this.#flights.get(key);
-      if (flight !== undefined) this.#flights.abandon(flight, reason);
-    }
+    this.#abandon(keys, [], false, 'the key was invalidated while this fill ran');
     this.#counters.count(source, 'invalidations', keys.length);
     await this.#pipeline.storeCall('delete', () => this.#store.delete(keys));
   }
@@ -208,7 +207,7 @@ export class Cache {
   async invalidateTags(tags: readonly string[]): Promise<void> {
     this.#checkTags('tags', tags);
     if (tags.length === 0) return;
-    this.#flights.abandonTagged(new Set(tags), new HerdcacheError('E_INVALIDATED', 'herdcache: a tag of this value was invalidated while it was filled'));
+    this.#abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
     this.#counters.count(GET_OR_COMPUTE, 'invalidations', tags.length);
     await this.#pipeline.storeCall('invalidateTags', () => this.#store.invalidateTags!(tags));
   }
@@ -225,17 +224,21 @@ export class Cache {
     return checkTags(name, tags);
   }
 
-  /** @internal writes values into the shared store now (loader.prime). */
-  async _write(source: Source, pairs: readonly (readonly [string, unknown])[], policy: Policy): Promise<void> {
-    const now = this.#clock.now();
-    const writes: StoreWrite[] = [];
-    for (const [key, value] of pairs) {
-      if (value === undefined) continue;
-      const entry = makeEntry(value, now, policy);
-      writes.push({ key, entry, ttl: physicalTtl(entry, now) });
+  /** @internal writes a value into the shared store now, with its tags (loader.prime). */
+  async _write(source: Source, key: string, value: unknown, policy: Policy, tags: readonly string[] | undefined): Promise<void> {
+    if (value === undefined) return;
+    tags = nonEmpty(tags);
+    let tagVersions: number[] | undefined;
+    if (tags !== undefined && this.#store.tagVersions !== undefined) {
+      // As a fill does: the versions current now, so a later invalidateTags makes this a miss.
+      tagVersions = await this.#pipeline.storeCall('tagVersions', () => this.#store.tagVersions!(tags), source);
+      if (tagVersions === undefined || tagVersions.some(Number.isNaN)) return; // unknown versions: not cached
     }
-    if (writes.length > 0) await this.#pipeline.storeCall('setMany', () => this.#store.setMany(writes), source);
+    const now = this.#clock.now();
+    const entry = makeEntry(value, now, policy, { tags, tagVersions });
+    await this.#pipeline.storeCall('setMany', () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]), source);
   }
+
 
   /** Empties the store and abandons every fill in flight (their waiters start over). */
   async clear(): Promise<void> {
@@ -302,7 +305,7 @@ export class Cache {
     } else {
       let tags: readonly string[] | undefined;
       try {
-        tags = policy.tags ?? source.tagsOf?.(arg);
+        tags = nonEmpty(policy.tags ?? source.tagsOf?.(arg));
       } catch (error) {
         return Promise.reject(error);
       }
@@ -354,7 +357,7 @@ export class Cache {
     }
     let tags: readonly string[] | undefined;
     try {
-      tags = policy.tags ?? source.tagsOf?.(arg);
+      tags = nonEmpty(policy.tags ?? source.tagsOf?.(arg));
     } catch {
       return; // the tags function threw: the caller that had it throw on a miss will see it
     }
@@ -441,6 +444,20 @@ export class Cache {
     return source;
   }
 
+  /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */
+  #abandon(keys: readonly string[], tags: readonly string[], all: boolean, why: string): void {
+    const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
+    if (all) {
+      this.#flights.abandonAll(reason);
+      return;
+    }
+    for (const key of keys) {
+      const flight = this.#flights.get(key);
+      if (flight !== undefined) this.#flights.abandon(flight, reason);
+    }
+    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason);
+  }
+
   #assertOpen(): void {
     if (this.#closed) throw new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed');
   }
@@ -468,6 +485,11 @@ function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
 }
 
 
+
+/** An empty tag list is no tags: nothing to version, nothing to invalidate by. */
+function nonEmpty(tags: readonly string[] | undefined): readonly string[] | undefined {
+  return tags !== undefined && tags.length > 0 ? tags : undefined;
+}
 
 function maxRefreshesOption(value: unknown): number {
   return checkPositiveInteger('maxRefreshes', value);

@@ -156,8 +156,7 @@ export class FlightTable {
   }
 
   /** Abandons every flight (cache.clear()): their waiters re-contend, their results are dropped. */
-  abandonAll(): void {
-    const reason = new HerdcacheError('E_INVALIDATED', 'herdcache: the cache was cleared while this fill ran');
+  abandonAll(reason: unknown = new HerdcacheError('E_INVALIDATED', 'herdcache: the cache was cleared while this fill ran')): void {
     for (const flight of [...this.#flights.values()]) this.abandon(flight, reason);
   }
 

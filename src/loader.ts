@@ -121,7 +121,7 @@ export class Loader<K, V> implements Source {
   async prime(key: K, value: V): Promise<void> {
     const storeKey = this.storeKey(key);
     if (value instanceof Error) return;
-    await this.#cache._write(this, [[storeKey, value]], this.#policy);
+    await this.#cache._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }
 
   /** Invalidates keys in the shared store; fills of them in flight are not written. */

@@ -131,8 +131,10 @@ export class FillPipeline {
   }
 
   async #read(items: Item[]): Promise<(Entry | undefined)[]> {
+    // A getSync that sees the whole store answers the double-check without a round trip; one
+    // that sees a part (a tiered store's L1) does not: the rest is read with getMany.
     const getSync = this.#getSync;
-    if (getSync !== undefined) return items.map((item) => getSync(item.key));
+    if (getSync !== undefined && this.#store.getSyncComplete !== false) return items.map((item) => getSync(item.key));
     const entries = await this.storeCall('getMany', () => this.#store.getMany(items.map((item) => item.key)), items);
     return entries ?? [];
   }
@@ -158,7 +160,11 @@ export class FillPipeline {
     for (let attempt = 0; ; attempt++) {
       const attempts = await this.storeCall('lock.acquire', () => lock.acquire(waiting.map((item) => item.key), token, lockTtl), waiting);
       if (attempts === undefined) {
-        // The store is unreachable: fill without the lock rather than wait on it.
+        // The store failed or timed out: fill without the lock rather than wait on it. The
+        // script may still have run late and taken locks under our token: release them (compare
+        // and delete), or other replicas would wait on them until lockTtl.
+        const keys = waiting.map((item) => item.key);
+        void this.storeCall('lock.release', () => lock.release(keys, token), waiting);
         fills.push(this.#fill(waiting, undefined));
         break;
       }
@@ -284,8 +290,13 @@ export class FillPipeline {
       // Issued in the same synchronous step as the resolves above: a caller that misses the
       // freed flight reads after this write (memory: applied already; Redis: same connection,
       // commands in order). With a lock, the write lands only if our lock still stands.
-      if (lock !== undefined && token !== undefined) await this.storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items);
-      else await this.storeCall('setMany', () => this.#store.setMany(writes), items);
+      if (lock !== undefined && token !== undefined) {
+        const landed = await this.storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items);
+        // Failed or timed out: make sure no lock of ours outlives this fill.
+        if (landed === undefined) void this.storeCall('lock.release', () => lock.release(writes.map((w) => w.key), token), items);
+      } else {
+        await this.storeCall('setMany', () => this.#store.setMany(writes), items);
+      }
     }
   }
 

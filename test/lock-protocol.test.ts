@@ -148,6 +148,24 @@ describe('fill lock protocol', () => {
     expect(a.metrics().total.storeErrors).toBe(1);
   });
 
+  it('a lock call that fails after taking the locks (late reply) releases them: no orphan lock for others to wait on', async () => {
+    const { store, a } = replicas();
+    store.timeOutAfterAcquire = true;
+    expect(await a.getOrCompute('k', async () => 'v')).toBe('v');
+    await flush();
+    expect(store.locks.size).toBe(0);
+    expect(store.log).toEqual(['acquire k', 'release k', 'setMany k']);
+  });
+
+  it('a fenced write that fails releases the lock', async () => {
+    const { store, a } = replicas();
+    store.failWrite = true;
+    expect(await a.getOrCompute('k', async () => 'v')).toBe('v');
+    await flush();
+    expect(store.locks.size).toBe(0);
+    expect(a.metrics().total.storeErrors).toBe(1);
+  });
+
   it('SWR: a replica that loses the refresh lock keeps serving stale and does not fill', async () => {
     const { store, a, b, clock } = replicas({ ttl: 1000, swr: 10_000 });
     await a.getOrCompute('k', async () => 'v1');

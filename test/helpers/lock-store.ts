@@ -13,6 +13,9 @@ export class LockingStore implements Store {
   readonly locks = new Map<string, { token: string; until: number }>();
   readonly log: string[] = [];
   failAcquire = false;
+  /** The lock script runs, then the call fails anyway (a reply later than the command timeout). */
+  timeOutAfterAcquire = false;
+  failWrite = false;
   readonly lock: FillLock;
 
   constructor(private readonly clock: Clock) {
@@ -22,7 +25,7 @@ export class LockingStore implements Store {
         self.log.push(`acquire ${keys.join(',')}`);
         if (self.failAcquire) throw new Error('store unreachable');
         const now = self.clock.now();
-        return keys.map((key) => {
+        const attempts = keys.map((key) => {
           const held = self.locks.get(key);
           let won = false;
           if (held === undefined || held.until <= now) {
@@ -31,9 +34,12 @@ export class LockingStore implements Store {
           }
           return { won, entry: self.entries.getSync(key) };
         });
+        if (self.timeOutAfterAcquire) throw new Error('command timed out (the script ran anyway)');
+        return attempts;
       },
       async writeAndRelease(writes, token) {
         self.log.push(`writeAndRelease ${writes.map((w) => w.key).join(',')}`);
+        if (self.failWrite) throw new Error('store unreachable');
         const now = self.clock.now();
         return writes.map((w) => {
           const held = self.locks.get(w.key);
