@@ -10,6 +10,7 @@ export { jitteredTtl, manualClock, systemClock, type Clock, type Entry, type Man
 export { MemoryStore, memoryStore, MEMORY_STORE_DEFAULT_MAX, type MemoryStoreOptions } from './stores/memory';
 export { redisStore, type RedisStore, type RedisStoreOptions } from './stores/redis';
 export { jsonCodec, JSON_FORMAT_VERSION, type Codec } from './stores/codec';
+export { tieredStore, TIERED_DEFAULT_L1_TTL, type TieredStore, type TieredStoreOptions, type TieredStats } from './stores/tiered';
 export type { BreakerOptions, BreakerState } from './stores/breaker';
 export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './stores/store';
 export type {
