@@ -11,7 +11,7 @@ import { type Flight, FlightTable, RETRY } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly, systemClock } from './freshness';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { DEFAULTS, type Policy, checkPositiveInteger, checkTags, resolveLockTiming, resolvePolicy } from './options';
+import { DEFAULTS, type Policy, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy } from './options';
 import { FillPipeline, type Item, type Source, runFill } from './pipeline';
 import { RequestScope } from './scope';
 import { memoryStore } from './stores/memory';
@@ -70,6 +70,7 @@ export class Cache {
     if (this.#policy.lock && !hasLock) this.#policy = { ...this.#policy, lock: false };
     const timing = resolveLockTiming(options);
     this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : maxRefreshesOption(options.maxRefreshes);
+    if (options.hooks !== undefined) checkHooks(options.hooks, 'hooks');
     this.#hooks = options.hooks ?? {};
     this.#hookSets = options.hooks === undefined ? [] : [options.hooks];
     this.#gocSource = {
@@ -122,6 +123,7 @@ export class Cache {
     try {
       checkKey(key, 'key');
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
+      checkSignal(options);
       let policy = resolvePolicy(options, this.#policy);
       if (options?.tags !== undefined) policy = { ...policy, tags: this.#checkTags('tags', options.tags) };
       const label = options?.label;
@@ -137,8 +139,9 @@ export class Cache {
     this.#assertOpen();
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
     const { name } = options;
-    if (typeof name !== 'string' || name.length === 0 || name === GET_OR_COMPUTE) {
-      throw invalidOption('name', name, `a non-empty string other than "${GET_OR_COMPUTE}"`);
+    // No ':' in a name: store keys are `name:key`, so "a" and "a:b" could otherwise share keys.
+    if (typeof name !== 'string' || name.length === 0 || name.includes(':') || name === GET_OR_COMPUTE) {
+      throw invalidOption('name', name, `a non-empty string without ":", other than "${GET_OR_COMPUTE}"`);
     }
     if (this.#loaders.has(name)) {
       throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);
@@ -165,6 +168,7 @@ export class Cache {
    */
   observe(hooks: CacheHooks): () => void {
     if (hooks === null || typeof hooks !== 'object') throw invalidArgument('hooks', hooks, 'an object of hook functions');
+    checkHooks(hooks, 'hooks');
     this.#setHooks([...this.#hookSets, hooks]);
     let removed = false;
     return () => {
@@ -227,6 +231,8 @@ export class Cache {
   /** @internal writes a value into the shared store now, with its tags (loader.prime). */
   async _write(source: Source, key: string, value: unknown, policy: Policy, tags: readonly string[] | undefined): Promise<void> {
     if (value === undefined) return;
+    // A fill of this key already in flight computed from older data: it must not write over this.
+    this.#abandon([key], [], false, 'the key was primed while this fill ran');
     tags = nonEmpty(tags);
     let tagVersions: number[] | undefined;
     if (tags !== undefined && this.#store.tagVersions !== undefined) {
@@ -259,36 +265,36 @@ export class Cache {
    * @internal The load path shared by loaders and getOrCompute. With a synchronous store a hit
    * costs one map lookup, one clock read and one resolved promise.
    */
-  _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+  _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted = false): Promise<V> {
     const getSync = this.#getSync;
     if (getSync !== undefined) {
       const entry = getSync(key);
       if (entry !== undefined) {
-        const answer = this._answer(source, key, entry, arg, policy, sink);
+        const answer = this._answer(source, key, entry, arg, policy, counted ? undefined : sink, counted);
         if (answer !== undefined) return answer as Promise<V>;
       }
     }
-    return this._miss<V>(source, key, arg, policy, signal, sink);
+    return this._miss<V>(source, key, arg, policy, signal, sink, counted);
   }
 
   /**
    * @internal Answers from an entry found by a synchronous read: fresh → hit; stale within
    * grace → served at once and one background refresh scheduled; expired → undefined (a miss).
    */
-  _answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined): Promise<unknown> | undefined {
+  _answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined, counted = false): Promise<unknown> | undefined {
     const freshUntil = entry.freshUntil;
     if (freshUntil === Infinity) {
-      this.#hit(source, key, sink);
+      if (!counted) this.#hit(source, key, sink);
       return (entry.resolved ??= Promise.resolve(entry.value));
     }
     const now = this.#clock.now();
     if (now < freshUntil) {
-      this.#hit(source, key, sink);
+      if (!counted) this.#hit(source, key, sink);
       if (policy.beta > 0 && refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
       return (entry.resolved ??= Promise.resolve(entry.value));
     }
     if (now < entry.staleUntil) {
-      this.#record(source, 'staleServed', key, sink);
+      if (!counted) this.#record(source, 'staleServed', key, sink);
       this.#refresh(source, key, arg, policy, freshUntil);
       return (entry.resolved ??= Promise.resolve(entry.value));
     }
@@ -296,12 +302,12 @@ export class Cache {
   }
 
   /** @internal Joins the key's flight, or starts one and queues it for the next dispatch. */
-  _miss<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+  _miss<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted = false): Promise<V> {
     if (this.#closed) return Promise.reject(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
     if (signal?.aborted) return Promise.reject(signal.reason);
     let flight = this.#flights.get(key);
     if (flight !== undefined) {
-      this.#record(source, 'coalesced', key, sink);
+      if (!counted) this.#record(source, 'coalesced', key, sink);
     } else {
       let tags: readonly string[] | undefined;
       try {
@@ -311,10 +317,11 @@ export class Cache {
       }
       flight = this.#flights.start(key, false);
       flight.tags = tags;
-      this.#enqueue({ source, key, flight, arg, policy, sink, tags });
+      this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
     }
-    // A waiter whose flight is abandoned starts over from the top: the store may hold a value now.
-    return this.#wait(flight, signal, () => this._load<V>(source, key, arg, policy, signal, sink));
+    // A waiter whose flight is abandoned starts over from the top (the store may hold a value
+    // now); its load was counted once already, when it first arrived.
+    return this.#wait(flight, signal, () => this._load<V>(source, key, arg, policy, signal, sink, true));
   }
 
   #wait<V>(flight: Flight, signal: AbortSignal | undefined, retry: () => Promise<V>): Promise<V> {
@@ -369,7 +376,7 @@ export class Cache {
       this.#refreshing--;
     };
     flight.promise.then(done, done);
-    this.#enqueue({ source, key, flight, arg, policy, sink: undefined, replaces, tags });
+    this.#enqueue({ source, key, flight, arg, policy, sink: undefined, replaces, tags, counted: true });
   }
 
   #enqueue(item: Item): void {
@@ -485,6 +492,15 @@ function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
 }
 
 
+
+/** Every hook given must be a function: a typo fails at configuration, not silently on every load. */
+function checkHooks(hooks: CacheHooks, name: string): void {
+  if (hooks === null || typeof hooks !== 'object') throw invalidOption(name, hooks, 'an object of hook functions');
+  for (const hook of HOOK_NAMES) {
+    const fn = hooks[hook];
+    if (fn !== undefined && typeof fn !== 'function') throw invalidOption(`${name}.${hook}`, fn, 'a function');
+  }
+}
 
 /** An empty tag list is no tags: nothing to version, nothing to invalidate by. */
 function nonEmpty(tags: readonly string[] | undefined): readonly string[] | undefined {

@@ -8,11 +8,11 @@
  */
 import type { Cache } from './cache';
 import type { Item, Source } from './pipeline';
-import { HerdcacheError, describe, invalidOption } from './errors';
+import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
 import { Failure, asError } from './flight';
 import type { Sink } from './metrics';
 import type { Policy } from './options';
-import { checkPositiveInteger, checkTags } from './options';
+import { checkPositiveInteger, checkSignal, checkTags } from './options';
 import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 
 /** Errors that failed a whole batch (thrown, not an array, wrong length): a request scope forgets them. */
@@ -93,6 +93,13 @@ export class Loader<K, V> implements Source {
   }
 
   load(key: K, options?: LoadOptions): Promise<V> {
+    if (options !== undefined) {
+      try {
+        checkSignal(options);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     return this._load(key, options?.signal, undefined);
   }
 
@@ -124,9 +131,14 @@ export class Loader<K, V> implements Source {
     await this.#cache._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }
 
-  /** Invalidates keys in the shared store; fills of them in flight are not written. */
-  async clear(key: K | readonly K[]): Promise<void> {
-    const keys = Array.isArray(key) ? (key as readonly K[]) : [key as K];
+  /** Invalidates `key` in the shared store; a fill of it in flight is not written. */
+  async clear(key: K): Promise<void> {
+    await this.#cache._invalidate([this.storeKey(key)], this.name);
+  }
+
+  /** clear() for many keys at once (one store call). */
+  async clearMany(keys: readonly K[]): Promise<void> {
+    if (!Array.isArray(keys)) throw invalidArgument('keys', keys, 'an array');
     await this.#cache._invalidate(keys.map((k) => this.storeKey(k)), this.name);
   }
 

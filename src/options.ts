@@ -1,7 +1,7 @@
 /**
  * Defaults in one place, validated once, with errors that name the option and the bad value.
  */
-import { invalidOption } from './errors';
+import { invalidArgument, invalidOption } from './errors';
 import type { Freshness } from './freshness';
 import type { FreshnessOptions, LockOptions } from './types';
 
@@ -20,6 +20,14 @@ export const DEFAULTS = {
 export interface Policy extends Freshness {
   readonly lock: boolean;
   readonly tags?: readonly string[];
+}
+
+/** A `signal` option, when given, must be an AbortSignal (checked before any flight starts). */
+export function checkSignal(options: { signal?: unknown } | undefined): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+  const signal = options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidOption('signal', signal, 'an AbortSignal');
 }
 
 export function checkTags(name: string, tags: unknown): readonly string[] {

@@ -28,6 +28,12 @@ export interface Item {
   readonly tags: readonly string[] | undefined;
   /** On a tag-versioned store: the tags' versions read before the fill, aligned with `tags`. */
   versions?: readonly number[];
+  /**
+   * Whether the load that started this flight is already counted (a caller re-contending after
+   * an abandoned flight, or a background refresh, which is no load): the outcome recorded at
+   * dispatch (hit, miss, stale) is then skipped, so every load counts exactly once.
+   */
+  counted: boolean;
 }
 
 /** Something that computes values: a loader, or getOrCompute. */
@@ -87,7 +93,7 @@ export class FillPipeline {
    * recomputed), then locked in one call and filled, each source in its own batches.
    */
   async dispatch(queued: Item[]): Promise<void> {
-    const items = queued.filter((item) => !item.flight.abandoned);
+    const items = queued.filter((item) => !this.#droppedBeforeOutcome(item));
     if (items.length === 0) return;
     const versioned = this.#store.tagVersions !== undefined && items.some((item) => item.tags !== undefined);
     // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
@@ -99,19 +105,19 @@ export class FillPipeline {
       const item = items[i]!;
       const entry = entries[i];
       const source = item.source;
-      if (item.flight.abandoned) continue;
+      if (this.#droppedBeforeOutcome(item)) continue;
       if (entry !== undefined && usable(item, entry, now)) {
         this.#settleFromStore(item, entry.value);
-        if (!item.flight.background) {
-          this.#host.record(source, 'hits', item.key, item.sink);
-          if (item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
+        if (!item.counted) this.#host.record(source, 'hits', item.key, item.sink);
+        if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
+          this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
         }
       } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry)) {
-        this.#host.record(source, 'staleServed', item.key, item.sink);
+        if (!item.counted) this.#host.record(source, 'staleServed', item.key, item.sink);
         this.#settleFromStore(item, entry.value);
         this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
       } else {
-        if (!item.flight.background) this.#host.record(source, 'misses', item.key, item.sink);
+        if (!item.counted) this.#host.record(source, 'misses', item.key, item.sink);
         toFill.push(item);
       }
     }
@@ -119,6 +125,19 @@ export class FillPipeline {
     const locking = this.#store.lock !== undefined ? toFill.filter((item) => item.policy.lock) : [];
     const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !item.policy.lock);
     await Promise.all([this.#fill(unlocked, undefined), locking.length > 0 ? this.#lockAndFill(locking) : undefined]);
+  }
+
+  /**
+   * Whether an item's flight was abandoned before the store told us its outcome. Its caller's
+   * load still counts once: it found no usable value here and started a fill, i.e. a miss.
+   */
+  #droppedBeforeOutcome(item: Item): boolean {
+    if (!item.flight.abandoned) return false;
+    if (!item.counted) {
+      item.counted = true;
+      this.#host.record(item.source, 'misses', item.key, item.sink);
+    }
+    return true;
   }
 
   /** Sets each tagged item's `versions`; NaN where unknown (the store failed): never valid, never written. */

@@ -9,14 +9,97 @@
  * forgotten so the next load retries.
  */
 import type { Cache } from './cache';
+import { invalidArgument } from './errors';
 import { type Loader, batchFailures } from './loader';
+import { checkSignal } from './options';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
+
+/**
+ * One memoized load of a request, shared by every caller of that key in the request. Each caller
+ * may leave with its own signal without disturbing the others; the registry is told to stop
+ * waiting only when every caller that came with a signal has left and none came without one.
+ */
+class Shared<V> {
+  readonly promise: Promise<V>;
+  readonly #controller: AbortController | undefined;
+  /** A caller without a signal wants the value to the end. */
+  #pinned: boolean;
+  /** Callers with a signal still waiting. */
+  #waiting = 0;
+
+  constructor(start: (signal: AbortSignal | undefined) => Promise<V>, firstSignal: AbortSignal | undefined) {
+    this.#pinned = firstSignal === undefined;
+    this.#controller = firstSignal === undefined ? undefined : new AbortController();
+    this.promise = start(this.#controller?.signal);
+  }
+
+  static settled<V>(value: V | Error): Shared<V> {
+    return new Shared(() => {
+      const promise = value instanceof Error ? Promise.reject(value) : Promise.resolve(value);
+      promise.catch(() => {});
+      return promise;
+    }, undefined);
+  }
+
+  /** Every caller with a signal left before the value came: the registry load was abandoned. */
+  get abandoned(): boolean {
+    return this.#controller?.signal.aborted === true;
+  }
+
+  join(signal: AbortSignal | undefined): Promise<V> {
+    if (signal === undefined) {
+      this.#pinned = true;
+      return this.promise; // the same promise for every such caller, as DataLoader
+    }
+    if (signal.aborted) return Promise.reject(signal.reason);
+    this.#waiting++;
+    return new Promise<V>((resolve, reject) => {
+      const onAbort = () => {
+        if (--this.#waiting === 0 && !this.#pinned) this.#controller?.abort(signal.reason);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.promise.then(
+        (value) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+}
+
+/** Memoizes `start` under `key`; forgets it when `forget(error)` says so or its callers all left. */
+function memoized<V>(memo: Map<string, Shared<V>>, key: string, signal: AbortSignal | undefined, start: (signal: AbortSignal | undefined) => Promise<V>, forget: (error: unknown) => boolean): Promise<V> {
+  let shared = memo.get(key);
+  if (shared === undefined) {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const created = new Shared(start, signal);
+    shared = created;
+    memo.set(key, created);
+    created.promise.catch((error: unknown) => {
+      if ((created.abandoned || forget(error)) && memo.get(key) === created) memo.delete(key);
+    });
+  }
+  return shared.join(signal);
+}
+
+/** Per-key Errors returned by a batch stay memoized (DataLoader); anything else is forgotten. */
+function forgetUnlessKeyError(error: unknown): boolean {
+  return !(error instanceof Error) || batchFailures.has(error);
+}
+
+const forgetAlways = () => true;
 
 export class ScopedLoader<K, V> {
   readonly #loader: Loader<K, V>;
   readonly #scope: RequestScope;
-  readonly #memo = new Map<string, Promise<V>>();
+  readonly #memo = new Map<string, Shared<V>>();
 
   /** @internal use scope.loader(loader) */
   constructor(loader: Loader<K, V>, scope: RequestScope) {
@@ -32,36 +115,22 @@ export class ScopedLoader<K, V> {
     let storeKey: string;
     try {
       storeKey = this.#loader.storeKey(key);
+      checkSignal(options);
     } catch (error) {
       return Promise.reject(error);
     }
-    const memo = this.#memo;
-    let promise = memo.get(storeKey);
-    if (promise === undefined) {
-      promise = this.#loader._load(key, options?.signal, this.#scope);
-      memo.set(storeKey, promise);
-      promise.catch((error: unknown) => {
-        // Per-key Errors from the batch stay memoized (DataLoader); anything else is forgotten.
-        if (typeof error !== 'object' || error === null || batchFailures.has(error) || !(error instanceof Error) || options?.signal?.aborted) {
-          if (memo.get(storeKey) === promise) memo.delete(storeKey);
-        }
-      });
-    }
-    return promise;
+    return memoized(this.#memo, storeKey, options?.signal, (signal) => this.#loader._load(key, signal, this.#scope), forgetUnlessKeyError);
   }
 
   loadMany(keys: readonly K[], options?: LoadOptions): Promise<(V | Error)[]> {
+    if (!Array.isArray(keys)) return Promise.reject(invalidArgument('keys', keys, 'an array'));
     return Promise.all(keys.map((key) => this.load(key, options).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
   }
 
   /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */
   prime(key: K, value: V | Error): this {
     const storeKey = this.#loader.storeKey(key);
-    if (!this.#memo.has(storeKey)) {
-      const promise = value instanceof Error ? Promise.reject(value) : Promise.resolve(value);
-      promise.catch(() => {});
-      this.#memo.set(storeKey, promise);
-    }
+    if (!this.#memo.has(storeKey)) this.#memo.set(storeKey, Shared.settled(value));
     return this;
   }
 
@@ -81,7 +150,7 @@ export class RequestScope implements Sink {
   readonly #cache: Cache;
   // Made on first use: a request that never touches one of them pays nothing for it.
   #loaders: Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;
-  #computed: Map<string, Promise<unknown>> | undefined;
+  #computed: Map<string, Shared<unknown>> | undefined;
   #stats: CounterSet | undefined;
 
   /** @internal use cache.request() */
@@ -106,17 +175,13 @@ export class RequestScope implements Sink {
 
   /** getOrCompute, memoized for this request and attributed to its stats. Failures are not memoized. */
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
-    const computed = (this.#computed ??= new Map());
-    let promise = computed.get(key) as Promise<V> | undefined;
-    if (promise === undefined) {
-      const created = this.#cache._getOrCompute<V>(key, fill, options, this);
-      promise = created;
-      computed.set(key, created);
-      created.catch(() => {
-        if (computed.get(key) === created) computed.delete(key);
-      });
+    try {
+      checkSignal(options);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return promise;
+    const computed = (this.#computed ??= new Map()) as Map<string, Shared<V>>;
+    return memoized(computed, key, options?.signal, (signal) => this.#cache._getOrCompute<V>(key, fill, options && { ...options, signal }, this), forgetAlways);
   }
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */
