@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSchema, type GraphQLObjectType } from 'graphql';
+import { burst, sleep } from '../bench/lib/stats';
 import { createCache, manualClock, type Cache, type Counters, type Store } from '../src';
 import { herdcachePlugin } from '../src/apollo/plugin';
 import { type CacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../src/graphql';
@@ -61,28 +62,14 @@ class SlowDatabase {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /** Request i asks for one of the hot users. */
 function hotKey(i: number): string {
   return String(i % HOT_KEYS);
 }
 
-/** Starts `n` requests at once; resolves with each one's latency in ms. */
-async function stampede(n: number, request: (i: number) => Promise<unknown>): Promise<number[]> {
-  const latencies = new Array<number>(n);
-  const pending = new Array<Promise<void>>(n);
-  for (let i = 0; i < n; i++) {
-    const started = performance.now();
-    pending[i] = request(i).then(() => {
-      latencies[i] = performance.now() - started;
-    });
-  }
-  await Promise.all(pending);
-  return latencies;
-}
+/** Starts `n` requests at once; resolves with each one's latency in ms (the bench's burst). */
+const stampede = burst;
 
 /** Waits for background refreshes to land, so their database calls are counted. */
 async function settled(cache: Cache): Promise<void> {

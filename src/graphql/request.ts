@@ -27,17 +27,10 @@ export type BypassReason =
   | 'no_tag_value';
 
 /** The counters an operation reports (response extension, Prometheus), per source and in total. */
-export interface CacheReportCounters {
-  hits: number;
-  misses: number;
-  coalesced: number;
-  staleServed: number;
-  fills: number;
-  fillFailures: number;
-  lockContended: number;
+export type CacheReportCounters = Pick<Counters, 'hits' | 'misses' | 'coalesced' | 'staleServed' | 'fills' | 'fillFailures' | 'lockContended'> & {
   /** @cached field calls resolved without the cache (no parent identity, no session, unkeyable args, a tag without value). */
   bypassed: number;
-}
+};
 
 /**
  * `response.extensions.cache`: `total` sums `sources`; a source is a field coordinate
