@@ -64,7 +64,7 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(opti
       return {
         async willSendResponse({ response, operation: document, operationName }) {
           // A context object reused for the next operation must not keep this one's memo.
-          if (created) detachOperation(contextValue, operation);
+          detachOperation(contextValue, operation, created);
           if (document === undefined) return; // not parsed or not valid: nothing ran
           const report = operation.report();
           metrics?.recordOperation(operationName, report);

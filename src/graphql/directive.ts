@@ -213,11 +213,17 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
  * A resolver may return a list of promises (`ids.map((id) => loader.load(id))`); graphql-js
  * accepts that, but a cache must hold values, not promises (a rejected one would be served on
  * every hit), so the list is awaited. A failing item fails the field, and nothing is cached.
+ * A *returned* Error (or an Error item) is an error to graphql-js too: it is thrown, never cached.
  */
 async function settleList(result: unknown): Promise<unknown> {
   const value = await result;
-  if (Array.isArray(value) && value.some(isThenable)) return Promise.all(value);
-  return value;
+  if (value instanceof Error) throw value;
+  const items = Array.isArray(value) && value.some(isThenable) ? await Promise.all(value) : value;
+  if (Array.isArray(items)) {
+    const failed = items.find((item) => item instanceof Error);
+    if (failed !== undefined) throw failed;
+  }
+  return items;
 }
 
 function isThenable(value: unknown): boolean {

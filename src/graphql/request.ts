@@ -160,16 +160,27 @@ export function cacheReport(context: unknown): CacheReport | undefined {
  */
 export function attachOperation(context: unknown, cache: Cache): { operation: OperationCache; created: boolean } | undefined {
   const existing = operationOf(context);
-  if (existing !== undefined) return { operation: existing, created: false };
+  // Apollo runs each operation of a batched HTTP request on a shallow copy of one context, which
+  // copies this property too: an operation state already claimed by a running operation is not
+  // shared; the copy gets its own, so reports and metrics are not mixed or counted twice.
+  if (existing !== undefined && !claimed.has(existing)) {
+    claimed.add(existing);
+    return { operation: existing, created: false };
+  }
   if (context === null || typeof context !== 'object' || !Object.isExtensible(context)) return undefined;
   const operation = new OperationCache(cache);
   (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
+  claimed.add(operation);
   return { operation, created: true };
 }
 
-/** @internal Removes what attachOperation created, so a context object reused for another operation starts clean. */
-export function detachOperation(context: unknown, operation: OperationCache): void {
-  if (operationOf(context) === operation) delete (context as { [OPERATION]?: OperationCache })[OPERATION];
+/** Operation states in use by a running operation. */
+const claimed = new WeakSet<OperationCache>();
+
+/** @internal The operation ended: releases its state, and removes it if attachOperation created it. */
+export function detachOperation(context: unknown, operation: OperationCache, created: boolean): void {
+  claimed.delete(operation);
+  if (created && operationOf(context) === operation) delete (context as { [OPERATION]?: OperationCache })[OPERATION];
 }
 
 export function checkCache(cache: unknown): asserts cache is Cache {

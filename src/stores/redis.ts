@@ -202,7 +202,6 @@ class RedisStoreImpl implements RedisStore {
 
   async setMany(writes: readonly StoreWrite[]): Promise<void> {
     if (writes.length === 0) return;
-    this.#guard.admit('setMany');
     const keys: string[] = [];
     const payloads: (string | Buffer)[] = [];
     const pxs: number[] = [];
@@ -215,6 +214,8 @@ class RedisStoreImpl implements RedisStore {
       pxs.push(this.#px(write));
     }
     if (keys.length === 0) return;
+    // Admitted only once something will be sent (see clear()).
+    this.#guard.admit('setMany');
     // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
     const groups = this.#cluster ? groupPositions(keys.length, (i) => this.#nodeOf(keys[i]!)) : null;
     const client = this.#client;
@@ -299,7 +300,8 @@ class RedisStoreImpl implements RedisStore {
    */
   async clear(): Promise<void> {
     const pattern = `${escapeGlob(this.#clientPrefix + this.#prefix)}{*`;
-    this.#guard.admit('clear');
+    // Each page is admitted once, right before the command that settles it: a half-open breaker
+    // admits one trial, and an admit that never reaches bound() would hold that trial forever.
     const nodes = this.#cluster ? (this.#client as Cluster).nodes('master') : [this.#client as Redis];
     const strip = this.#clientPrefix.length;
     for (const node of nodes) {

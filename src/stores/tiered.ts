@@ -261,7 +261,12 @@ class TieredStoreImpl implements TieredStore {
 
   async clear(): Promise<void> {
     this.#clearLocal();
-    await this.#l2.clear();
+    try {
+      await this.#l2.clear();
+    } finally {
+      // A read issued while the SCAN ran may have copied a value the UNLINK then removed.
+      this.#clearLocal();
+    }
     await this.#publish({ op: 'clear' });
   }
 

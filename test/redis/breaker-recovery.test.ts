@@ -1,0 +1,40 @@
+import Redis from 'ioredis';
+import { startRedisServer, type RedisServer } from '../setup/redis-server';
+import { redisStore } from '../../src/stores/redis';
+
+let server: RedisServer;
+const clients: Redis[] = [];
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await server.stop();
+});
+
+/** A store whose breaker (threshold 1, coolDown 0) has opened once: the next call is the half-open trial. */
+async function openedOnce(prefix: string) {
+  const client = new Redis(server.url, { lazyConnect: true });
+  clients.push(client);
+  const store = redisStore({ client, prefix, breaker: { threshold: 1, coolDown: 0 } });
+  // status "wait": fails fast, counts one failure, and starts the connection.
+  await expect(store.getMany(['a'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+  while (client.status !== 'ready') await new Promise((r) => setTimeout(r, 5));
+  expect(store.breakerState).toBe('half-open');
+  return store;
+}
+
+test('clear() in half-open: the trial is admitted twice, the 2nd admit throws, breaker never recovers', async () => {
+  const store = await openedOnce('bk1:');
+  await store.clear().catch(() => undefined); // the trial call
+  await new Promise((r) => setTimeout(r, 20)); // coolDown is 0
+  // Redis is healthy: the next call must be let through (as the next trial at least).
+  await expect(store.getMany(['a'])).resolves.toEqual([undefined]);
+});
+
+test('setMany() of only unencodable values in half-open leaves the trial "in flight" forever', async () => {
+  const store = await openedOnce('bk2:');
+  await store.setMany([{ key: 'big', entry: { value: 1n, freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity }]);
+  await new Promise((r) => setTimeout(r, 20));
+  await expect(store.getMany(['a'])).resolves.toEqual([undefined]);
+});
