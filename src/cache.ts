@@ -47,6 +47,8 @@ export class Cache {
   readonly #flights = new FlightTable();
   readonly #counters = new CounterSet();
   readonly #loaders = new Map<string, Loader<unknown, unknown>>();
+  /** Key namespaces (`head:`) taken by something other than a loader, e.g. the @cached directive. */
+  readonly #reserved = new Map<string, string>();
   readonly #gocSource: Source;
   readonly #labelSources = new Map<string, Source>();
   /** Items queued for the next dispatch, from every source. */
@@ -146,10 +148,26 @@ export class Cache {
     if (this.#loaders.has(name)) {
       throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);
     }
+    const owner = this.#reserved.get(name);
+    if (owner !== undefined) throw invalidOption('name', name, `a name whose keys (\`${name}:…\`) are not those of ${owner}`);
     const policy = resolvePolicy(options, this.#policy);
     const loader = new Loader<K, V>(this, options, policy, this.#counters.of(name));
     this.#loaders.set(name, loader as Loader<unknown, unknown>);
     return loader;
+  }
+
+  /**
+   * @internal Reserves the key namespace of `prefix` (its head before ':', which a loader of that
+   * name would also write under) for `owner`, so the two can never share keys.
+   */
+  _reserveNamespace(prefix: string, owner: string): void {
+    const colon = prefix.indexOf(':');
+    if (colon <= 0) return; // no loader key can start like this prefix
+    const head = prefix.slice(0, colon);
+    if (this.#loaders.has(head)) {
+      throw new HerdcacheError('E_INVALID_OPTION', `herdcache: ${owner} writes keys under "${head}:", which the loader named "${head}" uses too; choose another key prefix or loader name`);
+    }
+    this.#reserved.set(head, owner);
   }
 
   /** A per-request view: DataLoader memo semantics for one operation, the registry underneath. */

@@ -131,6 +131,8 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       plans.push([field, () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass })]);
     }
   }
+  // Loaders and @cached fields must never share keys: a loader named like the prefix's head would.
+  if (plans.length > 0) cache._reserveNamespace(keyPrefix, `the @cached directive (keyPrefix "${keyPrefix}")`);
   // Everything validated before anything is changed: a build error leaves the schema untouched.
   for (const [field, wrap] of plans) {
     const resolve = wrap();
