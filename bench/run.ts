@@ -18,6 +18,7 @@ import { machine, markdownNotes, markdownTable, skippedRow, type Row } from './l
 import { graphqlEndToEnd } from './workloads/graphql';
 import { hotHits } from './workloads/hot-hits';
 import { redisBatch } from './workloads/redis-batch';
+import { stampedeChart } from './lib/chart';
 import { replicas } from './workloads/replicas';
 import { stampede } from './workloads/stampede';
 import { swr } from './workloads/swr';
@@ -156,6 +157,11 @@ async function main(): Promise<void> {
     const out = join(__dirname, 'RESULTS.md');
     writeFileSync(out, document);
     log(`wrote ${out} (${elapsed} s)`);
+    const chart = stampedeChart(rows.filter((row) => row.fills !== undefined));
+    if (chart !== undefined) {
+      writeFileSync(join(__dirname, 'stampede.svg'), chart);
+      log(`wrote ${join(__dirname, 'stampede.svg')}`);
+    }
   }
 }
 

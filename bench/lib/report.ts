@@ -28,6 +28,8 @@ export interface Row {
   readonly notes: readonly string[];
   /** Set when the workload did not run; cells are then empty. */
   readonly skipped?: string;
+  /** Fills per system, for the stampede chart (bench/stampede.svg). */
+  readonly fills?: Partial<Record<SystemId, number>>;
 }
 
 export function skippedRow(workload: string, measure: string, why: string): Row {

@@ -96,8 +96,11 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
     const b = outcomes.get(best)!;
     const cells: Row['cells'] = {};
     for (const [id, x] of outcomes) cells[id] = cell(x);
+    const fills: Row['fills'] = {};
+    for (const [id, x] of outcomes) fills[id] = x.mean;
     return {
       workload: '2. Stampede, replicas',
+      fills,
       measure: `${o.replicas} processes × ${count(o.loads)} concurrent loads of 1 cold key, one local Redis, fill ${o.fillMs} ms, ${o.trials} trials → fills fleet-wide · p50 / p99`,
       cells,
       ratio: `fills ${mean(herd.mean)} vs ${mean(b.mean)} per stampede (${best})<br>p99 ${ratio(herd.p99 / b.p99)}`,

@@ -63,8 +63,11 @@ export async function stampede(options: StampedeOptions): Promise<Row> {
   const cells: Row['cells'] = {};
   for (const [id, o] of outcomes) cells[id] = cell(o);
   cells.herdcache = `${cell(herd)}<br>getOrCompute: ${cell(viaGetOrCompute)}`;
+  const fills: Row['fills'] = {};
+  for (const [id, o] of outcomes) fills[id] = o.fills;
   return {
     workload: '1. Stampede, one process',
+    fills,
     measure: `${count(options.loads)} concurrent loads of 1 cold key, fill ${options.fillMs} ms → fills · p50 / p99`,
     cells,
     ratio: `fills ${herd.fills} vs ${bestOutcome.fills} (${best})<br>p99 ${ratio(herd.latency.p99 / bestOutcome.latency.p99)}`,
