@@ -125,7 +125,13 @@ export class Subscription {
     connection.off('end', this.#onLost);
     connection.off('ready', this.#onReady);
     if (connection.status !== 'ready') return;
-    await Promise.race([(connection as Redis).unsubscribe(this.#channel).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise((resolve) => {
+      timer = setTimeout(resolve, 1000);
+      timer.unref();
+    });
+    await Promise.race([(connection as Redis).unsubscribe(this.#channel).catch(() => undefined), bound]);
+    clearTimeout(timer);
   }
 }
 
