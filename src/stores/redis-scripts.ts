@@ -11,6 +11,17 @@
 import type { Cluster, Redis } from 'ioredis';
 
 /**
+ * GET that reads a key of another type (something foreign under our prefix) as missing, as MGET
+ * does, instead of aborting the whole script with WRONGTYPE halfway through a batch.
+ */
+const SAFE_GET = `
+local function get(key)
+  local value = redis.pcall('GET', key)
+  if type(value) == 'table' and value.err then return false end
+  return value
+end`;
+
+/**
  * ARGV: token, lock ttl (ms). Returns, per key, `won` (1/0) then the raw value or nil.
  * The value is read after the lock is tried: that read is the re-check that stops a replica from
  * filling a key another replica wrote between this replica's MGET and its lock.
@@ -18,16 +29,17 @@ import type { Cluster, Redis } from 'ioredis';
  * server) wins its own lock instead of waiting out the lock ttl behind itself.
  */
 const ACQUIRE = `
+${SAFE_GET}
 local out = {}
 local token = ARGV[1]
 for i = 1, #KEYS, 2 do
   local won = redis.call('SET', KEYS[i + 1], token, 'NX', 'PX', ARGV[2])
-  if not won and redis.call('GET', KEYS[i + 1]) == token then
+  if not won and get(KEYS[i + 1]) == token then
     redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
     won = true
   end
   out[i] = won and 1 or 0
-  out[i + 1] = redis.call('GET', KEYS[i])
+  out[i + 1] = get(KEYS[i])
 end
 return out
 `;
@@ -39,12 +51,13 @@ return out
  * cannot overwrite a newer value or resurrect an invalidated one.
  */
 const WRITE_AND_RELEASE = `
+${SAFE_GET}
 local out = {}
 local token = ARGV[1]
 for i = 1, #KEYS, 2 do
   local n = (i + 1) / 2
   out[n] = 0
-  if redis.call('GET', KEYS[i + 1]) == token then
+  if get(KEYS[i + 1]) == token then
     local px = ARGV[i + 2]
     if px == '0' then
       redis.call('SET', KEYS[i], ARGV[i + 1])
@@ -61,9 +74,10 @@ return out
 
 /** KEYS: lock keys only. ARGV: token. Compare-and-delete: another filler's lock is untouched. */
 const RELEASE = `
+${SAFE_GET}
 local released = 0
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
+  if get(KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     released = released + 1
   end

@@ -50,6 +50,22 @@ describe('fill lock', () => {
     expect(await client.pttl(lockKey('k'))).toBeGreaterThan(10_000);
   });
 
+  it('a foreign key of another type under the prefix reads as missing: the scripts never abort halfway', async () => {
+    await client.hset(valueKey('a'), 'field', 'x'); // a hash where a value would be
+    await client.hset(lockKey('b'), 'field', 'x'); // a hash where a lock would be
+    const attempts = await store.lock.acquire(['a', 'b', 'c'], 'token', 10_000);
+    expect(attempts).toEqual([
+      { won: true, entry: undefined },
+      { won: false, entry: undefined },
+      { won: true, entry: undefined },
+    ]);
+    // The keys after the foreign ones were processed too, and the write and release go through.
+    expect(await store.lock.writeAndRelease([{ key: 'c', entry: entry('v'), ttl: 60_000 }], 'token')).toEqual([true]);
+    await store.lock.release(['a', 'b'], 'token');
+    expect(await client.exists(lockKey('a'))).toBe(0);
+    expect(await client.type(lockKey('b'))).toBe('hash');
+  });
+
   it('returns the value read after trying the lock (the re-check), winner or not', async () => {
     const written = entry('already there');
     await store.setMany([{ key: 'k', entry: written, ttl: 60_000 }]);
