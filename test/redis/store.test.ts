@@ -4,6 +4,7 @@
  */
 import type Redis from 'ioredis';
 import { HerdcacheError } from '../../src/errors';
+import { tagVersionKey } from '../../src/stores/redis-keys';
 import { redisStore, type RedisStore } from '../../src/stores/redis';
 import type { Codec } from '../../src/stores/codec';
 import { connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
@@ -268,14 +269,15 @@ describe('delete / clear', () => {
 });
 
 it('raises coded errors for Redis errors', async () => {
-  await client.set(valueKey('hash'), 'x');
-  await client.del(valueKey('hash'));
   await client.hset(valueKey('hash'), 'f', 'v');
   const s = redisStore({ client, prefix, breaker: false });
-  // MGET on a hash answers nil, not an error; the lock script's GET on a hash is a WRONGTYPE error.
+  // A key of another type under the prefix reads as missing, in MGET and in the lock script alike.
   await expect(s.getMany(['hash'])).resolves.toEqual([undefined]);
-  const error = await s.lock.acquire(['hash'], 't', 1000).catch((e: unknown) => e);
+  await expect(s.lock.acquire(['hash'], 't', 1000)).resolves.toEqual([{ won: true, entry: undefined }]);
+  // A real Redis error (INCR of a tag version that is not an integer) is a coded store error.
+  await client.set(tagVersionKey(prefix, 'T', 256), 'not a number');
+  const error = await s.invalidateTags(['T']).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(HerdcacheError);
   expect(error).toMatchObject({ code: 'E_STORE_ERROR' });
-  expect((error as Error & { cause: Error }).cause.message).toMatch(/WRONGTYPE/);
+  expect((error as Error & { cause: Error }).cause.message).toMatch(/not an integer/);
 });
