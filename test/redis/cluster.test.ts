@@ -4,68 +4,30 @@
  * the server's, that batches are grouped by slot (one MGET / one script call per slot), and that
  * a value and its lock always share a slot (a script touching both would fail with CROSSSLOT).
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import Redis, { Cluster } from 'ioredis';
+import type Redis from 'ioredis';
+import type { Cluster } from 'ioredis';
 import { redisStore, type RedisStore } from '../../src/stores/redis';
 import { hashSlot, taggedKey } from '../../src/stores/redis-keys';
-import { freePort, startRedisServer, type RedisServer } from '../setup/redis-server';
-import { commandCalls, connect, entry, eventually, recordingReporter } from './helpers';
+import { entry, recordingReporter } from './helpers';
+import { startLocalCluster, type LocalCluster } from './local-cluster';
 
-const run = promisify(execFile);
-
-let dir: string;
-const nodes: RedisServer[] = [];
-const admins: Redis[] = [];
+let local: LocalCluster;
+let admins: readonly Redis[];
 let cluster: Cluster;
 let store: RedisStore;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'herdcache-cluster-'));
-  for (let i = 0; i < 3; i++) {
-    const port = await freePort();
-    // The bus port defaults to port + 10000, which may be taken or past 65535: pick one.
-    const busPort = await freePort();
-    nodes.push(
-      await startRedisServer({
-        port,
-        extraArgs: ['--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir],
-      }),
-    );
-  }
-  await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 20_000 });
-  for (const node of nodes) admins.push(await connect(node.url));
-  const ok = await eventually(async () => {
-    const states = await Promise.all(admins.map((admin) => admin.cluster('INFO') as Promise<string>));
-    return states.every((info) => info.includes('cluster_state:ok'));
-  }, 15_000, 100);
-  if (!ok) throw new Error('the local cluster did not reach cluster_state:ok');
-  cluster = new Cluster([{ host: '127.0.0.1', port: nodes[0]!.port }], { redisOptions: { disconnectTimeout: 10 } });
-  await new Promise<void>((resolve, reject) => {
-    cluster.once('ready', resolve);
-    cluster.once('error', reject);
-  });
+  local = await startLocalCluster('cluster');
+  admins = local.admins;
+  cluster = await local.client();
   store = redisStore({ client: cluster, prefix: 'cl:' });
 }, 45_000);
 
 afterAll(async () => {
-  cluster?.disconnect();
-  for (const admin of admins) admin.disconnect();
-  await Promise.all(nodes.map((node) => node.stop('SIGKILL')));
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await local?.stop();
 });
 
-/** Calls per command, summed over the three masters. */
-async function clusterCalls(): Promise<Record<string, number>> {
-  const sum: Record<string, number> = {};
-  for (const admin of admins) {
-    for (const [name, count] of Object.entries(await commandCalls(admin))) sum[name] = (sum[name] ?? 0) + count;
-  }
-  return sum;
-}
+const clusterCalls = () => local.calls();
 
 async function measure(work: () => Promise<unknown>): Promise<Record<string, number>> {
   const before = await clusterCalls();

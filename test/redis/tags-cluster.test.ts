@@ -4,74 +4,32 @@
  * bumps one script call per slot (a script touching two slots would fail with CROSSSLOT). Pub/sub
  * crosses the cluster: a subscriber on one node hears a PUBLISH sent to another.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import Redis, { Cluster } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import { createCache } from '../../src/cache';
 import { redisStore, type RedisStore } from '../../src/stores/redis';
 import { hashSlot } from '../../src/stores/redis-keys';
 import { tieredStore, type TieredStore } from '../../src/stores/tiered';
-import { freePort, startRedisServer, type RedisServer } from '../setup/redis-server';
-import { commandCalls, connect, entry, eventually } from './helpers';
+import { entry, eventually } from './helpers';
+import { startLocalCluster, type LocalCluster } from './local-cluster';
 
-const run = promisify(execFile);
-
-let dir: string;
-const nodes: RedisServer[] = [];
-const admins: Redis[] = [];
-const clusters: Cluster[] = [];
+let local: LocalCluster;
 let store: RedisStore;
 
-function cluster(): Promise<Cluster> {
-  const client = new Cluster([{ host: '127.0.0.1', port: nodes[0]!.port }], { redisOptions: { disconnectTimeout: 10 } });
-  clusters.push(client);
-  return new Promise((resolve, reject) => {
-    client.once('ready', () => resolve(client));
-    client.once('error', reject);
-  });
-}
+const cluster = (): Promise<Cluster> => local.client();
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'herdcache-tags-cluster-'));
-  for (let i = 0; i < 3; i++) {
-    const port = await freePort();
-    const busPort = await freePort();
-    nodes.push(
-      await startRedisServer({
-        port,
-        extraArgs: ['--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir],
-      }),
-    );
-  }
-  await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 20_000 });
-  for (const node of nodes) admins.push(await connect(node.url));
-  const ok = await eventually(async () => {
-    const states = await Promise.all(admins.map((admin) => admin.cluster('INFO') as Promise<string>));
-    return states.every((info) => info.includes('cluster_state:ok'));
-  }, 15_000, 100);
-  if (!ok) throw new Error('the local cluster did not reach cluster_state:ok');
+  local = await startLocalCluster('tags-cluster');
   store = redisStore({ client: await cluster(), prefix: 'tc:' });
 }, 45_000);
 
 afterAll(async () => {
-  for (const client of clusters) client.disconnect();
-  for (const admin of admins) admin.disconnect();
-  await Promise.all(nodes.map((node) => node.stop('SIGKILL')));
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await local?.stop();
 });
 
 async function measure(work: () => Promise<unknown>): Promise<Record<string, number>> {
-  const sum = async () => {
-    const out: Record<string, number> = {};
-    for (const admin of admins) for (const [name, count] of Object.entries(await commandCalls(admin))) out[name] = (out[name] ?? 0) + count;
-    return out;
-  };
-  const before = await sum();
+  const before = await local.calls();
   await work();
-  const after = await sum();
+  const after = await local.calls();
   const out: Record<string, number> = {};
   for (const [name, count] of Object.entries(after)) if (count - (before[name] ?? 0) > 0 && name !== 'info') out[name] = count - (before[name] ?? 0);
   return out;
