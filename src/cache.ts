@@ -68,10 +68,10 @@ export class Cache {
     if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
     this.#clock = clock;
     const hasLock = store.lock !== undefined;
+    // `lock: true` on a store without a lock is harmless: the pipeline only locks where a lock exists.
     this.#policy = resolvePolicy(options, { ttl: undefined, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0 });
-    if (this.#policy.lock && !hasLock) this.#policy = { ...this.#policy, lock: false };
     const timing = resolveLockTiming(options);
-    this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : maxRefreshesOption(options.maxRefreshes);
+    this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
     if (options.hooks !== undefined) checkHooks(options.hooks, 'hooks');
     this.#hooks = options.hooks ?? {};
     this.#hookSets = options.hooks === undefined ? [] : [options.hooks];
@@ -91,7 +91,7 @@ export class Cache {
       fallback: this.#gocSource.counters,
       record: (source, counter, key, sink) => this.#record(source, counter, key, sink),
       count: (source, counter, sink) => this.#count(source, counter, sink),
-      hook: (name, ...args) => this.#hook(name, ...args),
+      hook: (name, ...args) => this.#notify(this.#hooks[name] as Observer | undefined, args),
       refresh: (source, key, arg, policy, replaces) => this.#refresh(source, key, arg, policy, replaces),
     });
     store.bind?.({
@@ -263,17 +263,16 @@ export class Cache {
     await this.#pipeline.storeCall('setMany', () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]), source);
   }
 
-
   /** Empties the store and abandons every fill in flight (their waiters start over). */
   async clear(): Promise<void> {
-    this.#flights.abandonAll();
+    this.#abandon([], [], true, 'the cache was cleared while this fill ran');
     await this.#pipeline.storeCall('clear', () => this.#store.clear());
   }
 
-  /** Stops accepting new loaders and closes the store if it has a close(). */
+  /** Abandons fills in flight, rejects later misses and new loaders, closes the store if it can. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#flights.abandonAll();
+    this.#abandon([], [], true, 'the cache was closed while this fill ran');
     await this.#store.close?.();
   }
 
@@ -288,7 +287,7 @@ export class Cache {
     if (getSync !== undefined) {
       const entry = getSync(key);
       if (entry !== undefined) {
-        const answer = this._answer(source, key, entry, arg, policy, counted ? undefined : sink, counted);
+        const answer = this._answer(source, key, entry, arg, policy, sink, counted);
         if (answer !== undefined) return answer as Promise<V>;
       }
     }
@@ -303,18 +302,18 @@ export class Cache {
     const freshUntil = entry.freshUntil;
     if (freshUntil === Infinity) {
       if (!counted) this.#hit(source, key, sink);
-      return (entry.resolved ??= Promise.resolve(entry.value));
+      return settled(entry);
     }
     const now = this.#clock.now();
     if (now < freshUntil) {
       if (!counted) this.#hit(source, key, sink);
       if (policy.beta > 0 && refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
-      return (entry.resolved ??= Promise.resolve(entry.value));
+      return settled(entry);
     }
     if (now < entry.staleUntil) {
       if (!counted) this.#record(source, 'staleServed', key, sink);
       this.#refresh(source, key, arg, policy, freshUntil);
-      return (entry.resolved ??= Promise.resolve(entry.value));
+      return settled(entry);
     }
     return undefined;
   }
@@ -329,12 +328,11 @@ export class Cache {
     } else {
       let tags: readonly string[] | undefined;
       try {
-        tags = nonEmpty(policy.tags ?? source.tagsOf?.(arg));
+        tags = tagsFor(source, arg, policy);
       } catch (error) {
         return Promise.reject(error);
       }
-      flight = this.#flights.start(key, false);
-      flight.tags = tags;
+      flight = this.#flights.start(key, false, tags);
       this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
     }
     // A waiter whose flight is abandoned starts over from the top (the store may hold a value
@@ -382,14 +380,13 @@ export class Cache {
     }
     let tags: readonly string[] | undefined;
     try {
-      tags = nonEmpty(policy.tags ?? source.tagsOf?.(arg));
+      tags = tagsFor(source, arg, policy);
     } catch {
       return; // the tags function threw: the caller that had it throw on a miss will see it
     }
     this.#refreshing++;
     source.counters.refreshes++;
-    const flight = this.#flights.start(key, true);
-    flight.tags = tags;
+    const flight = this.#flights.start(key, true, tags);
     const done = () => {
       this.#refreshing--;
     };
@@ -410,36 +407,26 @@ export class Cache {
 
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────
 
-
   #storeProblem(counter: CounterName, key: string, error: unknown, operation: string): void {
     const loaderName = key.slice(0, key.indexOf(':'));
     const source = this.#loaders.has(loaderName) ? loaderName : GET_OR_COMPUTE;
     this.#counters.count(source, counter, 1);
-    this.#hook('onStoreError', error, `${operation} ${key}`);
+    this.#notify(this.#hooks.onStoreError, [error, `${operation} ${key}`]);
   }
 
   /** #record for a hit, kept small so it inlines into the hit path. */
   #hit(source: Source, key: string, sink: Sink | undefined): void {
-    source.counters.hits++;
-    if (sink !== undefined) sink.count(source.name, 'hits', 1);
+    this.#count(source, 'hits', sink);
     const hook = this.#hooks.onHit;
-    if (hook !== undefined) this.#record(source, 'hits', key, undefined, true);
+    if (hook !== undefined) this.#notify(hook, [key, source.name]);
   }
 
-  #record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined, hookOnly = false): void {
-    if (!hookOnly) {
-      source.counters[counter]++;
-      if (sink !== undefined) sink.count(source.name, counter, 1);
-    }
+  /** Counts a load's outcome and tells its observer. */
+  #record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void {
+    this.#count(source, counter, sink);
     const hooks = this.#hooks;
     const hook = counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
-    if (hook !== undefined) {
-      try {
-        hook(key, source.name);
-      } catch {
-        // A throwing observer must not fail the load it observes.
-      }
-    }
+    if (hook !== undefined) this.#notify(hook, [key, source.name]);
   }
 
   #count(source: Source, counter: CounterName, sink: Sink | undefined): void {
@@ -447,8 +434,8 @@ export class Cache {
     if (sink !== undefined) sink.count(source.name, counter, 1);
   }
 
-  #hook<N extends 'onFill' | 'onStoreError'>(name: N, ...args: Parameters<NonNullable<CacheHooks[N]>>): void {
-    const hook = this.#hooks[name] as ((...a: unknown[]) => void) | undefined;
+  /** Calls an observer; one that throws never fails the load it observes. */
+  #notify(hook: Observer | undefined, args: readonly unknown[]): void {
     if (hook === undefined) return;
     try {
       hook(...args);
@@ -490,6 +477,20 @@ export class Cache {
 
 const HOOK_NAMES = ['onHit', 'onMiss', 'onStale', 'onCoalesced', 'onFill', 'onStoreError'] as const;
 
+/** Any of the hooks: each has its own signature, the arguments are passed through as given. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Observer = (...args: any[]) => void;
+
+/** The entry's value as a settled promise, made once and reused by every later hit. */
+function settled(entry: Entry): Promise<unknown> {
+  return (entry.resolved ??= Promise.resolve(entry.value));
+}
+
+/** The tags of the value of `arg`: a getOrCompute call's own, or the loader's `tags(key)`. */
+function tagsFor(source: Source, arg: unknown, policy: Policy): readonly string[] | undefined {
+  return nonEmpty(policy.tags ?? source.tagsOf?.(arg));
+}
+
 /** One hooks object calling every set's hook in turn; a throwing observer does not silence the next. */
 function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
   const out: Record<string, (...args: unknown[]) => void> = {};
@@ -509,8 +510,6 @@ function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
   return out as CacheHooks;
 }
 
-
-
 /** Every hook given must be a function: a typo fails at configuration, not silently on every load. */
 function checkHooks(hooks: CacheHooks, name: string): void {
   if (hooks === null || typeof hooks !== 'object') throw invalidOption(name, hooks, 'an object of hook functions');
@@ -525,16 +524,11 @@ function nonEmpty(tags: readonly string[] | undefined): readonly string[] | unde
   return tags !== undefined && tags.length > 0 ? tags : undefined;
 }
 
-function maxRefreshesOption(value: unknown): number {
-  return checkPositiveInteger('maxRefreshes', value);
-}
-
 export function checkKey(key: unknown, name: string): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) {
     throw new HerdcacheError('E_INVALID_KEY', `herdcache: argument "${name}" must be a non-empty string, got ${describe(key)}`);
   }
 }
-
 
 /** Creates a registry. One per process is the intended use; two never coalesce with each other. */
 export function createCache(options?: CacheOptions): Cache {

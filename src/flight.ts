@@ -67,14 +67,15 @@ export class Flight<V = unknown> {
   /** The fill run computing this flight, once it started. */
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags. */
-  tags: readonly string[] | undefined = undefined;
+  readonly tags: readonly string[] | undefined;
   #state = PENDING;
   #resolve!: (value: V) => void;
   #reject!: (reason: unknown) => void;
 
-  constructor(key: string, background: boolean) {
+  constructor(key: string, background: boolean, tags: readonly string[] | undefined) {
     this.key = key;
     this.background = background;
+    this.tags = tags;
     this.promise = new Promise<V>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -129,8 +130,8 @@ export class FlightTable {
     return this.#flights.get(key);
   }
 
-  start(key: string, background: boolean): Flight {
-    const flight = new Flight(key, background);
+  start(key: string, background: boolean, tags: readonly string[] | undefined): Flight {
+    const flight = new Flight(key, background, tags);
     this.#flights.set(key, flight);
     return flight;
   }
@@ -156,7 +157,7 @@ export class FlightTable {
   }
 
   /** Abandons every flight (cache.clear()): their waiters re-contend, their results are dropped. */
-  abandonAll(reason: unknown = new HerdcacheError('E_INVALIDATED', 'herdcache: the cache was cleared while this fill ran')): void {
+  abandonAll(reason: unknown): void {
     for (const flight of [...this.#flights.values()]) this.abandon(flight, reason);
   }
 

@@ -235,13 +235,9 @@ export class FillPipeline {
 
   /** Runs each source's function for its items (in its groups), writes what succeeded, settles all. */
   async #fill(all: Item[], token: string | undefined): Promise<void> {
-    // A flight abandoned before its fill starts is not filled; its lock is released.
+    // A flight abandoned before its fill starts is not filled (the only such path is a failed lock
+    // call, where no lock is held; with a token, callers pass flights checked in this very step).
     const items = all.filter((item) => !item.flight.abandoned);
-    if (token !== undefined && items.length < all.length) {
-      const lock = this.#store.lock!;
-      const dropped = all.filter((item) => item.flight.abandoned);
-      void this.storeCall('lock.release', () => lock.release(dropped.map((item) => item.key), token), dropped);
-    }
     if (items.length === 0) return;
     const bySource = new Map<Source, Item[]>();
     for (const item of items) {
