@@ -416,7 +416,9 @@ export class Cache {
 
   /** #record for a hit, kept small so it inlines into the hit path. */
   #hit(source: Source, key: string, sink: Sink | undefined): void {
-    this.#count(source, 'hits', sink);
+    // A named property, not counters[counter]: the keyed increment costs the hit path ~30 ns.
+    source.counters.hits++;
+    if (sink !== undefined) sink.count(source.name, 'hits', 1);
     const hook = this.#hooks.onHit;
     if (hook !== undefined) this.#notify(hook, [key, source.name]);
   }
