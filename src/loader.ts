@@ -18,6 +18,15 @@ import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 /** Errors that failed a whole batch (thrown, not an array, wrong length): a request scope forgets them. */
 export const batchFailures = new WeakSet<object>();
 
+/**
+ * DataLoader's loadMany: one entry per key, an Error where that key failed; never rejects for a
+ * key. Shared by the registry loader and the scoped one.
+ */
+export function loadEach<K, V>(keys: readonly K[], load: (key: K) => Promise<V>): Promise<(V | Error)[]> {
+  if (!Array.isArray(keys)) return Promise.reject(invalidArgument('keys', keys, 'an array'));
+  return Promise.all(keys.map((key) => load(key).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
+}
+
 /** Store keys remembered per loader for primitive keys. */
 const KEY_MEMO_MAX = 4096;
 
@@ -116,8 +125,7 @@ export class Loader<K, V> implements Source {
 
   /** As DataLoader's: one entry per key, an Error where that key failed. Never rejects for a key. */
   loadMany(keys: readonly K[], options?: LoadOptions): Promise<(V | Error)[]> {
-    if (!Array.isArray(keys)) return Promise.reject(new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: loadMany(keys) takes an array, got ${describe(keys)}`));
-    return Promise.all(keys.map((key) => this.load(key, options).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
+    return loadEach(keys, (key) => this.load(key, options));
   }
 
   /**

@@ -9,8 +9,7 @@
  * forgotten so the next load retries.
  */
 import type { Cache } from './cache';
-import { invalidArgument } from './errors';
-import { type Loader, batchFailures } from './loader';
+import { type Loader, batchFailures, loadEach } from './loader';
 import { checkSignal } from './options';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
@@ -123,8 +122,7 @@ export class ScopedLoader<K, V> {
   }
 
   loadMany(keys: readonly K[], options?: LoadOptions): Promise<(V | Error)[]> {
-    if (!Array.isArray(keys)) return Promise.reject(invalidArgument('keys', keys, 'an array'));
-    return Promise.all(keys.map((key) => this.load(key, options).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
+    return loadEach(keys, (key) => this.load(key, options));
   }
 
   /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */

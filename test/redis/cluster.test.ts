@@ -27,19 +27,7 @@ afterAll(async () => {
   await local?.stop();
 });
 
-const clusterCalls = () => local.calls();
-
-async function measure(work: () => Promise<unknown>): Promise<Record<string, number>> {
-  const before = await clusterCalls();
-  await work();
-  const after = await clusterCalls();
-  const out: Record<string, number> = {};
-  for (const [name, count] of Object.entries(after)) {
-    const diff = count - (before[name] ?? 0);
-    if (diff > 0 && name !== 'info') out[name] = diff;
-  }
-  return out;
-}
+const measure = (work: () => Promise<unknown>) => local.measure(work);
 
 const keys = Array.from({ length: 100 }, (_, i) => `key:${i}`);
 const slotsOf = (batch: readonly string[]): number => new Set(batch.map((key) => hashSlot(`cl:{${key}}`))).size;

@@ -83,6 +83,18 @@ export function countSocketWrites(client: Redis): { readonly count: number; stop
   return counter;
 }
 
+/** Runs `work` and returns the commands the server ran (`admin` reads INFO) and the writes on `client`'s socket. */
+export async function roundTrips(admin: Redis, client: Redis, work: () => Promise<unknown>): Promise<{ commands: Record<string, number>; writes: number }> {
+  const before = await commandCalls(admin);
+  const socket = countSocketWrites(client);
+  try {
+    await work();
+  } finally {
+    socket.stop();
+  }
+  return { commands: delta(before, await commandCalls(admin)), writes: socket.count };
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

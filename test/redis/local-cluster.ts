@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis, { Cluster } from 'ioredis';
 import { freePort, startRedisServer, type RedisServer } from '../setup/redis-server';
-import { commandCalls, connect, eventually } from './helpers';
+import { commandCalls, connect, delta, eventually } from './helpers';
 
 const run = promisify(execFile);
 
@@ -22,6 +22,8 @@ export interface LocalCluster {
   client(): Promise<Cluster>;
   /** Calls per command, summed over the masters. */
   calls(): Promise<Record<string, number>>;
+  /** The commands the masters ran during `work` (INFO excluded). */
+  measure(work: () => Promise<unknown>): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -59,6 +61,11 @@ export async function startLocalCluster(label: string): Promise<LocalCluster> {
     await stop();
     throw error;
   }
+  const calls = async () => {
+    const sum: Record<string, number> = {};
+    for (const admin of admins) for (const [name, count] of Object.entries(await commandCalls(admin))) sum[name] = (sum[name] ?? 0) + count;
+    return sum;
+  };
   return {
     nodes,
     admins,
@@ -70,10 +77,11 @@ export async function startLocalCluster(label: string): Promise<LocalCluster> {
         client.once('error', reject);
       });
     },
-    async calls() {
-      const sum: Record<string, number> = {};
-      for (const admin of admins) for (const [name, count] of Object.entries(await commandCalls(admin))) sum[name] = (sum[name] ?? 0) + count;
-      return sum;
+    calls,
+    async measure(work) {
+      const before = await calls();
+      await work();
+      return delta(before, await calls());
     },
     stop,
   };

@@ -6,7 +6,7 @@
 import type Redis from 'ioredis';
 import { redisStore, type RedisStore } from '../../src/stores/redis';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
-import { commandCalls, connect, countSocketWrites, delta, entry } from './helpers';
+import { connect, entry, roundTrips } from './helpers';
 
 let server: RedisServer;
 let client: Redis;
@@ -32,16 +32,7 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function measure(run: () => Promise<unknown>): Promise<{ commands: Record<string, number>; writes: number }> {
-  const before = await commandCalls(admin);
-  const socket = countSocketWrites(client);
-  try {
-    await run();
-  } finally {
-    socket.stop();
-  }
-  return { commands: delta(before, await commandCalls(admin)), writes: socket.count };
-}
+const measure = (work: () => Promise<unknown>) => roundTrips(admin, client, work);
 
 it('reads a 100-key batch with one MGET', async () => {
   await store.setMany(keys.slice(0, 50).map((key) => ({ key, entry: entry(key), ttl: 60_000 })));

@@ -26,14 +26,7 @@ afterAll(async () => {
   await local?.stop();
 });
 
-async function measure(work: () => Promise<unknown>): Promise<Record<string, number>> {
-  const before = await local.calls();
-  await work();
-  const after = await local.calls();
-  const out: Record<string, number> = {};
-  for (const [name, count] of Object.entries(after)) if (count - (before[name] ?? 0) > 0 && name !== 'info') out[name] = count - (before[name] ?? 0);
-  return out;
-}
+const measure = (work: () => Promise<unknown>) => local.measure(work);
 
 const tags = Array.from({ length: 40 }, (_, i) => `User:${i}`);
 const slots = new Set(tags.map((tag) => hashSlot(`tc:tag:{${tag}}`))).size;

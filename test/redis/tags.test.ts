@@ -9,7 +9,7 @@ import { jsonCodec } from '../../src/stores/codec';
 import { redisStore, type RedisStore } from '../../src/stores/redis';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { deferred, flush } from '../helpers';
-import { commandCalls, connect, countSocketWrites, delta, entry, eventually, randomPrefix, recordingReporter } from './helpers';
+import { commandCalls, connect, delta, entry, eventually, randomPrefix, recordingReporter, roundTrips } from './helpers';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -66,16 +66,7 @@ describe('on a server of its own (commands counted)', () => {
     await server.stop();
   });
 
-  async function measure(run: () => Promise<unknown>): Promise<{ commands: Record<string, number>; writes: number }> {
-    const before = await commandCalls(admin);
-    const socket = countSocketWrites(client);
-    try {
-      await run();
-    } finally {
-      socket.stop();
-    }
-    return { commands: delta(before, await commandCalls(admin)), writes: socket.count };
-  }
+  const measure = (work: () => Promise<unknown>) => roundTrips(admin, client, work);
 
   it('reads the versions of 100 tags with one MGET (missing = 0), and bumps them with one script call', async () => {
     let versions: number[] = [];
