@@ -66,8 +66,9 @@ describe('Redis killed mid-run, then restarted', () => {
     await trickle;
     expect(failures).toEqual([]);
     expect(trickled).toBeGreaterThan(5);
-    // Bounded: a load costs at most about one command timeout per store call on its path.
-    expect(slowest.ms).toBeLessThan(1500);
+    // Bounded: a load costs at most one command timeout (250 ms) per store call on its path (three);
+    // the margin is for a loaded machine, the bound catches a hang (ioredis would queue forever).
+    expect(slowest.ms).toBeLessThan(3000);
     const outage = cache.metrics().total;
     expect(outage.storeErrors).toBeGreaterThan(0);
 

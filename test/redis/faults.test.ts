@@ -58,10 +58,11 @@ it('bounds every call by commandTimeout while Redis is blocked (DEBUG SLEEP)', a
     settle(store.delete(['a'])),
   ]);
   for (const result of results) {
+    // The guard's timer ended the call (not the reply, which comes after the 1 s block): the
+    // code says so; the lower bound says the timer did not fire early. No upper time bound: a
+    // loaded machine may run the timer late, and the code already proves who ended the call.
     expect(result.error).toMatchObject({ code: 'E_STORE_TIMEOUT' });
-    // 100 ms timeout against a 1 s block: well under the block even on a loaded machine.
     expect(result.ms).toBeGreaterThanOrEqual(95);
-    expect(result.ms).toBeLessThan(600);
   }
   await sleeping;
   // The late answers arrived and were dropped; the store works again at once.
@@ -103,7 +104,8 @@ it('fails fast while Redis is down, opens the breaker, and recovers by itself af
   // Whatever ioredis has noticed yet, a call right after the kill is bounded.
   const first = await settle(store.getMany(['k']));
   expect(first.error).toBeDefined();
-  expect(first.ms).toBeLessThan(600);
+  // Bounded by the 250 ms command timeout; the margin is for a loaded machine, the bound is for a hang.
+  expect(first.ms).toBeLessThan(3000);
   expect(await eventually(() => redisClient.status !== 'ready', 2000)).toBe(true);
 
   // Not connected: rejected without sending (nothing queued offline), then the breaker opens.
@@ -112,9 +114,8 @@ it('fails fast while Redis is down, opens the breaker, and recovers by itself af
   const queued = () => redisClient.commandQueue.length + (redisClient as unknown as { offlineQueue: { length: number } }).offlineQueue.length;
   const queuedBefore = queued();
   const codes: (string | undefined)[] = [];
-  const start = performance.now();
+  // Fail-fast codes, not E_STORE_TIMEOUT: no call waited for a reply.
   for (let i = 0; i < 6; i++) codes.push((await settle(store.getMany(['k']))).error?.code);
-  expect(performance.now() - start).toBeLessThan(200);
   expect(codes.slice(-3)).toEqual(['E_CIRCUIT_OPEN', 'E_CIRCUIT_OPEN', 'E_CIRCUIT_OPEN']);
   expect(codes.filter((code) => code === 'E_STORE_UNAVAILABLE').length).toBeGreaterThanOrEqual(1);
   expect(store.breakerState).toBe('open');
@@ -157,10 +158,9 @@ it('fails fast when Redis was never there, without queueing commands offline', a
   absent.on('error', () => {});
   clients.push(absent);
   const store = redisStore({ client: absent, prefix: 'absent:', breaker: false });
-  const start = performance.now();
+  // E_STORE_UNAVAILABLE (failed before sending), never E_STORE_TIMEOUT: no call waited.
   for (let i = 0; i < 50; i++) await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
   await expect(store.lock.acquire(['k'], 't', 1000)).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
-  expect(performance.now() - start).toBeLessThan(500);
   expect((absent as unknown as { offlineQueue: { length: number } }).offlineQueue.length).toBe(0);
 });
 
