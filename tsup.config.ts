@@ -1,12 +1,24 @@
 import { defineConfig } from 'tsup';
 
+// One entry per folder: the folder of an entry is the entry (see package.json "exports").
+// Shared code goes into chunks (splitting, for CJS too) so that every entry sees the same
+// classes: a HerdcacheError thrown by herdcache/redis is `instanceof` the one from herdcache.
+export const entries = {
+  index: 'src/core/index.ts',
+  redis: 'src/redis/index.ts',
+  graphql: 'src/graphql/index.ts',
+  apollo: 'src/apollo/index.ts',
+  prometheus: 'src/prometheus/index.ts',
+};
+
 export default defineConfig({
-  entry: ['src/index.ts'],
+  entry: entries,
   format: ['cjs', 'esm'],
   dts: true,
+  splitting: true,
   sourcemap: true,
   clean: true,
   target: 'node20',
   // Peer dependencies stay external: the user brings them.
-  external: ['graphql', '@apollo/server', 'ioredis', 'prom-client'],
+  external: ['graphql', '@apollo/server', 'ioredis', 'prom-client', '@opentelemetry/api', 'graphql-yoga', '@envelop/core'],
 });

@@ -27,7 +27,7 @@ import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { burst, sleep } from '../bench/lib/stats';
-import { createCache, manualClock, type Cache, type Counters, type Store } from '../src';
+import { createCache, manualClock, type Cache, type Counters, type Store } from '../src/core';
 import { herdcachePlugin } from '../src/apollo/plugin';
 import { type CacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../src/graphql';
 

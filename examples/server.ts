@@ -18,7 +18,7 @@ import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { createCache, type Store } from '../src';
+import { createCache, type Store } from '../src/core';
 import { herdcachePlugin } from '../src/apollo/plugin';
 import { type HerdcacheContext, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../src/graphql';
 
@@ -77,7 +77,7 @@ async function makeStore(): Promise<{ store?: Store; close(): Promise<void> }> {
   const url = process.env.REDIS_URL;
   if (!url) return { close: async () => {} };
   // Loaded only when asked for: the in-memory example needs neither ioredis nor the Redis store.
-  const [{ default: Redis }, { redisStore }] = await Promise.all([import('ioredis'), import('../src/stores/redis')]);
+  const [{ default: Redis }, { redisStore }] = await Promise.all([import('ioredis'), import('../src/redis/redis-store')]);
   const client = new Redis(url);
   return {
     store: redisStore({ client }),

@@ -1,6 +1,6 @@
 /** cache.observe(hooks): observers added after createCache (what the Apollo plugin uses for fill durations). */
-import { createCache } from '../src/cache';
-import type { CacheHooks } from '../src/types';
+import { createCache } from '../src/core/cache';
+import type { CacheHooks } from '../src/core/types';
 
 describe('cache.observe', () => {
   it('calls options.hooks and every observer, in order, until removed', async () => {

@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import { HerdcacheError, createCache, manualClock, memoryStore } from '../src';
+import { HerdcacheError, createCache, manualClock, memoryStore } from '../src/core';
 import { asyncStore, countingStore, deferred, flush } from './helpers';
 
 describe('single-flight (getOrCompute)', () => {

@@ -1,5 +1,5 @@
 /** Probabilistic early refresh (XFetch), with Math.random pinned and a manual clock. */
-import { createCache, manualClock, memoryStore } from '../src';
+import { createCache, manualClock, memoryStore } from '../src/core';
 import { flush } from './helpers';
 
 afterEach(() => jest.restoreAllMocks());

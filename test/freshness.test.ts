@@ -1,4 +1,4 @@
-import { jitteredTtl, manualClock } from '../src';
+import { jitteredTtl, manualClock } from '../src/core';
 
 describe('jitteredTtl', () => {
   it('stays within [base*(1-f), base*(1+f)] and varies', () => {

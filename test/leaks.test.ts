@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createCache } from '../src';
+import { createCache } from '../src/core';
 
 setFlagsFromString('--expose_gc');
 const gc = runInNewContext('gc') as () => void;

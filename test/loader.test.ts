@@ -1,4 +1,4 @@
-import { HerdcacheError, createCache, manualClock, memoryStore } from '../src';
+import { HerdcacheError, createCache, manualClock, memoryStore } from '../src/core';
 import { asyncStore, deferred, flush } from './helpers';
 
 function recordingBatch<V>(compute: (key: number) => V | Error) {

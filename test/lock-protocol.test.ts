@@ -2,7 +2,7 @@
  * The registry's side of the distributed fill lock (seed 000), driven through an in-process
  * lock store and a manual clock: two caches on one LockingStore act as two replicas.
  */
-import { createCache, manualClock } from '../src';
+import { createCache, manualClock } from '../src/core';
 import { deferred, flush } from './helpers';
 import { LockingStore } from './helpers/lock-store';
 

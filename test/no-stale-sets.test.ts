@@ -28,8 +28,8 @@
  * fill's result, which may predate another replica's invalidation. That value is answered, never
  * cached (the final reads prove it).
  */
-import { manualClock } from '../src/freshness';
-import { memoryStore } from '../src/stores/memory';
+import { manualClock } from '../src/core/freshness';
+import { memoryStore } from '../src/core/memory';
 import { flush } from './helpers';
 import { observedCache, report, run, SCHEDULE_STEPS, SEED, type Tallies, type World } from './tiered/interleavings';
 

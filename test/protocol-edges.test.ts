@@ -5,8 +5,8 @@
  * starts, abort listeners are removed, locks are never orphaned or shared between registries.
  */
 import { getEventListeners } from 'node:events';
-import { HerdcacheError, createCache, manualClock } from '../src';
-import type { Counters } from '../src';
+import { HerdcacheError, createCache, manualClock } from '../src/core';
+import type { Counters } from '../src/core';
 import { deferred, flush } from './helpers';
 import { LockingStore } from './helpers/lock-store';
 

@@ -1,4 +1,4 @@
-import { createCache, manualClock } from '../src';
+import { createCache, manualClock } from '../src/core';
 import { flush } from './helpers';
 
 describe('request scope: DataLoader semantics per operation', () => {

@@ -1,4 +1,4 @@
-import { createCache, memoryStore, type Entry, type Store } from '../src';
+import { createCache, memoryStore, type Entry, type Store } from '../src/core';
 import { asyncStore, deferred, flush } from './helpers';
 
 describe('tags', () => {

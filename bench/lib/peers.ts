@@ -9,7 +9,7 @@ import { memoryDriver } from 'bentocache/drivers/memory';
 import { redisDriver } from 'bentocache/drivers/redis';
 import DataLoader from 'dataloader';
 import type Redis from 'ioredis';
-import { createCache, type Cache, type Store } from '../../src';
+import { createCache, type Cache, type Store } from '../../src/core';
 import type { Item, SlowDb } from './db';
 import type { SystemId } from './report';
 

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import type { Store } from '../../src';
+import type { Store } from '../../src/core';
 import { startRedisServer } from '../../test/setup/redis-server';
 
 export interface RedisEnv {

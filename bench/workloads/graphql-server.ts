@@ -17,8 +17,8 @@ import DataLoader from 'dataloader';
 import { buildSchema, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCache } from '../../src';
-import type { Cache } from '../../src';
+import { createCache } from '../../src/core';
+import type { Cache } from '../../src/core';
 import { sleep } from '../lib/stats';
 
 export type GraphqlMode = 'uncached' | 'dataloader' | 'cached';

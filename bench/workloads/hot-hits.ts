@@ -14,7 +14,7 @@ import { BentoCache, bentostore } from 'bentocache';
 import { memoryDriver } from 'bentocache/drivers/memory';
 import DataLoader from 'dataloader';
 import { LRUCache } from 'lru-cache';
-import { createCache } from '../../src';
+import { createCache } from '../../src/core';
 import { item, type Item } from '../lib/db';
 import type { Row } from '../lib/report';
 import { median, ns, rate, ratio } from '../lib/stats';

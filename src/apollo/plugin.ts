@@ -10,11 +10,11 @@
  */
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
 import type { Registry } from 'prom-client';
-import type { Cache } from '../cache';
-import { HerdcacheError, invalidOption } from '../errors';
+import type { Cache } from '../core/cache';
+import { HerdcacheError, invalidOption } from '../core/errors';
 import { attachOperation, checkCache, detachOperation } from '../graphql/request';
-import { type HerdcacheMetrics, DEFAULT_MAX_OPERATION_LABELS, prometheusMetrics } from '../prometheus';
-import { checkBoolean, checkPositiveInteger } from '../options';
+import { type HerdcacheMetrics, DEFAULT_MAX_OPERATION_LABELS, prometheusMetrics } from '../prometheus/metrics';
+import { checkBoolean, checkPositiveInteger } from '../core/options';
 
 export interface HerdcachePluginOptions {
   /** The registry the schema's @cached fields and the context's loaders use. */

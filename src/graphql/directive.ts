@@ -13,9 +13,9 @@
  * and works on the schema object it is given, whichever copy of graphql built it.
  */
 import type { ConstArgumentNode, ConstValueNode, GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
-import type { Cache } from '../cache';
-import { HerdcacheError, describe, invalidOption } from '../errors';
-import type { GetOrComputeOptions } from '../types';
+import type { Cache } from '../core/cache';
+import { HerdcacheError, describe, invalidOption } from '../core/errors';
+import type { GetOrComputeOptions } from '../core/types';
 import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKey, identityString } from './keys';
 import { type BypassReason, checkCache, operationOf } from './request';

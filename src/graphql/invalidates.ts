@@ -16,8 +16,8 @@
  * store failures are counted by the registry as storeErrors).
  */
 import type { GraphQLField, GraphQLFieldResolver, ConstArgumentNode, ConstValueNode } from 'graphql';
-import type { Cache } from '../cache';
-import { HerdcacheError } from '../errors';
+import type { Cache } from '../core/cache';
+import { HerdcacheError } from '../core/errors';
 import { type TagTemplate, type TemplateSite, UnfilledTag, fillTemplate, templatesOf } from './tags';
 
 export interface InvalidateEnv {

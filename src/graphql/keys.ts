@@ -9,7 +9,7 @@
  * the coordinate is JSON (plus the `n` of bigints, which JSON cannot produce), so it decodes one
  * way only; a coordinate is a GraphQL name pair and contains no `:`.
  */
-import { invalidArgument, invalidOption } from '../errors';
+import { invalidArgument, invalidOption } from '../core/errors';
 
 /**
  * Canonical encoding of resolver arguments: JSON with object keys sorted at every depth, so the

@@ -7,11 +7,11 @@
  * The property is an own enumerable symbol so `{ ...herdcacheContext({ cache }), user }` keeps it.
  * It is `Symbol.for` so two copies of this module (an ESM and a CJS import) still agree.
  */
-import type { Cache } from '../cache';
-import { invalidArgument, invalidOption } from '../errors';
-import { Loader } from '../loader';
-import type { RequestScope, ScopedLoader } from '../scope';
-import type { Counters } from '../types';
+import type { Cache } from '../core/cache';
+import { invalidArgument, invalidOption } from '../core/errors';
+import { Loader } from '../core/loader';
+import type { RequestScope, ScopedLoader } from '../core/scope';
+import type { Counters } from '../core/types';
 
 export const OPERATION: unique symbol = Symbol.for('herdcache.operation');
 

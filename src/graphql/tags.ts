@@ -13,7 +13,7 @@
  * Only types are imported from graphql (an optional peer): kinds are read from Symbol.toStringTag.
  */
 import type { ConstListValueNode, ConstValueNode, GraphQLArgument, GraphQLField, GraphQLInputType, GraphQLOutputType, StringValueNode } from 'graphql';
-import { HerdcacheError } from '../errors';
+import { HerdcacheError } from '../core/errors';
 
 /** Where a placeholder's value comes from. */
 type Root = 'args' | 'parent' | 'result';

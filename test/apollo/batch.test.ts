@@ -1,7 +1,7 @@
 import { ApolloServer, HeaderMap } from '@apollo/server';
 import { Registry } from 'prom-client';
 import { herdcachePlugin } from '../../src/apollo/plugin';
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer, herdcacheContext } from '../../src/graphql';
 import { makeSchema } from '../graphql/fixtures';
 

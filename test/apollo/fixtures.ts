@@ -3,9 +3,9 @@ import { ApolloServer, type GraphQLResponse } from '@apollo/server';
 import { GraphQLError } from 'graphql';
 import type { Registry } from 'prom-client';
 import { herdcachePlugin } from '../../src/apollo/plugin';
-import { type Cache, createCache } from '../../src/cache';
+import { type Cache, createCache } from '../../src/core/cache';
 import { type CacheReport, cachedDirectiveTransformer, herdcacheContext } from '../../src/graphql';
-import type { Store } from '../../src/stores/store';
+import type { Store } from '../../src/core/store';
 import { callCounter, makeSchema } from '../graphql/fixtures';
 
 export const typeDefs = `

@@ -1,7 +1,7 @@
 /** herdcachePlugin with a real ApolloServer through executeOperation. */
 import { ApolloServer } from '@apollo/server';
 import { herdcachePlugin } from '../../src/apollo/plugin';
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { herdcacheContext, requestScope } from '../../src/graphql';
 import { fixture, reportOf, single, zeros } from './fixtures';
 

@@ -1,7 +1,7 @@
 /** Prometheus metrics through the plugin: names, labels, the operation label cap, the fill histogram, no global registry. */
 import { Registry, register as globalRegistry } from 'prom-client';
-import { createCache } from '../../src/cache';
-import { COUNTER_METRICS, FILL_DURATION_METRIC, prometheusMetrics } from '../../src/prometheus';
+import { createCache } from '../../src/core/cache';
+import { COUNTER_METRICS, FILL_DURATION_METRIC, prometheusMetrics } from '../../src/prometheus/metrics';
 import { fixture } from './fixtures';
 
 /** prom-client's values; a histogram's carry metricName (name_bucket, name_sum, name_count). */

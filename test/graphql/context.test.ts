@@ -1,5 +1,5 @@
 /** herdcacheContext(): per-operation loaders and getOrCompute over the shared registry. */
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { cacheReport, herdcacheContext, requestScope } from '../../src/graphql';
 import { makeSchema, run } from './fixtures';
 

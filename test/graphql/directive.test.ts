@@ -1,9 +1,9 @@
 /** The @cached schema transform on plain graphql-js: keys, bypasses, errors, batching, build errors. */
 import { GraphQLError } from 'graphql';
-import { createCache } from '../../src/cache';
-import { manualClock } from '../../src/freshness';
+import { createCache } from '../../src/core/cache';
+import { manualClock } from '../../src/core/freshness';
 import { cachedDirectiveTransformer, cachedFieldKey, cacheReport, herdcacheContext } from '../../src/graphql';
-import { memoryStore } from '../../src/stores/memory';
+import { memoryStore } from '../../src/core/memory';
 import { asyncStore, deferred } from '../helpers';
 import { callCounter, makeSchema, run } from './fixtures';
 

@@ -6,10 +6,10 @@
 import { ApolloServer } from '@apollo/server';
 import { GraphQLError, buildSchema } from 'graphql';
 import { herdcachePlugin } from '../../src/apollo/plugin';
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer, herdcacheContext } from '../../src/graphql';
-import { memoryStore } from '../../src/stores/memory';
-import type { Store } from '../../src/stores/store';
+import { memoryStore } from '../../src/core/memory';
+import type { Store } from '../../src/core/store';
 import { single } from '../apollo/fixtures';
 import { type Deferred, deferred, flush } from '../helpers';
 import { callCounter, makeSchema, run } from './fixtures';

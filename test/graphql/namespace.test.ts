@@ -1,5 +1,5 @@
 /** Loaders and @cached fields never share store keys: the directive reserves its key prefix. */
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer } from '../../src/graphql/directive';
 import { makeSchema, run } from './fixtures';
 

@@ -12,8 +12,8 @@ describe('optional peers', () => {
       /* eslint-disable @typescript-eslint/no-require-imports */
       const graphqlLayer = require('../../src/graphql') as typeof import('../../src/graphql');
       const { herdcachePlugin } = require('../../src/apollo/plugin') as typeof import('../../src/apollo/plugin');
-      require('../../src/prometheus');
-      const { createCache } = require('../../src/cache') as typeof import('../../src/cache');
+      require('../../src/prometheus/metrics');
+      const { createCache } = require('../../src/core/cache') as typeof import('../../src/core/cache');
       const cache = createCache();
       expect(typeof graphqlLayer.cachedDirectiveTypeDefs).toBe('string');
       expect(graphqlLayer.requestScope(graphqlLayer.herdcacheContext({ cache }))).toBeDefined();

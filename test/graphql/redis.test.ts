@@ -1,8 +1,8 @@
 /** @cached over the real Redis store: one read for a list's siblings, one resolver call across replicas, @invalidates across replicas. */
 import type Redis from 'ioredis';
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer, cacheReport, herdcacheContext } from '../../src/graphql';
-import { redisStore } from '../../src/stores/redis';
+import { redisStore } from '../../src/redis/redis-store';
 import { countingStore, deferred } from '../helpers';
 import { connect, randomPrefix } from '../redis/helpers';
 import { callCounter, makeSchema, run } from './fixtures';

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer } from '../../src/graphql/directive';
-import { redisStore } from '../../src/stores/redis';
+import { redisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { makeSchema, run } from './fixtures';
 

@@ -1,9 +1,9 @@
 /** @cached(tags:): templates checked at build, filled per call, a placeholder without value bypasses. */
-import { createCache } from '../../src/cache';
+import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer, cacheReport, herdcacheContext } from '../../src/graphql';
 import { type TemplateSite, MAX_TAGS_PER_TEMPLATE, UnfilledTag, fillTags, parseTagTemplate } from '../../src/graphql/tags';
-import { memoryStore } from '../../src/stores/memory';
-import type { Store } from '../../src/stores/store';
+import { memoryStore } from '../../src/core/memory';
+import type { Store } from '../../src/core/store';
 import { callCounter, makeSchema, run } from './fixtures';
 
 const typeDefs = `

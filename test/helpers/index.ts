@@ -1,5 +1,5 @@
 /** Test helpers: deferred promises, counting fills, a store wrapper that counts calls, tick flushing. */
-import type { Entry, Store, StoreWrite } from '../../src';
+import type { Entry, Store, StoreWrite } from '../../src/core';
 
 export interface Deferred<T> {
   promise: Promise<T>;

@@ -4,8 +4,8 @@
  * clock. Two caches given the same LockingStore behave like two replicas. Redis's own behaviour
  * (SET NX PX, scripts) is tested against a real redis-server in test/redis/, never here.
  */
-import type { Clock, Entry, FillLock, LockAttempt, Store, StoreWrite } from '../../src';
-import { memoryStore } from '../../src';
+import type { Clock, Entry, FillLock, LockAttempt, Store, StoreWrite } from '../../src/core';
+import { memoryStore } from '../../src/core';
 
 export class LockingStore implements Store {
   readonly name = 'locking';

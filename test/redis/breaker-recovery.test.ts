@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
-import { redisStore } from '../../src/stores/redis';
+import { redisStore } from '../../src/redis/redis-store';
 
 let server: RedisServer;
 const clients: Redis[] = [];

@@ -4,9 +4,9 @@
  * replicas: they never coalesce with each other).
  */
 import Redis from 'ioredis';
-import { createCache } from '../../src/cache';
-import { manualClock } from '../../src/freshness';
-import { redisStore } from '../../src/stores/redis';
+import { createCache } from '../../src/core/cache';
+import { manualClock } from '../../src/core/freshness';
+import { redisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { connect, eventually, randomPrefix, sleep } from './helpers';
 

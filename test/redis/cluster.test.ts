@@ -6,8 +6,8 @@
  */
 import type Redis from 'ioredis';
 import type { Cluster } from 'ioredis';
-import { redisStore, type RedisStore } from '../../src/stores/redis';
-import { hashSlot, taggedKey } from '../../src/stores/redis-keys';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
+import { hashSlot, taggedKey } from '../../src/redis/keys';
 import { entry, recordingReporter } from './helpers';
 import { startLocalCluster, type LocalCluster } from './local-cluster';
 

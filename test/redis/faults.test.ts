@@ -4,7 +4,7 @@
  * on the same port. Timing is asserted only where it is the point: "bounded", with wide margins.
  */
 import Redis from 'ioredis';
-import { redisStore } from '../../src/stores/redis';
+import { redisStore } from '../../src/redis/redis-store';
 import { freePort, startRedisServer, type RedisServer } from '../setup/redis-server';
 import { connect, entry, eventually, sleep } from './helpers';
 

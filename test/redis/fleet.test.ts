@@ -6,8 +6,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { createCache } from '../../src/cache';
-import { redisStore } from '../../src/stores/redis';
+import { createCache } from '../../src/core/cache';
+import { redisStore } from '../../src/redis/redis-store';
 import { connect, randomPrefix } from './helpers';
 
 const FIXTURE = join(__dirname, 'fixtures', 'replica.ts');

@@ -3,8 +3,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import Redis, { type RedisOptions } from 'ioredis';
-import type { Entry } from '../../src/freshness';
-import type { StoreReporter } from '../../src/stores/store';
+import type { Entry } from '../../src/core/freshness';
+import type { StoreReporter } from '../../src/core/store';
 
 /** The server started by the jest global setup. */
 export function redisUrl(): string {

@@ -3,7 +3,7 @@
  * the fenced write (lock expired, lock removed by an invalidation), compare-and-delete release.
  */
 import type Redis from 'ioredis';
-import { redisStore, type RedisStore } from '../../src/stores/redis';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
 
 let client: Redis;

@@ -5,10 +5,10 @@
  * runs more (about 70 s per world here).
  */
 import type Redis from 'ioredis';
-import type { Cache } from '../../src/cache';
-import { memoryStore } from '../../src/stores/memory';
-import { redisStore } from '../../src/stores/redis';
-import { tieredStore, type TieredStore } from '../../src/stores/tiered';
+import type { Cache } from '../../src/core/cache';
+import { memoryStore } from '../../src/core/memory';
+import { redisStore } from '../../src/redis/redis-store';
+import { tieredStore, type TieredStore } from '../../src/redis/tiered';
 import { flush } from '../helpers';
 import { ioIdle, ioSettle, lockOptions, observedCache, pollingClock, report, run, SEED, type Tallies, type World } from '../tiered/interleavings';
 import { connect, randomPrefix } from './helpers';

@@ -4,7 +4,7 @@
  * client's socket (one write per round trip).
  */
 import type Redis from 'ioredis';
-import { redisStore, type RedisStore } from '../../src/stores/redis';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { connect, entry, roundTrips } from './helpers';
 

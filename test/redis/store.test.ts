@@ -3,10 +3,10 @@
  * delete and clear. The fill lock has its own file (lock.test.ts).
  */
 import type Redis from 'ioredis';
-import { HerdcacheError } from '../../src/errors';
-import { tagVersionKey } from '../../src/stores/redis-keys';
-import { redisStore, type RedisStore } from '../../src/stores/redis';
-import type { Codec } from '../../src/stores/codec';
+import { HerdcacheError } from '../../src/core/errors';
+import { tagVersionKey } from '../../src/redis/keys';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
+import type { Codec } from '../../src/redis/codec';
 import { connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
 
 let client: Redis;

@@ -5,10 +5,10 @@
  * crosses the cluster: a subscriber on one node hears a PUBLISH sent to another.
  */
 import type { Cluster } from 'ioredis';
-import { createCache } from '../../src/cache';
-import { redisStore, type RedisStore } from '../../src/stores/redis';
-import { hashSlot } from '../../src/stores/redis-keys';
-import { tieredStore, type TieredStore } from '../../src/stores/tiered';
+import { createCache } from '../../src/core/cache';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
+import { hashSlot } from '../../src/redis/keys';
+import { tieredStore, type TieredStore } from '../../src/redis/tiered';
 import { entry, eventually } from './helpers';
 import { startLocalCluster, type LocalCluster } from './local-cluster';
 

@@ -4,9 +4,9 @@
  * versions exist for (a fill on one replica, an invalidateTags on another).
  */
 import type Redis from 'ioredis';
-import { createCache } from '../../src/cache';
-import { jsonCodec } from '../../src/stores/codec';
-import { redisStore, type RedisStore } from '../../src/stores/redis';
+import { createCache } from '../../src/core/cache';
+import { jsonCodec } from '../../src/redis/codec';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { deferred, flush } from '../helpers';
 import { commandCalls, connect, delta, entry, eventually, randomPrefix, recordingReporter, roundTrips } from './helpers';

@@ -2,10 +2,10 @@
  * The store's pure parts, without a server: the JSON codec, the circuit breaker on a manual
  * clock, key tagging and the Cluster slot function (checked against ioredis's own).
  */
-import { manualClock } from '../../src/freshness';
-import { CircuitBreaker } from '../../src/stores/breaker';
-import { jsonCodec } from '../../src/stores/codec';
-import { escapeGlob, hashSlot, taggedKey } from '../../src/stores/redis-keys';
+import { manualClock } from '../../src/core/freshness';
+import { CircuitBreaker } from '../../src/redis/breaker';
+import { jsonCodec } from '../../src/redis/codec';
+import { escapeGlob, hashSlot, taggedKey } from '../../src/redis/keys';
 
 // ioredis's slot function (untyped). Fed the UTF-8 bytes the client puts on the wire, since its
 // own string encoder differs from Buffer.from on lone surrogates.

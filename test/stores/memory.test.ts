@@ -1,4 +1,4 @@
-import { MEMORY_STORE_DEFAULT_MAX, createCache, manualClock, memoryStore } from '../../src';
+import { MEMORY_STORE_DEFAULT_MAX, createCache, manualClock, memoryStore } from '../../src/core';
 import { entry } from '../helpers';
 
 describe('memory store', () => {

@@ -1,8 +1,8 @@
 import Redis from 'ioredis';
-import { createCache } from '../../src/cache';
-import { memoryStore } from '../../src/stores/memory';
-import { redisStore } from '../../src/stores/redis';
-import { tieredStore } from '../../src/stores/tiered';
+import { createCache } from '../../src/core/cache';
+import { memoryStore } from '../../src/core/memory';
+import { redisStore } from '../../src/redis/redis-store';
+import { tieredStore } from '../../src/redis/tiered';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 
 let server: RedisServer;

@@ -4,12 +4,12 @@
  * the process boundary (the multi-process file has that).
  */
 import type Redis from 'ioredis';
-import { createCache, type Cache } from '../../src/cache';
-import type { Clock } from '../../src/freshness';
-import { memoryStore } from '../../src/stores/memory';
-import { redisStore, type RedisStore, type RedisStoreOptions } from '../../src/stores/redis';
-import { tieredStore, type TieredStore, type TieredStoreOptions } from '../../src/stores/tiered';
-import type { CacheOptions } from '../../src/types';
+import { createCache, type Cache } from '../../src/core/cache';
+import type { Clock } from '../../src/core/freshness';
+import { memoryStore } from '../../src/core/memory';
+import { redisStore, type RedisStore, type RedisStoreOptions } from '../../src/redis/redis-store';
+import { tieredStore, type TieredStore, type TieredStoreOptions } from '../../src/redis/tiered';
+import type { CacheOptions } from '../../src/core/types';
 import { connect, eventually } from '../redis/helpers';
 
 export interface Replica {

@@ -3,7 +3,7 @@
  * memory store, test/redis/no-stale-sets.test.ts for Redis and tiered): see the first file for what
  * is asserted and why. Two files so the two jest workers run them side by side.
  */
-import { createCache, type Cache } from '../../src/cache';
+import { createCache, type Cache } from '../../src/core/cache';
 import { deferred, flush, type Deferred } from '../helpers';
 
 export const SEED = Number(process.env.HERDCACHE_SEED ?? 0x5eed);

@@ -4,9 +4,9 @@
  * tags, an empty tag list is no tags, and a remote invalidation abandons local fills.
  */
 import type Redis from 'ioredis';
-import { createCache } from '../../src/cache';
-import { memoryStore } from '../../src/stores/memory';
-import { redisStore } from '../../src/stores/redis';
+import { createCache } from '../../src/core/cache';
+import { memoryStore } from '../../src/core/memory';
+import { redisStore } from '../../src/redis/redis-store';
 import { connect, entry, randomPrefix } from '../redis/helpers';
 import { replica, type Replica } from './helpers';
 

@@ -4,12 +4,12 @@
  * deadline, never by a fixed sleep; round trips are counted on the client's socket.
  */
 import type Redis from 'ioredis';
-import { HerdcacheError } from '../../src/errors';
-import { manualClock } from '../../src/freshness';
-import { memoryStore } from '../../src/stores/memory';
-import { redisStore } from '../../src/stores/redis';
-import type { StoreReporter } from '../../src/stores/store';
-import { tieredStore } from '../../src/stores/tiered';
+import { HerdcacheError } from '../../src/core/errors';
+import { manualClock } from '../../src/core/freshness';
+import { memoryStore } from '../../src/core/memory';
+import { redisStore } from '../../src/redis/redis-store';
+import type { StoreReporter } from '../../src/core/store';
+import { tieredStore } from '../../src/redis/tiered';
 import { deferred } from '../helpers';
 import { connect, countSocketWrites, entry, eventually, randomPrefix } from '../redis/helpers';
 import { controllableL2, replica, type Replica } from './helpers';

@@ -6,7 +6,7 @@
  * After sending: the call rejects with E_STORE_TIMEOUT when the answer takes longer than the
  * timeout. Every outcome feeds the breaker.
  */
-import { HerdcacheError } from '../errors';
+import { HerdcacheError } from '../core/errors';
 import type { BreakerState, CircuitBreaker } from './breaker';
 
 /** The part of an ioredis client the guard looks at. */

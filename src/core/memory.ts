@@ -8,8 +8,8 @@
  * bounded by `max` entries.
  */
 import { LRUCache } from 'lru-cache';
-import { invalidOption } from '../errors';
-import type { Entry } from '../freshness';
+import { invalidOption } from './errors';
+import type { Entry } from './freshness';
 import type { Store, StoreWrite } from './store';
 
 export interface MemoryStoreOptions {

@@ -10,7 +10,7 @@
  * flight are stale), a set is not.
  */
 import type { Cluster, Redis } from 'ioredis';
-import type { Entry } from '../freshness';
+import type { Entry } from '../core/freshness';
 
 export type Change =
   | { readonly op: 'set'; readonly keys: readonly string[] }

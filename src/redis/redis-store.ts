@@ -21,15 +21,15 @@
  * expiries, and why they cannot bring an invalidated value back: redis-tags.ts.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { HerdcacheError, invalidOption } from '../errors';
+import { HerdcacheError, invalidOption } from '../core/errors';
 import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breaker';
 import { jsonCodec, type Codec } from './codec';
-import { defineScripts, type LockScripts } from './redis-scripts';
+import { defineScripts, type LockScripts } from './scripts';
 import { CallGuard, storeError } from './guard';
-import { keptFor, readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './redis-tags';
-import { escapeGlob, groupPositions, hashSlot, LOCK_SUFFIX, MIN_KEY_LENGTH, pick, pickPairs, tagVersionKey, taggedKey, withLockKeys } from './redis-keys';
-import type { Entry } from '../freshness';
-import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
+import { keptFor, readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
+import { escapeGlob, groupPositions, hashSlot, LOCK_SUFFIX, MIN_KEY_LENGTH, pick, pickPairs, tagVersionKey, taggedKey, withLockKeys } from './keys';
+import type { Entry } from '../core/freshness';
+import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
 
 export interface RedisStoreOptions {
   /** The user's ioredis client, `Redis` or `Cluster`. Connected and owned by the user. */

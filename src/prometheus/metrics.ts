@@ -10,10 +10,10 @@
  * (anonymous operations as "anonymous").
  */
 import type { Counter, Histogram, Registry } from 'prom-client';
-import type { Cache } from './cache';
-import { HerdcacheError, invalidOption } from './errors';
-import type { CacheReport, CacheReportCounters } from './graphql/request';
-import { checkPositiveInteger } from './options';
+import type { Cache } from '../core/cache';
+import { HerdcacheError, invalidOption } from '../core/errors';
+import type { CacheReport, CacheReportCounters } from '../graphql/request';
+import { checkPositiveInteger } from '../core/options';
 
 type PromClient = typeof import('prom-client');
 

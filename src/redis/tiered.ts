@@ -21,12 +21,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { HerdcacheError, invalidOption } from '../errors';
-import type { Clock, Entry } from '../freshness';
-import { MemoryStore, memoryStore } from './memory';
-import type { RedisStore } from './redis';
+import { HerdcacheError, invalidOption } from '../core/errors';
+import type { Clock, Entry } from '../core/freshness';
+import { MemoryStore, memoryStore } from '../core/memory';
+import type { RedisStore } from './redis-store';
 import { ChangeWindow, Subscription, decodeMessage, encodeMessage, type Change } from './tiered-bus';
-import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
+import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
 
 export interface TieredStoreOptions {
   /** The shared tier: a redisStore. Its client also publishes the invalidation messages. */

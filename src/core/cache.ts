@@ -14,8 +14,8 @@ import { CounterSet, type CounterName, type Sink } from './metrics';
 import { DEFAULTS, type Policy, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy } from './options';
 import { FillPipeline, type Item, type Source, runFill } from './pipeline';
 import { RequestScope } from './scope';
-import { memoryStore } from './stores/memory';
-import type { Store } from './stores/store';
+import { memoryStore } from './memory';
+import type { Store } from './store';
 import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot } from './types';
 
 const GET_OR_COMPUTE = 'getOrCompute';

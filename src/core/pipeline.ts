@@ -9,7 +9,7 @@ import { Failure, FillRun, type Flight, type FlightTable, asError } from './flig
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly } from './freshness';
 import type { CounterName, Sink } from './metrics';
 import { DEFAULTS, type LockTiming, type Policy } from './options';
-import type { LockAttempt, Store, StoreWrite } from './stores/store';
+import type { LockAttempt, Store, StoreWrite } from './store';
 import type { CacheHooks, Counters, Fill } from './types';
 
 /** One key waiting to be read, locked or filled. */

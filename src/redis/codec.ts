@@ -5,8 +5,8 @@
  * payload (no PTTL round trip), and a payload written by another program, an older herdcache or a
  * broken writer is recognised as such and read as a miss instead of being served.
  */
-import type { Entry } from '../freshness';
-import { HerdcacheError } from '../errors';
+import type { Entry } from '../core/freshness';
+import { HerdcacheError } from '../core/errors';
 
 export interface Codec {
   /**

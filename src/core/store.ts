@@ -6,7 +6,7 @@
  * registry counts the failure and degrades to computing the value, so a store should throw
  * (or reject) rather than hang: a store talking to a network bounds its own latency.
  */
-import type { Entry } from '../freshness';
+import type { Entry } from './freshness';
 
 export interface StoreWrite {
   readonly key: string;

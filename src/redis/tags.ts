@@ -20,7 +20,7 @@
  *   far below the 7 days of the default).
  * - E that read the bumped version (r > b) is simply valid: it was filled after the bump.
  */
-import type { StoreWrite } from './store';
+import type { StoreWrite } from '../core/store';
 
 export const TAG_TTL_DEFAULT = 7 * 24 * 60 * 60 * 1000;
 

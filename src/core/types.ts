@@ -2,7 +2,7 @@
  * Public types of the registry. Times in the TypeScript API are milliseconds.
  */
 import type { Clock } from './freshness';
-import type { Store } from './stores/store';
+import type { Store } from './store';
 
 /** Options shared by the registry, a loader, and one getOrCompute call (the narrower wins). */
 export interface FreshnessOptions {

@@ -1,0 +1,28 @@
+/**
+ * herdcache: stampede-proof caching for GraphQL backends. This entry is the core: the registry,
+ * loaders, request scopes and the in-process memory store. It names no peer dependency, so a
+ * strict TypeScript project compiles against it with none installed. Integrations live in their
+ * own entries: herdcache/redis, herdcache/graphql, herdcache/apollo, herdcache/prometheus.
+ */
+export { Cache, createCache } from './cache';
+export { Loader } from './loader';
+export { RequestScope, ScopedLoader } from './scope';
+export { HerdcacheError, type HerdcacheErrorCode } from './errors';
+export { jitteredTtl, manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
+export { MemoryStore, memoryStore, MEMORY_STORE_DEFAULT_MAX, type MemoryStoreOptions } from './memory';
+export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
+export type {
+  BatchContext,
+  BatchFn,
+  CacheHooks,
+  CacheOptions,
+  Counters,
+  Fill,
+  FillContext,
+  FreshnessOptions,
+  GetOrComputeOptions,
+  LoadOptions,
+  LoaderOptions,
+  LockOptions,
+  MetricsSnapshot,
+} from './types';
