@@ -2,6 +2,9 @@
  * The Redis store: entries shared by every replica, and the fill lock that lets one replica fill
  * a key while the others wait for its value.
  *
+ * This file: options, and the store's reads, writes, tags and clear. The fill lock: redis-lock.ts;
+ * what both share (client, guard, key names, slots, codec): link.ts.
+ *
  * Round trips: a batch read is one MGET, a batch write one pipeline, a batch of lock attempts one
  * script call (in a Cluster: one per hash slot, sent in parallel). Freshness travels inside the
  * payload, so a hit is one read and nothing else.
@@ -26,10 +29,12 @@ import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breake
 import { jsonCodec, type Codec } from './codec';
 import { defineScripts, type LockScripts } from './scripts';
 import { CallGuard, storeError } from './guard';
-import { keptFor, readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
-import { escapeGlob, groupPositions, hashSlot, LOCK_SUFFIX, MIN_KEY_LENGTH, pick, pickPairs, tagVersionKey, taggedKey, withLockKeys } from './keys';
+import { readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
+import { escapeGlob, groupPositions, MIN_KEY_LENGTH, pick, withLockKeys } from './keys';
+import { RedisLink, type Raw } from './link';
+import { RedisFillLock } from './redis-lock';
 import type { Entry } from '../core/freshness';
-import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
+import type { FillLock, Store, StoreReporter, StoreWrite } from '../core/store';
 
 export interface RedisStoreOptions {
   /** The user's ioredis client, `Redis` or `Cluster`. Connected and owned by the user. */
@@ -86,10 +91,6 @@ const MAX_TIMEOUT = 2 ** 31 - 1;
 /** SCAN page size hint for clear(): large enough to be quick, small enough not to block Redis. */
 const SCAN_COUNT = 1000;
 
-const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
-
-type Raw = string | Buffer | null;
-
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
   const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl } = options;
@@ -124,66 +125,48 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     }
     circuit = new CircuitBreaker(threshold, coolDown);
   }
-  return new RedisStoreImpl(client, prefix, codec, commandTimeout, circuit, maxKeyLength, tagTtl);
+  const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, circuit), prefix, codec, maxKeyLength, tagTtl);
+  return new RedisStoreImpl(link, defineScripts(client));
 }
 
 class RedisStoreImpl implements RedisStore {
   readonly name = 'redis' as const;
   readonly lock: FillLock;
-  readonly #client: Redis | Cluster;
+  readonly #link: RedisLink;
   readonly #scripts: LockScripts;
-  readonly #cluster: boolean;
-  readonly #prefix: string;
-  /** ioredis's own `keyPrefix`: added by the client to every key, so part of the real key. */
-  readonly #clientPrefix: string;
-  readonly #codec: Codec;
-  readonly #guard: CallGuard;
-  readonly #maxKeyLength: number;
-  readonly #tagTtl: number;
-  #reporter: StoreReporter = NO_REPORTER;
 
-  constructor(client: Redis | Cluster, prefix: string, codec: Codec, timeout: number, breaker: CircuitBreaker | undefined, maxKeyLength: number, tagTtl: number) {
-    this.#client = client;
-    this.#tagTtl = tagTtl;
-    this.#scripts = defineScripts(client);
-    this.#cluster = client.isCluster === true;
-    this.#prefix = prefix;
-    this.#clientPrefix = client.options?.keyPrefix ?? '';
-    this.#codec = codec;
-    this.#guard = new CallGuard('redis', client, timeout, breaker);
-    this.#maxKeyLength = maxKeyLength;
-    this.lock = {
-      acquire: (keys, token, ttlMs) => this.#acquire(keys, token, ttlMs),
-      writeAndRelease: (writes, token) => this.#writeAndRelease(writes, token),
-      release: (keys, token) => this.#release(keys, token),
-    };
+  constructor(link: RedisLink, scripts: LockScripts) {
+    this.#link = link;
+    this.#scripts = scripts;
+    this.lock = new RedisFillLock(link, scripts);
   }
 
   get breakerState(): BreakerState | 'disabled' {
-    return this.#guard.breakerState;
+    return this.#link.guard.breakerState;
   }
 
   get prefix(): string {
-    return this.#prefix;
+    return this.#link.prefix;
   }
 
   get client(): Redis | Cluster {
-    return this.#client;
+    return this.#link.client;
   }
 
   bind(reporter: StoreReporter): void {
-    this.#reporter = reporter;
+    this.#link.reporter = reporter;
   }
 
   async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
     const n = keys.length;
     if (n === 0) return [];
-    this.#guard.admit('getMany');
-    const valueKeys = this.#valueKeys(keys);
-    const groups = this.#slotGroups(valueKeys);
-    const binary = this.#codec.binary === true;
-    const client = this.#client;
-    const replies = await this.#guard.bound('getMany', this.#perGroup(groups, (indices): Promise<Raw[]> => {
+    const link = this.#link;
+    link.guard.admit('getMany');
+    const valueKeys = link.valueKeys(keys);
+    const groups = link.slotGroups(valueKeys);
+    const binary = link.binary;
+    const client = link.client;
+    const replies = await link.guard.bound('getMany', link.perGroup(groups, (indices): Promise<Raw[]> => {
       const batch = indices === null ? valueKeys : pick(valueKeys, indices);
       return binary ? client.mgetBuffer(batch) : client.mget(batch);
     }));
@@ -194,7 +177,7 @@ class RedisStoreImpl implements RedisStore {
       for (let j = 0; j < reply.length; j++) {
         const i = indices === null ? j : indices[j]!;
         const raw = reply[j];
-        out[i] = raw === null || raw === undefined ? undefined : this.#decode(keys[i]!, raw);
+        out[i] = raw === null || raw === undefined ? undefined : link.decode(keys[i]!, raw);
       }
     }
     return out;
@@ -202,24 +185,25 @@ class RedisStoreImpl implements RedisStore {
 
   async setMany(writes: readonly StoreWrite[]): Promise<void> {
     if (writes.length === 0) return;
+    const link = this.#link;
     const keys: string[] = [];
     const payloads: (string | Buffer)[] = [];
     const pxs: number[] = [];
     for (let i = 0; i < writes.length; i++) {
       const write = writes[i]!;
-      const payload = this.#encode(write);
+      const payload = link.encode(write);
       if (payload === undefined) continue;
-      keys.push(this.#valueKey(write.key));
+      keys.push(link.valueKey(write.key));
       payloads.push(payload);
-      pxs.push(this.#px(write));
+      pxs.push(link.px(write));
     }
     if (keys.length === 0) return;
     // Admitted only once something will be sent (see clear()).
-    this.#guard.admit('setMany');
+    link.guard.admit('setMany');
     // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
-    const groups = this.#cluster ? groupPositions(keys.length, (i) => this.#nodeOf(keys[i]!)) : null;
-    const client = this.#client;
-    const results = await this.#guard.bound('setMany', this.#perGroup(groups, (indices) => {
+    const groups = link.cluster ? groupPositions(keys.length, (i) => link.nodeOf(keys[i]!)) : null;
+    const client = link.client;
+    const results = await link.guard.bound('setMany', link.perGroup(groups, (indices) => {
       const pipeline = client.pipeline();
       const count = indices === null ? keys.length : indices.length;
       for (let j = 0; j < count; j++) {
@@ -238,13 +222,14 @@ class RedisStoreImpl implements RedisStore {
   async delete(keys: readonly string[]): Promise<void> {
     const n = keys.length;
     if (n === 0) return;
-    this.#guard.admit('delete');
-    const valueKeys = this.#valueKeys(keys);
-    const groups = this.#slotGroups(valueKeys);
-    const client = this.#client;
+    const link = this.#link;
+    link.guard.admit('delete');
+    const valueKeys = link.valueKeys(keys);
+    const groups = link.slotGroups(valueKeys);
+    const client = link.client;
     // The lock goes too: a fill that started before this invalidation then fails its fenced
     // write instead of storing a value computed from data older than the invalidation.
-    await this.#guard.bound('delete', this.#perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
+    await link.guard.bound('delete', link.perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
   }
 
   /**
@@ -255,11 +240,12 @@ class RedisStoreImpl implements RedisStore {
   async tagVersions(tags: readonly string[]): Promise<number[]> {
     const n = tags.length;
     if (n === 0) return [];
-    this.#guard.admit('tagVersions');
-    const keys = this.#tagKeys(tags);
-    const groups = this.#slotGroups(keys);
-    const client = this.#client;
-    const replies = await this.#guard.bound('tagVersions', this.#perGroup(groups, (indices) => client.mget(indices === null ? keys : pick(keys, indices))));
+    const link = this.#link;
+    link.guard.admit('tagVersions');
+    const keys = link.tagKeys(tags);
+    const groups = link.slotGroups(keys);
+    const client = link.client;
+    const replies = await link.guard.bound('tagVersions', link.perGroup(groups, (indices) => client.mget(indices === null ? keys : pick(keys, indices))));
     const out = new Array<number>(n);
     for (let g = 0; g < replies.length; g++) {
       const indices = groups === null ? null : groups[g]!;
@@ -277,20 +263,22 @@ class RedisStoreImpl implements RedisStore {
    */
   async invalidateTags(tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return;
-    this.#guard.admit('invalidateTags');
-    const keys = this.#tagKeys(tags);
-    const groups = this.#slotGroups(keys);
+    const link = this.#link;
+    link.guard.admit('invalidateTags');
+    const keys = link.tagKeys(tags);
+    const groups = link.slotGroups(keys);
     const scripts = this.#scripts;
-    const keep = String(versionKeyTtl(this.#tagTtl));
-    await this.#guard.bound('invalidateTags', this.#perGroup(groups, (indices) => {
+    const keep = String(versionKeyTtl(link.tagTtl));
+    await link.guard.bound('invalidateTags', link.perGroup(groups, (indices) => {
       const batch = indices === null ? keys : pick(keys, indices);
       return scripts.herdcacheTagBump1(batch.length, batch, keep);
     }));
   }
 
   async publish(channel: string, message: string): Promise<number> {
-    this.#guard.admit('publish');
-    return this.#guard.bound('publish', this.#client.publish(channel, message));
+    const guard = this.#link.guard;
+    guard.admit('publish');
+    return guard.bound('publish', this.#link.client.publish(channel, message));
   }
 
   /**
@@ -299,174 +287,27 @@ class RedisStoreImpl implements RedisStore {
    * `commandTimeout`, and keys written while it runs may survive it.
    */
   async clear(): Promise<void> {
-    const pattern = `${escapeGlob(this.#clientPrefix + this.#prefix)}{*`;
+    const link = this.#link;
+    const guard = link.guard;
+    const pattern = `${escapeGlob(link.clientPrefix + link.prefix)}{*`;
     // Each page is admitted once, right before the command that settles it: a half-open breaker
     // admits one trial, and an admit that never reaches bound() would hold that trial forever.
-    const nodes = this.#cluster ? (this.#client as Cluster).nodes('master') : [this.#client as Redis];
-    const strip = this.#clientPrefix.length;
+    const nodes = link.cluster ? (link.client as Cluster).nodes('master') : [link.client as Redis];
+    const strip = link.clientPrefix.length;
     for (const node of nodes) {
       let cursor = '0';
       do {
-        this.#guard.admit('clear');
-        const [next, found] = await this.#guard.bound('clear', node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
+        guard.admit('clear');
+        const [next, found] = await guard.bound('clear', node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
         cursor = next;
         if (found.length === 0) continue;
         // The client adds its keyPrefix again on UNLINK: hand it the keys without it.
         const keys = strip === 0 ? found : found.map((key) => key.slice(strip));
-        const groups = this.#slotGroups(keys);
-        const client = this.#client;
-        this.#guard.admit('clear');
-        await this.#guard.bound('clear', this.#perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
+        const groups = link.slotGroups(keys);
+        const client = link.client;
+        guard.admit('clear');
+        await guard.bound('clear', link.perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
       } while (cursor !== '0');
     }
-  }
-
-  async #acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
-    const n = keys.length;
-    if (n === 0) return [];
-    this.#guard.admit('lock.acquire');
-    const valueKeys = this.#valueKeys(keys);
-    const groups = this.#slotGroups(valueKeys);
-    const px = toPx(ttlMs);
-    const binary = this.#codec.binary === true;
-    const scripts = this.#scripts;
-    const replies = await this.#guard.bound('lock.acquire', this.#perGroup(groups, (indices): Promise<(number | Raw)[]> => {
-      const pairs = withLockKeys(valueKeys, indices);
-      return binary
-        ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
-        : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
-    }));
-    const out = new Array<LockAttempt>(n);
-    for (let g = 0; g < replies.length; g++) {
-      const indices = groups === null ? null : groups[g]!;
-      const reply = replies[g]!;
-      for (let j = 0; 2 * j < reply.length; j++) {
-        const i = indices === null ? j : indices[j]!;
-        const raw = reply[2 * j + 1];
-        const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : this.#decode(keys[i]!, raw);
-        out[i] = { won: reply[2 * j] === 1, entry };
-      }
-    }
-    return out;
-  }
-
-  async #writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
-    const n = writes.length;
-    if (n === 0) return [];
-    this.#guard.admit('lock.writeAndRelease');
-    const valueKeys = new Array<string>(n);
-    // Per write: payload then px. An unencodable value still releases its lock ('-1'), so the
-    // other replicas stop waiting on it now instead of after the lock ttl.
-    const args = new Array<string | Buffer>(2 * n);
-    for (let i = 0; i < n; i++) {
-      const write = writes[i]!;
-      valueKeys[i] = this.#valueKey(write.key);
-      const payload = this.#encode(write);
-      args[2 * i] = payload ?? '';
-      args[2 * i + 1] = payload === undefined ? '-1' : String(this.#px(write));
-    }
-    const groups = this.#slotGroups(valueKeys);
-    const scripts = this.#scripts;
-    const replies = await this.#guard.bound('lock.writeAndRelease', this.#perGroup(groups, (indices) => {
-      const pairs = withLockKeys(valueKeys, indices);
-      return scripts.herdcacheLockWrite1(pairs.length, pairs, token, indices === null ? args : pickPairs(args, indices));
-    }));
-    const out = new Array<boolean>(n);
-    for (let g = 0; g < replies.length; g++) {
-      const indices = groups === null ? null : groups[g]!;
-      const reply = replies[g]!;
-      for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
-    }
-    return out;
-  }
-
-  async #release(keys: readonly string[], token: string): Promise<void> {
-    const n = keys.length;
-    if (n === 0) return;
-    this.#guard.admit('lock.release');
-    const lockKeys = new Array<string>(n);
-    for (let i = 0; i < n; i++) lockKeys[i] = this.#valueKey(keys[i]!) + LOCK_SUFFIX;
-    const groups = this.#slotGroups(lockKeys);
-    const scripts = this.#scripts;
-    await this.#guard.bound('lock.release', this.#perGroup(groups, (indices) => {
-      const batch = indices === null ? lockKeys : pick(lockKeys, indices);
-      return scripts.herdcacheLockRelease1(batch.length, batch, token);
-    }));
-  }
-
-  /** One call for everything (standalone), or one per group in parallel (Cluster). */
-  #perGroup<T>(groups: number[][] | null, send: (indices: number[] | null) => Promise<T>): Promise<T[]> {
-    return groups === null ? send(null).then(one) : Promise.all(groups.map(send));
-  }
-
-  /** Positions grouped by hash slot in a Cluster; null (one group, all positions) otherwise. */
-  #slotGroups(keys: readonly string[]): number[][] | null {
-    if (!this.#cluster) return null;
-    const clientPrefix = this.#clientPrefix;
-    return groupPositions(keys.length, (i) => hashSlot(clientPrefix + keys[i]!));
-  }
-
-  /** The master that serves a key's slot, as ioredis routes it; the slot itself if unknown yet. */
-  #nodeOf(key: string): string | number {
-    const slot = hashSlot(this.#clientPrefix + key);
-    return (this.#client as Cluster).slots[slot]?.[0] ?? slot;
-  }
-
-  #valueKey(key: string): string {
-    return `${this.#prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
-  }
-
-  #tagKeys(tags: readonly string[]): string[] {
-    const out = new Array<string>(tags.length);
-    for (let i = 0; i < tags.length; i++) out[i] = tagVersionKey(this.#prefix, tags[i]!, this.#maxKeyLength);
-    return out;
-  }
-
-  /** PX of a write (0: no expiry); a tagged entry is kept at most tagTtl (see redis-tags.ts). */
-  #px(write: StoreWrite): number {
-    const ttl = keptFor(write, this.#tagTtl);
-    return ttl === Infinity ? 0 : toPx(ttl);
-  }
-
-  #valueKeys(keys: readonly string[]): string[] {
-    const out = new Array<string>(keys.length);
-    for (let i = 0; i < keys.length; i++) out[i] = this.#valueKey(keys[i]!);
-    return out;
-  }
-
-  #encode(write: StoreWrite): string | Buffer | undefined {
-    try {
-      return this.#codec.encode(write.entry);
-    } catch (error) {
-      report(this.#reporter, 'encodeError', write.key, error);
-      return undefined;
-    }
-  }
-
-  #decode(key: string, raw: string | Buffer): Entry | undefined {
-    try {
-      return this.#codec.decode(raw);
-    } catch (error) {
-      report(this.#reporter, 'decodeError', key, error);
-      return undefined;
-    }
-  }
-}
-
-/** Rounds a ttl up to whole milliseconds, at least 1 (PX 0 is an error in Redis). */
-function toPx(ttl: number): number {
-  return ttl > 1 ? Math.ceil(ttl) : 1;
-}
-
-function one<T>(value: T): T[] {
-  return [value];
-}
-
-/** The registry's reporter should not throw; if it does, the read or write still goes on. */
-function report(reporter: StoreReporter, kind: 'encodeError' | 'decodeError', key: string, error: unknown): void {
-  try {
-    reporter[kind](key, error);
-  } catch {
-    // Reporting is best effort by contract: a broken hook must not turn bad data into an outage.
   }
 }

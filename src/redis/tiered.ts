@@ -18,6 +18,9 @@
  *
  * Staleness, in one line: an L1 copy is dropped within the pub/sub delivery time of a change made on
  * any replica, and is never older than l1Ttl whatever happens to pub/sub.
+ *
+ * This file: options, the store facade (reads, writes, lock) and pub/sub. How copies are made and
+ * dropped: tiered-l1.ts; the messages, the subscription and change windows: tiered-bus.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
@@ -25,7 +28,8 @@ import { HerdcacheError, invalidOption } from '../core/errors';
 import type { Clock, Entry } from '../core/freshness';
 import { MemoryStore, memoryStore } from '../core/memory';
 import type { RedisStore } from './redis-store';
-import { ChangeWindow, Subscription, decodeMessage, encodeMessage, type Change } from './tiered-bus';
+import { Subscription, decodeMessage, encodeMessage, type Change } from './tiered-bus';
+import { L1Copies, type Candidate } from './tiered-l1';
 import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
 
 export interface TieredStoreOptions {
@@ -80,14 +84,6 @@ export interface TieredStore extends Store {
 
 export const TIERED_DEFAULT_L1_TTL = 5000;
 
-/** An L1 copy: the entry as L2 had it, plus when the copy must be dropped. */
-type L1Entry = Entry & { readonly l1Until: number };
-
-interface Candidate {
-  readonly key: string;
-  readonly entry: Entry;
-}
-
 export function tieredStore(options: TieredStoreOptions): TieredStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with "l2" and "subscriber"');
   const { l2, subscriber, l1Ttl = TIERED_DEFAULT_L1_TTL, clock } = options;
@@ -108,37 +104,31 @@ export function tieredStore(options: TieredStoreOptions): TieredStore {
   const channel = options.channel ?? `${l2.prefix}invalidate`;
   if (typeof channel !== 'string' || channel.length === 0) throw invalidOption('channel', channel, 'a non-empty string');
   if (clock !== undefined && typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
-  return new TieredStoreImpl(l1, l2, subscriber, channel, l1Ttl, clock === undefined ? Date.now : () => clock.now());
+  const now = clock === undefined ? Date.now : () => clock.now();
+  return new TieredStoreImpl(new L1Copies(l1, (tags) => l2.tagVersions(tags), l1Ttl, now), l2, subscriber, channel, now);
 }
 
 class TieredStoreImpl implements TieredStore {
   readonly name = 'tiered' as const;
   readonly getSyncComplete = false as const;
   readonly lock: FillLock;
-  readonly #l1: MemoryStore;
+  readonly #l1: L1Copies;
   readonly #l2: RedisStore;
   readonly #subscription: Subscription;
   readonly #channel: string;
-  readonly #l1Ttl: number;
   readonly #now: () => number;
   /** Tells this replica's messages from the others' (and lets it ignore its own). */
   readonly #id = randomBytes(8).toString('hex');
-  /** Reads and writes of L2 in flight whose results may become L1 copies. */
-  readonly #windows = new Set<ChangeWindow>();
   #reporter: StoreReporter | undefined;
   #closed = false;
   #published = 0;
   #publishFailures = 0;
   #received = 0;
-  #l1Clears = 0;
-  #promoted = 0;
-  #refused = 0;
 
-  constructor(l1: MemoryStore, l2: RedisStore, subscriber: Redis | Cluster, channel: string, l1Ttl: number, now: () => number) {
+  constructor(l1: L1Copies, l2: RedisStore, subscriber: Redis | Cluster, channel: string, now: () => number) {
     this.#l1 = l1;
     this.#l2 = l2;
     this.#channel = channel;
-    this.#l1Ttl = l1Ttl;
     this.#now = now;
     const inner = l2.lock;
     this.lock = {
@@ -150,8 +140,8 @@ class TieredStoreImpl implements TieredStore {
     // subscription is lost and when it is (re)confirmed.
     this.#subscription = new Subscription(subscriber, channel, {
       message: (raw) => this.#apply(raw),
-      lost: () => this.#clearLocal(),
-      joined: () => this.#clearLocal(),
+      lost: () => l1.dropAll(),
+      joined: () => l1.dropAll(),
     });
   }
 
@@ -160,15 +150,16 @@ class TieredStoreImpl implements TieredStore {
   }
 
   stats(): TieredStats {
+    const l1 = this.#l1;
     return {
       subscribed: this.#subscription.active,
-      l1Size: this.#l1.size,
+      l1Size: l1.size,
       published: this.#published,
       publishFailures: this.#publishFailures,
       received: this.#received,
-      l1Clears: this.#l1Clears,
-      promoted: this.#promoted,
-      refused: this.#refused,
+      l1Clears: l1.clears,
+      promoted: l1.promoted,
+      refused: l1.refused,
     };
   }
 
@@ -180,11 +171,7 @@ class TieredStoreImpl implements TieredStore {
   // ── reads ──────────────────────────────────────────────────────────────────────────────
 
   getSync(key: string): Entry | undefined {
-    const copy = this.#l1.getSync(key) as L1Entry | undefined;
-    if (copy === undefined) return undefined;
-    if (this.#now() < copy.l1Until) return copy;
-    void this.#l1.delete([key]);
-    return undefined;
+    return this.#l1.getSync(key);
   }
 
   /** Fresh L1 copies answer; the rest is one L2 read (MGET), whose hits are copied into L1. */
@@ -195,32 +182,30 @@ class TieredStoreImpl implements TieredStore {
     const l1 = this.#l1;
     let missing: number[] | undefined;
     for (let i = 0; i < n; i++) {
-      const copy = l1.getSync(keys[i]!) as L1Entry | undefined;
-      // A stale copy is not answered from L1: another replica may have refreshed it in L2.
-      if (copy !== undefined && now < copy.l1Until && now < copy.freshUntil) out[i] = copy;
+      const copy = l1.fresh(keys[i]!, now);
+      if (copy !== undefined) out[i] = copy;
       else (missing ??= []).push(i);
     }
     if (missing === undefined) return out;
     const asked = missing.length === n ? keys : missing.map((i) => keys[i]!);
-    const window = this.#open(now);
+    const window = l1.open(now);
     let found: (Entry | undefined)[];
     try {
       found = await this.#l2.getMany(asked);
     } catch (error) {
-      this.#windows.delete(window);
+      l1.discard(window);
       throw error;
     }
     const candidates: Candidate[] = [];
-    const gone: string[] = [];
+    let gone: string[] | undefined;
     for (let j = 0; j < asked.length; j++) {
       const entry = found[j];
       out[missing[j]!] = entry;
       if (entry !== undefined) candidates.push({ key: asked[j]!, entry });
-      else if (window.allows(asked[j]!, undefined)) gone.push(asked[j]!);
+      else (gone ??= []).push(asked[j]!);
     }
-    // L2 has nothing: an L1 copy left (expired there, evicted) cannot be more right than L2.
-    if (gone.length > 0) void l1.delete(gone);
-    this.#promote(window, candidates);
+    if (gone !== undefined) l1.forget(window, gone);
+    l1.promote(window, candidates);
     return out;
   }
 
@@ -233,20 +218,20 @@ class TieredStoreImpl implements TieredStore {
   async setMany(writes: readonly StoreWrite[]): Promise<void> {
     if (writes.length === 0) return;
     const keys = writes.map((write) => write.key);
-    const window = this.#beforeWrite(keys);
+    const window = this.#l1.beforeWrite(keys);
     try {
       await this.#l2.setMany(writes);
     } catch (error) {
-      this.#windows.delete(window);
+      this.#l1.discard(window);
       throw error;
     }
-    this.#promote(window, writes);
+    this.#l1.promote(window, writes);
     await this.#publish({ op: 'set', keys });
   }
 
   async delete(keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
-    this.#dropKeys(keys);
+    this.#l1.dropKeys(keys);
     await this.#l2.delete(keys);
     await this.#publish({ op: 'delete', keys });
   }
@@ -254,29 +239,29 @@ class TieredStoreImpl implements TieredStore {
   /** Bumps the tags in L2, drops this replica's tagged copies (L1 tag index), tells the others. */
   async invalidateTags(tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return;
-    this.#dropTags(tags);
+    this.#l1.dropTags(tags);
     await this.#l2.invalidateTags(tags);
     await this.#publish({ op: 'tags', tags });
   }
 
   async clear(): Promise<void> {
-    this.#clearLocal();
+    this.#l1.dropAll();
     try {
       await this.#l2.clear();
     } finally {
       // A read issued while the SCAN ran may have copied a value the UNLINK then removed.
-      this.#clearLocal();
+      this.#l1.dropAll();
     }
     await this.#publish({ op: 'clear' });
   }
 
   async #acquire(inner: FillLock, keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
-    const window = this.#open(this.#now());
+    const window = this.#l1.open(this.#now());
     let attempts: LockAttempt[];
     try {
       attempts = await inner.acquire(keys, token, ttlMs);
     } catch (error) {
-      this.#windows.delete(window);
+      this.#l1.discard(window);
       throw error;
     }
     // The re-check read is an L2 read like any other: what it found may be copied into L1.
@@ -285,114 +270,25 @@ class TieredStoreImpl implements TieredStore {
       const entry = attempts[i]!.entry;
       if (entry !== undefined) candidates.push({ key: keys[i]!, entry });
     }
-    this.#promote(window, candidates);
+    this.#l1.promote(window, candidates);
     return attempts;
   }
 
   async #writeAndRelease(inner: FillLock, writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
     if (writes.length === 0) return [];
-    const window = this.#beforeWrite(writes.map((write) => write.key));
+    const window = this.#l1.beforeWrite(writes.map((write) => write.key));
     let landed: boolean[];
     try {
       landed = await inner.writeAndRelease(writes, token);
     } catch (error) {
-      this.#windows.delete(window);
+      this.#l1.discard(window);
       throw error;
     }
     // A fenced-out write (lock expired, or removed by an invalidation) is not copied or announced.
     const written = writes.filter((_, i) => landed[i] === true);
-    this.#promote(window, written);
+    this.#l1.promote(window, written);
     if (written.length > 0) await this.#publish({ op: 'set', keys: written.map((write) => write.key) });
     return landed;
-  }
-
-  /**
-   * A write issued here supersedes the L1 copies of its keys (older), and whatever L2 reads in
-   * flight will answer for them (issued before it): both are dropped. Returns the write's window.
-   */
-  #beforeWrite(keys: readonly string[]): ChangeWindow {
-    this.#dropKeys(keys);
-    return this.#open(this.#now());
-  }
-
-  // ── L1 copies ──────────────────────────────────────────────────────────────────────────
-
-  #open(now: number): ChangeWindow {
-    const window = new ChangeWindow(now);
-    this.#windows.add(window);
-    return window;
-  }
-
-  /**
-   * Copies L2 entries into L1, unless their key or tags changed while they were read. A tagged
-   * entry is copied only once its recorded tag versions are found current (one more MGET, off the
-   * caller's path): it may have been written by a fill that raced an invalidateTags, and would be
-   * served from L1 without the check the registry makes on L2 reads. Closes the window.
-   */
-  #promote(window: ChangeWindow, candidates: readonly Candidate[]): void {
-    const now = this.#now();
-    const untagged: Candidate[] = [];
-    let tagged: Candidate[] | undefined;
-    for (const candidate of candidates) {
-      const entry = candidate.entry;
-      if (!(now < entry.staleUntil)) continue;
-      if (entry.tags === undefined || entry.tags.length === 0) untagged.push(candidate);
-      else if (entry.tagVersions !== undefined && entry.tagVersions.length === entry.tags.length) (tagged ??= []).push(candidate);
-    }
-    this.#copy(window, untagged);
-    if (tagged === undefined) {
-      this.#windows.delete(window);
-      return;
-    }
-    const checked = tagged;
-    const tags = [...new Set(checked.flatMap((candidate) => candidate.entry.tags!))];
-    this.#l2.tagVersions(tags).then(
-      (versions) => {
-        const current = new Map<string, number>();
-        for (let i = 0; i < tags.length; i++) current.set(tags[i]!, versions[i]!);
-        const valid = checked.filter(({ entry }) => entry.tags!.every((tag, i) => current.get(tag) === entry.tagVersions![i]));
-        this.#refused += checked.length - valid.length;
-        this.#copy(window, valid);
-        this.#windows.delete(window);
-      },
-      () => {
-        // Versions unknown: no copy. The next read goes to L2 again.
-        this.#refused += checked.length;
-        this.#windows.delete(window);
-      },
-    );
-  }
-
-  #copy(window: ChangeWindow, candidates: readonly Candidate[]): void {
-    if (candidates.length === 0 || this.#closed) return;
-    const until = window.start + this.#l1Ttl;
-    const copies: StoreWrite[] = [];
-    for (const { key, entry } of candidates) {
-      if (!window.allows(key, entry)) {
-        this.#refused++;
-        continue;
-      }
-      const copy: L1Entry = { ...entry, l1Until: until };
-      copies.push({ key, entry: copy, ttl: this.#l1Ttl });
-    }
-    this.#promoted += copies.length;
-    if (copies.length > 0) void this.#l1.setMany(copies);
-  }
-
-  #dropKeys(keys: readonly string[]): void {
-    void this.#l1.delete(keys);
-    for (const window of this.#windows) window.dropKeys(keys);
-  }
-
-  #dropTags(tags: readonly string[]): void {
-    void this.#l1.invalidateTags(tags);
-    for (const window of this.#windows) window.dropTags(tags);
-  }
-
-  #clearLocal(): void {
-    this.#l1Clears++;
-    void this.#l1.clear();
-    for (const window of this.#windows) window.dropAll();
   }
 
   // ── pub/sub ────────────────────────────────────────────────────────────────────────────
@@ -404,7 +300,7 @@ class TieredStoreImpl implements TieredStore {
       this.#published++;
     } catch (error) {
       this.#publishFailures++;
-      this.#clearLocal();
+      this.#l1.dropAll();
       throw new HerdcacheError('E_STORE_ERROR', `herdcache: tiered store could not publish the ${change.op} to other replicas (their L1 copies live at most l1Ttl): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
   }
@@ -415,20 +311,21 @@ class TieredStoreImpl implements TieredStore {
     this.#received++;
     // Unreadable (another version of herdcache, a stranger on the channel): assume the worst.
     const change: Change = message?.change ?? { op: 'clear' };
+    const l1 = this.#l1;
     switch (change.op) {
       case 'set':
-        this.#dropKeys(change.keys);
+        l1.dropKeys(change.keys);
         return;
       case 'delete':
-        this.#dropKeys(change.keys);
+        l1.dropKeys(change.keys);
         this.#tellRegistry(change.keys, [], false);
         return;
       case 'tags':
-        this.#dropTags(change.tags);
+        l1.dropTags(change.tags);
         this.#tellRegistry([], change.tags, false);
         return;
       case 'clear':
-        this.#clearLocal();
+        l1.dropAll();
         this.#tellRegistry([], [], true);
         return;
     }
@@ -445,7 +342,7 @@ class TieredStoreImpl implements TieredStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#clearLocal();
+    this.#l1.close();
     await this.#subscription.close();
   }
 }

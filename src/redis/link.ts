@@ -1,0 +1,127 @@
+/**
+ * What every part of the Redis store shares about talking to Redis: the user's client behind the
+ * call guard, the key names (prefix, hash tags), how a batch splits into Cluster hash slots, and the
+ * codec with its error reporting. The store's reads and writes (redis-store.ts) and its fill lock
+ * (redis-lock.ts) are built on one of these.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import type { Entry } from '../core/freshness';
+import type { StoreReporter, StoreWrite } from '../core/store';
+import type { Codec } from './codec';
+import type { CallGuard } from './guard';
+import { groupPositions, hashSlot, tagVersionKey, taggedKey } from './keys';
+import { keptFor } from './tags';
+
+const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
+
+/** A reply value of MGET or of a script: a payload, or nil. */
+export type Raw = string | Buffer | null;
+
+export class RedisLink {
+  readonly client: Redis | Cluster;
+  readonly guard: CallGuard;
+  readonly cluster: boolean;
+  readonly prefix: string;
+  /** ioredis's own `keyPrefix`: added by the client to every key, so part of the real key. */
+  readonly clientPrefix: string;
+  readonly codec: Codec;
+  /** Whether payloads are read with the Buffer variants of the commands (see Codec.binary). */
+  readonly binary: boolean;
+  readonly tagTtl: number;
+  readonly #maxKeyLength: number;
+  reporter: StoreReporter = NO_REPORTER;
+
+  constructor(client: Redis | Cluster, guard: CallGuard, prefix: string, codec: Codec, maxKeyLength: number, tagTtl: number) {
+    this.client = client;
+    this.guard = guard;
+    this.cluster = client.isCluster === true;
+    this.prefix = prefix;
+    this.clientPrefix = client.options?.keyPrefix ?? '';
+    this.codec = codec;
+    this.binary = codec.binary === true;
+    this.tagTtl = tagTtl;
+    this.#maxKeyLength = maxKeyLength;
+  }
+
+  // ── key names ──────────────────────────────────────────────────────────────────────────
+
+  valueKey(key: string): string {
+    return `${this.prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
+  }
+
+  valueKeys(keys: readonly string[]): string[] {
+    const out = new Array<string>(keys.length);
+    for (let i = 0; i < keys.length; i++) out[i] = this.valueKey(keys[i]!);
+    return out;
+  }
+
+  tagKeys(tags: readonly string[]): string[] {
+    const out = new Array<string>(tags.length);
+    for (let i = 0; i < tags.length; i++) out[i] = tagVersionKey(this.prefix, tags[i]!, this.#maxKeyLength);
+    return out;
+  }
+
+  // ── Cluster slots ──────────────────────────────────────────────────────────────────────
+
+  /** Positions grouped by hash slot in a Cluster; null (one group, all positions) otherwise. */
+  slotGroups(keys: readonly string[]): number[][] | null {
+    if (!this.cluster) return null;
+    const clientPrefix = this.clientPrefix;
+    return groupPositions(keys.length, (i) => hashSlot(clientPrefix + keys[i]!));
+  }
+
+  /** The master that serves a key's slot, as ioredis routes it; the slot itself if unknown yet. */
+  nodeOf(key: string): string | number {
+    const slot = hashSlot(this.clientPrefix + key);
+    return (this.client as Cluster).slots[slot]?.[0] ?? slot;
+  }
+
+  /** One call for everything (standalone), or one per group in parallel (Cluster). */
+  perGroup<T>(groups: number[][] | null, send: (indices: number[] | null) => Promise<T>): Promise<T[]> {
+    return groups === null ? send(null).then(one) : Promise.all(groups.map(send));
+  }
+
+  // ── payloads ───────────────────────────────────────────────────────────────────────────
+
+  /** PX of a write (0: no expiry); a tagged entry is kept at most tagTtl (see tags.ts). */
+  px(write: StoreWrite): number {
+    const ttl = keptFor(write, this.tagTtl);
+    return ttl === Infinity ? 0 : toPx(ttl);
+  }
+
+  encode(write: StoreWrite): string | Buffer | undefined {
+    try {
+      return this.codec.encode(write.entry);
+    } catch (error) {
+      report(this.reporter, 'encodeError', write.key, error);
+      return undefined;
+    }
+  }
+
+  decode(key: string, raw: string | Buffer): Entry | undefined {
+    try {
+      return this.codec.decode(raw);
+    } catch (error) {
+      report(this.reporter, 'decodeError', key, error);
+      return undefined;
+    }
+  }
+}
+
+/** Rounds a ttl up to whole milliseconds, at least 1 (PX 0 is an error in Redis). */
+export function toPx(ttl: number): number {
+  return ttl > 1 ? Math.ceil(ttl) : 1;
+}
+
+function one<T>(value: T): T[] {
+  return [value];
+}
+
+/** The registry's reporter should not throw; if it does, the read or write still goes on. */
+function report(reporter: StoreReporter, kind: 'encodeError' | 'decodeError', key: string, error: unknown): void {
+  try {
+    reporter[kind](key, error);
+  } catch {
+    // Reporting is best effort by contract: a broken hook must not turn bad data into an outage.
+  }
+}
