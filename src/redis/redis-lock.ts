@@ -10,6 +10,10 @@ import { LOCK_SUFFIX, pick, pickPairs, withLockKeys } from './keys';
 import { toPx, type Raw, type RedisLink } from './link';
 import type { LockScripts } from './scripts';
 
+const RELEASES = { releases: true } as const;
+
+function noop(): void {}
+
 export class RedisFillLock implements FillLock {
   readonly #link: RedisLink;
   readonly #scripts: LockScripts;
@@ -23,18 +27,23 @@ export class RedisFillLock implements FillLock {
     const n = keys.length;
     if (n === 0) return [];
     const link = this.#link;
-    link.guard.admit('lock.acquire');
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
     const px = toPx(ttlMs);
     const binary = link.binary;
     const scripts = this.#scripts;
-    const replies = await link.guard.bound('lock.acquire', link.perGroup(groups, (indices): Promise<(number | Raw)[]> => {
-      const pairs = withLockKeys(valueKeys, indices);
-      return binary
-        ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
-        : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
-    }));
+    const replies = await link.guard.run(
+      'lock.acquire',
+      () => link.perGroup(groups, (indices): Promise<(number | Raw)[]> => {
+        const pairs = withLockKeys(valueKeys, indices);
+        return binary
+          ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
+          : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
+      }),
+      // The script ran after we gave up (Redis stalled): nobody fills under those locks, so
+      // release them now that Redis answers, instead of letting every replica wait out lockTtl.
+      { onLate: (late) => this.#releaseLate(keys, groups, late as (number | Raw)[][], token) },
+    );
     const out = new Array<LockAttempt>(n);
     for (let g = 0; g < replies.length; g++) {
       const indices = groups === null ? null : groups[g]!;
@@ -53,7 +62,6 @@ export class RedisFillLock implements FillLock {
     const n = writes.length;
     if (n === 0) return [];
     const link = this.#link;
-    link.guard.admit('lock.writeAndRelease');
     const valueKeys = new Array<string>(n);
     // Per write: payload then px. An unencodable value still releases its lock ('-1'), so the
     // other replicas stop waiting on it now instead of after the lock ttl.
@@ -67,7 +75,7 @@ export class RedisFillLock implements FillLock {
     }
     const groups = link.slotGroups(valueKeys);
     const scripts = this.#scripts;
-    const replies = await link.guard.bound('lock.writeAndRelease', link.perGroup(groups, (indices) => {
+    const replies = await link.guard.run('lock.writeAndRelease', () => link.perGroup(groups, (indices) => {
       const pairs = withLockKeys(valueKeys, indices);
       return scripts.herdcacheLockWrite1(pairs.length, pairs, token, indices === null ? args : pickPairs(args, indices));
     }));
@@ -84,14 +92,25 @@ export class RedisFillLock implements FillLock {
     const n = keys.length;
     if (n === 0) return;
     const link = this.#link;
-    link.guard.admit('lock.release');
     const lockKeys = new Array<string>(n);
     for (let i = 0; i < n; i++) lockKeys[i] = link.valueKey(keys[i]!) + LOCK_SUFFIX;
     const groups = link.slotGroups(lockKeys);
     const scripts = this.#scripts;
-    await link.guard.bound('lock.release', link.perGroup(groups, (indices) => {
+    // Never refused by the breaker: refusing it leaves a lock we may hold to expire by itself.
+    await link.guard.run('lock.release', () => link.perGroup(groups, (indices) => {
       const batch = indices === null ? lockKeys : pick(lockKeys, indices);
       return scripts.herdcacheLockRelease1(batch.length, batch, token);
-    }));
+    }), RELEASES);
+  }
+
+  /** Releases the locks a timed-out acquire turned out to win (its late reply says which). */
+  #releaseLate(keys: readonly string[], groups: number[][] | null, replies: (number | Raw)[][], token: string): void {
+    const won: string[] = [];
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
+    }
+    if (won.length > 0) this.release(won, token).catch(noop);
   }
 }

@@ -10,7 +10,8 @@
  * payload, so a hit is one read and nothing else.
  *
  * Faults: the cache must never be the outage. Every call is bounded by `commandTimeout`; a client
- * that is not connected fails at once instead of queueing the command offline; a circuit breaker
+ * that lost its connection fails at once instead of queueing the command offline (one that was
+ * never ready yet is waited for, up to `readyTimeout`: see guard.ts); a circuit breaker
  * stops paying timeouts while Redis is down. A failing call rejects with a coded HerdcacheError
  * and the registry computes the value instead. Bad data never throws: it reads as a miss.
  *
@@ -45,6 +46,12 @@ export interface RedisStoreOptions {
   codec?: Codec;
   /** Milliseconds any store call may take before it rejects with E_STORE_TIMEOUT. Default 250. */
   commandTimeout?: number;
+  /**
+   * Milliseconds calls wait for a client that has never been ready yet (still connecting right
+   * after `new Redis(...)`) to become ready, counted from the first call that waits; then they
+   * fail fast as for a client that lost its connection. 0: never wait. Default 2000.
+   */
+  readyTimeout?: number;
   /** Circuit breaker, or `false` for none. Default `{ threshold: 5, coolDown: 5000 }`. */
   breaker?: BreakerOptions | false;
   /** Keys longer than this many characters are stored under a sha256 of the key. Default 256. */
@@ -80,6 +87,7 @@ export interface RedisStore extends Store {
 const DEFAULTS = {
   prefix: 'herdcache:',
   commandTimeout: 250,
+  readyTimeout: 2000,
   threshold: 5,
   coolDown: 5000,
   maxKeyLength: 256,
@@ -93,7 +101,7 @@ const SCAN_COUNT = 1000;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
-  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl } = options;
+  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl } = options;
   const candidate = client as Partial<Redis> | null | undefined;
   if (candidate === null || typeof candidate !== 'object' || typeof candidate.defineCommand !== 'function' || typeof candidate.mget !== 'function' || typeof candidate.status !== 'string') {
     throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
@@ -106,6 +114,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
   if (typeof commandTimeout !== 'number' || !(commandTimeout > 0) || commandTimeout > MAX_TIMEOUT) {
     throw invalidOption('commandTimeout', commandTimeout, `a number of milliseconds in (0, ${MAX_TIMEOUT}]`);
+  }
+  if (typeof readyTimeout !== 'number' || !(readyTimeout >= 0) || readyTimeout > MAX_TIMEOUT) {
+    throw invalidOption('readyTimeout', readyTimeout, `a number of milliseconds in [0, ${MAX_TIMEOUT}]`);
   }
   if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH) {
     throw invalidOption('maxKeyLength', maxKeyLength, `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`);
@@ -125,7 +136,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     }
     circuit = new CircuitBreaker(threshold, coolDown);
   }
-  const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, circuit), prefix, codec, maxKeyLength, tagTtl);
+  const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, circuit), prefix, codec, maxKeyLength, tagTtl);
   return new RedisStoreImpl(link, defineScripts(client));
 }
 
@@ -161,12 +172,11 @@ class RedisStoreImpl implements RedisStore {
     const n = keys.length;
     if (n === 0) return [];
     const link = this.#link;
-    link.guard.admit('getMany');
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
     const binary = link.binary;
     const client = link.client;
-    const replies = await link.guard.bound('getMany', link.perGroup(groups, (indices): Promise<Raw[]> => {
+    const replies = await link.guard.run('getMany', () => link.perGroup(groups, (indices): Promise<Raw[]> => {
       const batch = indices === null ? valueKeys : pick(valueKeys, indices);
       return binary ? client.mgetBuffer(batch) : client.mget(batch);
     }));
@@ -199,11 +209,10 @@ class RedisStoreImpl implements RedisStore {
     }
     if (keys.length === 0) return;
     // Admitted only once something will be sent (see clear()).
-    link.guard.admit('setMany');
     // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
     const groups = link.cluster ? groupPositions(keys.length, (i) => link.nodeOf(keys[i]!)) : null;
     const client = link.client;
-    const results = await link.guard.bound('setMany', link.perGroup(groups, (indices) => {
+    const results = await link.guard.run('setMany', () => link.perGroup(groups, (indices) => {
       const pipeline = client.pipeline();
       const count = indices === null ? keys.length : indices.length;
       for (let j = 0; j < count; j++) {
@@ -223,13 +232,12 @@ class RedisStoreImpl implements RedisStore {
     const n = keys.length;
     if (n === 0) return;
     const link = this.#link;
-    link.guard.admit('delete');
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
     const client = link.client;
     // The lock goes too: a fill that started before this invalidation then fails its fenced
     // write instead of storing a value computed from data older than the invalidation.
-    await link.guard.bound('delete', link.perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
+    await link.guard.run('delete', () => link.perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
   }
 
   /**
@@ -241,11 +249,10 @@ class RedisStoreImpl implements RedisStore {
     const n = tags.length;
     if (n === 0) return [];
     const link = this.#link;
-    link.guard.admit('tagVersions');
     const keys = link.tagKeys(tags);
     const groups = link.slotGroups(keys);
     const client = link.client;
-    const replies = await link.guard.bound('tagVersions', link.perGroup(groups, (indices) => client.mget(indices === null ? keys : pick(keys, indices))));
+    const replies = await link.guard.run('tagVersions', () => link.perGroup(groups, (indices) => client.mget(indices === null ? keys : pick(keys, indices))));
     const out = new Array<number>(n);
     for (let g = 0; g < replies.length; g++) {
       const indices = groups === null ? null : groups[g]!;
@@ -264,12 +271,11 @@ class RedisStoreImpl implements RedisStore {
   async invalidateTags(tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return;
     const link = this.#link;
-    link.guard.admit('invalidateTags');
     const keys = link.tagKeys(tags);
     const groups = link.slotGroups(keys);
     const scripts = this.#scripts;
     const keep = String(versionKeyTtl(link.tagTtl));
-    await link.guard.bound('invalidateTags', link.perGroup(groups, (indices) => {
+    await link.guard.run('invalidateTags', () => link.perGroup(groups, (indices) => {
       const batch = indices === null ? keys : pick(keys, indices);
       return scripts.herdcacheTagBump1(batch.length, batch, keep);
     }));
@@ -277,8 +283,7 @@ class RedisStoreImpl implements RedisStore {
 
   async publish(channel: string, message: string): Promise<number> {
     const guard = this.#link.guard;
-    guard.admit('publish');
-    return guard.bound('publish', this.#link.client.publish(channel, message));
+    return guard.run('publish', () => this.#link.client.publish(channel, message));
   }
 
   /**
@@ -291,22 +296,20 @@ class RedisStoreImpl implements RedisStore {
     const guard = link.guard;
     const pattern = `${escapeGlob(link.clientPrefix + link.prefix)}{*`;
     // Each page is admitted once, right before the command that settles it: a half-open breaker
-    // admits one trial, and an admit that never reaches bound() would hold that trial forever.
+    // admits one trial, and an admission that sends nothing would hold that trial forever.
     const nodes = link.cluster ? (link.client as Cluster).nodes('master') : [link.client as Redis];
     const strip = link.clientPrefix.length;
     for (const node of nodes) {
       let cursor = '0';
       do {
-        guard.admit('clear');
-        const [next, found] = await guard.bound('clear', node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
+        const [next, found] = await guard.run('clear', () => node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
         cursor = next;
         if (found.length === 0) continue;
         // The client adds its keyPrefix again on UNLINK: hand it the keys without it.
         const keys = strip === 0 ? found : found.map((key) => key.slice(strip));
         const groups = link.slotGroups(keys);
         const client = link.client;
-        guard.admit('clear');
-        await guard.bound('clear', link.perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
+        await guard.run('clear', () => link.perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
       } while (cursor !== '0');
     }
   }

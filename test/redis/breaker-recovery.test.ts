@@ -16,8 +16,8 @@ afterAll(async () => {
 async function openedOnce(prefix: string) {
   const client = new Redis(server.url, { lazyConnect: true });
   clients.push(client);
-  const store = redisStore({ client, prefix, breaker: { threshold: 1, coolDown: 0 } });
-  // status "wait": fails fast, counts one failure, and starts the connection.
+  const store = redisStore({ client, prefix, readyTimeout: 0, breaker: { threshold: 1, coolDown: 0 } });
+  // status "wait" and readyTimeout 0: fails fast, counts one failure, and starts the connection.
   await expect(store.getMany(['a'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
   while (client.status !== 'ready') await new Promise((r) => setTimeout(r, 5));
   expect(store.breakerState).toBe('half-open');

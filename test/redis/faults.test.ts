@@ -152,25 +152,42 @@ it('half-open: a failed trial keeps it open for another cool-down', async () => 
   await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_CIRCUIT_OPEN' });
 });
 
-it('fails fast when Redis was never there, without queueing commands offline', async () => {
+it('waits readyTimeout for a client that was never there, then fails fast, without queueing commands offline', async () => {
   const port = await freePort();
   const absent = new Redis(`redis://127.0.0.1:${port}`, { retryStrategy: () => 1000, disconnectTimeout: 10 });
   absent.on('error', () => {});
   clients.push(absent);
-  const store = redisStore({ client: absent, prefix: 'absent:', breaker: false });
-  // E_STORE_UNAVAILABLE (failed before sending), never E_STORE_TIMEOUT: no call waited.
+  const store = redisStore({ client: absent, prefix: 'absent:', readyTimeout: 100, breaker: false });
+  // The first calls wait (together) for the first "ready", which never comes: E_STORE_UNAVAILABLE
+  // once the 100 ms budget is spent, never E_STORE_TIMEOUT (nothing was sent).
+  const first = await Promise.all([settle(store.getMany(['k'])), settle(store.lock.acquire(['k'], 't', 1000))]);
+  for (const result of first) {
+    expect(result.error).toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    expect(result.ms).toBeGreaterThanOrEqual(95);
+  }
+  // The budget is spent once, not per call: from now on every call fails fast.
   for (let i = 0; i < 50; i++) await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
   await expect(store.lock.acquire(['k'], 't', 1000)).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
   expect((absent as unknown as { offlineQueue: { length: number } }).offlineQueue.length).toBe(0);
 });
 
-it('starts a lazyConnect client, as ioredis would, and serves once it is connected', async () => {
+it('readyTimeout 0: a client not ready yet fails fast (and a lazyConnect client is started)', async () => {
+  const redis = await server();
+  const lazy = new Redis(redis.url, { lazyConnect: true, disconnectTimeout: 10 });
+  clients.push(lazy);
+  const store = redisStore({ client: lazy, prefix: 'lazy0:', readyTimeout: 0 });
+  expect(lazy.status).toBe('wait');
+  await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+  expect(await eventually(() => lazy.status === 'ready', 2000)).toBe(true);
+  await expect(store.getMany(['k'])).resolves.toEqual([undefined]);
+});
+
+it('starts a lazyConnect client, as ioredis would, and its first call waits for the connection', async () => {
   const redis = await server();
   const lazy = new Redis(redis.url, { lazyConnect: true, disconnectTimeout: 10 });
   clients.push(lazy);
   const store = redisStore({ client: lazy, prefix: 'lazy:' });
   expect(lazy.status).toBe('wait');
-  await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
-  expect(await eventually(() => lazy.status === 'ready', 2000)).toBe(true);
   await expect(store.getMany(['k'])).resolves.toEqual([undefined]);
+  expect(store.breakerState).toBe('closed');
 });
