@@ -70,7 +70,7 @@ it('busy event loop: a reply already received is not a timeout: no E_STORE_TIMEO
   const b = replica(await connected(redisUrl()), prefix, { commandTimeout: 100 });
   // Replica A's event loop is blocked (CPU-bound work) for 3 × the command timeout right after it
   // sent its lock call: Redis answered within a millisecond, but the timer is due as well.
-  const acquire = a.store.lock.acquire;
+  const acquire = a.store.lock.acquire.bind(a.store.lock);
   let blocked = false;
   a.store.lock.acquire = (keys, token, ttl) => {
     const pending = acquire(keys, token, ttl);
