@@ -5,7 +5,7 @@ import type { CacheHooks } from '../src/core/types';
 describe('cache.observe', () => {
   it('calls options.hooks and every observer, in order, until removed', async () => {
     const calls: string[] = [];
-    const cache = createCache({ hooks: { onMiss: (key) => calls.push(`own miss ${key}`), onFill: (key) => calls.push(`own fill ${key}`) } });
+    const cache = createCache({ ttl: Infinity, hooks: { onMiss: (key) => calls.push(`own miss ${key}`), onFill: (key) => calls.push(`own fill ${key}`) } });
     const stop = cache.observe({ onFill: (key, source, ms, error) => calls.push(`obs fill ${key} ${source} ${typeof ms} ${String(error)}`) });
     await cache.getOrCompute('a', () => 1, { label: 'Query.a' });
     expect(calls).toEqual(['own miss a', 'own fill a', 'obs fill a Query.a number undefined']);
@@ -18,7 +18,7 @@ describe('cache.observe', () => {
 
   it('a throwing observer breaks neither the load nor the next observer', async () => {
     const seen: string[] = [];
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     cache.observe({
       onHit() {
         throw new Error('observer bug');
@@ -33,7 +33,7 @@ describe('cache.observe', () => {
   it('removing one of two identical observers keeps the other', async () => {
     const seen: string[] = [];
     const hooks: CacheHooks = { onMiss: (key) => seen.push(key) };
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const stopFirst = cache.observe(hooks);
     cache.observe(hooks);
     stopFirst();
@@ -42,7 +42,7 @@ describe('cache.observe', () => {
   });
 
   it('rejects a non-object', () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     expect(() => cache.observe(null as unknown as CacheHooks)).toThrow(/argument "hooks"/);
   });
 });

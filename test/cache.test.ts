@@ -4,7 +4,7 @@ import { asyncStore, countingStore, deferred, flush } from './helpers';
 
 describe('single-flight (getOrCompute)', () => {
   it('runs fill once for concurrent misses of one key; every caller gets the result', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<string>();
     let fills = 0;
     const fill = () => {
@@ -25,7 +25,7 @@ describe('single-flight (getOrCompute)', () => {
   });
 
   it('fills different keys concurrently (no global lock)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gates = { a: deferred<string>(), b: deferred<string>() };
     const started: string[] = [];
     const fill = ({ key }: { key: string }) => {
@@ -44,8 +44,8 @@ describe('single-flight (getOrCompute)', () => {
   });
 
   it('two distinct caches never coalesce with each other', async () => {
-    const one = createCache();
-    const two = createCache();
+    const one = createCache({ ttl: Infinity });
+    const two = createCache({ ttl: Infinity });
     let fills = 0;
     const fill = async () => {
       fills++;
@@ -56,7 +56,7 @@ describe('single-flight (getOrCompute)', () => {
   });
 
   it('serves the cached value afterwards without calling fill', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const fill = jest.fn(async () => 'v');
     await cache.getOrCompute('k', fill);
     expect(await cache.getOrCompute('k', fill)).toBe('v');
@@ -67,7 +67,7 @@ describe('single-flight (getOrCompute)', () => {
 
 describe('failure never poisons', () => {
   it('leader and coalesced callers receive the same error object; nothing is written; next caller retries', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<string>();
     const error = new GraphQLError('db down', { extensions: { code: 'DB_DOWN', retryable: true } });
     let fills = 0;
@@ -92,7 +92,7 @@ describe('failure never poisons', () => {
   });
 
   it('a synchronous throw in fill is a failure like any other', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const error = new Error('sync boom');
     await expect(
       cache.getOrCompute('k', () => {
@@ -103,7 +103,7 @@ describe('failure never poisons', () => {
   });
 
   it('a fill that throws a non-Error gives a clear coded error that keeps the thrown value as cause', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const rejection = cache.getOrCompute('k', () => {
       throw 'plain string';
     });
@@ -115,7 +115,7 @@ describe('failure never poisons', () => {
 describe('double-check', () => {
   it('the leader re-reads the store after winning leadership: a value written in between is not recomputed', async () => {
     const { store } = countingStore(memoryStore());
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     const fill = jest.fn(async () => 'computed');
     const pending = cache.getOrCompute('k', fill);
     // Written after the caller's own read, before its dispatch: e.g. by another writer.
@@ -126,7 +126,7 @@ describe('double-check', () => {
 
   it('on an asynchronous store the keys missed in one tick are read in one getMany', async () => {
     const { store, calls } = asyncStore(memoryStore());
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     await Promise.all(['a', 'b', 'c'].map((k) => cache.getOrCompute(k, async () => k)));
     expect(calls.getMany).toBe(1);
     expect(calls.getManyKeys[0]!.sort()).toEqual(['a', 'b', 'c']);
@@ -136,7 +136,7 @@ describe('double-check', () => {
 
 describe('cancellation', () => {
   it('a caller that aborts stops waiting without disturbing the others', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<string>();
     let fillSignal: AbortSignal | undefined;
     const fill = ({ signal }: { signal: AbortSignal }) => {
@@ -156,7 +156,7 @@ describe('cancellation', () => {
   });
 
   it("the fill's signal fires only when every caller waiting on it has aborted", async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let fillSignal: AbortSignal | undefined;
     const fill = ({ signal }: { signal: AbortSignal }) => {
       fillSignal = signal;
@@ -180,7 +180,7 @@ describe('cancellation', () => {
   });
 
   it('an already-aborted signal rejects at once and starts no fill', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const fill = jest.fn(async () => 1);
     const controller = new AbortController();
     controller.abort(new Error('too late'));
@@ -190,7 +190,7 @@ describe('cancellation', () => {
   });
 
   it('the result of an abandoned fill is not written', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<string>();
     const controller = new AbortController();
     const p = cache.getOrCompute('k', () => gate.promise, { signal: controller.signal }).catch(() => 'aborted');
@@ -203,7 +203,7 @@ describe('cancellation', () => {
   });
 
   it('invalidate wakes the waiters of a stuck fill so they retry (seed 004)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let attempt = 0;
     let firstSignal: AbortSignal | undefined;
     const fill = ({ signal }: { signal: AbortSignal }) => {
@@ -226,7 +226,7 @@ describe('cancellation', () => {
   });
 
   it('clear() wakes waiters of every stuck fill', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let stuck = true;
     const fill = ({ key }: { key: string }) => (stuck ? new Promise<string>(() => {}) : Promise.resolve(key));
     const a = cache.getOrCompute('a', fill);
@@ -253,7 +253,7 @@ describe('TTL and jitter', () => {
 
   it('ttl unset means never stale', async () => {
     const clock = manualClock();
-    const cache = createCache({ clock });
+    const cache = createCache({ ttl: Infinity, clock });
     let n = 0;
     await cache.getOrCompute('k', async () => ++n);
     clock.advance(10 * 365 * 24 * 3600 * 1000);
@@ -386,7 +386,7 @@ describe('stale-while-revalidate', () => {
 
 describe('negative caching', () => {
   it('null is a value and is cached; undefined is returned but not cached', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const nullFill = jest.fn(async () => null);
     expect(await cache.getOrCompute('missing', nullFill)).toBeNull();
     expect(await cache.getOrCompute('missing', nullFill)).toBeNull();
@@ -400,7 +400,7 @@ describe('negative caching', () => {
 
 describe('invalidation', () => {
   it('invalidate(key) removes the entry', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     await cache.getOrCompute('k', async () => 'old');
     await cache.invalidate('k');
     expect(await cache.getOrCompute('k', async () => 'new')).toBe('new');
@@ -409,7 +409,7 @@ describe('invalidation', () => {
 
   it('a fill that started before the invalidate does not write its result afterwards', async () => {
     const store = memoryStore();
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     const gate = deferred<string>();
     let calls = 0;
     const fill = () => (++calls === 1 ? gate.promise : Promise.resolve('after'));
@@ -429,7 +429,7 @@ describe('invalidation', () => {
 describe('metrics and hooks', () => {
   it('counts per source and in total, and calls the observer hooks', async () => {
     const events: string[] = [];
-    const cache = createCache({
+    const cache = createCache({ ttl: Infinity,
       hooks: {
         onHit: (key, source) => events.push(`hit ${key} ${source}`),
         onMiss: (key) => events.push(`miss ${key}`),
@@ -451,7 +451,7 @@ describe('metrics and hooks', () => {
   });
 
   it('a throwing hook does not fail the load', async () => {
-    const cache = createCache({
+    const cache = createCache({ ttl: Infinity,
       hooks: {
         onMiss: () => {
           throw new Error('observer bug');
@@ -462,7 +462,7 @@ describe('metrics and hooks', () => {
   });
 
   it('the snapshot is a copy', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const before = cache.metrics();
     await cache.getOrCompute('k', async () => 1);
     expect(before.total.misses).toBe(0);
@@ -470,7 +470,7 @@ describe('metrics and hooks', () => {
 });
 
 describe('bad input', () => {
-  const cache = createCache();
+  const cache = createCache({ ttl: Infinity });
   it.each([[''], [42], [null], [undefined], [{}]])('rejects key %p with E_INVALID_KEY naming the argument', async (key) => {
     await expect(cache.getOrCompute(key as unknown as string, async () => 1)).rejects.toMatchObject({
       code: 'E_INVALID_KEY',
@@ -489,19 +489,19 @@ describe('bad input', () => {
     ['ttl', NaN, /option "ttl" .* got NaN/],
     ['ttl', -5, /option "ttl" .* got -5/],
     ['ttl', '10', /option "ttl" .* got "10"/],
-    ['ttl', 0, /option "ttl" must be a number of milliseconds > 0, got 0/],
+    ['ttl', -Infinity, /option "ttl" must be a number of milliseconds >= 0, got -Infinity/],
     ['swr', -1, /option "swr" .* got -1/],
     ['lockTtl', NaN, /option "lockTtl"/],
     ['maxRefreshes', 0, /option "maxRefreshes" must be a positive integer, got 0/],
     ['clock', {}, /option "clock"/],
     ['store', {}, /option "store"/],
   ])('createCache rejects %s = %p at configuration time', (name, value, message) => {
-    expect(() => createCache({ [name]: value } as never)).toThrow(message);
-    expect(() => createCache({ [name]: value } as never)).toThrow(HerdcacheError);
+    expect(() => createCache({ ttl: Infinity, [name]: value } as never)).toThrow(message);
+    expect(() => createCache({ ttl: Infinity, [name]: value } as never)).toThrow(HerdcacheError);
   });
 
   it('rejects bad per-call options without touching the cache', async () => {
-    const c = createCache();
+    const c = createCache({ ttl: Infinity });
     await c.getOrCompute('k', async () => 'kept');
     await expect(c.getOrCompute('other', async () => 1, { ttl: NaN })).rejects.toMatchObject({ code: 'E_INVALID_OPTION' });
     expect(await c.getOrCompute('k', async () => 'replaced')).toBe('kept');

@@ -12,7 +12,7 @@ function recordingBatch<V>(compute: (key: number) => V | Error) {
 
 describe('batching loader', () => {
   it('keys requested by all concurrent requests in one tick go to one batch call', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const { calls, batch } = recordingBatch((id) => `user ${id}`);
     const users = cache.loader({ name: 'user', batch });
     const requests = [cache.request(), cache.request(), cache.request()];
@@ -27,7 +27,7 @@ describe('batching loader', () => {
   });
 
   it('leaves out keys already cached (answered from the store) and keys in flight (they join the flight)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<void>();
     const calls: number[][] = [];
     const users = cache.loader<number, string>({
@@ -54,7 +54,7 @@ describe('batching loader', () => {
   });
 
   it('maxBatchSize splits large batches', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const { calls, batch } = recordingBatch((id) => id * 10);
     const numbers = cache.loader({ name: 'n', batch, maxBatchSize: 3 });
     const values = await numbers.loadMany([1, 2, 3, 4, 5, 6, 7]);
@@ -63,7 +63,7 @@ describe('batching loader', () => {
   });
 
   it('a per-key Error fails that key only and is not cached', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let failSeven = true;
     const { calls, batch } = recordingBatch((id) => (id === 7 && failSeven ? new Error(`no ${id}`) : id));
     const loader = cache.loader({ name: 'n', batch });
@@ -83,7 +83,7 @@ describe('batching loader', () => {
     ['a non-array', async () => ({ not: 'an array' }), 'E_BATCH_NOT_ARRAY', /must return an array/],
     ['the wrong length', async (keys: readonly number[]) => keys.slice(1), 'E_BATCH_LENGTH', /returned 2 values for 3 keys/],
   ])('a batch returning %s fails every key of that batch with a clear error; nothing is cached', async (_label, bad, code, message) => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let broken = true;
     const loader = cache.loader<number, number>({
       name: 'n',
@@ -100,7 +100,7 @@ describe('batching loader', () => {
   });
 
   it('a batch that throws fails every key with its own error object', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const error = new Error('db down');
     const loader = cache.loader<number, number>({
       name: 'n',
@@ -116,7 +116,7 @@ describe('batching loader', () => {
   });
 
   it('the batch signal fires only when every key of the batch was abandoned', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let signal: AbortSignal | undefined;
     const loader = cache.loader<number, number>({
       name: 'n',
@@ -140,7 +140,7 @@ describe('batching loader', () => {
 
   it('prime writes the shared store; clear invalidates it and abandons a fill in flight', async () => {
     const store = memoryStore();
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     const batch = jest.fn(async (ids: readonly number[]) => ids.map((id) => `db ${id}`));
     const users = cache.loader({ name: 'user', batch });
     await users.prime(1, 'primed');
@@ -153,7 +153,7 @@ describe('batching loader', () => {
   });
 
   it('cache.invalidate takes the loader key as name:key', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let version = 1;
     const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id} v${version}`) });
     expect(await users.load(1)).toBe('u1 v1');
@@ -163,7 +163,7 @@ describe('batching loader', () => {
   });
 
   it('null results are cached; undefined results are not', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const { calls, batch } = recordingBatch((id) => (id === 1 ? null : undefined));
     const loader = cache.loader({ name: 'n', batch });
     expect(await loader.loadMany([1, 2])).toEqual([null, undefined]);
@@ -173,7 +173,7 @@ describe('batching loader', () => {
 
   it('stale keys of one tick are refreshed in one background batch', async () => {
     const clock = manualClock();
-    const cache = createCache({ clock });
+    const cache = createCache({ ttl: Infinity, clock });
     let version = 1;
     const calls: number[][] = [];
     const loader = cache.loader<number, string>({
@@ -196,7 +196,7 @@ describe('batching loader', () => {
 
   it('works the same on an asynchronous store: one read for the tick, then one batch', async () => {
     const { store, calls: storeCalls } = asyncStore(memoryStore());
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     const { calls, batch } = recordingBatch((id) => id);
     const loader = cache.loader({ name: 'n', batch });
     await loader.prime(2, 2);
@@ -208,7 +208,7 @@ describe('batching loader', () => {
 
   it('the misses of every loader and getOrCompute in one tick share one store read', async () => {
     const { store, calls } = asyncStore(memoryStore());
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id}`) });
     const posts = cache.loader<number, string>({ name: 'post', batch: async (ids) => ids.map((id) => `p${id}`) });
     const results = await Promise.all([users.load(1), posts.load(1), users.load(2), cache.getOrCompute('x', async () => 'x')]);
@@ -218,7 +218,7 @@ describe('batching loader', () => {
   });
 
   describe('bad input', () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     it('rejects a missing or duplicate name, a non-function batch, a bad maxBatchSize', () => {
       expect(() => cache.loader({ name: '', batch: async () => [] })).toThrow(/option "name"/);
       expect(() => cache.loader({ name: 'x', batch: 'nope' as never })).toThrow(/option "batch" must be a function, got "nope"/);

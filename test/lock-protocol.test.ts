@@ -9,7 +9,7 @@ import { LockingStore } from './helpers/lock-store';
 function replicas(options: Parameters<typeof createCache>[0] = {}) {
   const clock = manualClock();
   const store = new LockingStore(clock);
-  const make = () => createCache({ store, clock, ...options });
+  const make = () => createCache({ ttl: Infinity, store, clock, ...options });
   return { clock, store, a: make(), b: make() };
 }
 

@@ -14,7 +14,7 @@ const sum = (t: Counters) => t.hits + t.misses + t.coalesced + t.staleServed;
 
 describe('counting, scopes, keys, prime', () => {
   it('a waiter re-contending after invalidate is counted once', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<string>();
     let n = 0;
     const fill = () => (++n === 1 ? gate.promise : Promise.resolve('v2'));
@@ -29,7 +29,7 @@ describe('counting, scopes, keys, prime', () => {
   });
 
   it("request scope: one caller's abort does not reject another caller of the same key", async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const users = cache.loader<number, string>({ name: 'u', batch: async (ids) => { await new Promise((r) => setTimeout(r, 20)); return ids.map(String); } });
     const scope = cache.request();
     const ac = new AbortController();
@@ -41,7 +41,7 @@ describe('counting, scopes, keys, prime', () => {
   });
 
   it("request scope getOrCompute: one caller's abort does not reject another", async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const scope = cache.request();
     const ac = new AbortController();
     const fill = () => new Promise<string>((r) => setTimeout(() => r('v'), 20));
@@ -53,7 +53,7 @@ describe('counting, scopes, keys, prime', () => {
   });
 
   it('loader.clear takes one key, even a composite (array) key', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const l = cache.loader<[string, string], string>({ name: 'p', key: ([a, b]) => `${a}/${b}`, batch: async (ks) => ks.map(([a, b]) => a + b) });
     await l.load(['a', 'b']);
     await l.clear(['a', 'b']);
@@ -61,7 +61,7 @@ describe('counting, scopes, keys, prime', () => {
   });
 
   it("prime during a fill in flight is not overwritten by the older fill's result", async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<string[]>();
     const l = cache.loader<string, string>({ name: 'u', batch: () => gate.promise });
     const p = l.load('1');
@@ -73,7 +73,7 @@ describe('counting, scopes, keys, prime', () => {
   });
 
   it('scoped loadMany(non-array) rejects (never throws)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const l = cache.loader<string, string>({ name: 'u', batch: async (ks) => ks });
     const scope = cache.request();
     const result = scope.loader(l).loadMany('abc' as never);
@@ -82,7 +82,7 @@ describe('counting, scopes, keys, prime', () => {
   });
 
   it('a leader whose only caller aborts before dispatch is still counted once (a miss)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const ac = new AbortController();
     const p = cache.getOrCompute('k', () => new Promise(() => {}), { signal: ac.signal });
     p.catch(() => {});
@@ -95,30 +95,30 @@ describe('counting, scopes, keys, prime', () => {
 
 describe('bad input before any fill starts', () => {
   it('getOrCompute(key, fill, null) gives a HerdcacheError naming options', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const err = await cache.getOrCompute('k', async () => 1, null as never).catch((e: unknown) => e as HerdcacheError);
     expect(err).toBeInstanceOf(HerdcacheError);
   });
   it('a signal that is not an AbortSignal gives a HerdcacheError naming signal', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const err = await cache.getOrCompute('k', async () => 1, { signal: {} as never }).catch((e: unknown) => e as HerdcacheError);
     expect(err).toBeInstanceOf(HerdcacheError);
     expect(err).toMatchObject({ code: 'E_INVALID_OPTION', message: expect.stringContaining('option "signal" must be an AbortSignal') });
   });
   it('loader names cannot contain ":" ("a" and "a:b" would share keys)', () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     cache.loader<string, string>({ name: 'a', batch: async (ks) => ks.map((k) => `from a ${k}`) });
     expect(() => cache.loader<string, string>({ name: 'a:b', batch: async (ks) => ks })).toThrow(/option "name" must be a non-empty string without ":".*got "a:b"/);
   });
   it('a non-function hook is rejected at configuration time', () => {
-    expect(() => createCache({ hooks: { onHit: 'nope' as never } })).toThrow(HerdcacheError);
+    expect(() => createCache({ ttl: Infinity, hooks: { onHit: 'nope' as never } })).toThrow(HerdcacheError);
   });
 });
 
 
 describe('protocol steps that had no test', () => {
   it('a waiter with a signal is woken by invalidate and re-contends (no hang)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const stuck = deferred<string>();
     let n = 0;
     const fill = () => (++n === 1 ? stuck.promise : Promise.resolve('fresh'));
@@ -131,7 +131,7 @@ describe('protocol steps that had no test', () => {
   });
 
   it('a settled load removes its abort listener from a long-lived signal', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const ac = new AbortController();
     for (let i = 0; i < 10; i++) await cache.getOrCompute(`k${i}`, async () => i, { signal: ac.signal });
     await expect(cache.getOrCompute('bad', async () => { throw new Error('x'); }, { signal: ac.signal })).rejects.toThrow('x');
@@ -158,7 +158,7 @@ describe('fill locks are never orphaned or shared', () => {
   it('a lock won for a flight abandoned during acquire is released', async () => {
     const clock = manualClock();
     const store = new LockingStore(clock);
-    const cache = createCache({ store, clock });
+    const cache = createCache({ ttl: Infinity, store, clock });
     const ac = new AbortController();
     const acquire = store.lock.acquire;
     (store.lock as { acquire: typeof acquire }).acquire = (...args: Parameters<typeof acquire>) => {
@@ -176,8 +176,8 @@ describe('fill locks are never orphaned or shared', () => {
   it('two registries never share a lock token (an expired holder cannot write over the new one)', async () => {
     const clock = manualClock();
     const store = new LockingStore(clock);
-    const a = createCache({ store, clock, lockTtl: 1000 });
-    const b = createCache({ store, clock, lockTtl: 1000 });
+    const a = createCache({ ttl: Infinity, store, clock, lockTtl: 1000 });
+    const b = createCache({ ttl: Infinity, store, clock, lockTtl: 1000 });
     const gateA = deferred<string>();
     const gateB = deferred<string>();
     const pa = a.getOrCompute('k', () => gateA.promise);

@@ -4,7 +4,7 @@ import { flush } from './helpers';
 describe('request scope: DataLoader semantics per operation', () => {
   function setup() {
     const clock = manualClock();
-    const cache = createCache({ clock });
+    const cache = createCache({ ttl: Infinity, clock });
     let version = 1;
     const batches: string[][] = [];
     const users = cache.loader<string, { id: string; v: number }>({
@@ -79,7 +79,7 @@ describe('request scope: DataLoader semantics per operation', () => {
   });
 
   it('a per-key Error stays memoized for the request; a whole-batch failure is forgotten', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let mode: 'key' | 'batch' | 'ok' = 'key';
     const loader = cache.loader<number, number>({
       name: 'n',
@@ -100,7 +100,7 @@ describe('request scope: DataLoader semantics per operation', () => {
   });
 
   it('getOrCompute on a scope is memoized and attributed to the request', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const scope = cache.request();
     const fill = jest.fn(async () => 'v');
     const a = scope.getOrCompute('k', fill, { label: 'Query.thing' });

@@ -4,7 +4,7 @@ import { asyncStore, deferred, flush } from './helpers';
 describe('tags', () => {
   it('invalidateTags makes every entry with that tag a miss, and only those', async () => {
     const store = memoryStore();
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     let version = 1;
     const users = cache.loader<number, string>({
       name: 'user',
@@ -25,7 +25,7 @@ describe('tags', () => {
 
   it('a fill in flight for a tagged value is abandoned: its result is not written, its waiters start over', async () => {
     const store = memoryStore();
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     const gate = deferred<string>();
     let calls = 0;
     const fill = () => (++calls === 1 ? gate.promise : Promise.resolve('after'));
@@ -40,7 +40,7 @@ describe('tags', () => {
 
   it('the memory store tag index is bounded by its entries (eviction and overwrite unindex)', async () => {
     const store = memoryStore({ max: 10 });
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     await Promise.all(Array.from({ length: 100 }, (_, i) => cache.getOrCompute(`k${i}`, async () => i, { tags: [`T${i}`] })));
     expect(store.size).toBe(10);
     expect(store.tagCount).toBe(10);
@@ -61,7 +61,7 @@ describe('tags', () => {
         for (const tag of tags) versions.set(tag, (versions.get(tag) ?? 0) + 1);
       },
     };
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     const gate = deferred<string>();
     const first = cache.getOrCompute('k', () => gate.promise, { tags: ['T'] });
     await flush();
@@ -89,7 +89,7 @@ describe('tags', () => {
       },
       async invalidateTags() {},
     };
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     expect(await cache.getOrCompute('k', async () => 'v', { tags: ['T'] })).toBe('v');
     await flush();
     expect(inner.getSync('k')).toBeUndefined();
@@ -97,13 +97,13 @@ describe('tags', () => {
   });
 
   it('bad tags are rejected naming the option; a store without tag support refuses tags at configuration', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     await expect(cache.getOrCompute('k', async () => 1, { tags: 'User:1' as never })).rejects.toThrow(/option "tags" must be an array of non-empty strings, got "User:1"/);
     await expect(cache.invalidateTags([''])).rejects.toThrow(/option "tags"/);
     const users = cache.loader<number, number>({ name: 'u', batch: async (ids) => ids, tags: () => [42 as never] });
     await expect(users.load(1)).rejects.toThrow(/option "tags" must be an array of non-empty strings/);
     const inner = memoryStore();
-    const bare = createCache({
+    const bare = createCache({ ttl: Infinity,
       store: {
         name: 'bare',
         getMany: (keys) => inner.getMany(keys),

@@ -57,8 +57,8 @@ async function subjects(): Promise<Subject[]> {
   const items = cache.loader({ name: 'item', batch: async (ids: readonly string[]) => ids.map(item) });
   await items.loadMany(keys);
   for (const k of keys) await cache.getOrCompute(k, () => fetch(k));
-  // …and without one (never stale: the hit skips the clock).
-  const forever = createCache();
+  // …and stored forever (never stale: the hit skips the clock). No ttl at all would be coalesce-only.
+  const forever = createCache({ ttl: Infinity });
   const foreverItems = forever.loader({ name: 'item', batch: async (ids: readonly string[]) => ids.map(item) });
   await foreverItems.loadMany(keys);
 

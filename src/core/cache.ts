@@ -11,7 +11,7 @@ import { type Flight, FlightTable, RETRY } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly, systemClock } from './freshness';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { DEFAULTS, type Policy, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy } from './options';
+import { DEFAULTS, type Policy, checkPositiveInteger, storesValues, checkSignal, checkTags, resolveLockTiming, resolvePolicy } from './options';
 import { FillPipeline, type Item, type Source, runFill } from './pipeline';
 import { RequestScope } from './scope';
 import { memoryStore } from './memory';
@@ -69,7 +69,7 @@ export class Cache {
     this.#clock = clock;
     const hasLock = store.lock !== undefined;
     // `lock: true` on a store without a lock is harmless: the pipeline only locks where a lock exists.
-    this.#policy = resolvePolicy(options, { ttl: undefined, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0 });
+    this.#policy = resolvePolicy(options, { ttl: DEFAULTS.ttl, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0 });
     const timing = resolveLockTiming(options);
     this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
     if (options.hooks !== undefined) checkHooks(options.hooks, 'hooks');
@@ -215,9 +215,10 @@ export class Cache {
   }
 
   /** @internal */
-  async _invalidate(keys: readonly string[], source: string): Promise<void> {
+  async _invalidate(keys: readonly string[], source: string, stored = true): Promise<void> {
     this.#abandon(keys, [], false, 'the key was invalidated while this fill ran');
     this.#counters.count(source, 'invalidations', keys.length);
+    if (!stored) return; // a coalesce-only loader's keys are never in the store
     await this.#pipeline.storeCall('delete', () => this.#store.delete(keys));
   }
 
@@ -248,7 +249,7 @@ export class Cache {
 
   /** @internal writes a value into the shared store now, with its tags (loader.prime). */
   async _write(source: Source, key: string, value: unknown, policy: Policy, tags: readonly string[] | undefined): Promise<void> {
-    if (value === undefined) return;
+    if (value === undefined || !storesValues(policy)) return; // coalesce-only: nothing is ever stored
     // A fill of this key already in flight computed from older data: it must not write over this.
     this.#abandon([key], [], false, 'the key was primed while this fill ran');
     tags = nonEmpty(tags);
@@ -284,7 +285,8 @@ export class Cache {
    */
   _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted = false): Promise<V> {
     const getSync = this.#getSync;
-    if (getSync !== undefined) {
+    // A coalesce-only policy (ttl 0) never reads the store: it only joins or starts a flight.
+    if (getSync !== undefined && policy.ttl !== 0) {
       const entry = getSync(key);
       if (entry !== undefined) {
         const answer = this._answer(source, key, entry, arg, policy, sink, counted);

@@ -12,7 +12,7 @@ import { HerdcacheError, describe, invalidArgument, invalidOption } from './erro
 import { Failure, asError } from './flight';
 import type { Sink } from './metrics';
 import type { Policy } from './options';
-import { checkPositiveInteger, checkSignal, checkTags } from './options';
+import { checkPositiveInteger, checkSignal, checkTags, storesValues } from './options';
 import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 
 /** Errors that failed a whole batch (thrown, not an array, wrong length): a request scope forgets them. */
@@ -141,13 +141,13 @@ export class Loader<K, V> implements Source {
 
   /** Invalidates `key` in the shared store; a fill of it in flight is not written. */
   async clear(key: K): Promise<void> {
-    await this.#cache._invalidate([this.storeKey(key)], this.name);
+    await this.#cache._invalidate([this.storeKey(key)], this.name, storesValues(this.#policy));
   }
 
   /** clear() for many keys at once (one store call). */
   async clearMany(keys: readonly K[]): Promise<void> {
     if (!Array.isArray(keys)) throw invalidArgument('keys', keys, 'an array');
-    await this.#cache._invalidate(keys.map((k) => this.storeKey(k)), this.name);
+    await this.#cache._invalidate(keys.map((k) => this.storeKey(k)), this.name, storesValues(this.#policy));
   }
 
   /** @internal Source: batches of at most maxBatchSize keys. */

@@ -6,6 +6,12 @@ import type { Freshness } from './freshness';
 import type { FreshnessOptions, LockOptions } from './types';
 
 export const DEFAULTS = {
+  /**
+   * Coalesce-only: nothing is stored, concurrent misses still share one fill. Storing values is
+   * always an explicit choice (a `ttl`), so code written for DataLoader never serves data older
+   * than the fill it joined.
+   */
+  ttl: 0,
   swr: 0,
   jitter: 0,
   maxRefreshes: 64,
@@ -15,6 +21,11 @@ export const DEFAULTS = {
   /** Poll backoff doubles from lockPollInterval up to this cap (seed 000). */
   lockPollCap: 1_000,
 } as const;
+
+/** Whether values under this policy are stored at all: `ttl: 0` is coalesce-only (no read, lock or write). */
+export function storesValues(policy: Freshness): boolean {
+  return policy.ttl !== 0;
+}
 
 /** Freshness plus whether the distributed fill lock is used, and a getOrCompute call's tags. */
 export interface Policy extends Freshness {
@@ -65,13 +76,20 @@ export function resolvePolicy(options: FreshnessOptions | undefined, base: Polic
   if (options === undefined) return base;
   const { ttl, swr, jitter, lock, earlyRefresh } = options;
   if (ttl === undefined && swr === undefined && jitter === undefined && lock === undefined && earlyRefresh === undefined) return base;
-  return {
-    ttl: ttl === undefined ? base.ttl : checkDuration(`${prefix}ttl`, ttl, false),
+  const policy: Policy = {
+    ttl: ttl === undefined ? base.ttl : checkDuration(`${prefix}ttl`, ttl, true),
     swr: swr === undefined ? base.swr : checkDuration(`${prefix}swr`, swr, true),
     jitter: jitter === undefined ? base.jitter : checkFraction(`${prefix}jitter`, jitter),
     lock: lock === undefined ? base.lock : checkBoolean(`${prefix}lock`, lock),
     beta: earlyRefresh === undefined ? base.beta : checkBeta(`${prefix}earlyRefresh`, earlyRefresh),
   };
+  // Grace and early refresh act on stored values: asked for where nothing is stored, they are a
+  // mistake (most likely a forgotten ttl, since no ttl means coalesce-only), not a no-op.
+  if (policy.ttl === 0) {
+    if (swr !== undefined && policy.swr > 0) throw invalidOption(`${prefix}swr`, swr, '0 when ttl is 0 (coalesce-only stores nothing to serve stale): set a ttl');
+    if (earlyRefresh !== undefined && policy.beta > 0) throw invalidOption(`${prefix}earlyRefresh`, earlyRefresh, 'off when ttl is 0 (coalesce-only stores nothing to refresh): set a ttl');
+  }
+  return policy;
 }
 
 function checkBeta(name: string, value: unknown): number {

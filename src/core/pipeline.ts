@@ -8,7 +8,7 @@
 import { Failure, FillRun, type Flight, type FlightTable, asError } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly } from './freshness';
 import type { CounterName, Sink } from './metrics';
-import { DEFAULTS, type LockTiming, type Policy } from './options';
+import { DEFAULTS, type LockTiming, type Policy, storesValues } from './options';
 import type { LockAttempt, Store, StoreWrite } from './store';
 import type { CacheHooks, Counters, Fill } from './types';
 
@@ -93,7 +93,21 @@ export class FillPipeline {
    * recomputed), then locked in one call and filled, each source in its own batches.
    */
   async dispatch(queued: Item[]): Promise<void> {
-    const items = queued.filter((item) => !this.#droppedBeforeOutcome(item));
+    const live = queued.filter((item) => !this.#droppedBeforeOutcome(item));
+    // Coalesce-only items (ttl 0) never touch the store: no read, no lock, no write. They are
+    // misses by definition and go straight to their fill, batched with the tick's other keys.
+    let items = live;
+    let unstored: Item[] | undefined;
+    for (const item of live) {
+      if (storesValues(item.policy)) continue;
+      unstored = live.filter((it) => !storesValues(it.policy));
+      items = live.filter((it) => storesValues(it.policy));
+      break;
+    }
+    if (unstored !== undefined) {
+      for (const item of unstored) if (!item.counted) this.#host.record(item.source, 'misses', item.key, item.sink);
+      if (items.length === 0) return this.#fill(unstored, undefined);
+    }
     if (items.length === 0) return;
     const versioned = this.#store.tagVersions !== undefined && items.some((item) => item.tags !== undefined);
     // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
@@ -121,9 +135,10 @@ export class FillPipeline {
         toFill.push(item);
       }
     }
+    if (unstored !== undefined) toFill.push(...unstored);
     if (toFill.length === 0) return;
-    const locking = this.#store.lock !== undefined ? toFill.filter((item) => item.policy.lock) : [];
-    const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !item.policy.lock);
+    const locking = this.#store.lock !== undefined ? toFill.filter(locks) : [];
+    const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !locks(item));
     await Promise.all([this.#fill(unlocked, undefined), locking.length > 0 ? this.#lockAndFill(locking) : undefined]);
   }
 
@@ -284,6 +299,7 @@ export class FillPipeline {
         this.#flights.resolve(item.flight, undefined);
       } else {
         this.#flights.resolve(item.flight, result);
+        if (!storesValues(item.policy)) continue; // coalesce-only: served, never written
         // Tags whose versions could not be read: the value is served but not cached.
         if (item.versions !== undefined && item.versions.some(Number.isNaN)) {
           if (token !== undefined) release.push(item.key);
@@ -330,6 +346,11 @@ export class FillPipeline {
       return undefined;
     }
   }
+}
+
+/** Whether this item's fill takes the distributed lock: only values that are stored need one. */
+function locks(item: Item): boolean {
+  return item.policy.lock && storesValues(item.policy);
 }
 
 /**

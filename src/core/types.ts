@@ -6,7 +6,11 @@ import type { Store } from './store';
 
 /** Options shared by the registry, a loader, and one getOrCompute call (the narrower wins). */
 export interface FreshnessOptions {
-  /** Milliseconds a value stays fresh. Default: unset, never stale. */
+  /**
+   * Milliseconds a value stays fresh; `Infinity`: stored, never stale. Default 0: coalesce-only,
+   * nothing is stored (no store read, lock or write) while concurrent misses still share one fill
+   * and one batch call. Storing values is always an explicit choice.
+   */
   ttl?: number;
   /** Stale-while-revalidate grace in ms after `ttl`: stale values are served at once while one refresh runs. Default 0 (off). */
   swr?: number;

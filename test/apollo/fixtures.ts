@@ -41,7 +41,7 @@ export interface FixtureOptions {
 
 export function fixture(options: FixtureOptions = {}) {
   const counter = callCounter();
-  const cache = options.cache ?? createCache({ store: options.store });
+  const cache = options.cache ?? createCache({ ttl: Infinity, store: options.store });
   const userLoader = cache.loader<string, { id: string; name: string }>({
     name: 'user',
     batch: (ids) => {

@@ -82,7 +82,7 @@ describe('herdcachePlugin: response.extensions.cache', () => {
   });
 
   it('refuses a context made for another cache (every request fails, the reason is logged)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const logged: string[] = [];
     const log = (message: unknown) => logged.push(String(message));
     const server = new ApolloServer({
@@ -93,7 +93,7 @@ describe('herdcachePlugin: response.extensions.cache', () => {
     });
     await server.start();
     try {
-      const other = herdcacheContext({ cache: createCache() });
+      const other = herdcacheContext({ cache: createCache({ ttl: Infinity }) });
       await expect(server.executeOperation({ query: '{ a }' }, { contextValue: other })).rejects.toThrow(/Internal server error/);
       expect(logged.join('\n')).toMatch(/another cache than herdcachePlugin/);
       const own = single(await server.executeOperation({ query: '{ a }' }, { contextValue: herdcacheContext({ cache }) }));
@@ -136,7 +136,7 @@ describe('herdcachePlugin: extensions default', () => {
   });
 
   it('keeps other extensions', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const withOther = new ApolloServer({
       typeDefs: 'type Query { a: Int }',
       resolvers: { Query: { a: () => 1 } },
@@ -163,7 +163,7 @@ describe('herdcachePlugin: extensions default', () => {
   });
 
   it('validates its options', () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     expect(() => herdcachePlugin({ cache: undefined as never })).toThrow(/option "cache"/);
     expect(() => herdcachePlugin({ cache, extensions: 'yes' as never })).toThrow(/option "extensions"/);
     expect(() => herdcachePlugin({ cache, maxOperationLabels: 0 })).toThrow(/option "maxOperationLabels"/);

@@ -17,7 +17,7 @@ function userLoaderFor(cache: ReturnType<typeof createCache>) {
 
 describe('herdcacheContext', () => {
   it('gives resolvers ctx.loaders.<name>.load with per-operation memo and cross-operation batching', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const { loader, batches } = userLoaderFor(cache);
     const schema = makeSchema('type Query { user(id: ID!): User } type User { id: ID!, name: String! }', {
       Query: { user: (_p, { id }, ctx) => ctx.loaders.user.load(id) },
@@ -35,7 +35,7 @@ describe('herdcacheContext', () => {
   });
 
   it('scope.getOrCompute is memoized per operation and attributed to it under its label', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     let computed = 0;
     const ctx = herdcacheContext({ cache });
     const fill = () => ++computed;
@@ -48,7 +48,7 @@ describe('herdcacheContext', () => {
   });
 
   it('survives being spread into a larger context', () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const base = herdcacheContext({ cache });
     const ctx = { ...base, viewer: 'alice' };
     expect(requestScope(ctx)).toBe(base.scope);
@@ -58,7 +58,7 @@ describe('herdcacheContext', () => {
   });
 
   it('each call is a new operation (no memo shared between them)', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const { loader } = userLoaderFor(cache);
     const a = herdcacheContext({ cache, loaders: { user: loader } });
     const b = herdcacheContext({ cache, loaders: { user: loader } });
@@ -70,7 +70,7 @@ describe('herdcacheContext', () => {
   });
 
   it('validates its options', () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     expect(() => herdcacheContext({ cache: {} as never })).toThrow(/option "cache"/);
     expect(() => herdcacheContext({ cache, loaders: { user: (() => 1) as never } })).toThrow(/option "loaders\.user" must be a loader/);
     expect(() => herdcacheContext(undefined as never)).toThrow(/argument "options"/);

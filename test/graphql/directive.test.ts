@@ -28,7 +28,7 @@ const typeDefs = `
 
 function setup(options: { store?: ReturnType<typeof memoryStore> | ReturnType<typeof asyncStore>['store']; clock?: ReturnType<typeof manualClock>; identity?: Record<string, string | ((p: any) => unknown)> } = {}) {
   const counter = callCounter();
-  const cache = createCache({ store: options.store, clock: options.clock });
+  const cache = createCache({ ttl: Infinity, store: options.store, clock: options.clock });
   const schema = makeSchema(typeDefs, {
     Query: {
       user: (_p, { id }) => {
@@ -134,7 +134,7 @@ describe('@cached: caching through the registry', () => {
   });
 
   it('bypasses (and counts) a non-root field whose parent has no identity, never sharing a value', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const seen: string[] = [];
     const schema = makeSchema(typeDefs, {
       Query: { things: () => [{ slug: 'a' }, { slug: 'b' }, { slug: 'c' }] },
@@ -161,7 +161,7 @@ describe('@cached: caching through the registry', () => {
   it('identity per type: a property name or a function', async () => {
     for (const identity of [{ Thing: 'slug' }, { Thing: (t: { slug: string }) => `thing-${t.slug}` }]) {
       const counter = callCounter();
-      const cache = createCache();
+      const cache = createCache({ ttl: Infinity });
       const schema = makeSchema(typeDefs, {
         Query: { things: () => [{ slug: 'a' }, { slug: 'b' }, { slug: 'a' }] },
         Thing: {
@@ -266,7 +266,7 @@ describe('@cached: caching through the registry', () => {
   });
 
   it('a stampede of concurrent operations: one fill, everyone else coalesced', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const gate = deferred<void>();
     let calls = 0;
     const schema = makeSchema(typeDefs, {
@@ -297,7 +297,7 @@ describe('@cached: PRIVATE', () => {
   const privateDefs = `type Query { me(n: Int): String @cached(ttl: 60, scope: PRIVATE) }`;
 
   it('keys by session; without a session it is not cached, and counted', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const counter = callCounter();
     const schema = makeSchema(privateDefs, {
       Query: {
@@ -321,7 +321,7 @@ describe('@cached: PRIVATE', () => {
 });
 
 describe('@cached: schema build errors name the field', () => {
-  const cache = createCache();
+  const cache = createCache({ ttl: Infinity });
   const build = (defs: string, options: Record<string, unknown> = {}) => () => cachedDirectiveTransformer(makeSchema(defs), { cache, ...options });
 
   it('refuses Mutation and Subscription fields', () => {

@@ -123,7 +123,7 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
     await killHolder(prefix, 600);
     const client = await connect();
     try {
-      const cache = createCache({ store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 600, lockWaitTimeout: 5_000 });
+      const cache = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 600, lockWaitTimeout: 5_000 });
       const start = Date.now();
       const value = await cache.getOrCompute('cold', () => 'filled-by-survivor', { ttl: 60_000 });
       const waited = Date.now() - start;
@@ -133,7 +133,7 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
       expect(metrics).toMatchObject({ lockContended: 1, lockAcquired: 1, lockTimeouts: 0, fills: 1 });
       expect(waited).toBeLessThan(5_000);
       // The value was written under the survivor's lock: the next replica hits.
-      const other = createCache({ store: redisStore({ client, prefix: `${prefix}cache:` }) });
+      const other = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }) });
       expect(await other.getOrCompute('cold', () => 'not called')).toBe('filled-by-survivor');
       expect(other.metrics().total.hits).toBe(1);
     } finally {
@@ -146,7 +146,7 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
     await killHolder(prefix, 60_000);
     const client = await connect();
     try {
-      const cache = createCache({ store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 60_000, lockWaitTimeout: 400 });
+      const cache = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 60_000, lockWaitTimeout: 400 });
       const start = Date.now();
       expect(await cache.getOrCompute('cold', () => 'local', { ttl: 60_000 })).toBe('local');
       const waited = Date.now() - start;

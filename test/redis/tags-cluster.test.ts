@@ -44,7 +44,7 @@ it('reads the versions of 40 tags with one MGET per slot, and bumps them with on
 });
 
 it('through createCache on the cluster: invalidateTags makes the tagged entries misses', async () => {
-  const cache = createCache({ store });
+  const cache = createCache({ ttl: Infinity, store });
   let version = 1;
   const users = cache.loader<number, string>({ name: 'cu', batch: async (ids) => ids.map((id) => `u${id}@${version}`), tags: (id) => [`CU:${id}`, 'CU'] });
   const ids = Array.from({ length: 20 }, (_, i) => i);

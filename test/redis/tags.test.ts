@@ -149,7 +149,7 @@ describe('on the shared server', () => {
     const store = redisStore({ client, prefix });
     await client.set(`${prefix}tag:{T}`, 'not a number');
     expect(await store.tagVersions(['T'])).toEqual([NaN]);
-    const cache = createCache({ store });
+    const cache = createCache({ ttl: Infinity, store });
     let fills = 0;
     const fill = async () => ++fills;
     expect(await cache.getOrCompute('k', fill, { tags: ['T'] })).toBe(1);
@@ -161,7 +161,7 @@ describe('on the shared server', () => {
     const prefix = randomPrefix('tags-cache');
     const store = redisStore({ client, prefix });
     const reporter = recordingReporter();
-    const cache = createCache({ store, hooks: { onStoreError: (error) => reporter.decodeError('', error) } });
+    const cache = createCache({ ttl: Infinity, store, hooks: { onStoreError: (error) => reporter.decodeError('', error) } });
     let version = 1;
     const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id}@${version}`), tags: (id) => [`User:${id}`] });
     expect(await users.loadMany([1, 2])).toEqual(['u1@1', 'u2@1']);
@@ -178,8 +178,8 @@ describe('on the shared server', () => {
 
   it('a fill racing invalidateTags on another replica: the old value is answered to its callers but never served again, anywhere', async () => {
     const prefix = randomPrefix('tags-race');
-    const a = createCache({ store: redisStore({ client, prefix }) });
-    const b = createCache({ store: redisStore({ client: other, prefix }) });
+    const a = createCache({ ttl: Infinity, store: redisStore({ client, prefix }) });
+    const b = createCache({ ttl: Infinity, store: redisStore({ client: other, prefix }) });
     let db = 'old';
     const gate = deferred<void>();
     let fills = 0;

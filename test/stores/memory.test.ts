@@ -14,16 +14,16 @@ describe('memory store', () => {
 
   it('defaults to 10000 entries', async () => {
     expect(MEMORY_STORE_DEFAULT_MAX).toBe(10_000);
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const store = memoryStore();
-    const bounded = createCache({ store });
+    const bounded = createCache({ ttl: Infinity, store });
     void cache;
     await Promise.all(Array.from({ length: 10_050 }, (_, i) => bounded.getOrCompute(`k${i}`, async () => i)));
     expect(store.size).toBe(10_000);
   });
 
   it('hits return the stored object itself: no serialization', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const value = { nested: { list: [1, 2, 3] }, when: new Date(0) };
     await cache.getOrCompute('k', async () => value);
     const hit = await cache.getOrCompute('k', async () => ({ nested: { list: [] }, when: new Date(1) }));
@@ -32,7 +32,7 @@ describe('memory store', () => {
   });
 
   it('a hit reuses one settled promise per entry: nothing is allocated per hit', async () => {
-    const cache = createCache();
+    const cache = createCache({ ttl: Infinity });
     const fill = async () => 'v';
     await cache.getOrCompute('k', fill);
     const first = cache.getOrCompute('k', fill);

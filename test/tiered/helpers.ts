@@ -46,7 +46,7 @@ export async function replica(options: ReplicaOptions): Promise<Replica> {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...options.tiered,
   });
-  const cache = createCache({ store, ...(options.clock === undefined ? {} : { clock: options.clock }), ...options.cache });
+  const cache = createCache({ ttl: Infinity, store, ...(options.clock === undefined ? {} : { clock: options.clock }), ...options.cache });
   if (!(await eventually(() => store.subscribed, 3000, 5))) throw new Error('the tiered store did not subscribe');
   return {
     client,

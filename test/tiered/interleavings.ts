@@ -226,6 +226,7 @@ const hooks: { current: { key: string; coalesced: boolean; cache?: number } | un
 
 export function observedCache(index: number, options: Parameters<typeof createCache>[0]): Cache {
   return createCache({
+    ttl: Infinity,
     ...options,
     hooks: {
       onCoalesced: (key) => {
