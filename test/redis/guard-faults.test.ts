@@ -36,6 +36,7 @@ function replica(client: Redis, prefix: string, options: Partial<RedisStoreOptio
   const storeErrors: string[] = [];
   const store = redisStore({ client, prefix, ...options });
   const cache = createCache({
+    ttl: Infinity,
     store,
     ...cacheOptions,
     hooks: { onStoreError: (error, operation) => void storeErrors.push(`${operation}: ${(error as { code?: string }).code}`) },
