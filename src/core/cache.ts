@@ -7,18 +7,19 @@
  * fill/batch function for exactly the keys this process won → fenced write → every waiter.
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
-import { type Flight, FlightTable, RETRY } from './flight';
+import { type Flight, FlightTable, fulfilled, rejected } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly, systemClock } from './freshness';
+import { Observers, type Observer, notify } from './hooks';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { DEFAULTS, type Policy, checkPositiveInteger, storesValues, checkSignal, checkTags, resolveLockTiming, resolvePolicy } from './options';
-import { FillPipeline, type Item, type Source, runFill } from './pipeline';
+import { DEFAULTS, type Policy, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
+import { FillPipeline, type Item, type Source } from './pipeline';
+import { type Computation, NO_ARG, type Registry } from './registry';
 import { RequestScope } from './scope';
+import { Sources } from './sources';
 import { memoryStore } from './memory';
 import type { Store } from './store';
 import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot } from './types';
-
-const GET_OR_COMPUTE = 'getOrCompute';
 
 /** Defers `fn` until the promise jobs queued now have run, then to the next tick: as DataLoader
  * does, so every resolver of the current execution phase enqueues its keys before the batch leaves. */
@@ -33,24 +34,17 @@ function realSleep(ms: number): Promise<void> {
 
 let registryIds = 0;
 
-export class Cache {
+export class Cache implements Registry {
   readonly #store: Store;
   readonly #getSync: ((key: string) => Entry | undefined) | undefined;
   readonly #clock: Clock;
   readonly #policy: Policy;
   readonly #pipeline: FillPipeline;
   readonly #maxRefreshes: number;
-  /** What is called: options.hooks alone, or every set of hooks fanned out (see observe()). */
-  #hooks: CacheHooks;
-  /** options.hooks first, then observe()d sets in the order they were added. */
-  #hookSets: readonly CacheHooks[];
+  readonly #observers: Observers;
   readonly #flights = new FlightTable();
   readonly #counters = new CounterSet();
-  readonly #loaders = new Map<string, Loader<unknown, unknown>>();
-  /** Key namespaces (`head:`) taken by something other than a loader, e.g. the @cached directive. */
-  readonly #reserved = new Map<string, string>();
-  readonly #gocSource: Source;
-  readonly #labelSources = new Map<string, Source>();
+  readonly #sources = new Sources(this.#counters);
   /** Items queued for the next dispatch, from every source. */
   #queued: Item[] = [];
   #refreshing = 0;
@@ -72,15 +66,7 @@ export class Cache {
     this.#policy = resolvePolicy(options, { ttl: DEFAULTS.ttl, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0 });
     const timing = resolveLockTiming(options);
     this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
-    if (options.hooks !== undefined) checkHooks(options.hooks, 'hooks');
-    this.#hooks = options.hooks ?? {};
-    this.#hookSets = options.hooks === undefined ? [] : [options.hooks];
-    this.#gocSource = {
-      name: GET_OR_COMPUTE,
-      counters: this.#counters.of(GET_OR_COMPUTE),
-      groups: (items) => items.map((item) => [item]),
-      run: (items, signal) => runFill(items[0]!, signal),
-    };
+    this.#observers = new Observers(options.hooks);
     this.#pipeline = new FillPipeline({
       store,
       clock,
@@ -88,10 +74,10 @@ export class Cache {
       flights: this.#flights,
       timing,
       tokenPrefix: `${process.pid}.${++registryIds}.${Math.random().toString(36).slice(2, 10)}`,
-      fallback: this.#gocSource.counters,
+      fallback: this.#sources.getOrCompute.counters,
       record: (source, counter, key, sink) => this.#record(source, counter, key, sink),
       count: (source, counter, sink) => this.#count(source, counter, sink),
-      hook: (name, ...args) => this.#notify(this.#hooks[name] as Observer | undefined, args),
+      hook: (name, ...args) => notify(this.#observers.current[name] as Observer | undefined, args),
       refresh: (source, key, arg, policy, replaces) => this.#refresh(source, key, arg, policy, replaces),
     });
     store.bind?.({
@@ -115,7 +101,7 @@ export class Cache {
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
     // The common call (no options) skips option resolution: the hit path stays a lookup.
     if (options === undefined && typeof key === 'string' && key.length > 0 && typeof fill === 'function') {
-      return this._load<V>(this.#gocSource, key, fill, this.#policy, undefined, undefined);
+      return this._load<V>(this.#sources.getOrCompute, key, fill, this.#policy, undefined, undefined);
     }
     return this._getOrCompute(key, fill, options, undefined);
   }
@@ -126,34 +112,30 @@ export class Cache {
       checkKey(key, 'key');
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
       checkSignal(options);
-      let policy = resolvePolicy(options, this.#policy);
-      if (options?.tags !== undefined) policy = { ...policy, tags: this.#checkTags('tags', options.tags) };
-      const label = options?.label;
-      const source = label === undefined ? this.#gocSource : this.#labelSource(label);
+      const { source, policy } = options === undefined ? this._computation(undefined) : this._computation(options);
       return this._load<V>(source, key, fill, policy, options?.signal, sink);
     } catch (error) {
-      return Promise.reject(error);
+      return rejected(error);
     }
+  }
+
+  /**
+   * @internal getOrCompute's options resolved into a source and a policy, validated: once per
+   * @cached field at build time, so its calls resolve nothing.
+   */
+  _computation(options: Omit<GetOrComputeOptions, 'signal'> | undefined): Computation {
+    if (options === undefined) return { source: this.#sources.getOrCompute, policy: this.#policy };
+    let policy = resolvePolicy(options, this.#policy);
+    if (options.tags !== undefined) policy = { ...policy, tags: this.#checkTags('tags', options.tags) };
+    const label = options.label;
+    return { source: label === undefined ? this.#sources.getOrCompute : this.#sources.label(label), policy };
   }
 
   /** A batching loader shared by every request of this process. Names are unique per registry. */
   loader<K, V>(options: LoaderOptions<K, V>): Loader<K, V> {
     this.#assertOpen();
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
-    const { name } = options;
-    // No ':' in a name: store keys are `name:key`, so "a" and "a:b" could otherwise share keys.
-    if (typeof name !== 'string' || name.length === 0 || name.includes(':') || name === GET_OR_COMPUTE) {
-      throw invalidOption('name', name, `a non-empty string without ":", other than "${GET_OR_COMPUTE}"`);
-    }
-    if (this.#loaders.has(name)) {
-      throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);
-    }
-    const owner = this.#reserved.get(name);
-    if (owner !== undefined) throw invalidOption('name', name, `a name whose keys (\`${name}:…\`) are not those of ${owner}`);
-    const policy = resolvePolicy(options, this.#policy);
-    const loader = new Loader<K, V>(this, options, policy, this.#counters.of(name));
-    this.#loaders.set(name, loader as Loader<unknown, unknown>);
-    return loader;
+    return this.#sources.addLoader(options.name, (name) => new Loader<K, V>(this, options, resolvePolicy(options, this.#policy), this.#counters.of(name)));
   }
 
   /**
@@ -161,13 +143,7 @@ export class Cache {
    * name would also write under) for `owner`, so the two can never share keys.
    */
   _reserveNamespace(prefix: string, owner: string): void {
-    const colon = prefix.indexOf(':');
-    if (colon <= 0) return; // no loader key can start like this prefix
-    const head = prefix.slice(0, colon);
-    if (this.#loaders.has(head)) {
-      throw new HerdcacheError('E_INVALID_OPTION', `herdcache: ${owner} writes keys under "${head}:", which the loader named "${head}" uses too; choose another key prefix or loader name`);
-    }
-    this.#reserved.set(head, owner);
+    this.#sources.reserve(prefix, owner);
   }
 
   /** A per-request view: DataLoader memo semantics for one operation, the registry underneath. */
@@ -186,21 +162,7 @@ export class Cache {
    */
   observe(hooks: CacheHooks): () => void {
     if (hooks === null || typeof hooks !== 'object') throw invalidArgument('hooks', hooks, 'an object of hook functions');
-    checkHooks(hooks, 'hooks');
-    this.#setHooks([...this.#hookSets, hooks]);
-    let removed = false;
-    return () => {
-      if (removed) return;
-      removed = true;
-      const sets = [...this.#hookSets];
-      sets.splice(sets.indexOf(hooks), 1);
-      this.#setHooks(sets);
-    };
-  }
-
-  #setHooks(sets: readonly CacheHooks[]): void {
-    this.#hookSets = sets;
-    this.#hooks = sets.length === 0 ? {} : sets.length === 1 ? sets[0]! : fanOutHooks(sets);
+    return this.#observers.add(hooks);
   }
 
   /**
@@ -211,7 +173,7 @@ export class Cache {
     const keys = typeof key === 'string' ? [key] : key;
     if (!Array.isArray(keys)) throw invalidArgument('key', key, 'a string or an array of strings');
     for (const k of keys) checkKey(k, 'key');
-    await this._invalidate(keys, GET_OR_COMPUTE);
+    await this._invalidate(keys, this.#sources.getOrCompute.name);
   }
 
   /** @internal */
@@ -231,7 +193,7 @@ export class Cache {
     this.#checkTags('tags', tags);
     if (tags.length === 0) return;
     this.#abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
-    this.#counters.count(GET_OR_COMPUTE, 'invalidations', tags.length);
+    this.#counters.count(this.#sources.getOrCompute.name, 'invalidations', tags.length);
     await this.#pipeline.storeCall('invalidateTags', () => this.#store.invalidateTags!(tags));
   }
 
@@ -280,50 +242,67 @@ export class Cache {
   // ── the load path ──────────────────────────────────────────────────────────────────────
 
   /**
-   * @internal The load path shared by loaders and getOrCompute. With a synchronous store a hit
-   * costs one map lookup, one clock read and one resolved promise.
+   * @internal The load path shared by loaders, getOrCompute and request scopes. With a
+   * synchronous store a hit costs one map lookup, one clock read and no allocation: the entry's
+   * settled promise is made once and reused.
    */
-  _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted = false): Promise<V> {
+  _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+    const entry = this._peek(source, key, arg, policy, sink);
+    if (entry !== undefined) return fulfilled(entry) as Promise<V>;
+    return this.#miss<V>(source, key, arg, policy, signal, sink, false);
+  }
+
+  /** @internal Registry: the synchronous hit (see Registry._peek). */
+  _peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined {
     const getSync = this.#getSync;
     // A coalesce-only policy (ttl 0) never reads the store: it only joins or starts a flight.
-    if (getSync !== undefined && policy.ttl !== 0) {
-      const entry = getSync(key);
-      if (entry !== undefined) {
-        const answer = this._answer(source, key, entry, arg, policy, sink, counted);
-        if (answer !== undefined) return answer as Promise<V>;
-      }
-    }
-    return this._miss<V>(source, key, arg, policy, signal, sink, counted);
+    if (getSync === undefined || policy.ttl === 0) return undefined;
+    const entry = getSync(key);
+    if (entry === undefined) return undefined;
+    return this.#answer(source, key, entry, arg, policy, sink, false);
   }
 
   /**
-   * @internal Answers from an entry found by a synchronous read: fresh → hit; stale within
-   * grace → served at once and one background refresh scheduled; expired → undefined (a miss).
+   * Answers from an entry found by a synchronous read: fresh → hit; stale within grace → served
+   * at once and one background refresh scheduled; expired → undefined (a miss, not counted here).
    */
-  _answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined, counted = false): Promise<unknown> | undefined {
+  #answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined, counted: boolean): Entry | undefined {
     const freshUntil = entry.freshUntil;
     if (freshUntil === Infinity) {
       if (!counted) this.#hit(source, key, sink);
-      return settled(entry);
+      return entry;
     }
     const now = this.#clock.now();
     if (now < freshUntil) {
+      if (policy.beta > 0) {
+        // Without an arg no refresh can start here, and drawing twice (here, then on the
+        // caller's load path) would change the odds: the load path draws, once.
+        if (arg === NO_ARG) return undefined;
+        if (refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
+      }
       if (!counted) this.#hit(source, key, sink);
-      if (policy.beta > 0 && refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
-      return settled(entry);
+      return entry;
     }
-    if (now < entry.staleUntil) {
+    if (now < entry.staleUntil && arg !== NO_ARG) {
       if (!counted) this.#record(source, 'staleServed', key, sink);
       this.#refresh(source, key, arg, policy, freshUntil);
-      return settled(entry);
+      return entry;
     }
     return undefined;
   }
 
-  /** @internal Joins the key's flight, or starts one and queues it for the next dispatch. */
-  _miss<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted = false): Promise<V> {
-    if (this.#closed) return Promise.reject(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
-    if (signal?.aborted) return Promise.reject(signal.reason);
+  /** A caller re-contending after its flight was abandoned: its load was counted when it arrived. */
+  #again<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+    const entry = policy.ttl === 0 ? undefined : this.#getSync?.(key);
+    const answer = entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true);
+    if (answer !== undefined) return fulfilled(answer) as Promise<V>;
+    return this.#miss<V>(source, key, arg, policy, signal, sink, true);
+  }
+
+  /** Joins the key's flight, or starts one and queues it for the next dispatch. */
+  #miss<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted: boolean): Promise<V> {
+    if (this.#closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
+    if (signal?.aborted) return rejected(signal.reason);
     let flight = this.#flights.get(key);
     if (flight !== undefined) {
       if (!counted) this.#record(source, 'coalesced', key, sink);
@@ -332,45 +311,21 @@ export class Cache {
       try {
         tags = tagsFor(source, arg, policy);
       } catch (error) {
-        return Promise.reject(error);
+        return rejected(error);
       }
       flight = this.#flights.start(key, false, tags);
       this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
     }
     // A waiter whose flight is abandoned starts over from the top (the store may hold a value
     // now); its load was counted once already, when it first arrived.
-    return this.#wait(flight, signal, () => this._load<V>(source, key, arg, policy, signal, sink, true));
+    if (signal === undefined) return (flight.join() ?? flight.share(() => this.#again(source, key, arg, policy, undefined, sink))) as Promise<V>;
+    return flight.joinWithSignal(signal, this.#abandonLeft, () => this.#again(source, key, arg, policy, signal, sink)) as Promise<V>;
   }
 
-  #wait<V>(flight: Flight, signal: AbortSignal | undefined, retry: () => Promise<V>): Promise<V> {
-    flight.waiters++;
-    const promise = flight.promise as Promise<V>;
-    if (signal === undefined) {
-      return promise.then(undefined, (reason) => (reason === RETRY ? retry() : Promise.reject(reason)));
-    }
-    return new Promise<V>((resolve, reject) => {
-      const onAbort = () => {
-        // This caller leaves; the fill goes on for the others. Only the last one out abandons it.
-        if (--flight.waiters === 0 && flight.pending && !flight.background) {
-          this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'));
-        }
-        reject(signal.reason);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      promise.then(
-        (value) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(value);
-        },
-        (reason) => {
-          signal.removeEventListener('abort', onAbort);
-          if (signal.aborted) return; // already rejected with the abort reason
-          if (reason === RETRY) retry().then(resolve, reject);
-          else reject(reason);
-        },
-      );
-    });
-  }
+  /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
+  readonly #abandonLeft = (flight: Flight): void => {
+    this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'));
+  };
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
   #refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void {
@@ -410,10 +365,8 @@ export class Cache {
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────
 
   #storeProblem(counter: CounterName, key: string, error: unknown, operation: string): void {
-    const loaderName = key.slice(0, key.indexOf(':'));
-    const source = this.#loaders.has(loaderName) ? loaderName : GET_OR_COMPUTE;
-    this.#counters.count(source, counter, 1);
-    this.#notify(this.#hooks.onStoreError, [error, `${operation} ${key}`]);
+    this.#counters.count(this.#sources.nameOfKey(key), counter, 1);
+    notify(this.#observers.current.onStoreError, [error, `${operation} ${key}`]);
   }
 
   /** #record for a hit, kept small so it inlines into the hit path. */
@@ -421,43 +374,21 @@ export class Cache {
     // A named property, not counters[counter]: the keyed increment costs the hit path ~30 ns.
     source.counters.hits++;
     if (sink !== undefined) sink.count(source.name, 'hits', 1);
-    const hook = this.#hooks.onHit;
-    if (hook !== undefined) this.#notify(hook, [key, source.name]);
+    const hook = this.#observers.current.onHit;
+    if (hook !== undefined) notify(hook, [key, source.name]);
   }
 
   /** Counts a load's outcome and tells its observer. */
   #record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void {
     this.#count(source, counter, sink);
-    const hooks = this.#hooks;
+    const hooks = this.#observers.current;
     const hook = counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
-    if (hook !== undefined) this.#notify(hook, [key, source.name]);
+    if (hook !== undefined) notify(hook, [key, source.name]);
   }
 
   #count(source: Source, counter: CounterName, sink: Sink | undefined): void {
     source.counters[counter]++;
     if (sink !== undefined) sink.count(source.name, counter, 1);
-  }
-
-  /** Calls an observer; one that throws never fails the load it observes. */
-  #notify(hook: Observer | undefined, args: readonly unknown[]): void {
-    if (hook === undefined) return;
-    try {
-      hook(...args);
-    } catch {
-      // Observers never break loads.
-    }
-  }
-
-  #labelSource(label: string): Source {
-    let source = this.#labelSources.get(label);
-    if (source === undefined) {
-      if (typeof label !== 'string' || label.length === 0 || this.#loaders.has(label)) {
-        throw invalidOption('label', label, 'a non-empty string that is not a loader name');
-      }
-      source = { ...this.#gocSource, name: label, counters: this.#counters.of(label) };
-      this.#labelSources.set(label, source);
-    }
-    return source;
   }
 
   /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */
@@ -479,48 +410,9 @@ export class Cache {
   }
 }
 
-const HOOK_NAMES = ['onHit', 'onMiss', 'onStale', 'onCoalesced', 'onFill', 'onStoreError'] as const;
-
-/** Any of the hooks: each has its own signature, the arguments are passed through as given. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Observer = (...args: any[]) => void;
-
-/** The entry's value as a settled promise, made once and reused by every later hit. */
-function settled(entry: Entry): Promise<unknown> {
-  return (entry.resolved ??= Promise.resolve(entry.value));
-}
-
 /** The tags of the value of `arg`: a getOrCompute call's own, or the loader's `tags(key)`. */
 function tagsFor(source: Source, arg: unknown, policy: Policy): readonly string[] | undefined {
   return nonEmpty(policy.tags ?? source.tagsOf?.(arg));
-}
-
-/** One hooks object calling every set's hook in turn; a throwing observer does not silence the next. */
-function fanOutHooks(sets: readonly CacheHooks[]): CacheHooks {
-  const out: Record<string, (...args: unknown[]) => void> = {};
-  for (const name of HOOK_NAMES) {
-    const fns = sets.map((set) => set[name] as ((...args: unknown[]) => void) | undefined).filter((fn) => typeof fn === 'function');
-    if (fns.length === 0) continue;
-    out[name] = (...args) => {
-      for (const fn of fns) {
-        try {
-          fn!(...args);
-        } catch {
-          // Observers never break loads, nor each other.
-        }
-      }
-    };
-  }
-  return out as CacheHooks;
-}
-
-/** Every hook given must be a function: a typo fails at configuration, not silently on every load. */
-function checkHooks(hooks: CacheHooks, name: string): void {
-  if (hooks === null || typeof hooks !== 'object') throw invalidOption(name, hooks, 'an object of hook functions');
-  for (const hook of HOOK_NAMES) {
-    const fn = hooks[hook];
-    if (fn !== undefined && typeof fn !== 'function') throw invalidOption(`${name}.${hook}`, fn, 'a function');
-  }
 }
 
 /** An empty tag list is no tags: nothing to version, nothing to invalidate by. */

@@ -14,6 +14,7 @@
  *   them hostage once someone clears the key.
  */
 import { HerdcacheError, describe } from './errors';
+import type { Entry } from './freshness';
 
 /** A fill's result for one key, when it is not a value. */
 export class Failure {
@@ -57,11 +58,101 @@ export class FillRun {
   }
 }
 
+/**
+ * The one abort race of the library, used by flights and by request scopes alike: `promise`'s
+ * outcome, unless `signal` fires first, which rejects this caller alone with the signal's reason
+ * and tells the owner (`leave`) so it can stop the work when its last caller is gone. `retry`,
+ * when given, re-contends on RETRY (the flight was abandoned: a new flight answers instead).
+ * Per caller: one promise and the listener the signal needs, nothing more.
+ */
+export function raceAbort<V>(promise: Promise<V>, signal: AbortSignal, leave: () => void, retry?: () => Promise<V>): Promise<V> {
+  return new Promise<V>((resolve, reject) => {
+    const onAbort = () => {
+      leave();
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (reason: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        if (signal.aborted) return; // already rejected with the abort reason
+        if (reason === RETRY && retry !== undefined) retry().then(resolve, reject);
+        else reject(reason);
+      },
+    );
+  });
+}
+
+/** Outcomes of promises handed to callers, recorded as they settle: see outcomeOf. */
+const values = new WeakMap<Promise<unknown>, unknown>();
+const rejections = new WeakMap<Promise<unknown>, unknown>();
+
+function recordOutcome(promise: Promise<unknown>): void {
+  promise.then(
+    (value) => {
+      values.set(promise, value);
+    },
+    (reason: unknown) => {
+      rejections.set(promise, reason);
+    },
+  );
+}
+
+/** A promise already rejected with `error`, recorded for outcomeOf (a failure before any flight). */
+export function rejected<V>(error: unknown): Promise<V> {
+  const promise = Promise.reject(error);
+  rejections.set(promise, error);
+  return promise;
+}
+
+/** An entry's value as a settled promise, made once per entry and reused by every later hit. */
+export function fulfilled<V>(entry: Entry<V>): Promise<V> {
+  let promise = entry.resolved as Promise<V> | undefined;
+  if (promise === undefined) {
+    promise = Promise.resolve(entry.value);
+    entry.resolved = promise;
+    values.set(promise, entry.value);
+  }
+  return promise;
+}
+
+/** What outcomeOf knows of a promise this module made. */
+export const PENDING_OR_UNKNOWN: unique symbol = Symbol('herdcache.pending');
+
+/**
+ * How a promise handed to callers (a flight's shared promise, a hit's, rejected()'s) settled:
+ * `{ error }` once it rejected, its value once it resolved, PENDING_OR_UNKNOWN before (or for a
+ * promise made elsewhere). Lets a request scope answer a settled load synchronously and forget a
+ * failed one when it next looks, instead of attaching a handler per caller (a stampede of 10k
+ * requests would pay 10k of them).
+ */
+export function outcomeOf(promise: Promise<unknown>): unknown {
+  if (values.has(promise)) return values.get(promise);
+  if (rejections.has(promise)) return new Rejection(rejections.get(promise));
+  return PENDING_OR_UNKNOWN;
+}
+
+export class Rejection {
+  constructor(readonly error: unknown) {}
+}
+
 export class Flight<V = unknown> {
   readonly key: string;
   /** A background refresh: no caller owns it, so callers leaving never abandon it. */
   readonly background: boolean;
+  /** Settles with the fill; rejects with RETRY when abandoned. Never handed to users. */
   readonly promise: Promise<V>;
+  /**
+   * What every caller without a signal gets: the same promise for all of them, so joining costs a
+   * counter increment and the flight's outcome reaches them in one pass. When the flight is
+   * abandoned it re-contends once, for all of them (`retry` of the first), instead of each
+   * caller re-contending in turn: they would all join the first one's new flight anyway.
+   */
+  #joined: Promise<V> | undefined = undefined;
   /** Callers currently waiting. */
   waiters = 0;
   /** The fill run computing this flight, once it started. */
@@ -83,6 +174,39 @@ export class Flight<V = unknown> {
     // A flight may fail or be abandoned with nobody waiting (all aborted, background refresh):
     // that must not surface as an unhandled rejection.
     this.promise.catch(ignore);
+  }
+
+  /**
+   * Joins without a signal: the flight's shared promise, or undefined when no caller has shared it
+   * yet (the caller then calls share(), so its retry function is made once per flight, not per call).
+   */
+  join(): Promise<V> | undefined {
+    const joined = this.#joined;
+    if (joined !== undefined) this.waiters++;
+    return joined;
+  }
+
+  /** The first join without a signal: makes the shared promise, re-contending with `retry` on RETRY. */
+  share(retry: () => Promise<V>): Promise<V> {
+    this.waiters++;
+    if (this.#joined !== undefined) return this.#joined;
+    const joined = this.promise.then(undefined, (reason: unknown) => (reason === RETRY ? retry() : Promise.reject(reason)));
+    recordOutcome(joined);
+    this.#joined = joined;
+    return joined;
+  }
+
+  /** Joins with a signal: this caller may leave; the last one out abandons a caller-owned flight. */
+  joinWithSignal(signal: AbortSignal, abandon: (flight: Flight<V>) => void, retry: () => Promise<V>): Promise<V> {
+    this.waiters++;
+    return raceAbort(
+      this.promise,
+      signal,
+      () => {
+        if (--this.waiters === 0 && this.#state === PENDING && !this.background) abandon(this);
+      },
+      retry,
+    );
   }
 
   get pending(): boolean {

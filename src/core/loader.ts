@@ -6,12 +6,13 @@
  * contract of `batch` is DataLoader's: same length and order as the keys; an `Error` at a
  * position fails that key only.
  */
-import type { Cache } from './cache';
 import type { Item, Source } from './pipeline';
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
 import { Failure, asError } from './flight';
 import type { Sink } from './metrics';
+import type { Entry } from './freshness';
 import type { Policy } from './options';
+import type { Registry } from './registry';
 import { checkPositiveInteger, checkSignal, checkTags, storesValues } from './options';
 import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 
@@ -39,7 +40,7 @@ function defaultKey(key: unknown): string {
 export class Loader<K, V> implements Source {
   readonly name: string;
   readonly counters: Counters;
-  readonly #cache: Cache;
+  readonly #registry: Registry;
   readonly #batch: BatchFn<K, V>;
   readonly #keyOf: (key: K) => string;
   readonly #prefix: string;
@@ -49,12 +50,12 @@ export class Loader<K, V> implements Source {
   readonly #keyMemo = new Map<unknown, string>();
 
   /** @internal use cache.loader(...) */
-  constructor(cache: Cache, options: LoaderOptions<K, V>, policy: Policy, counters: Counters) {
+  constructor(registry: Registry, options: LoaderOptions<K, V>, policy: Policy, counters: Counters) {
     if (typeof options.batch !== 'function') throw invalidOption('batch', options.batch, 'a function');
     if (options.key !== undefined && typeof options.key !== 'function') throw invalidOption('key', options.key, 'a function');
     this.name = options.name;
     this.counters = counters;
-    this.#cache = cache;
+    this.#registry = registry;
     this.#batch = options.batch;
     this.#keyOf = options.key ?? (defaultKey as (key: K) => string);
     this.#prefix = `${options.name}:`;
@@ -62,7 +63,7 @@ export class Loader<K, V> implements Source {
     this.#policy = policy;
     if (options.tags !== undefined) {
       if (typeof options.tags !== 'function') throw invalidOption('tags', options.tags, 'a function of the key returning an array of tags');
-      cache._checkTagsSupported('tags');
+      registry._checkTagsSupported('tags');
     }
     this.#tags = options.tags;
   }
@@ -120,7 +121,29 @@ export class Loader<K, V> implements Source {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#cache._load<V>(this, storeKey, key, this.#policy, signal, sink);
+    return this.#registry._load<V>(this, storeKey, key, this.#policy, signal, sink);
+  }
+
+  /**
+   * load() for resolvers that may return a value: the value itself on a hit the store answers in
+   * process (the memory store, a tiered store's L1), so graphql-js completes the field without a
+   * promise; otherwise load()'s promise. Counted as load() is.
+   */
+  read(key: K): V | Promise<V> {
+    let storeKey: string;
+    try {
+      storeKey = this.storeKey(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const entry = this.#registry._peek(this, storeKey, key, this.#policy, undefined);
+    if (entry !== undefined) return entry.value as V;
+    return this.#registry._load<V>(this, storeKey, key, this.#policy, undefined, undefined);
+  }
+
+  /** @internal the synchronous hit for a request scope (see Registry._peek). */
+  _peek(storeKey: string, key: K, sink: Sink | undefined): Entry | undefined {
+    return this.#registry._peek(this, storeKey, key, this.#policy, sink);
   }
 
   /** As DataLoader's: one entry per key, an Error where that key failed. Never rejects for a key. */
@@ -136,18 +159,18 @@ export class Loader<K, V> implements Source {
   async prime(key: K, value: V): Promise<void> {
     const storeKey = this.storeKey(key);
     if (value instanceof Error) return;
-    await this.#cache._write(this, storeKey, value, this.#policy, this.tagsOf(key));
+    await this.#registry._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }
 
   /** Invalidates `key` in the shared store; a fill of it in flight is not written. */
   async clear(key: K): Promise<void> {
-    await this.#cache._invalidate([this.storeKey(key)], this.name, storesValues(this.#policy));
+    await this.#registry._invalidate([this.storeKey(key)], this.name, storesValues(this.#policy));
   }
 
   /** clear() for many keys at once (one store call). */
   async clearMany(keys: readonly K[]): Promise<void> {
     if (!Array.isArray(keys)) throw invalidArgument('keys', keys, 'an array');
-    await this.#cache._invalidate(keys.map((k) => this.storeKey(k)), this.name, storesValues(this.#policy));
+    await this.#registry._invalidate(keys.map((k) => this.storeKey(k)), this.name, storesValues(this.#policy));
   }
 
   /** @internal Source: batches of at most maxBatchSize keys. */

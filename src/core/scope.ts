@@ -8,42 +8,35 @@
  * failed inside a batch result stays failed for the request, and a whole-batch failure is
  * forgotten so the next load retries.
  */
-import type { Cache } from './cache';
+import type { Entry } from './freshness';
+import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort } from './flight';
 import { type Loader, batchFailures, loadEach } from './loader';
 import { checkSignal } from './options';
 import { CounterSet, type CounterName, type Sink } from './metrics';
+import { type Computation, NO_ARG, type Registry } from './registry';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
 
 /**
- * One memoized load of a request, shared by every caller of that key in the request. Each caller
- * may leave with its own signal without disturbing the others; the registry is told to stop
- * waiting only when every caller that came with a signal has left and none came without one.
+ * One memoized load of a request whose first caller came with a signal. Each caller may leave
+ * with its own signal without disturbing the others; the registry is told to stop waiting only
+ * when every caller that came with a signal has left and none came without one. (A load whose
+ * first caller had no signal is memoized as its promise: nothing can abandon it.)
  */
 class Shared<V> {
   readonly promise: Promise<V>;
-  readonly #controller: AbortController | undefined;
+  readonly #controller = new AbortController();
   /** A caller without a signal wants the value to the end. */
-  #pinned: boolean;
+  #pinned = false;
   /** Callers with a signal still waiting. */
   #waiting = 0;
 
-  constructor(start: (signal: AbortSignal | undefined) => Promise<V>, firstSignal: AbortSignal | undefined) {
-    this.#pinned = firstSignal === undefined;
-    this.#controller = firstSignal === undefined ? undefined : new AbortController();
-    this.promise = start(this.#controller?.signal);
-  }
-
-  static settled<V>(value: V | Error): Shared<V> {
-    return new Shared(() => {
-      const promise = value instanceof Error ? Promise.reject(value) : Promise.resolve(value);
-      promise.catch(() => {});
-      return promise;
-    }, undefined);
+  constructor(start: (signal: AbortSignal | undefined) => Promise<V>) {
+    this.promise = start(this.#controller.signal);
   }
 
   /** Every caller with a signal left before the value came: the registry load was abandoned. */
   get abandoned(): boolean {
-    return this.#controller?.signal.aborted === true;
+    return this.#controller.signal.aborted;
   }
 
   join(signal: AbortSignal | undefined): Promise<V> {
@@ -53,38 +46,64 @@ class Shared<V> {
     }
     if (signal.aborted) return Promise.reject(signal.reason);
     this.#waiting++;
-    return new Promise<V>((resolve, reject) => {
-      const onAbort = () => {
-        if (--this.#waiting === 0 && !this.#pinned) this.#controller?.abort(signal.reason);
-        reject(signal.reason);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.promise.then(
-        (value) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(value);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      );
+    return raceAbort(this.promise, signal, () => {
+      if (--this.#waiting === 0 && !this.#pinned) this.#controller.abort(signal.reason);
     });
   }
 }
 
-/** Memoizes `start` under `key`; forgets it when `forget(error)` says so or its callers all left. */
-function memoized<V>(memo: Map<string, Shared<V>>, key: string, signal: AbortSignal | undefined, start: (signal: AbortSignal | undefined) => Promise<V>, forget: (error: unknown) => boolean): Promise<V> {
-  let shared = memo.get(key);
-  if (shared === undefined) {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const created = new Shared(start, signal);
-    shared = created;
-    memo.set(key, created);
-    created.promise.catch((error: unknown) => {
-      if ((created.abandoned || forget(error)) && memo.get(key) === created) memo.delete(key);
-    });
+/**
+ * What a request remembers for a key: the entry it was answered from synchronously (or a primed
+ * value), the promise of a load whose first caller had no signal, or a Shared load.
+ */
+type Held<V> = Entry<V> | Promise<V> | Shared<V>;
+
+/** Nothing held for the key: the caller goes to the registry. */
+const NOTHING: unique symbol = Symbol('herdcache.nothing');
+
+/**
+ * The request's answer for `key` if it has one. `sync`: a value when it is known (a synchronous
+ * hit, a prime, a load that has settled), else a promise; otherwise always a promise. A held load
+ * that failed in a way `forget` accepts is dropped here, when next looked at, rather than by a
+ * handler per load: the next caller retries.
+ */
+function held<V>(memo: Map<string, Held<V>>, key: string, signal: AbortSignal | undefined, forget: (error: unknown) => boolean, sync: boolean): V | Promise<V> | typeof NOTHING {
+  const answer = memo.get(key);
+  if (answer === undefined) return NOTHING;
+  if (answer instanceof Shared) return answer.join(signal);
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  if (answer instanceof Promise) {
+    const outcome = outcomeOf(answer);
+    if (outcome instanceof Rejection) {
+      if (forget(outcome.error)) {
+        memo.delete(key);
+        return NOTHING;
+      }
+    } else if (sync && outcome !== PENDING_OR_UNKNOWN) {
+      return outcome as V;
+    }
+    return signal === undefined ? answer : raceAbort(answer, signal, ignore);
   }
+  return sync ? answer.value : fulfilled(answer);
+}
+
+function ignore(): void {}
+
+/** Memoizes the registry load `start` under `key` for the request, or joins the one it holds. */
+function memoized<V>(memo: Map<string, Held<V>>, key: string, signal: AbortSignal | undefined, start: (signal: AbortSignal | undefined) => Promise<V>, forget: (error: unknown) => boolean): Promise<V> {
+  const answer = held(memo, key, signal, forget, false);
+  if (answer !== NOTHING) return answer as Promise<V>;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  if (signal === undefined) {
+    const promise = start(undefined);
+    memo.set(key, promise);
+    return promise;
+  }
+  const shared = new Shared(start);
+  memo.set(key, shared);
+  shared.promise.catch((error: unknown) => {
+    if ((shared.abandoned || forget(error)) && memo.get(key) === shared) memo.delete(key);
+  });
   return shared.join(signal);
 }
 
@@ -98,7 +117,7 @@ const forgetAlways = () => true;
 export class ScopedLoader<K, V> {
   readonly #loader: Loader<K, V>;
   readonly #scope: RequestScope;
-  readonly #memo = new Map<string, Shared<V>>();
+  readonly #memo = new Map<string, Held<V>>();
 
   /** @internal use scope.loader(loader) */
   constructor(loader: Loader<K, V>, scope: RequestScope) {
@@ -121,6 +140,30 @@ export class ScopedLoader<K, V> {
     return memoized(this.#memo, storeKey, options?.signal, (signal) => this.#loader._load(key, signal, this.#scope), forgetUnlessKeyError);
   }
 
+  /**
+   * load() for resolvers that may return a value: the value itself when this request already
+   * has it or the store holds it fresh in process (the memory store, a tiered store's L1), so
+   * graphql-js completes the field without a promise; otherwise load()'s promise. Counted as
+   * load() is, and the same answer within the request.
+   */
+  read(key: K): V | Promise<V> {
+    let storeKey: string;
+    try {
+      storeKey = this.#loader.storeKey(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const memo = this.#memo;
+    const answer = held(memo, storeKey, undefined, forgetUnlessKeyError, true);
+    if (answer !== NOTHING) return answer;
+    const entry = this.#loader._peek(storeKey, key, this.#scope);
+    if (entry !== undefined) {
+      memo.set(storeKey, entry as Entry<V>);
+      return entry.value as V;
+    }
+    return memoized(memo, storeKey, undefined, (signal) => this.#loader._load(key, signal, this.#scope), forgetUnlessKeyError);
+  }
+
   loadMany(keys: readonly K[], options?: LoadOptions): Promise<(V | Error)[]> {
     return loadEach(keys, (key) => this.load(key, options));
   }
@@ -128,7 +171,7 @@ export class ScopedLoader<K, V> {
   /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */
   prime(key: K, value: V | Error): this {
     const storeKey = this.#loader.storeKey(key);
-    if (!this.#memo.has(storeKey)) this.#memo.set(storeKey, Shared.settled(value));
+    if (held(this.#memo, storeKey, undefined, forgetUnlessKeyError, false) === NOTHING) this.#memo.set(storeKey, primed(value));
     return this;
   }
 
@@ -144,16 +187,24 @@ export class ScopedLoader<K, V> {
   }
 }
 
+/** What prime() holds: a value as an entry that never goes stale; an Error as a rejection. */
+function primed<V>(value: V | Error): Held<V> {
+  if (!(value instanceof Error)) return { value, freshUntil: Infinity, staleUntil: Infinity };
+  const promise = Promise.reject(value);
+  promise.catch(ignore);
+  return promise;
+}
+
 export class RequestScope implements Sink {
-  readonly #cache: Cache;
+  readonly #registry: Registry;
   // Made on first use: a request that never touches one of them pays nothing for it.
   #loaders: Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;
-  #computed: Map<string, Shared<unknown>> | undefined;
+  #computed: Map<string, Held<unknown>> | undefined;
   #stats: CounterSet | undefined;
 
   /** @internal use cache.request() */
-  constructor(cache: Cache) {
-    this.#cache = cache;
+  constructor(registry: Registry) {
+    this.#registry = registry;
   }
 
   /** The request's view of a registry loader, created on first use. */
@@ -178,8 +229,31 @@ export class RequestScope implements Sink {
     } catch (error) {
       return Promise.reject(error);
     }
-    const computed = (this.#computed ??= new Map()) as Map<string, Shared<V>>;
-    return memoized(computed, key, options?.signal, (signal) => this.#cache._getOrCompute<V>(key, fill, options && { ...options, signal }, this), forgetAlways);
+    const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
+    return memoized(computed, key, options?.signal, (signal) => this.#registry._getOrCompute<V>(key, fill, options && { ...options, signal }, this), forgetAlways);
+  }
+
+  /**
+   * @internal The @cached directive's hit path: this request's earlier answer for `key`, or the
+   * value of a fresh entry held in process; NOTHING otherwise (the directive then makes its fill
+   * and calls _compute). Nothing is allocated for a field until it must be.
+   */
+  _read(computation: Computation, key: string): unknown {
+    const computed = this.#computed;
+    if (computed !== undefined) {
+      const answer = held(computed, key, undefined, forgetAlways, true);
+      if (answer !== NOTHING) return answer;
+    }
+    const entry = this.#registry._peek(computation.source, key, NO_ARG, computation.policy, this);
+    if (entry === undefined) return NOTHING;
+    (this.#computed ??= new Map()).set(key, entry);
+    return entry.value;
+  }
+
+  /** @internal The directive's miss: getOrCompute with its computation resolved at build time. */
+  _compute<V>(computation: Computation, key: string, fill: Fill<V>): Promise<V> {
+    const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
+    return memoized(computed, key, undefined, () => this.#registry._load<V>(computation.source, key, fill, computation.policy, undefined, this), forgetAlways);
   }
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */
@@ -192,3 +266,6 @@ export class RequestScope implements Sink {
     (this.#stats ??= new CounterSet()).count(source, counter, n);
   }
 }
+
+/** What RequestScope._read returns when it has no answer without a load. */
+export { NOTHING as NO_ANSWER };

@@ -1,0 +1,83 @@
+/**
+ * Observer hooks: options.hooks, plus sets added later with cache.observe() (a metrics plugin
+ * given only the cache). The sets are combined once per change, so a load reads one hook per
+ * event; an observer that throws never fails the load it observes, nor silences the next one.
+ */
+import { invalidOption } from './errors';
+import type { CacheHooks } from './types';
+
+const HOOK_NAMES = ['onHit', 'onMiss', 'onStale', 'onCoalesced', 'onFill', 'onStoreError'] as const;
+
+/** Any of the hooks: each has its own signature, the arguments are passed through as given. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Observer = (...args: any[]) => void;
+
+export class Observers {
+  /** What is called: options.hooks alone, or every set fanned out. Read on every load. */
+  current: CacheHooks;
+  /** options.hooks first, then observe()d sets in the order they were added. */
+  #sets: readonly CacheHooks[];
+
+  constructor(hooks: CacheHooks | undefined) {
+    if (hooks !== undefined) checkHooks(hooks, 'hooks');
+    this.current = hooks ?? {};
+    this.#sets = hooks === undefined ? [] : [hooks];
+  }
+
+  /** Adds a set after the others; returns the function that removes it (idempotent). */
+  add(hooks: CacheHooks): () => void {
+    checkHooks(hooks, 'hooks');
+    this.#set([...this.#sets, hooks]);
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      const sets = [...this.#sets];
+      sets.splice(sets.indexOf(hooks), 1);
+      this.#set(sets);
+    };
+  }
+
+  #set(sets: readonly CacheHooks[]): void {
+    this.#sets = sets;
+    this.current = sets.length === 0 ? {} : sets.length === 1 ? sets[0]! : fanOut(sets);
+  }
+}
+
+/** Calls an observer; one that throws never fails the load it observes. */
+export function notify(hook: Observer | undefined, args: readonly unknown[]): void {
+  if (hook === undefined) return;
+  try {
+    hook(...args);
+  } catch {
+    // Observers never break loads.
+  }
+}
+
+/** One hooks object calling every set's hook in turn; a throwing observer does not silence the next. */
+function fanOut(sets: readonly CacheHooks[]): CacheHooks {
+  const out: Record<string, (...args: unknown[]) => void> = {};
+  for (const name of HOOK_NAMES) {
+    const fns = sets.map((set) => set[name] as ((...args: unknown[]) => void) | undefined).filter((fn) => typeof fn === 'function');
+    if (fns.length === 0) continue;
+    out[name] = (...args) => {
+      for (const fn of fns) {
+        try {
+          fn!(...args);
+        } catch {
+          // Observers never break loads, nor each other.
+        }
+      }
+    };
+  }
+  return out as CacheHooks;
+}
+
+/** Every hook given must be a function: a typo fails at configuration, not silently on every load. */
+function checkHooks(hooks: CacheHooks, name: string): void {
+  if (hooks === null || typeof hooks !== 'object') throw invalidOption(name, hooks, 'an object of hook functions');
+  for (const hook of HOOK_NAMES) {
+    const fn = hooks[hook];
+    if (fn !== undefined && typeof fn !== 'function') throw invalidOption(`${name}.${hook}`, fn, 'a function');
+  }
+}

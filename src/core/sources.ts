@@ -1,0 +1,79 @@
+/**
+ * Who computes values, by name: the loaders, getOrCompute and its labels, and the key namespaces
+ * reserved by others (the @cached directive). Each is a Source with its own counters; names are
+ * unique per registry, and a loader's keys (`name:key`) never meet another owner's.
+ */
+import { HerdcacheError, invalidOption } from './errors';
+import type { CounterSet } from './metrics';
+import { type Item, type Source, runFill } from './pipeline';
+
+export const GET_OR_COMPUTE = 'getOrCompute';
+
+export class Sources {
+  readonly #counters: CounterSet;
+  readonly #loaders = new Map<string, Source>();
+  /** Key namespaces (`head:`) taken by something other than a loader, e.g. the @cached directive. */
+  readonly #reserved = new Map<string, string>();
+  readonly #labels = new Map<string, Source>();
+  /** getOrCompute without a label: one fill call per key. */
+  readonly getOrCompute: Source;
+
+  constructor(counters: CounterSet) {
+    this.#counters = counters;
+    this.getOrCompute = {
+      name: GET_OR_COMPUTE,
+      counters: counters.of(GET_OR_COMPUTE),
+      groups: (items: Item[]) => items.map((item) => [item]),
+      run: (items: Item[], signal: AbortSignal) => runFill(items[0]!, signal),
+    };
+  }
+
+  /** Checks a new loader's name; `create` makes it once the name is known to be free. */
+  addLoader<L extends Source>(name: unknown, create: (name: string) => L): L {
+    // No ':' in a name: store keys are `name:key`, so "a" and "a:b" could otherwise share keys.
+    if (typeof name !== 'string' || name.length === 0 || name.includes(':') || name === GET_OR_COMPUTE) {
+      throw invalidOption('name', name, `a non-empty string without ":", other than "${GET_OR_COMPUTE}"`);
+    }
+    if (this.#loaders.has(name)) {
+      throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);
+    }
+    const owner = this.#reserved.get(name);
+    if (owner !== undefined) throw invalidOption('name', name, `a name whose keys (\`${name}:…\`) are not those of ${owner}`);
+    const loader = create(name);
+    this.#loaders.set(name, loader);
+    return loader;
+  }
+
+  /**
+   * Reserves the key namespace of `prefix` (its head before ':', which a loader of that name
+   * would also write under) for `owner`, so the two can never share keys.
+   */
+  reserve(prefix: string, owner: string): void {
+    const colon = prefix.indexOf(':');
+    if (colon <= 0) return; // no loader key can start like this prefix
+    const head = prefix.slice(0, colon);
+    if (this.#loaders.has(head)) {
+      throw new HerdcacheError('E_INVALID_OPTION', `herdcache: ${owner} writes keys under "${head}:", which the loader named "${head}" uses too; choose another key prefix or loader name`);
+    }
+    this.#reserved.set(head, owner);
+  }
+
+  /** getOrCompute under a label: its own counters, made once per label. */
+  label(label: string): Source {
+    let source = this.#labels.get(label);
+    if (source === undefined) {
+      if (typeof label !== 'string' || label.length === 0 || this.#loaders.has(label)) {
+        throw invalidOption('label', label, 'a non-empty string that is not a loader name');
+      }
+      source = { ...this.getOrCompute, name: label, counters: this.#counters.of(label) };
+      this.#labels.set(label, source);
+    }
+    return source;
+  }
+
+  /** The source a store key belongs to, for counting what the store reports about it. */
+  nameOfKey(key: string): string {
+    const head = key.slice(0, key.indexOf(':'));
+    return this.#loaders.has(head) ? head : GET_OR_COMPUTE;
+  }
+}
