@@ -18,17 +18,62 @@ const CLOSE_BRACE = 125;
 export const LOCK_SUFFIX = ':lock';
 
 /**
- * The part of a key that goes between the braces.
+ * The part of a key that goes between the braces. Injective: two distinct keys never share it,
+ * whatever characters they hold.
  *
- * Hashed (readable head + '#' + sha256 of the whole key, exactly `maxKeyLength` chars) when the
- * key is longer than `maxKeyLength`, and also when it is empty or starts with '}': Redis ignores
- * an empty hash tag (`{}`) and would hash the whole key, which puts a value and its lock in two
- * slots. A '}' later in the key only shortens the tag, and both keys still share it.
+ * A key is stored as it is (raw) when it can be told apart from every hashed form and survives
+ * UTF-8 (which is how ioredis sends it); otherwise it is hashed: a readable head, '#', and the
+ * sha256 hex of the key (exactly `maxKeyLength` chars, or 65 without a head). Hashed are:
+ * - keys longer than `maxKeyLength`;
+ * - keys that end like a hashed form ('#' + 64 lowercase hex digits): stored raw, such a key could
+ *   be another key's hashed form, and whoever controls part of a key could write over another's;
+ * - keys with a lone surrogate: UTF-8 has no encoding for one (ioredis would send U+FFFD, so
+ *   '\uD800' and '\uDBFF' would be one Redis key);
+ * - empty keys and keys starting with '}': Redis ignores an empty hash tag (`{}`) and would hash the
+ *   whole key, which puts a value and its lock in two slots. (A '}' later in the key only shortens
+ *   the tag, and both keys still share it.)
+ * Raw keys never end like a hashed form, hashed forms always do: the two sets cannot meet. Hashed
+ * forms differ when the hashed bytes differ: a well-formed key is hashed as its UTF-8 (so hashed
+ * keys keep their names from earlier versions), a key with a lone surrogate as the byte 0xFF (never
+ * part of UTF-8) followed by its UTF-16 code units, so each key has its own bytes.
  */
 export function taggedKey(key: string, maxKeyLength: number): string {
-  if (key.length <= maxKeyLength && key.length > 0 && key.charCodeAt(0) !== CLOSE_BRACE) return key;
+  const length = key.length;
+  if (length <= maxKeyLength && length > 0 && key.charCodeAt(0) !== CLOSE_BRACE && !endsLikeHashed(key) && wellFormed(key)) return key;
   const head = key.charCodeAt(0) === CLOSE_BRACE ? '' : key.slice(0, maxKeyLength - HASHED_TAIL);
-  return `${head}#${createHash('sha256').update(key).digest('hex')}`;
+  const hash = createHash('sha256');
+  if (wellFormed(key)) hash.update(key, 'utf8');
+  else hash.update(ILL_FORMED_MARK).update(key, 'utf16le');
+  return `${head}#${hash.digest('hex')}`;
+}
+
+/** Precedes the UTF-16 code units of a key with a lone surrogate: 0xFF never occurs in UTF-8. */
+const ILL_FORMED_MARK = Buffer.from([0xff]);
+
+const HASH_MARK = 35; // '#'
+
+/** No lone surrogate (String.prototype.isWellFormed, which ES2022 typings lack). */
+function wellFormed(key: string): boolean {
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdfff) continue;
+    if (c > 0xdbff) return false; // a low surrogate without its high one
+    const next = key.charCodeAt(i + 1); // NaN past the end
+    if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
+    i++;
+  }
+  return true;
+}
+
+/** Whether `key` ends with '#' and 64 lowercase hex digits, as every hashed form does. */
+function endsLikeHashed(key: string): boolean {
+  const at = key.length - HASHED_TAIL;
+  if (at < 0 || key.charCodeAt(at) !== HASH_MARK) return false;
+  for (let i = at + 1; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false;
+  }
+  return true;
 }
 
 /** Between the prefix and a tag's hash tag: a tag version key never looks like a value key. */
