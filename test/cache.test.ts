@@ -489,7 +489,7 @@ describe('bad input', () => {
     ['ttl', NaN, /option "ttl" .* got NaN/],
     ['ttl', -5, /option "ttl" .* got -5/],
     ['ttl', '10', /option "ttl" .* got "10"/],
-    ['ttl', -Infinity, /option "ttl" must be a number of milliseconds >= 0, got -Infinity/],
+    ['ttl', -Infinity, /option "ttl" must be a number of milliseconds >= 0.*, got -Infinity/],
     ['swr', -1, /option "swr" .* got -1/],
     ['lockTtl', NaN, /option "lockTtl"/],
     ['maxRefreshes', 0, /option "maxRefreshes" must be a positive integer, got 0/],

@@ -44,13 +44,28 @@ export class Observers {
   }
 }
 
-/** Calls an observer; one that throws never fails the load it observes. */
+/**
+ * Calls an observer; one that throws never fails the load it observes, and one that returns a
+ * promise (an async hook) has its rejection swallowed, as a throw is: left alone it would be an
+ * unhandled rejection, fatal under Node's default.
+ */
 export function notify(hook: Observer | undefined, args: readonly unknown[]): void {
   if (hook === undefined) return;
   try {
-    hook(...args);
+    const result: unknown = hook(...args);
+    if (result !== undefined) ignoreRejection(result);
   } catch {
     // Observers never break loads.
+  }
+}
+
+function ignore(): void {}
+
+/** Observes a returned thenable's rejection so it never surfaces as unhandled. */
+function ignoreRejection(result: unknown): void {
+  if ((typeof result === 'object' && result !== null) || typeof result === 'function') {
+    const then = (result as { then?: unknown }).then;
+    if (typeof then === 'function') then.call(result, undefined, ignore);
   }
 }
 
@@ -63,7 +78,8 @@ function fanOut(sets: readonly CacheHooks[]): CacheHooks {
     out[name] = (...args) => {
       for (const fn of fns) {
         try {
-          fn!(...args);
+          const result: unknown = fn!(...args);
+          if (result !== undefined) ignoreRejection(result);
         } catch {
           // Observers never break loads, nor each other.
         }

@@ -48,11 +48,26 @@ export function checkTags(name: string, tags: unknown): readonly string[] {
   return tags;
 }
 
-export function checkDuration(name: string, value: unknown, allowZero: boolean): number {
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0) || value === -Infinity) {
-    throw invalidOption(name, value, allowZero ? 'a number of milliseconds >= 0' : 'a number of milliseconds > 0');
-  }
-  return value;
+/**
+ * The longest finite duration accepted, in ms (about 31,700 years). Every store can keep it: an
+ * entry's times (now + ttl + swr, jittered) stay exact integers in a double and in JSON, and
+ * Redis accepts it as a PX (its limit: the expiry time must fit a signed 64-bit integer, which
+ * 1e19 does not). A value that cannot work is refused here, at configuration, rather than
+ * failing every write or every lock call later.
+ */
+export const MAX_DURATION = 1e15;
+
+/** setTimeout's ceiling: a longer delay fires at once (Node warns and uses 1 ms). */
+export const MAX_TIMER = 2 ** 31 - 1;
+
+/**
+ * A duration in ms: finite, within MAX_DURATION (`max` when lower), > 0 unless `allowZero`;
+ * Infinity only with `allowInfinity` (a ttl or grace that never ends: stored without expiry).
+ */
+export function checkDuration(name: string, value: unknown, allowZero: boolean, allowInfinity = false, max = MAX_DURATION): number {
+  if (typeof value === 'number' && ((value >= 0 && value <= max && (allowZero || value > 0)) || (allowInfinity && value === Infinity))) return value;
+  const range = `${allowZero ? '>= 0' : '> 0'} and at most ${max === MAX_DURATION ? '1e15' : max}`;
+  throw invalidOption(name, value, `a number of milliseconds ${range}${allowInfinity ? ', or Infinity' : ''}`);
 }
 
 function checkFraction(name: string, value: unknown): number {
@@ -77,8 +92,8 @@ export function resolvePolicy(options: FreshnessOptions | undefined, base: Polic
   const { ttl, swr, jitter, lock, earlyRefresh } = options;
   if (ttl === undefined && swr === undefined && jitter === undefined && lock === undefined && earlyRefresh === undefined) return base;
   const policy: Policy = {
-    ttl: ttl === undefined ? base.ttl : checkDuration(`${prefix}ttl`, ttl, true),
-    swr: swr === undefined ? base.swr : checkDuration(`${prefix}swr`, swr, true),
+    ttl: ttl === undefined ? base.ttl : checkDuration(`${prefix}ttl`, ttl, true, true),
+    swr: swr === undefined ? base.swr : checkDuration(`${prefix}swr`, swr, true, true),
     jitter: jitter === undefined ? base.jitter : checkFraction(`${prefix}jitter`, jitter),
     lock: lock === undefined ? base.lock : checkBoolean(`${prefix}lock`, lock),
     beta: earlyRefresh === undefined ? base.beta : checkBeta(`${prefix}earlyRefresh`, earlyRefresh),
@@ -107,8 +122,9 @@ export interface LockTiming {
 
 export function resolveLockTiming(options: LockOptions): LockTiming {
   return {
+    // A lock must expire (a dead holder frees the key) and a wait must end (bounded damage).
     lockTtl: checkDuration('lockTtl', options.lockTtl ?? DEFAULTS.lockTtl, false),
-    lockPollInterval: checkDuration('lockPollInterval', options.lockPollInterval ?? DEFAULTS.lockPollInterval, false),
+    lockPollInterval: checkDuration('lockPollInterval', options.lockPollInterval ?? DEFAULTS.lockPollInterval, false, false, MAX_TIMER),
     lockWaitTimeout: checkDuration('lockWaitTimeout', options.lockWaitTimeout ?? DEFAULTS.lockWaitTimeout, true),
   };
 }

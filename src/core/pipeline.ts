@@ -381,7 +381,9 @@ function tagsValid(item: Item, entry: Entry): boolean {
 export async function runFill(item: Item, signal: AbortSignal): Promise<unknown[]> {
   try {
     const value = await (item.arg as Fill<unknown>)({ key: item.key, signal });
-    return [value];
+    // A returned Error is a failed fill, as a thrown one (and as an Error in a loader's batch
+    // result, and a resolver's returned Error under @cached): never cached, its callers get it.
+    return [value instanceof Error ? new Failure(value) : value];
   } catch (thrown) {
     return [new Failure(asError(thrown))];
   }

@@ -15,6 +15,7 @@
 import type { ConstArgumentNode, ConstValueNode, GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
+import { MAX_DURATION } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
 import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKey, identityString } from './keys';
@@ -281,6 +282,10 @@ function seconds(arg: ConstArgumentNode, coordinate: string, allowZero: boolean)
   if (!Number.isSafeInteger(n) || n < 0 || (!allowZero && n === 0)) {
     const expected = allowZero ? 'an integer number of seconds >= 0' : 'a positive integer number of seconds';
     throw buildError(`@cached(${arg.name.value}:) on ${coordinate} must be ${expected}, got ${literal(arg)}`);
+  }
+  // In ms it must stay within what every store keeps (MAX_DURATION): refused at build, not per request.
+  if (n * 1000 > MAX_DURATION) {
+    throw buildError(`@cached(${arg.name.value}:) on ${coordinate} must be at most ${MAX_DURATION / 1000} seconds, got ${literal(arg)}`);
   }
   return n;
 }
