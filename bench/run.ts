@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { checkRedisStore, findRedis, loadRedisStore, type RedisEnv, type RedisStoreFactory } from './lib/redis';
 import { machine, markdownNotes, markdownTable, skippedRow, type Row } from './lib/report';
 import { graphqlEndToEnd } from './workloads/graphql';
+import { graphqlInProcess } from './workloads/graphql-inprocess';
 import { hotHits } from './workloads/hot-hits';
 import { redisBatch } from './workloads/redis-batch';
 import { stampedeChart } from './lib/chart';
@@ -55,6 +56,7 @@ const TITLES = {
   4: ['4. Batched list over Redis', 'Redis commands per request · latency'],
   5: ['5. Expiry under load (SWR)', 'requests that waited on a refill · fills'],
   6: ['6. GraphQL end to end', 'req/s · p99, cached vs uncached'],
+  7: ['7. GraphQL in process', 'µs per operation'],
 } as const;
 
 async function step(n: keyof typeof TITLES, work: () => Promise<Row>): Promise<Row | undefined> {
@@ -123,6 +125,7 @@ async function main(): Promise<void> {
       ),
     );
     push(await step(6, () => graphqlEndToEnd({ quick })));
+    push(await step(7, () => graphqlInProcess({ rounds: SIZES.hotRounds, roundMs: SIZES.hotRoundMs })));
   } finally {
     await redis?.stop();
   }

@@ -21,6 +21,9 @@ export const MEMORY_STORE_DEFAULT_MAX = 10_000;
 
 const done: Promise<void> = Promise.resolve();
 
+/** lru-cache's get options, shared by every read (it only ever sets `status` on it, to undefined here). */
+const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
+
 export class MemoryStore implements Store {
   readonly name = 'memory';
   readonly #lru: LRUCache<string, Entry>;
@@ -50,7 +53,8 @@ export class MemoryStore implements Store {
   }
 
   getSync(key: string): Entry | undefined {
-    return this.#lru.get(key);
+    // One options object for every read: lru-cache's get otherwise makes one per call.
+    return this.#lru.get(key, READ);
   }
 
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {

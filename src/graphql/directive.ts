@@ -16,9 +16,11 @@ import type { ConstArgumentNode, ConstValueNode, GraphQLField, GraphQLFieldResol
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
 import { MAX_DURATION } from '../core/options';
+import { NO_ARG } from '../core/registry';
+import { NO_ANSWER } from '../core/scope';
 import type { GetOrComputeOptions } from '../core/types';
 import { invalidatingResolver, readInvalidates } from './invalidates';
-import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKey, identityString } from './keys';
+import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
 import { type BypassReason, checkCache, operationOf } from './request';
 import { type TagTemplate, type TemplateSite, UnfilledTag, fillTags, templatesOf } from './tags';
 
@@ -162,17 +164,29 @@ interface WrapEnv {
   readonly onBypass: CachedDirectiveOptions['onBypass'];
 }
 
+/** canonicalArgs of a call without arguments. */
+const NO_ARGS = '{}';
+
+/** Keys remembered per field (see keysByIdentity). */
+const KEY_MEMO_MAX = 4096;
+
 function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: string, policy: FieldPolicy, env: WrapEnv): GraphQLFieldResolver<unknown, unknown> {
   const resolve = field.resolve ?? defaultFieldResolver;
   const { cache, sessionId, identityOf, keyPrefix, onBypass } = env;
   const isPrivate = policy.scope === 'PRIVATE';
-  // One options object per field, made once: nothing is allocated for it per call (unless its
-  // tags depend on the call).
+  // The field's source and policy, resolved and validated once: a call resolves nothing (unless
+  // its tags depend on the call).
   const base: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
   const templates = policy.tags;
   const staticTags = templates?.every((template) => template.placeholders.length === 0) ? (fillTags(templates, { args: undefined }) as string[]) : undefined;
-  const options: GetOrComputeOptions = staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags };
+  const computation = cache._computation(staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
   const dynamicTags = staticTags === undefined ? templates : undefined;
+  const keyHead = fieldKeyHead(keyPrefix, coordinate);
+  // Keys of the field's calls without arguments or session (most calls), by parent identity ("" on
+  // a root field: identities are never empty). Building `prefix…[identity,{}]` anew costs each
+  // call a string to build and then hash in the store's and the request's maps; a key kept here
+  // is built and hashed once. Bounded: dropped when full, as a loader's key memo is.
+  const keysByIdentity = new Map<string, string>();
 
   // Resolved without the cache, and counted: never answered under a key that could be shared.
   const bypass = (parent: unknown, args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
@@ -195,20 +209,39 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     }
     const encodedArgs = canonicalArgs(args);
     if (encodedArgs === undefined) return bypass(parent, args, context, info, 'unkeyable_args');
-    let callOptions = options;
+    let call = computation;
     if (dynamicTags !== undefined) {
       // Tagged wrongly, the value would survive the invalidation meant for it: not cached at all.
       const tags = fillTags(dynamicTags, { args, parent });
       if (tags instanceof UnfilledTag) return bypass(parent, args, context, info, 'no_tag_value');
-      if (tags.length > 0) callOptions = { ...options, tags };
+      if (tags.length > 0) call = cache._computation({ ...base, tags });
+    }
+    let key: string | undefined;
+    if (encodedArgs === NO_ARGS && session === undefined) {
+      key = keysByIdentity.get(identity ?? '');
+      if (key === undefined) {
+        key = fieldKeyAfter(keyHead, identity, encodedArgs, undefined);
+        if (keysByIdentity.size >= KEY_MEMO_MAX) keysByIdentity.clear();
+        keysByIdentity.set(identity ?? '', key);
+      }
+    } else {
+      key = fieldKeyAfter(keyHead, identity, encodedArgs, session);
     }
     const operation = operationOf(context);
-    const key = fieldKey(keyPrefix, coordinate, identity, encodedArgs, session);
+    const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
+    // A fresh value held in process is returned as it is, not in a promise: graphql-js then
+    // completes the field synchronously, as it does a plain resolver's.
+    if (scope !== undefined) {
+      const answer = scope._read(call, key);
+      if (answer !== NO_ANSWER) return answer;
+    } else {
+      const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);
+      if (entry !== undefined) return entry.value;
+    }
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
     const fill = () => settleList(resolve(parent, args, context, info));
-    const scoped = operation !== undefined && operation.cache === cache;
-    return scoped ? operation.scope.getOrCompute(key, fill, callOptions) : cache.getOrCompute(key, fill, callOptions);
+    return scope !== undefined ? scope._compute(call, key, fill) : cache._load(call.source, key, fill, call.policy, undefined, undefined);
   };
 }
 

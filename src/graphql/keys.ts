@@ -18,6 +18,8 @@ import { invalidArgument, invalidOption } from '../core/errors';
  * cycles, Maps, Sets, class instances without toJSON): such a call is not cached at all.
  */
 export function canonicalArgs(args: unknown): string | undefined {
+  // Most fields take no arguments: graphql-js passes an empty object, encoded without allocating.
+  if (isEmptyRecord(args)) return '{}';
   const out: string[] = [];
   return encode(args, out, []) ? out.join('') : undefined;
 }
@@ -91,10 +93,26 @@ function encodeObject(value: object, out: string[], path: object[]): boolean {
 
 export const DEFAULT_KEY_PREFIX = 'gql:';
 
+function isEmptyRecord(value: unknown): boolean {
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  for (const key in value) if (Object.hasOwn(value, key) && (value as Record<string, unknown>)[key] !== undefined) return false;
+  return true;
+}
+
 /** The store key of one @cached field call. `session` is given for PRIVATE fields only. */
 export function fieldKey(prefix: string, coordinate: string, identity: string | undefined, args: string, session?: string): string {
-  const head = `${prefix}${coordinate}:[${identity === undefined ? 'null' : JSON.stringify(identity)},${args}`;
-  return session === undefined ? `${head}]` : `${head},${JSON.stringify(session)}]`;
+  return fieldKeyAfter(fieldKeyHead(prefix, coordinate), identity, args, session);
+}
+
+/** What every key of one field starts with: made once per field, not per call. */
+export function fieldKeyHead(prefix: string, coordinate: string): string {
+  return `${prefix}${coordinate}:[`;
+}
+
+/** fieldKey() after its head: one string built per call, identical to fieldKey's. */
+export function fieldKeyAfter(head: string, identity: string | undefined, args: string, session?: string): string {
+  const tail = session === undefined ? ']' : `,${JSON.stringify(session)}]`;
+  return head + (identity === undefined ? 'null' : JSON.stringify(identity)) + ',' + args + tail;
 }
 
 /**

@@ -1,0 +1,154 @@
+/**
+ * Workload 7, GraphQL in process: the CPU cost of one operation, with no network and no database
+ * wait, so what the cache itself costs a warm field shows. One query returns 100 items, each with
+ * a child field; graphql-js `execute` runs in a child process with NODE_ENV=production (graphql's
+ * development-mode instanceof checks off, as a server runs). Three schemas, same query:
+ *   plain     — the child field's resolver returns the value synchronously (the floor);
+ *   dataloader — a DataLoader per operation over an in-memory batch function;
+ *   cached    — the plain resolver under `@cached(ttl: 60)`, warm, with herdcacheContext() per
+ *               operation (the operation's request scope and report).
+ * Method as workload 3: loop lengths calibrated to ~roundMs, one warm-up round, then the median
+ * of `rounds` rounds with the order rotated each round → µs per operation.
+ */
+import { fork } from 'node:child_process';
+import type DataLoaderType from 'dataloader';
+import type { GraphQLObjectType } from 'graphql';
+import type { Row } from '../lib/report';
+import { median, ratio } from '../lib/stats';
+
+export interface GraphqlInProcessOptions {
+  readonly rounds: number;
+  readonly roundMs: number;
+}
+
+const ITEMS = 100;
+const QUERY = '{ items { id name detail { id text } } }';
+type Mode = 'plain' | 'dataloader' | 'cached';
+const MODES: readonly Mode[] = ['plain', 'dataloader', 'cached'];
+
+/** Runs in the child: builds the three schemas and times them. Returns µs per operation by mode. */
+async function child(options: GraphqlInProcessOptions): Promise<Record<Mode, number>> {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { buildSchema, execute, parse } = require('graphql') as typeof import('graphql');
+  const DataLoader = require('dataloader') as typeof import('dataloader');
+  const { createCache } = require('../../src/core') as typeof import('../../src/core');
+  const g = require('../../src/graphql') as typeof import('../../src/graphql');
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  type Detail = { id: string; text: string };
+  const detailOf = (id: string): Detail => ({ id, text: `detail of ${id}` });
+  const items = Array.from({ length: ITEMS }, (_, i) => ({ id: String(i + 1), name: `item ${i + 1}` }));
+  const document = parse(QUERY);
+
+  const build = (mode: Mode) => {
+    const sdl = `
+      type Query { items: [Item!]! }
+      type Item { id: ID! name: String! detail: Detail! ${mode === 'cached' ? '@cached(ttl: 60)' : ''} }
+      type Detail { id: ID! text: String! }
+      ${mode === 'cached' ? g.cachedDirectiveTypeDefs : ''}
+    `;
+    const schema = buildSchema(sdl);
+    schema.getQueryType()!.getFields().items!.resolve = () => items;
+    const detail = (schema.getType('Item') as GraphQLObjectType).getFields().detail!;
+    detail.resolve =
+      mode === 'dataloader'
+        ? (item: { id: string }, _args, context: { details: DataLoaderType<string, Detail> }) => context.details.load(item.id)
+        : (item: { id: string }) => detailOf(item.id);
+    return schema;
+  };
+
+  const cache = createCache();
+  const plain = build('plain');
+  const dataloader = build('dataloader');
+  const cached = g.cachedDirectiveTransformer(build('cached'), { cache });
+  const run: Record<Mode, () => unknown> = {
+    plain: () => execute({ schema: plain, document }),
+    dataloader: () => execute({ schema: dataloader, document, contextValue: { details: new DataLoader<string, Detail>(async (ids) => ids.map(detailOf)) } }),
+    cached: () => execute({ schema: cached, document, contextValue: g.herdcacheContext({ cache }) }),
+  };
+  // Checks the answer (and warms the cache) before anything is timed.
+  for (const mode of MODES) {
+    const result = (await run[mode]()) as { data?: { items: { detail: Detail }[] }; errors?: unknown };
+    if (result.errors !== undefined || result.data?.items[ITEMS - 1]?.detail.text !== `detail of ${ITEMS}`) {
+      throw new Error(`graphql-inprocess ${mode}: unexpected result ${JSON.stringify(result).slice(0, 200)}`);
+    }
+  }
+  const hits = cache.metrics().total.hits;
+  // One loop per mode (its own call site), each op awaited as a server does.
+  const loops: Record<Mode, (n: number) => Promise<void>> = {
+    plain: async (n) => {
+      for (let i = 0; i < n; i++) await run.plain();
+    },
+    dataloader: async (n) => {
+      for (let i = 0; i < n; i++) await run.dataloader();
+    },
+    cached: async (n) => {
+      for (let i = 0; i < n; i++) await run.cached();
+    },
+  };
+  const timed = async (mode: Mode, n: number) => {
+    const started = process.hrtime.bigint();
+    await loops[mode](n);
+    return Number(process.hrtime.bigint() - started) / 1e3;
+  };
+  const iterations = {} as Record<Mode, number>;
+  for (const mode of MODES) {
+    let n = 10;
+    for (;;) {
+      const us = await timed(mode, n);
+      if (us >= 20_000 || n >= 100_000) {
+        iterations[mode] = Math.max(10, Math.round((n * options.roundMs * 1e3) / us));
+        break;
+      }
+      n *= 4;
+    }
+  }
+  for (const mode of MODES) await timed(mode, iterations[mode]);
+  const samples: Record<Mode, number[]> = { plain: [], dataloader: [], cached: [] };
+  for (let round = 0; round < options.rounds; round++) {
+    for (let j = 0; j < MODES.length; j++) {
+      const mode = MODES[(round + j) % MODES.length]!;
+      samples[mode].push((await timed(mode, iterations[mode])) / iterations[mode]);
+    }
+  }
+  // Every cached op was answered from the cache: no fill happened while timing.
+  const metrics = cache.metrics().total;
+  if (metrics.fills !== ITEMS || metrics.hits <= hits) throw new Error(`graphql-inprocess: the cached schema filled ${metrics.fills} times`);
+  return { plain: median(samples.plain), dataloader: median(samples.dataloader), cached: median(samples.cached) };
+}
+
+export async function graphqlInProcess(options: GraphqlInProcessOptions): Promise<Row> {
+  const result = await new Promise<Record<Mode, number>>((resolve, reject) => {
+    const worker = fork(__filename, [], { env: { ...process.env, NODE_ENV: 'production', HERDCACHE_BENCH_INPROCESS: JSON.stringify(options) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    worker.once('message', (m: { error?: string; result?: Record<Mode, number> }) => (m.error === undefined ? resolve(m.result!) : reject(new Error(m.error))));
+    worker.once('exit', (code) => reject(new Error(`graphql-inprocess worker exited with code ${code}`)));
+  });
+  const us = (x: number) => `${x.toFixed(0)} µs/op`;
+  const vsPlain = result.cached / result.plain;
+  const vsDl = result.cached / result.dataloader;
+  return {
+    workload: '7. GraphQL in process',
+    measure: `graphql-js execute, ${ITEMS} items × child field, NODE_ENV=production → µs per operation`,
+    cells: {
+      herdcache: `@cached(ttl: 60), warm: ${us(result.cached)}`,
+      noCache: `plain sync resolvers: ${us(result.plain)}`,
+      dataloaderPerRequest: us(result.dataloader),
+      dataloaderShared: 'n/a',
+      asyncCacheDedupe: 'n/a',
+      bentocache: 'n/a',
+      limit: `plain sync resolvers: ${us(result.plain)}`,
+    },
+    ratio: `${ratio(vsPlain)} plain sync (target ≤ 1.2×)<br>${ratio(vsDl)} DataLoader per request`,
+    notes: [
+      `One process (a child, NODE_ENV=production), no I/O: the query \`${QUERY}\` executed with graphql-js; each operation awaited. Loop lengths calibrated to ~${options.roundMs} ms, 1 warm-up round, median of ${options.rounds} rounds, order rotated.`,
+      'plain: the child resolver returns `{ id, text }` synchronously. DataLoader: a new DataLoader per operation whose batch function maps the ids in memory. herdcache: the plain resolver under `@cached(ttl: 60)` (memory store, warm), context herdcacheContext({ cache }) per operation.',
+      `Target: @cached / plain ≤ 1.2×: ${vsPlain <= 1.2 ? 'met' : 'missed'} (${ratio(vsPlain)}).`,
+    ],
+  };
+}
+
+if (require.main === module && process.env.HERDCACHE_BENCH_INPROCESS !== undefined) {
+  child(JSON.parse(process.env.HERDCACHE_BENCH_INPROCESS) as GraphqlInProcessOptions).then(
+    (result) => process.send!({ result }, () => process.exit(0)),
+    (error: unknown) => process.send!({ error: (error as Error).stack ?? String(error) }, () => process.exit(1)),
+  );
+}
