@@ -113,6 +113,8 @@ export class FillPipeline {
     // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
     // records them, so an invalidation landing during the fill makes its write a miss.
     const [entries] = await Promise.all([this.#read(items), versioned ? this.#readTagVersions(items) : undefined]);
+    let current = this.#ownTagVersions(items, entries);
+    if (current instanceof Promise) current = await current;
     const now = this.#clock.now();
     const toFill: Item[] = [];
     for (let i = 0; i < items.length; i++) {
@@ -120,13 +122,13 @@ export class FillPipeline {
       const entry = entries[i];
       const source = item.source;
       if (this.#droppedBeforeOutcome(item)) continue;
-      if (entry !== undefined && usable(item, entry, now)) {
+      if (entry !== undefined && usable(item, entry, now, current)) {
         this.#settleFromStore(item, entry.value);
         if (!item.counted) this.#host.record(source, 'hits', item.key, item.sink);
         if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
           this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
         }
-      } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry)) {
+      } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry, current)) {
         if (!item.counted) this.#host.record(source, 'staleServed', item.key, item.sink);
         this.#settleFromStore(item, entry.value);
         this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
@@ -162,6 +164,35 @@ export class FillPipeline {
     const byTag = new Map<string, number>();
     if (versions !== undefined) for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions[i]!);
     for (const item of items) if (item.tags !== undefined) item.versions = item.tags.map((tag) => byTag.get(tag) ?? NaN);
+  }
+
+  /**
+   * Validity follows the entry, not the caller: an entry that records tags is a miss once any of
+   * them was invalidated, whether or not this load names them. Items that name tags are judged
+   * against the versions read with the entries (#readTagVersions); for entries carrying tags
+   * their item did not name, the current versions of those tags are read here (one call, only
+   * when there are such entries). Returns tag → current version (NaN: unknown, never valid), or
+   * undefined when no entry needs it (or the store enforces tags itself).
+   */
+  #ownTagVersions(items: readonly Item[], entries: readonly (Entry | undefined)[]): Map<string, number> | Promise<Map<string, number>> | undefined {
+    const store = this.#store;
+    if (store.tagVersions === undefined) return undefined;
+    let current: Map<string, number> | undefined;
+    let missing: Set<string> | undefined;
+    for (let i = 0; i < items.length; i++) {
+      const tags = entries[i]?.tags;
+      const item = items[i]!;
+      if (tags === undefined || tags.length === 0 || item.versions !== undefined) continue;
+      current ??= knownVersions(items);
+      for (const tag of tags) if (!current.has(tag)) (missing ??= new Set()).add(tag);
+    }
+    if (missing === undefined) return current;
+    const tags = [...missing];
+    const known = current!;
+    return this.storeCall('tagVersions', () => store.tagVersions!(tags), items).then((versions) => {
+      for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions?.[i] ?? NaN);
+      return known;
+    });
   }
 
   async #read(items: Item[]): Promise<(Entry | undefined)[]> {
@@ -205,6 +236,8 @@ export class FillPipeline {
       const won: Item[] = [];
       const release: string[] = [];
       const next: Item[] = [];
+      let current = this.#ownTagVersions(waiting, attempts.map((attempt) => attempt?.entry));
+      if (current instanceof Promise) current = await current;
       const now = this.#clock.now();
       for (let i = 0; i < waiting.length; i++) {
         const item = waiting[i]!;
@@ -213,7 +246,7 @@ export class FillPipeline {
         if (result?.won) source.counters.lockAcquired++;
         if (item.flight.abandoned) {
           if (result?.won) release.push(item.key);
-        } else if (result?.entry !== undefined && usable(item, result.entry, now)) {
+        } else if (result?.entry !== undefined && usable(item, result.entry, now, current)) {
           // Re-check after acquiring: another process wrote it since our read.
           if (result.won) release.push(item.key);
           this.#settleFromStore(item, result.entry.value);
@@ -357,17 +390,26 @@ function locks(item: Item): boolean {
  * Whether a stored entry answers this item: fresh, and for a background refresh newer than the
  * entry it was started to replace (an early refresh must not stop at the still-fresh original).
  */
-function usable(item: Item, entry: Entry, now: number): boolean {
-  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces) && tagsValid(item, entry);
+function usable(item: Item, entry: Entry, now: number, current: ReadonlyMap<string, number> | undefined): boolean {
+  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces) && tagsValid(item, entry, current);
 }
 
 /**
- * On a tag-versioned store, an entry answers an item only if it carries the same tags at the
- * versions just read; anything else (invalidated since, written before tags were set) is a miss.
+ * On a tag-versioned store, an entry answers an item that names tags only if it carries the same
+ * tags at the versions just read; anything else (invalidated since, written before tags were set)
+ * is a miss. An entry carrying tags its item did not name answers only if the versions it
+ * recorded are all current (`current`, see #ownTagVersions).
  */
-function tagsValid(item: Item, entry: Entry): boolean {
+function tagsValid(item: Item, entry: Entry, current: ReadonlyMap<string, number> | undefined): boolean {
   const versions = item.versions;
-  if (versions === undefined) return true; // no tags, or a store that enforces them itself
+  if (versions === undefined) {
+    const own = entry.tags;
+    if (own === undefined || own.length === 0 || current === undefined) return true; // untagged, or a store that enforces tags itself
+    const recorded = entry.tagVersions;
+    if (recorded === undefined || recorded.length !== own.length) return false;
+    for (let i = 0; i < own.length; i++) if (recorded[i] !== current.get(own[i]!)) return false;
+    return true;
+  }
   const tags = item.tags!;
   const entryTags = entry.tags;
   const entryVersions = entry.tagVersions;
@@ -376,6 +418,16 @@ function tagsValid(item: Item, entry: Entry): boolean {
     if (entryTags[i] !== tags[i] || entryVersions[i] !== versions[i]) return false;
   }
   return true;
+}
+
+/** Tag → version as read for the items that name tags (their versions are aligned with their tags). */
+function knownVersions(items: readonly Item[]): Map<string, number> {
+  const known = new Map<string, number>();
+  for (const item of items) {
+    const { tags, versions } = item;
+    if (tags !== undefined && versions !== undefined) for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions[i]!);
+  }
+  return known;
 }
 
 export async function runFill(item: Item, signal: AbortSignal): Promise<unknown[]> {
