@@ -1,6 +1,7 @@
 /**
  * Spawns a throwaway redis-server from PATH on a free loopback port: no RDB, no AOF.
- * Used by the jest global setup and by fault tests that need to kill and restart Redis.
+ * Used by the jest global setup, by fault tests that need to kill and restart Redis, and by the
+ * chaos suite (chaos/), which also starts replicas (`--replicaof`) and sentinels (`sentinel`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect } from 'node:net';
@@ -37,13 +38,23 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-export async function startRedisServer(
-  options: { port?: number; extraArgs?: string[] } = {},
-): Promise<RedisServer> {
+export interface StartOptions {
+  /** Default: a free port. */
+  port?: number;
+  extraArgs?: string[];
+  /**
+   * Runs `redis-server <configFile> --sentinel`. A sentinel rewrites its config file (it records
+   * what it learns), so the file must be writable and belong to this server alone.
+   */
+  sentinelConfig?: string;
+}
+
+export async function startRedisServer(options: StartOptions = {}): Promise<RedisServer> {
   const port = options.port ?? (await freePort());
   const child = spawn(
     'redis-server',
     [
+      ...(options.sentinelConfig === undefined ? [] : [options.sentinelConfig, '--sentinel']),
       '--port', String(port),
       '--bind', '127.0.0.1',
       '--save', '',

@@ -1,0 +1,110 @@
+/**
+ * Garbage and wrong types where herdcache keeps its keys: something else wrote under our prefix (a
+ * broken deploy, another program, a hand-typed command). A value key, a lock key or a tag's version
+ * key holds a string that is not ours or a key of another type. Loads must not fail; a bad value
+ * reads as a miss and is overwritten by the next fill.
+ */
+import type Redis from 'ioredis';
+import type { RedisServer } from '../test/setup/redis-server';
+import { figures } from './figures';
+import { runLoad } from './fleet';
+import { admin, redisServer, sleep } from './processes';
+import type { LoadPlan } from './protocol';
+import type { Outcome, Scenario, ScenarioContext } from './scenarios';
+
+const KEYS = Array.from({ length: 24 }, (_, i) => `g${i}`);
+
+/** One bad thing per key, in turn: strings that are not a herdcache payload, then other types. */
+const PLANTS: readonly ((client: Redis, key: string) => Promise<unknown>)[] = [
+  (c, k) => c.set(k, 'not json at all'),
+  (c, k) => c.set(k, '{"v":99,"f":null,"s":null,"d":1}'),
+  (c, k) => c.set(k, ''),
+  (c, k) => c.set(k, Buffer.from([0xff, 0xfe, 0x00, 0x80])),
+  (c, k) => c.rpush(k, 'a', 'b'),
+  (c, k) => c.hset(k, 'f', 'v'),
+  (c, k) => c.zadd(k, 1, 'm'),
+  (c, k) => c.sadd(k, 'm'),
+];
+
+function plan(server: RedisServer, prefix: string, context: ScenarioContext, overrides: Partial<LoadPlan>): LoadPlan {
+  return {
+    connection: { url: server.url },
+    prefix,
+    connectFirst: true,
+    durationMs: context.quick ? 2000 : 6000,
+    concurrency: 8,
+    thinkMs: 5,
+    epochMs: 1000,
+    keysPerEpoch: 1,
+    fixedKeys: KEYS,
+    burst: 0,
+    fillMs: 30,
+    valueBytes: 64,
+    tagged: false,
+    invalidateEveryMs: 0,
+    blockLoopMs: 0,
+    blockEveryMs: 0,
+    cache: {},
+    ...overrides,
+  };
+}
+
+async function plantAll(port: number, keyOf: (key: string) => string): Promise<Set<string>> {
+  const client = await admin(port);
+  try {
+    const planted = new Set<string>();
+    for (let i = 0; i < KEYS.length; i++) {
+      const key = keyOf(KEYS[i]!);
+      await PLANTS[i % PLANTS.length]!(client, key);
+      planted.add(key);
+    }
+    return planted;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function countLocks(port: number, prefix: string, planted: ReadonlySet<string>): Promise<number> {
+  await sleep(500);
+  const client = await admin(port);
+  try {
+    let left = 0;
+    for (const key of KEYS) {
+      const lock = `${prefix}{${key}}:lock`;
+      if (!planted.has(lock) && (await client.exists(lock)) === 1) left++;
+    }
+    return left;
+  } finally {
+    client.disconnect();
+  }
+}
+
+function garbageScenario(name: string, where: 'value' | 'lock' | 'tag', note: string): Scenario {
+  return {
+    name,
+    replicas: 3,
+    async run(context): Promise<Outcome> {
+      const server = await redisServer();
+      try {
+        const prefix = `chaos:garbage-${where}:`;
+        const keyOf = (key: string) => (where === 'value' ? `${prefix}{${key}}` : where === 'lock' ? `${prefix}{${key}}:lock` : `${prefix}tag:{tag:${key}}`);
+        const planted = await plantAll(server.port, keyOf);
+        const p = plan(server, prefix, context, where === 'tag' ? { tagged: true, invalidateEveryMs: 100 } : {});
+        const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
+        const locks = await countLocks(server.port, prefix, planted);
+        // A foreign value at a lock key looks like another replica's lock: those keys are out of
+        // the lock's reach by construction (each replica fills after lockWaitTimeout).
+        const unreachable = where === 'lock' ? new Set(KEYS) : undefined;
+        return { figures: figures({ reports, startedAt, fillMs: p.fillMs, unreachable, locksLeft: locks }), notes: [note] };
+      } finally {
+        await server.stop('SIGKILL');
+      }
+    },
+  };
+}
+
+export const GARBAGE_SCENARIOS: readonly Scenario[] = [
+  garbageScenario('garbage at value keys', 'value', '24 keys: non-JSON, other format version, empty, binary, list, hash, zset, set'),
+  garbageScenario('garbage at lock keys', 'lock', '24 lock keys: foreign strings without expiry, binary, list, hash, zset, set'),
+  garbageScenario('garbage at tag keys', 'tag', '24 tag version keys: non-integers, list, hash, zset, set; invalidateTags every 100 ms'),
+];

@@ -1,0 +1,282 @@
+/**
+ * The chaos scenarios: each starts its own redis-server(s), runs a steady load from the fleet,
+ * does one bad thing to it while the load runs, and returns the figures (figures.ts).
+ *
+ * The replicas use the library's defaults (commandTimeout 250 ms, breaker 5 failures / 5 s,
+ * lockTtl 10 s, lockWaitTimeout 5 s) unless a scenario says otherwise: the figures are what a user
+ * who changed nothing would see.
+ */
+import type Redis from 'ioredis';
+import type { RedisServer } from '../test/setup/redis-server';
+import { figures, type FaultWindow, type Figures } from './figures';
+import { runLoad, type Replica } from './fleet';
+import { admin, redisServer, sentinel, sleep, until } from './processes';
+import type { Connection, LoadPlan, LoadReport } from './protocol';
+
+export interface ScenarioContext {
+  readonly quick: boolean;
+  /** Every replica forked; a scenario uses the first `replicas` of them. */
+  readonly fleet: readonly Replica[];
+}
+
+export interface Outcome {
+  readonly figures: Figures;
+  readonly notes: readonly string[];
+}
+
+export interface Scenario {
+  readonly name: string;
+  /** Replicas the scenario needs (the fleet is forked with the largest). */
+  readonly replicas: number;
+  run(context: ScenarioContext): Promise<Outcome>;
+}
+
+/** How long the load runs: the full run is three times the quick one. */
+function duration(context: ScenarioContext, quickMs: number): number {
+  return context.quick ? quickMs : 3 * quickMs;
+}
+
+function plan(connection: Connection, prefix: string, durationMs: number, overrides: Partial<LoadPlan> = {}): LoadPlan {
+  return {
+    connection,
+    prefix,
+    connectFirst: true,
+    durationMs,
+    concurrency: 8,
+    thinkMs: 5,
+    epochMs: 250,
+    keysPerEpoch: 8,
+    burst: 0,
+    fillMs: 30,
+    valueBytes: 64,
+    tagged: false,
+    invalidateEveryMs: 0,
+    blockLoopMs: 0,
+    blockEveryMs: 0,
+    cache: {},
+    ...overrides,
+  };
+}
+
+const url = (server: RedisServer): Connection => ({ url: server.url });
+
+/** Lock keys under `prefix` (our tokens: strings), except those the scenario planted itself. */
+async function lockKeys(client: Redis, prefix: string, planted: ReadonlySet<string> = new Set()): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    for (const key of keys) if (key.endsWith(':lock') && !planted.has(key)) found.push(key);
+  } while (cursor !== '0');
+  return found;
+}
+
+/**
+ * Locks still there once every replica has finished and the fleet had `SETTLE_MS` to release:
+ * nobody is filling anything, so each one is a lock left behind, which every replica's next miss
+ * on its key would wait on (up to lockWaitTimeout) until it expires.
+ */
+const SETTLE_MS = 500;
+
+async function locksLeft(port: number, prefix: string, planted?: ReadonlySet<string>): Promise<number> {
+  await sleep(SETTLE_MS);
+  const client = await admin(port);
+  try {
+    return (await lockKeys(client, prefix, planted)).length;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function withServer<T>(options: Parameters<typeof redisServer>[0], work: (server: RedisServer) => Promise<T>): Promise<T> {
+  const server = await redisServer(options);
+  try {
+    return await work(server);
+  } finally {
+    await server.stop('SIGKILL');
+  }
+}
+
+function reachableOnly(reports: LoadReport[], startedAt: number, fillMs: number, locks: number): Figures {
+  return figures({ reports, startedAt, fillMs, locksLeft: locks });
+}
+
+const startupBurst: Scenario = {
+  name: 'startup burst',
+  replicas: 3,
+  run: (context) =>
+    withServer({}, async (server) => {
+      // Created at `go` and loaded at once: the client is still connecting when the traffic arrives.
+      const p = plan(url(server), 'chaos:startup:', duration(context, 1500), { connectFirst: false, burst: 150 });
+      const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
+      return { figures: reachableOnly(reports, startedAt, p.fillMs, await locksLeft(server.port, p.prefix)), notes: ['3 replicas, each fires 150 loads before its client is ready'] };
+    }),
+};
+
+const blockedLoop: Scenario = {
+  name: 'blocked loop',
+  replicas: 3,
+  run: (context) =>
+    withServer({}, async (server) => {
+      const p = plan(url(server), 'chaos:blocked:', duration(context, 3000));
+      // Replica 0 burns 400 ms of CPU right after writing a lock call (at most every 600 ms).
+      const blocked = { ...p, blockLoopMs: 400, blockEveryMs: 600 };
+      const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [blocked, p, p], async () => {});
+      return {
+        figures: reachableOnly(reports, startedAt, p.fillMs, await locksLeft(server.port, p.prefix)),
+        notes: [`replica 0 blocked its loop 400 ms after a lock call ${reports[0]!.blocks} times`],
+      };
+    }),
+};
+
+const redisPaused: Scenario = {
+  name: 'redis paused',
+  replicas: 3,
+  run: (context) =>
+    withServer({}, async (server) => {
+      // Long enough to see the breaker close again (5 s cool-down) and loads run on a healthy Redis.
+      const p = plan(url(server), 'chaos:paused:', duration(context, 9000));
+      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 3), [p], async (startedAt): Promise<FaultWindow> => {
+        const client = await admin(server.port);
+        try {
+          await sleep(startedAt + 1500 - Date.now());
+          const from = Date.now();
+          await client.call('DEBUG', 'SLEEP', '2');
+          return { from, to: Date.now() };
+        } finally {
+          client.disconnect();
+        }
+      });
+      const locks = await locksLeft(server.port, p.prefix);
+      return { figures: figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks }), notes: ['DEBUG SLEEP 2 at +1.5 s'] };
+    }),
+};
+
+/** Kills Redis at +1.5 s and restarts it (empty: no persistence) on the same port after `downMs`. */
+async function killAndRestart(server: RedisServer, startedAt: number, downMs: number, beforeKill: () => Promise<void>): Promise<{ window: FaultWindow; server: RedisServer }> {
+  await sleep(startedAt + 1500 - Date.now());
+  await beforeKill();
+  const from = Date.now();
+  await server.stop('SIGKILL');
+  await sleep(downMs);
+  const restarted = await redisServer({ port: server.port });
+  return { window: { from, to: Date.now() }, server: restarted };
+}
+
+const redisRestarted: Scenario = {
+  name: 'redis killed+restarted',
+  replicas: 3,
+  run: async (context) => {
+    let server = await redisServer();
+    try {
+      const p = plan(url(server), 'chaos:killed:', duration(context, 6000));
+      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 3), [p], async (startedAt) => {
+        const { window, server: restarted } = await killAndRestart(server, startedAt, 1000, async () => {});
+        server = restarted;
+        return window;
+      });
+      const locks = await locksLeft(server.port, p.prefix);
+      return { figures: figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks }), notes: ['SIGKILL at +1.5 s, restarted empty 1 s later'] };
+    } finally {
+      await server.stop('SIGKILL');
+    }
+  },
+};
+
+const restartedEmptyUnderLock: Scenario = {
+  name: 'restarted empty, lock held',
+  replicas: 3,
+  run: async (context) => {
+    let server = await redisServer();
+    try {
+      // Slow fills: at any moment some replica holds a lock, and the restart takes it away.
+      const p = plan(url(server), 'chaos:emptied:', duration(context, 4000), { fillMs: 600, epochMs: 700 });
+      let heldAtRestart = 0;
+      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 3), [p], async (startedAt) => {
+        const { window, server: restarted } = await killAndRestart(server, startedAt, 0, async () => {
+          const client = await admin(server.port);
+          try {
+            await until('a fill lock to be held', 5000, async () => (heldAtRestart = (await lockKeys(client, p.prefix)).length) > 0);
+          } finally {
+            client.disconnect();
+          }
+        });
+        server = restarted;
+        return window;
+      });
+      const locks = await locksLeft(server.port, p.prefix);
+      return {
+        figures: figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks }),
+        notes: [`SIGKILL + immediate restart while ${heldAtRestart} fill lock(s) were held`],
+      };
+    } finally {
+      await server.stop('SIGKILL');
+    }
+  },
+};
+
+const eviction: Scenario = {
+  name: 'maxmemory eviction',
+  replicas: 3,
+  run: (context) =>
+    withServer({ extraArgs: ['--maxmemory', '4mb', '--maxmemory-policy', 'allkeys-lru'] }, async (server) => {
+      // 20 kB values, 80 new keys a second per epoch set: several times maxmemory over the run.
+      const p = plan(url(server), 'chaos:evicted:', duration(context, 3000), { valueBytes: 20_000, epochMs: 100, keysPerEpoch: 8 });
+      const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
+      const locks = await locksLeft(server.port, p.prefix);
+      const client = await admin(server.port);
+      const stats = await client.info('stats');
+      client.disconnect();
+      const evicted = Number(/evicted_keys:(\d+)/.exec(stats)?.[1] ?? 0);
+      if (evicted === 0) throw new Error('maxmemory eviction: Redis evicted nothing, the scenario did not happen');
+      return { figures: reachableOnly(reports, startedAt, p.fillMs, locks), notes: [`maxmemory 4mb allkeys-lru, 20 kB values: ${evicted} keys evicted`] };
+    }),
+};
+
+const MASTER_NAME = 'mymaster';
+
+const sentinelFailover: Scenario = {
+  name: 'sentinel failover',
+  replicas: 2,
+  run: async (context) => {
+    const master = await redisServer();
+    const replica = await redisServer({ extraArgs: ['--replicaof', '127.0.0.1', String(master.port)] });
+    const watcher = await sentinel(MASTER_NAME, master);
+    const sentinelAdmin = await admin(watcher.port);
+    try {
+      const replicaAdmin = await admin(replica.port);
+      await until('the replica to sync', 10_000, async () => (await replicaAdmin.info('replication')).includes('master_link_status:up'));
+      replicaAdmin.disconnect();
+      // SENTINEL FAILOVER refuses until the sentinel has found a replica to promote.
+      await until('the sentinel to see the replica', 15_000, async () => {
+        const replicas = (await sentinelAdmin.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as string[][];
+        return replicas.some((fields) => fields[fields.indexOf('flags') + 1] === 'slave');
+      });
+      const connection: Connection = { sentinels: [{ host: '127.0.0.1', port: watcher.port }], name: MASTER_NAME };
+      const p = plan(connection, 'chaos:failover:', duration(context, 7000));
+      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
+        await sleep(startedAt + 2000 - Date.now());
+        const from = Date.now();
+        await sentinelAdmin.call('SENTINEL', 'FAILOVER', MASTER_NAME);
+        await until('the sentinel to name the new master', 15_000, async () => {
+          const [, port] = (await sentinelAdmin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[];
+          return Number(port) === replica.port;
+        });
+        return { from, to: Date.now() };
+      });
+      const locks = await locksLeft(replica.port, p.prefix);
+      const f = figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks });
+      const extra = f.faultKeys === 0 ? 0 : (f.faultFills - f.faultKeys) / f.faultKeys;
+      return {
+        figures: f,
+        notes: [`2 replicas via 1 sentinel; failover at +2 s; ${f.faultFills - f.faultKeys} extra fills over ${f.faultKeys} keys in the failover (${extra.toFixed(2)}/key)`],
+      };
+    } finally {
+      sentinelAdmin.disconnect();
+      for (const server of [watcher, replica, master]) await server.stop('SIGKILL');
+    }
+  },
+};
+
+export const SCENARIOS: readonly Scenario[] = [startupBurst, blockedLoop, redisPaused, redisRestarted, restartedEmptyUnderLock, eviction, sentinelFailover];
