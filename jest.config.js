@@ -6,7 +6,9 @@ module.exports = {
   transform: { '^.+\\.(t|j)sx?$': ['@swc/jest'] },
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
-  testTimeout: 30000,
+  // A timeout catches a hang, not slowness: tests count things, and a loaded machine (a shared CI
+  // runner, two CPU hogs) may take several times as long as a quiet one.
+  testTimeout: 60_000,
   // Two cores: two workers keep a real redis-server and the tests from starving each other.
   maxWorkers: 2,
 };

@@ -14,17 +14,24 @@ import type { Outcome, Scenario, ScenarioContext } from './scenarios';
 
 const KEYS = Array.from({ length: 24 }, (_, i) => `g${i}`);
 
+interface Plant {
+  put(client: Redis, key: string): Promise<unknown>;
+  /** A string that is not an integer: at a tag's version key, the version is unknown. */
+  readonly notAnInteger: boolean;
+}
+
 /** One bad thing per key, in turn: strings that are not a herdcache payload, then other types. */
-const PLANTS: readonly ((client: Redis, key: string) => Promise<unknown>)[] = [
-  (c, k) => c.set(k, 'not json at all'),
-  (c, k) => c.set(k, '{"v":99,"f":null,"s":null,"d":1}'),
-  (c, k) => c.set(k, ''),
-  (c, k) => c.set(k, Buffer.from([0xff, 0xfe, 0x00, 0x80])),
-  (c, k) => c.rpush(k, 'a', 'b'),
-  (c, k) => c.hset(k, 'f', 'v'),
-  (c, k) => c.zadd(k, 1, 'm'),
-  (c, k) => c.sadd(k, 'm'),
+const PLANTS: readonly Plant[] = [
+  { put: (c, k) => c.set(k, 'not json at all'), notAnInteger: true },
+  { put: (c, k) => c.set(k, '{"v":99,"f":null,"s":null,"d":1}'), notAnInteger: true },
+  { put: (c, k) => c.set(k, ''), notAnInteger: false },
+  { put: (c, k) => c.set(k, Buffer.from([0xff, 0xfe, 0x00, 0x80])), notAnInteger: true },
+  { put: (c, k) => c.rpush(k, 'a', 'b'), notAnInteger: false },
+  { put: (c, k) => c.hset(k, 'f', 'v'), notAnInteger: false },
+  { put: (c, k) => c.zadd(k, 1, 'm'), notAnInteger: false },
+  { put: (c, k) => c.sadd(k, 'm'), notAnInteger: false },
 ];
+const plantOf = (index: number): Plant => PLANTS[index % PLANTS.length]!;
 
 function plan(server: RedisServer, prefix: string, context: ScenarioContext, overrides: Partial<LoadPlan>): LoadPlan {
   return {
@@ -55,7 +62,7 @@ async function plantAll(port: number, keyOf: (key: string) => string): Promise<S
     const planted = new Set<string>();
     for (let i = 0; i < KEYS.length; i++) {
       const key = keyOf(KEYS[i]!);
-      await PLANTS[i % PLANTS.length]!(client, key);
+      await plantOf(i).put(client, key);
       planted.add(key);
     }
     return planted;
@@ -92,9 +99,10 @@ function garbageScenario(name: string, where: 'value' | 'lock' | 'tag', note: st
         const p = plan(server, prefix, context, where === 'tag' ? { tagged: true, invalidateEveryMs: 100 } : {});
         const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
         const locks = await countLocks(server.port, prefix, planted);
-        // A foreign value at a lock key looks like another replica's lock: those keys are out of
-        // the lock's reach by construction (each replica fills after lockWaitTimeout).
-        const unreachable = where === 'lock' ? new Set(KEYS) : undefined;
+        // Out of the lock's reach by construction: a foreign value at a lock key looks like another
+        // replica's lock (each replica fills after lockWaitTimeout); a tag version that is not an
+        // integer is unknown, and a value of unknown version is served but never cached.
+        const unreachable = where === 'lock' ? new Set(KEYS) : where === 'tag' ? new Set(KEYS.filter((_, i) => plantOf(i).notAnInteger)) : undefined;
         return { figures: figures({ reports, startedAt, fillMs: p.fillMs, unreachable, locksLeft: locks }), notes: [note] };
       } finally {
         await server.stop('SIGKILL');

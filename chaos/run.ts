@@ -47,12 +47,13 @@ interface Verdict {
   readonly flags: string[];
 }
 
-function judge(name: string, f: Figures): Verdict {
+function judge(name: string, outcome: Outcome): Verdict {
+  const f = outcome.figures;
   const hard: string[] = [];
   const flags: string[] = [];
   if (f.loads === 0) hard.push(`${name}: no load ran`);
   if (f.failed > 0) hard.push(`${name}: ${f.failed} failed loads (${f.failures.join(' | ')})`);
-  if (f.locksLeft > 0) hard.push(`${name}: ${f.locksLeft} locks left behind`);
+  if (f.locksLeft > 0) (outcome.locksExplained === undefined ? hard : flags).push(`${name}: ${outcome.locksExplained ?? `${f.locksLeft} locks left behind`}`);
   if (f.reachableMaxFills > 1) flags.push(`${name}: ${f.reachableOver} of ${f.reachableKeys} keys filled more than once (max ${f.reachableMaxFills}) while the lock was reachable`);
   return { hard, flags };
 }
@@ -79,7 +80,7 @@ async function main(): Promise<number> {
       console.log(row([scenario.name, 'ERROR', '', '', '', '', '']));
       continue;
     }
-    const verdict = judge(scenario.name, outcome.figures);
+    const verdict = judge(scenario.name, outcome);
     hard.push(...verdict.hard);
     flags.push(...verdict.flags);
     const mark = verdict.hard.length > 0 ? '  FAIL' : verdict.flags.length > 0 ? '  FLAG' : '';

@@ -15,11 +15,13 @@
  * after the dust settles is the proof that nothing stale was set.
  *
  * Worlds and counts (seeded PRNG; the seed and the failing schedule's trace are in the message):
- * - memory: one registry, in-process store, manual clock, deterministic: 10,000 schedules;
- * - redis: two registries (two replicas: two connections) on one Redis: 1,000 schedules;
- * - tiered: two registries, each with its L1 + Redis L2 + subscriber: 1,000 schedules.
- * Redis worlds run fewer schedules to stay within seconds (each step is real I/O); they live in
- * test/redis/no-stale-sets.test.ts, the driver in test/tiered/interleavings.ts.
+ * - memory: one registry, in-process store, manual clock, deterministic: up to 10,000 schedules;
+ * - redis: two registries (two replicas: two connections) on one Redis: up to 1,000 schedules;
+ * - tiered: two registries, each with its L1 + Redis L2 + subscriber: up to 1,000 schedules.
+ * Each world runs the schedules of one seeded sequence within a time budget, with a floor (see
+ * ScheduleBudget): a loaded machine runs fewer of them rather than time out. The Redis worlds run
+ * fewer (each step is real I/O); they live in test/redis/no-stale-sets.test.ts, the driver in
+ * test/tiered/interleavings.ts. HERDCACHE_NSS_SCHEDULES=n runs exactly n per world, unbudgeted.
  *
  * What a read may see, precisely. On the replica that invalidated: nothing older, ever. On another
  * replica: nothing older once the invalidation is known there (Redis: when the call completed;
@@ -31,13 +33,16 @@
 import { manualClock } from '../src/core/freshness';
 import { memoryStore } from '../src/core/memory';
 import { flush } from './helpers';
-import { observedCache, report, run, SCHEDULE_STEPS, SEED, type Tallies, type World } from './tiered/interleavings';
+import { observedCache, report, run, SCHEDULE_STEPS, SEED, timeoutFor, type ScheduleBudget, type Tallies, type World } from './tiered/interleavings';
 
 const tallies: Tallies = {};
 
 afterAll(() => report(tallies));
 
-it('memory store, one registry: 10,000 schedules, deterministic', async () => {
+/** About 10,000 on a quiet machine; never fewer than 1,000 (HERDCACHE_NSS_SCHEDULES=n: exactly n). */
+const BUDGET: ScheduleBudget = { min: 1_000, max: 10_000, budgetMs: 6_000 };
+
+it(`memory store, one registry: up to ${BUDGET.max} schedules in ${BUDGET.budgetMs / 1000} s (at least ${BUDGET.min}), deterministic`, async () => {
   const clock = manualClock();
   const world: World = {
     name: 'memory',
@@ -49,11 +54,11 @@ it('memory store, one registry: 10,000 schedules, deterministic', async () => {
     close: async () => {},
   };
   const started = Date.now();
-  const tally = await run(world, 10_000, SEED);
+  const tally = await run(world, BUDGET, SEED);
   tallies.memory = { ...tally, ms: Date.now() - started };
-  expect(tally.schedules).toBe(10_000);
+  expect(tally.schedules).toBeGreaterThanOrEqual(BUDGET.min);
   expect(tally.coalescedStale).toBe(0); // one process: its own invalidations abandon its fills
-  expect(tally.invalidations).toBeGreaterThan(10_000 * SCHEDULE_STEPS * 0.2);
-  expect(tally.racingFills).toBeGreaterThan(10_000);
-});
+  expect(tally.invalidations).toBeGreaterThan(tally.schedules * SCHEDULE_STEPS * 0.2);
+  expect(tally.racingFills).toBeGreaterThan(tally.schedules);
+}, timeoutFor(BUDGET));
 

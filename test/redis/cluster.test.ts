@@ -21,7 +21,7 @@ beforeAll(async () => {
   admins = local.admins;
   cluster = await local.client();
   store = redisStore({ client: cluster, prefix: 'cl:' });
-}, 45_000);
+}, 120_000);
 
 afterAll(async () => {
   await local?.stop();

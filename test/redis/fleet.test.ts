@@ -120,18 +120,17 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
 
   it('another replica fills once lockTtl expires', async () => {
     const prefix = randomPrefix('fleet-kill-ttl');
-    await killHolder(prefix, 600);
+    // The survivor is connected before the kill, and the lock lives 2 s: on a loaded machine the
+    // survivor's first try still finds it held (the point of the test), and the wait stays short.
     const client = await connect();
     try {
-      const cache = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 600, lockWaitTimeout: 5_000 });
-      const start = Date.now();
+      await killHolder(prefix, 2_000);
+      const cache = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 2_000, lockWaitTimeout: 30_000 });
       const value = await cache.getOrCompute('cold', () => 'filled-by-survivor', { ttl: 60_000 });
-      const waited = Date.now() - start;
       expect(value).toBe('filled-by-survivor');
       const metrics = cache.metrics().total;
       // It waited on the dead holder's lock, then won it after the expiry: not a wait timeout.
       expect(metrics).toMatchObject({ lockContended: 1, lockAcquired: 1, lockTimeouts: 0, fills: 1 });
-      expect(waited).toBeLessThan(5_000);
       // The value was written under the survivor's lock: the next replica hits.
       const other = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }) });
       expect(await other.getOrCompute('cold', () => 'not called')).toBe('filled-by-survivor');
@@ -139,7 +138,7 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
     } finally {
       await client.quit();
     }
-  }, 30_000);
+  });
 
   it('another replica fills locally once lockWaitTimeout is reached (the lock outlives the wait)', async () => {
     const prefix = randomPrefix('fleet-kill-wait');
@@ -152,9 +151,10 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
       const waited = Date.now() - start;
       expect(cache.metrics().total).toMatchObject({ lockContended: 1, lockTimeouts: 1, fills: 1, lockAcquired: 0 });
       expect(waited).toBeGreaterThanOrEqual(390);
-      expect(waited).toBeLessThan(2_000);
+      // Bounded by lockWaitTimeout, not by the lock's 60 s (the margin is for a loaded machine).
+      expect(waited).toBeLessThan(10_000);
     } finally {
       await client.quit();
     }
-  }, 30_000);
+  });
 });

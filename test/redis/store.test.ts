@@ -24,7 +24,9 @@ afterAll(async () => {
 
 beforeEach(() => {
   prefix = randomPrefix('store');
-  store = redisStore({ client, prefix });
+  // These tests are about what the store does, not how fast: a loaded machine (a shared CI runner)
+  // can hold a reply past the default 250 ms. Timeouts have their own tests (faults.test.ts).
+  store = redisStore({ client, prefix, commandTimeout: 10_000 });
   reporter = recordingReporter();
   store.bind(reporter);
 });

@@ -20,7 +20,7 @@ const cluster = (): Promise<Cluster> => local.client();
 beforeAll(async () => {
   local = await startLocalCluster('tags-cluster');
   store = redisStore({ client: await cluster(), prefix: 'tc:' });
-}, 45_000);
+}, 120_000);
 
 afterAll(async () => {
   await local?.stop();

@@ -91,7 +91,7 @@ beforeAll(async () => {
   b = new ReplicaProcess({ TIERED_PREFIX: prefix });
   c = new ReplicaProcess({ TIERED_PREFIX: prefix, TIERED_L1_TTL: '1500' });
   await Promise.all([a.ready, b.ready, c.ready]);
-}, 20_000);
+}, 120_000); // forks three tsx processes: seconds on a loaded machine
 
 afterAll(async () => {
   await Promise.all([a?.exit(), b?.exit(), c?.exit()]);

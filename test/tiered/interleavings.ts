@@ -237,10 +237,32 @@ export function observedCache(index: number, options: Parameters<typeof createCa
   });
 }
 
-export async function run(world: World, schedules: number, seed: number): Promise<Tally> {
+/**
+ * How many schedules a world runs. By default, up to `max` within `budgetMs` of wall clock and at
+ * least `min` whatever the time: a loaded machine (a shared CI runner, two CPU hogs) runs fewer
+ * schedules of the same seeded sequence instead of timing out, and the floor keeps the run
+ * meaningful. HERDCACHE_NSS_SCHEDULES=n runs exactly n, unbudgeted: the long form.
+ */
+export interface ScheduleBudget {
+  readonly min: number;
+  readonly max: number;
+  readonly budgetMs: number;
+}
+
+export const LONG_FORM = process.env.HERDCACHE_NSS_SCHEDULES === undefined ? undefined : Number(process.env.HERDCACHE_NSS_SCHEDULES);
+
+/** Jest's timeout for a budgeted world: the floor alone must fit on a starved machine. */
+export function timeoutFor(budget: ScheduleBudget): number {
+  return LONG_FORM === undefined ? budget.budgetMs + 60_000 : 3_600_000;
+}
+
+export async function run(world: World, budget: ScheduleBudget, seed: number): Promise<Tally> {
   const tally: Tally = { schedules: 0, steps: 0, reads: 0, fills: 0, invalidations: 0, racingFills: 0, coalescedStale: 0, finalReads: 0 };
   const rng = prng(seed);
+  const schedules = LONG_FORM ?? budget.max;
+  const until = LONG_FORM === undefined ? Date.now() + budget.budgetMs : Infinity;
   for (let n = 0; n < schedules; n++) {
+    if (n >= budget.min && Date.now() > until) break;
     const violations = await schedule(world, rng, `s${n}:`, tally);
     if (violations.length > 0) {
       throw new Error(`${world.name}: stale value in schedule ${n} (seed ${seed}):\n${violations.slice(0, 200).join('\n')}`);
