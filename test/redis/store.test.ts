@@ -22,11 +22,15 @@ afterAll(async () => {
   await client.quit();
 });
 
+/**
+ * These tests are about what the store does, not how fast: a loaded machine (a shared CI runner)
+ * can hold a reply past the default 250 ms. Timeouts have their own tests (faults.test.ts).
+ */
+const patient = { commandTimeout: 10_000 } as const;
+
 beforeEach(() => {
   prefix = randomPrefix('store');
-  // These tests are about what the store does, not how fast: a loaded machine (a shared CI runner)
-  // can hold a reply past the default 250 ms. Timeouts have their own tests (faults.test.ts).
-  store = redisStore({ client, prefix, commandTimeout: 10_000 });
+  store = redisStore({ client, prefix, ...patient });
   reporter = recordingReporter();
   store.bind(reporter);
 });
@@ -156,7 +160,7 @@ describe('getMany / setMany', () => {
   });
 
   it('does not throw when nothing is encodable, and reports nothing before bind', async () => {
-    const unbound = redisStore({ client, prefix });
+    const unbound = redisStore({ client, prefix, ...patient });
     await expect(unbound.setMany([{ key: 'x', entry: entry(1n), ttl: 1000 }])).resolves.toBeUndefined();
     await client.set(valueKey('x'), 'garbage');
     await expect(unbound.getMany(['x'])).resolves.toEqual([undefined]);
@@ -186,7 +190,7 @@ describe('getMany / setMany', () => {
         return entry(JSON.parse(buf.subarray(2).toString()), Infinity, Infinity);
       },
     };
-    const s = redisStore({ client, prefix, codec: binary });
+    const s = redisStore({ client, prefix, codec: binary, ...patient });
     s.bind(reporter);
     await s.setMany([{ key: 'b', entry: entry({ n: 1 }), ttl: 60_000 }]);
     expect(await s.getMany(['b'])).toEqual([entry({ n: 1 }, Infinity, Infinity)]);
@@ -198,7 +202,7 @@ describe('getMany / setMany', () => {
 
 describe('keys', () => {
   it('hashes keys longer than maxKeyLength and keeps a readable head; they still work', async () => {
-    const s = redisStore({ client, prefix, maxKeyLength: 100 });
+    const s = redisStore({ client, prefix, maxKeyLength: 100, ...patient });
     const long = 'user:'.padEnd(5000, 'x');
     const other = 'user:'.padEnd(5000, 'x') + 'y';
     await s.setMany([
@@ -231,7 +235,7 @@ describe('keys', () => {
   it('uses the client keyPrefix consistently, clear() included', async () => {
     const prefixed = await connect(undefined, { keyPrefix: 'outer:' });
     try {
-      const s = redisStore({ client: prefixed, prefix });
+      const s = redisStore({ client: prefixed, prefix, ...patient });
       await s.setMany([{ key: 'k', entry: entry(1), ttl: 60_000 }]);
       expect(await client.exists(`outer:${valueKey('k')}`)).toBe(1);
       await s.lock.acquire(['k'], 'tok', 60_000);
@@ -254,8 +258,8 @@ describe('delete / clear', () => {
   });
 
   it('clear removes every key under the prefix (SCAN, many pages) and nothing else', async () => {
-    const neighbour = redisStore({ client, prefix: `${prefix}more:` });
-    const glob = redisStore({ client, prefix: `${prefix}*[?]\\` });
+    const neighbour = redisStore({ client, prefix: `${prefix}more:`, ...patient });
+    const glob = redisStore({ client, prefix: `${prefix}*[?]\\`, ...patient });
     const keys = Array.from({ length: 2500 }, (_, i) => `k${i}`);
     await store.setMany(keys.map((key) => ({ key, entry: entry(1), ttl: 60_000 })));
     await store.lock.acquire(['k1'], 'tok', 60_000);
@@ -272,7 +276,7 @@ describe('delete / clear', () => {
 
 it('raises coded errors for Redis errors', async () => {
   await client.hset(valueKey('hash'), 'f', 'v');
-  const s = redisStore({ client, prefix, breaker: false });
+  const s = redisStore({ client, prefix, breaker: false, ...patient });
   // A key of another type under the prefix reads as missing, in MGET and in the lock script alike.
   await expect(s.getMany(['hash'])).resolves.toEqual([undefined]);
   await expect(s.lock.acquire(['hash'], 't', 1000)).resolves.toEqual([{ won: true, entry: undefined }]);
