@@ -181,7 +181,9 @@ export class Cache implements Registry {
     this.#abandon(keys, [], false, 'the key was invalidated while this fill ran');
     this.#counters.count(source, 'invalidations', keys.length);
     if (!stored) return; // a coalesce-only loader's keys are never in the store
-    await this.#pipeline.storeCall('delete', () => this.#store.delete(keys));
+    // The time lets a store refuse the unlocked writes of fills that started before this.
+    const at = this.#clock.now();
+    await this.#pipeline.storeCall('delete', () => this.#store.delete(keys, { at }));
   }
 
   /**

@@ -343,7 +343,9 @@ export class FillPipeline {
           tags: item.tags,
           tagVersions: item.versions,
         });
-        writes.push({ key: item.key, entry, ttl: physicalTtl(entry, now) });
+        // Without the lock nothing fences this write: `since` lets the store refuse it when the
+        // key was invalidated after this fill started (the lockless gap).
+        writes.push(token === undefined ? { key: item.key, entry, ttl: physicalTtl(entry, now), since: startedAt } : { key: item.key, entry, ttl: physicalTtl(entry, now) });
       }
     }
     const lock = this.#store.lock;

@@ -13,6 +13,22 @@ export interface StoreWrite {
   readonly entry: Entry;
   /** Milliseconds the store should keep the entry (end of grace). `Infinity`: no expiry. */
   readonly ttl: number;
+  /**
+   * For a fill written without the fill lock: the registry clock's time when the fill started.
+   * A store that remembers recent invalidations (Redis) drops the write when the key was
+   * invalidated at or after this time: the value may have been computed from data older than
+   * the invalidation. Absent for writes that stand on their own (prime).
+   */
+  readonly since?: number;
+}
+
+/** How a deletion is made. */
+export interface DeleteOptions {
+  /**
+   * The registry clock's time of the invalidation. A store that remembers invalidations (Redis:
+   * a short-lived marker per key) refuses the unlocked writes of fills started before it.
+   */
+  readonly at?: number;
 }
 
 /** Per-key outcome of trying a fill lock. */
@@ -74,7 +90,7 @@ export interface Store {
   /** Writes many entries at once (Redis: one pipeline with PX expiry). */
   setMany(writes: readonly StoreWrite[]): Promise<void>;
   /** Removes keys and, where the store has fill locks, their locks too (fences older fills). */
-  delete(keys: readonly string[]): Promise<void>;
+  delete(keys: readonly string[], options?: DeleteOptions): Promise<void>;
   /** Removes every entry this store owns (Redis: only under its prefix). */
   clear(): Promise<void>;
   readonly lock?: FillLock;

@@ -17,6 +17,9 @@ const CLOSE_BRACE = 125;
 /** Appended to a value key to name its fill lock: same hash tag, so same slot. */
 export const LOCK_SUFFIX = ':lock';
 
+/** Appended to a value key to name its invalidation marker (the time of its last invalidation). */
+export const INVALIDATED_SUFFIX = ':inv';
+
 /**
  * The part of a key that goes between the braces. Injective: two distinct keys never share it,
  * whatever characters they hold.

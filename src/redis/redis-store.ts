@@ -28,14 +28,15 @@ import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError, invalidOption } from '../core/errors';
 import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breaker';
 import { jsonCodec, type Codec } from './codec';
-import { defineScripts, type LockScripts } from './scripts';
+import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts';
 import { CallGuard, storeError } from './guard';
 import { readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
-import { escapeGlob, groupPositions, MIN_KEY_LENGTH, pick, withLockKeys } from './keys';
+import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LENGTH, pick } from './keys';
+import { MAX_DURATION } from '../core/options';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
 import type { Entry } from '../core/freshness';
-import type { FillLock, Store, StoreReporter, StoreWrite } from '../core/store';
+import type { DeleteOptions, FillLock, Store, StoreReporter, StoreWrite } from '../core/store';
 
 export interface RedisStoreOptions {
   /** The user's ioredis client, `Redis` or `Cluster`. Connected and owned by the user. */
@@ -52,6 +53,12 @@ export interface RedisStoreOptions {
    * fail fast as for a client that lost its connection. 0: never wait. Default 2000.
    */
   readyTimeout?: number;
+  /**
+   * Milliseconds a key remembers its last `invalidate` (a small marker key), so a fill made without
+   * the fill lock that started before the invalidation cannot cache its result afterwards. A fill
+   * that runs longer than this after the invalidation is no longer fenced. Default 60000.
+   */
+  invalidationWindow?: number;
   /** Circuit breaker, or `false` for none. Default `{ threshold: 5, coolDown: 5000 }`. */
   breaker?: BreakerOptions | false;
   /** Keys longer than this many characters are stored under a sha256 of the key. Default 256. */
@@ -88,6 +95,7 @@ const DEFAULTS = {
   prefix: 'herdcache:',
   commandTimeout: 250,
   readyTimeout: 2000,
+  invalidationWindow: 60_000,
   threshold: 5,
   coolDown: 5000,
   maxKeyLength: 256,
@@ -101,7 +109,7 @@ const SCAN_COUNT = 1000;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
-  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl } = options;
+  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, invalidationWindow = DEFAULTS.invalidationWindow, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl } = options;
   const candidate = client as Partial<Redis> | null | undefined;
   if (candidate === null || typeof candidate !== 'object' || typeof candidate.defineCommand !== 'function' || typeof candidate.mget !== 'function' || typeof candidate.status !== 'string') {
     throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
@@ -117,6 +125,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
   if (typeof readyTimeout !== 'number' || !(readyTimeout >= 0) || readyTimeout > MAX_TIMEOUT) {
     throw invalidOption('readyTimeout', readyTimeout, `a number of milliseconds in [0, ${MAX_TIMEOUT}]`);
+  }
+  if (!Number.isSafeInteger(invalidationWindow) || invalidationWindow < 1 || invalidationWindow > MAX_DURATION) {
+    throw invalidOption('invalidationWindow', invalidationWindow, 'a positive integer number of milliseconds, at most 1e15');
   }
   if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH) {
     throw invalidOption('maxKeyLength', maxKeyLength, `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`);
@@ -137,7 +148,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     circuit = new CircuitBreaker(threshold, coolDown);
   }
   const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, circuit), prefix, codec, maxKeyLength, tagTtl);
-  return new RedisStoreImpl(link, defineScripts(client));
+  return new RedisStoreImpl(link, defineScripts(client), invalidationWindow);
 }
 
 class RedisStoreImpl implements RedisStore {
@@ -145,10 +156,13 @@ class RedisStoreImpl implements RedisStore {
   readonly lock: FillLock;
   readonly #link: RedisLink;
   readonly #scripts: LockScripts;
+  /** PX of an invalidation marker, as the scripts take it. */
+  readonly #invalidationWindow: string;
 
-  constructor(link: RedisLink, scripts: LockScripts) {
+  constructor(link: RedisLink, scripts: LockScripts, invalidationWindow: number) {
     this.#link = link;
     this.#scripts = scripts;
+    this.#invalidationWindow = String(invalidationWindow);
     this.lock = new RedisFillLock(link, scripts);
   }
 
@@ -199,6 +213,7 @@ class RedisStoreImpl implements RedisStore {
     const keys: string[] = [];
     const payloads: (string | Buffer)[] = [];
     const pxs: number[] = [];
+    const sinces: (number | undefined)[] = [];
     for (let i = 0; i < writes.length; i++) {
       const write = writes[i]!;
       const payload = link.encode(write);
@@ -206,6 +221,7 @@ class RedisStoreImpl implements RedisStore {
       keys.push(link.valueKey(write.key));
       payloads.push(payload);
       pxs.push(link.px(write));
+      sinces.push(write.since);
     }
     if (keys.length === 0) return;
     // Admitted only once something will be sent (see clear()).
@@ -217,7 +233,10 @@ class RedisStoreImpl implements RedisStore {
       const count = indices === null ? keys.length : indices.length;
       for (let j = 0; j < count; j++) {
         const i = indices === null ? j : indices[j]!;
-        if (pxs[i] === 0) pipeline.set(keys[i]!, payloads[i]!);
+        const since = sinces[i];
+        // A fill's unlocked write checks the key's invalidation marker (same slot: same hash tag).
+        if (since !== undefined) (pipeline as unknown as ScriptPipeline).herdcacheWriteUnlessInvalidated1(2, keys[i]!, keys[i]! + INVALIDATED_SUFFIX, payloads[i]!, pxs[i]!, since);
+        else if (pxs[i] === 0) pipeline.set(keys[i]!, payloads[i]!);
         else pipeline.set(keys[i]!, payloads[i]!, 'PX', pxs[i]!);
       }
       return pipeline.exec();
@@ -228,16 +247,38 @@ class RedisStoreImpl implements RedisStore {
     }
   }
 
-  async delete(keys: readonly string[]): Promise<void> {
+  async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {
     const n = keys.length;
     if (n === 0) return;
     const link = this.#link;
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
+    const scripts = this.#scripts;
+    const at = options?.at;
     const client = link.client;
     // The lock goes too: a fill that started before this invalidation then fails its fenced
-    // write instead of storing a value computed from data older than the invalidation.
-    await link.guard.run('delete', () => link.perGroup(groups, (indices) => client.unlink(withLockKeys(valueKeys, indices))));
+    // write instead of storing a value computed from data older than the invalidation. The
+    // marker does the same for fills without the lock (see WRITE_UNLESS_INVALIDATED).
+    await link.guard.run('delete', () => link.perGroup(groups, (indices) => {
+      const count = indices === null ? n : indices.length;
+      if (at === undefined || !Number.isFinite(at)) {
+        const doomed = new Array<string>(2 * count);
+        for (let j = 0; j < count; j++) {
+          const key = valueKeys[indices === null ? j : indices[j]!]!;
+          doomed[2 * j] = key;
+          doomed[2 * j + 1] = key + LOCK_SUFFIX;
+        }
+        return client.unlink(doomed);
+      }
+      const triples = new Array<string>(3 * count);
+      for (let j = 0; j < count; j++) {
+        const key = valueKeys[indices === null ? j : indices[j]!]!;
+        triples[3 * j] = key;
+        triples[3 * j + 1] = key + LOCK_SUFFIX;
+        triples[3 * j + 2] = key + INVALIDATED_SUFFIX;
+      }
+      return scripts.herdcacheInvalidate1(triples.length, triples, Math.floor(at), this.#invalidationWindow);
+    }));
   }
 
   /**

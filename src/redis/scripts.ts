@@ -101,6 +101,42 @@ end
 return out
 `;
 
+/**
+ * KEYS: per key, value key, lock key, invalidation marker. ARGV: the invalidation's time (ms,
+ * registry clock), the marker's expiry (ms). Deletes the value and its lock (which fences locked
+ * fills) and leaves the marker (which fences fills without the lock: see WRITE_UNLESS_INVALIDATED).
+ * The marker keeps the latest time it was given: replicas' invalidations may arrive out of order.
+ */
+const INVALIDATE = `
+${SAFE_GET}
+for i = 1, #KEYS, 3 do
+  redis.call('UNLINK', KEYS[i], KEYS[i + 1])
+  local previous = tonumber(get(KEYS[i + 2]))
+  local at = tonumber(ARGV[1])
+  if previous ~= nil and previous > at then at = previous end
+  redis.call('SET', KEYS[i + 2], string.format('%d', at), 'PX', ARGV[2])
+end
+return 1
+`;
+
+/**
+ * KEYS: value key, invalidation marker. ARGV: payload, px ('0': no expiry), since (ms, when the
+ * fill started). Writes unless the key was invalidated at or after `since`: a fill without the
+ * lock that started before an invalidation may hold data older than it, and nothing else fences
+ * it (the lock's deletion fences only fills that held the lock). Returns 1 when written, else 0.
+ */
+const WRITE_UNLESS_INVALIDATED = `
+${SAFE_GET}
+local at = tonumber(get(KEYS[2]))
+if at ~= nil and at >= tonumber(ARGV[3]) then return 0 end
+if ARGV[2] == '0' then
+  redis.call('SET', KEYS[1], ARGV[1])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+return 1
+`;
+
 type Arg = string | Buffer | number | readonly (string | Buffer)[];
 
 /** The commands `defineScripts` adds to a client (numKeys first: the key count varies per call). */
@@ -110,6 +146,12 @@ export interface LockScripts {
   herdcacheLockWrite1(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheLockRelease1(numKeys: number, ...args: Arg[]): Promise<number>;
   herdcacheTagBump1(numKeys: number, ...args: Arg[]): Promise<number[]>;
+  herdcacheInvalidate1(numKeys: number, ...args: Arg[]): Promise<number>;
+}
+
+/** A pipeline with the write script (see WRITE_UNLESS_INVALIDATED). */
+export interface ScriptPipeline {
+  herdcacheWriteUnlessInvalidated1(numKeys: number, ...args: Arg[]): unknown;
 }
 
 /**
@@ -122,5 +164,7 @@ export function defineScripts(client: Redis | Cluster): LockScripts {
   client.defineCommand('herdcacheLockWrite1', { lua: WRITE_AND_RELEASE });
   client.defineCommand('herdcacheLockRelease1', { lua: RELEASE });
   client.defineCommand('herdcacheTagBump1', { lua: TAG_BUMP });
+  client.defineCommand('herdcacheInvalidate1', { lua: INVALIDATE });
+  client.defineCommand('herdcacheWriteUnlessInvalidated1', { lua: WRITE_UNLESS_INVALIDATED });
   return client as unknown as LockScripts;
 }

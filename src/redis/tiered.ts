@@ -30,7 +30,7 @@ import { MemoryStore, memoryStore } from '../core/memory';
 import type { RedisStore } from './redis-store';
 import { Subscription, decodeMessage, encodeMessage, type Change } from './tiered-bus';
 import { L1Copies, type Candidate } from './tiered-l1';
-import type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
+import type { DeleteOptions, FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
 
 export interface TieredStoreOptions {
   /** The shared tier: a redisStore. Its client also publishes the invalidation messages. */
@@ -229,10 +229,10 @@ class TieredStoreImpl implements TieredStore {
     await this.#publish({ op: 'set', keys });
   }
 
-  async delete(keys: readonly string[]): Promise<void> {
+  async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {
     if (keys.length === 0) return;
     this.#l1.dropKeys(keys);
-    await this.#l2.delete(keys);
+    await this.#l2.delete(keys, options);
     await this.#publish({ op: 'delete', keys });
   }
 
