@@ -29,6 +29,12 @@ export interface LoadPlan {
    */
   readonly epochMs: number;
   readonly keysPerEpoch: number;
+  /**
+   * This share of the loads (0..1) goes back to a key of one of the last `revisitEpochs` epochs, as
+   * hot keys are read again: a key left with a lock and no value shows up as a wait here.
+   */
+  readonly revisitShare: number;
+  readonly revisitEpochs: number;
   /** Instead of epochs: these keys, picked at random (the planted-garbage scenarios). */
   readonly fixedKeys?: readonly string[];
   /** Loads fired at once at `go`, before the steady loops start. */

@@ -141,7 +141,8 @@ class Run {
   #pickKey(): string {
     const plan = this.#plan;
     if (plan.fixedKeys !== undefined) return plan.fixedKeys[Math.floor(Math.random() * plan.fixedKeys.length)]!;
-    const epoch = Math.floor(Date.now() / plan.epochMs);
+    let epoch = Math.floor(Date.now() / plan.epochMs);
+    if (plan.revisitShare > 0 && Math.random() < plan.revisitShare) epoch -= 1 + Math.floor(Math.random() * plan.revisitEpochs);
     return `e${epoch}:${Math.floor(Math.random() * plan.keysPerEpoch)}`;
   }
 
