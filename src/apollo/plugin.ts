@@ -4,17 +4,16 @@
  * Per operation it makes sure the context carries the operation's cache state (the request scope
  * the @cached directive and the helpers use), and when the response leaves it reports what the
  * operation's loads did: into `response.extensions.cache` (when enabled) and into Prometheus
- * counters labelled {operation, source} (when a registry is given).
+ * counters labelled {operation, source} (when a registry is given). The report itself is shared
+ * with the Envelop/Yoga plugin (herdcache/envelop): see graphql/reporting.
  *
  * Only types come from @apollo/server: it is an optional peer and this module loads without it.
  */
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
 import type { Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
-import { HerdcacheError, invalidOption } from '../core/errors';
-import { attachOperation, checkCache, detachOperation } from '../graphql/request';
-import { type HerdcacheMetrics, DEFAULT_MAX_OPERATION_LABELS, prometheusMetrics } from '../prometheus/metrics';
-import { checkBoolean, checkPositiveInteger } from '../core/options';
+import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
+import { operationRecorder } from '../prometheus/metrics';
 
 export interface HerdcachePluginOptions {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -32,21 +31,14 @@ export interface HerdcachePluginOptions {
 }
 
 export function herdcachePlugin<TContext extends BaseContext = BaseContext>(options: HerdcachePluginOptions): ApolloServerPlugin<TContext> {
-  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache"');
-  const { cache, registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
-  checkCache(cache);
-  const extensions = options.extensions === undefined ? process.env.NODE_ENV !== 'production' : checkBoolean('extensions', options.extensions);
-  checkPositiveInteger('maxOperationLabels', maxOperationLabels);
-  if (registry !== undefined && (registry === null || typeof registry !== 'object' || typeof registry.getSingleMetric !== 'function')) {
-    throw invalidOption('registry', registry, 'a prom-client Registry');
-  }
-  let metrics: HerdcacheMetrics | undefined;
+  checkPluginOptions(options, 'herdcachePlugin');
+  const recorder = operationRecorder(options);
+  const reporting = new OperationReporting({ cache: options.cache, extensions: options.extensions, recorder, owner: 'herdcachePlugin' });
 
   return {
     async serverWillStart() {
-      if (registry === undefined) return;
-      metrics = await prometheusMetrics({ registry, maxOperationLabels });
-      const stop = metrics.observe(cache);
+      if (recorder === undefined) return;
+      const stop = await reporting.start();
       return {
         async serverWillStop() {
           stop();
@@ -55,20 +47,13 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(opti
     },
 
     async requestDidStart({ contextValue }): Promise<GraphQLRequestListener<TContext> | void> {
-      const attached = attachOperation(contextValue, cache);
-      if (attached === undefined) return; // a context that cannot carry state (frozen, not an object)
-      const { operation, created } = attached;
-      if (operation.cache !== cache) {
-        throw new HerdcacheError('E_INVALID_OPTION', 'herdcache: the context was made by herdcacheContext() with another cache than herdcachePlugin({ cache })');
-      }
+      const active = reporting.begin(contextValue);
+      if (active === undefined) return; // a context that cannot carry state (frozen, not an object)
       return {
         async willSendResponse({ response, operation: document, operationName }) {
-          // A context object reused for the next operation must not keep this one's memo.
-          detachOperation(contextValue, operation, created);
-          if (document === undefined) return; // not parsed or not valid: nothing ran
-          const report = operation.report();
-          metrics?.recordOperation(operationName, report);
-          if (extensions && response.body.kind === 'single') {
+          // `document` is undefined when the request did not parse or validate: nothing ran.
+          const report = reporting.end(active, operationName, document !== undefined);
+          if (report !== undefined && response.body.kind === 'single') {
             const result = response.body.singleResult;
             result.extensions = { ...result.extensions, cache: report };
           }

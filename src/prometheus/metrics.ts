@@ -15,7 +15,7 @@ import { HerdcacheError, invalidOption } from '../core/errors';
 import type { CacheReport, CacheReportCounters } from '../graphql/request';
 import { checkPositiveInteger } from '../core/options';
 
-type PromClient = typeof import('prom-client');
+export type PromClient = typeof import('prom-client');
 
 export interface PrometheusMetricsOptions {
   /** Where the metrics are registered. Nothing goes to prom-client's global registry. */
@@ -140,9 +140,7 @@ const perRegistry = new WeakMap<Registry, HerdcacheMetrics>();
 export async function prometheusMetrics(options: PrometheusMetricsOptions): Promise<HerdcacheMetrics> {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "registry"');
   const { registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
-  if (registry === null || typeof registry !== 'object' || typeof registry.getSingleMetric !== 'function' || typeof registry.registerMetric !== 'function') {
-    throw invalidOption('registry', registry, 'a prom-client Registry');
-  }
+  checkRegistry(registry);
   const max = checkPositiveInteger('maxOperationLabels', maxOperationLabels);
   const existing = perRegistry.get(registry);
   if (existing !== undefined) return existing;
@@ -152,7 +150,26 @@ export async function prometheusMetrics(options: PrometheusMetricsOptions): Prom
   return created;
 }
 
-async function loadPromClient(): Promise<PromClient> {
+/**
+ * For the server plugins: validates `registry` and `maxOperationLabels` now (at plugin creation)
+ * and returns the function that loads the metrics later, or undefined when no registry is given.
+ */
+export function operationRecorder(options: { registry?: Registry; maxOperationLabels?: number }): (() => Promise<HerdcacheMetrics>) | undefined {
+  const { registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
+  checkPositiveInteger('maxOperationLabels', maxOperationLabels);
+  if (registry === undefined) return undefined;
+  checkRegistry(registry);
+  return () => prometheusMetrics({ registry, maxOperationLabels });
+}
+
+export function checkRegistry(registry: unknown): asserts registry is Registry {
+  const candidate = registry as Partial<Registry> | null;
+  if (candidate === null || typeof candidate !== 'object' || typeof candidate.getSingleMetric !== 'function' || typeof candidate.registerMetric !== 'function') {
+    throw invalidOption('registry', registry, 'a prom-client Registry');
+  }
+}
+
+export async function loadPromClient(): Promise<PromClient> {
   try {
     const loaded = (await import('prom-client')) as PromClient & { default?: PromClient };
     return typeof loaded.Counter === 'function' ? loaded : loaded.default!;

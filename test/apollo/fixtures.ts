@@ -85,7 +85,7 @@ export function fixture(options: FixtureOptions = {}) {
   const loaders = { user: userLoader };
   /** A context as an app's context function would build it. */
   const context = (session?: string) => ({ ...herdcacheContext({ cache, loaders }), session });
-  return { cache, server, counter, context, loaders };
+  return { cache, server, counter, context, loaders, schema };
 }
 
 export function single(response: GraphQLResponse) {
