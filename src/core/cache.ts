@@ -79,6 +79,7 @@ export class Cache implements Registry {
       count: (source, counter, sink) => this.#count(source, counter, sink),
       hook: (name, ...args) => notify(this.#observers.current[name] as Observer | undefined, args),
       refresh: (source, key, arg, policy, replaces) => this.#refresh(source, key, arg, policy, replaces),
+      fillWrapper: () => this.#observers.current.wrapFill,
     });
     store.bind?.({
       encodeError: (key, error) => this.#storeProblem('encodeErrors', key, error, 'encode'),

@@ -4,9 +4,9 @@
  * event; an observer that throws never fails the load it observes, nor silences the next one.
  */
 import { invalidOption } from './errors';
-import type { CacheHooks } from './types';
+import type { CacheHooks, FillInfo } from './types';
 
-const HOOK_NAMES = ['onHit', 'onMiss', 'onStale', 'onCoalesced', 'onFill', 'onStoreError'] as const;
+const HOOK_NAMES = ['onHit', 'onMiss', 'onStale', 'onCoalesced', 'onFill', 'onStoreError', 'wrapFill'] as const;
 
 /** Any of the hooks: each has its own signature, the arguments are passed through as given. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -75,6 +75,10 @@ function fanOut(sets: readonly CacheHooks[]): CacheHooks {
   for (const name of HOOK_NAMES) {
     const fns = sets.map((set) => set[name] as ((...args: unknown[]) => void) | undefined).filter((fn) => typeof fn === 'function');
     if (fns.length === 0) continue;
+    if (name === 'wrapFill') {
+      out[name] = nestWrappers(fns as NonNullable<CacheHooks['wrapFill']>[]) as (...args: unknown[]) => void;
+      continue;
+    }
     out[name] = (...args) => {
       for (const fn of fns) {
         try {
@@ -87,6 +91,26 @@ function fanOut(sets: readonly CacheHooks[]): CacheHooks {
     };
   }
   return out as CacheHooks;
+}
+
+type FillWrapper = NonNullable<CacheHooks['wrapFill']>;
+
+/** wrapFill hooks nested, the first set's outermost; each runs the fill at most once, and one that throws or does not call it does not stop it. */
+function nestWrappers(wrappers: readonly FillWrapper[]): FillWrapper {
+  return wrappers.reduceRight<FillWrapper>(
+    (inner, outer) =>
+      <T>(fill: () => Promise<T>, info: FillInfo) => {
+        let started: Promise<T> | undefined;
+        const once = () => (started ??= inner(fill, info));
+        try {
+          ignoreRejection(outer(once, info));
+        } catch {
+          // Observers never break loads, nor each other.
+        }
+        return once();
+      },
+    (fill) => fill(),
+  );
 }
 
 /** Every hook given must be a function: a typo fails at configuration, not silently on every load. */

@@ -19,6 +19,7 @@ export type {
   Counters,
   Fill,
   FillContext,
+  FillInfo,
   FreshnessOptions,
   GetOrComputeOptions,
   LoadOptions,

@@ -10,7 +10,7 @@ import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly } from './
 import type { CounterName, Sink } from './metrics';
 import { DEFAULTS, type LockTiming, type Policy, storesValues } from './options';
 import type { LockAttempt, Store, StoreWrite } from './store';
-import type { CacheHooks, Counters, Fill } from './types';
+import type { CacheHooks, Counters, Fill, FillInfo } from './types';
 
 /** One key waiting to be read, locked or filled. */
 export interface Item {
@@ -63,7 +63,11 @@ export interface PipelineHost {
   count(source: Source, counter: CounterName, sink: Sink | undefined): void;
   hook<N extends 'onFill' | 'onStoreError'>(name: N, ...args: Parameters<NonNullable<CacheHooks[N]>>): void;
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void;
+  /** The wrapFill hook in force now, or undefined (then no FillInfo is made). */
+  fillWrapper(): CacheHooks['wrapFill'];
 }
+
+type LockOutcome = FillInfo['lock'];
 
 export class FillPipeline {
   readonly #host: PipelineHost;
@@ -106,7 +110,7 @@ export class FillPipeline {
     }
     if (unstored !== undefined) {
       for (const item of unstored) if (!item.counted) this.#host.record(item.source, 'misses', item.key, item.sink);
-      if (items.length === 0) return this.#fill(unstored, undefined);
+      if (items.length === 0) return this.#fill(unstored, undefined, 'none');
     }
     if (items.length === 0) return;
     const versioned = this.#store.tagVersions !== undefined && items.some((item) => item.tags !== undefined);
@@ -141,7 +145,7 @@ export class FillPipeline {
     if (toFill.length === 0) return;
     const locking = this.#store.lock !== undefined ? toFill.filter(locks) : [];
     const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !locks(item));
-    await Promise.all([this.#fill(unlocked, undefined), locking.length > 0 ? this.#lockAndFill(locking) : undefined]);
+    await Promise.all([this.#fill(unlocked, undefined, 'none'), locking.length > 0 ? this.#lockAndFill(locking) : undefined]);
   }
 
   /**
@@ -230,7 +234,7 @@ export class FillPipeline {
         // and delete), or other replicas would wait on them until lockTtl.
         const keys = waiting.map((item) => item.key);
         void this.storeCall('lock.release', () => lock.release(keys, token), waiting);
-        fills.push(this.#fill(waiting, undefined));
+        fills.push(this.#fill(waiting, undefined, 'failed'));
         break;
       }
       const won: Item[] = [];
@@ -262,14 +266,14 @@ export class FillPipeline {
         }
       }
       if (release.length > 0) void this.storeCall('lock.release', () => lock.release(release, token), waiting);
-      if (won.length > 0) fills.push(this.#fill(won, token));
+      if (won.length > 0) fills.push(this.#fill(won, token, 'won'));
       waiting = next;
       if (waiting.length === 0) break;
       const left = deadline - this.#clock.now();
       if (left <= 0) {
         // Bounded damage, never unavailability: stop waiting on the other process and fill here.
         for (const item of waiting) this.#host.count(item.source, 'lockTimeouts', item.sink);
-        fills.push(this.#fill(waiting, undefined));
+        fills.push(this.#fill(waiting, undefined, 'timeout'));
         break;
       }
       // Never sleep past the deadline; the last poll lands on it.
@@ -282,7 +286,7 @@ export class FillPipeline {
   }
 
   /** Runs each source's function for its items (in its groups), writes what succeeded, settles all. */
-  async #fill(all: Item[], token: string | undefined): Promise<void> {
+  async #fill(all: Item[], token: string | undefined, lock: LockOutcome): Promise<void> {
     // A flight abandoned before its fill starts is not filled (the only such path is a failed lock
     // call, where no lock is held; with a token, callers pass flights checked in this very step).
     const items = all.filter((item) => !item.flight.abandoned);
@@ -294,22 +298,17 @@ export class FillPipeline {
       else list.push(item);
     }
     const runs: Promise<void>[] = [];
-    for (const [source, list] of bySource) for (const group of source.groups(list)) runs.push(this.#fillGroup(source, group, token));
+    for (const [source, list] of bySource) for (const group of source.groups(list)) runs.push(this.#fillGroup(source, group, token, lock));
     await Promise.all(runs);
   }
 
-  async #fillGroup(source: Source, items: Item[], token: string | undefined): Promise<void> {
+  async #fillGroup(source: Source, items: Item[], token: string | undefined, lockOutcome: LockOutcome): Promise<void> {
     const run = new FillRun(items.length);
     for (const item of items) item.flight.run = run;
     const started = performance.now();
     const startedAt = this.#clock.now();
-    let results: unknown[];
-    try {
-      results = await source.run(items, run.signal);
-    } catch (thrown) {
-      const failure = new Failure(asError(thrown));
-      results = items.map(() => failure);
-    }
+    const wrap = this.#host.fillWrapper();
+    const results = await (wrap === undefined ? runGroup(source, items, run.signal) : wrapped(wrap, new WrappedFill(source, items, run.signal, lockOutcome)));
     const duration = performance.now() - started;
     const now = this.#clock.now();
     const writes: StoreWrite[] = [];
@@ -431,6 +430,64 @@ function knownVersions(items: readonly Item[]): Map<string, number> {
   }
   return known;
 }
+
+/** One call of the source's function; a throw fails every key of the call. Never rejects. */
+async function runGroup(source: Source, items: Item[], signal: AbortSignal): Promise<unknown[]> {
+  try {
+    return await source.run(items, signal);
+  } catch (thrown) {
+    const failure = new Failure(asError(thrown));
+    return items.map(() => failure);
+  }
+}
+
+/** A fill call as the wrapFill hook sees it (FillInfo), and the call itself. */
+class WrappedFill implements FillInfo {
+  readonly source: string;
+  readonly keys: readonly string[];
+  readonly background: boolean;
+  failures = 0;
+  readonly #items: Item[];
+  #call: Promise<unknown[]> | undefined;
+
+  constructor(
+    readonly sourceOf: Source,
+    items: Item[],
+    readonly signal: AbortSignal,
+    readonly lock: LockOutcome,
+  ) {
+    this.source = sourceOf.name;
+    this.keys = items.map((item) => item.key);
+    this.background = items.every((item) => item.flight.background);
+    this.#items = items;
+  }
+
+  get callers(): number {
+    let n = 0;
+    for (const item of this.#items) n += item.flight.waiters;
+    return n;
+  }
+
+  /** The call, started once whoever asks first (the wrapper, or the pipeline when the wrapper did not). */
+  readonly call = (): Promise<unknown[]> =>
+    (this.#call ??= runGroup(this.sourceOf, this.#items, this.signal).then((results) => {
+      for (const result of results) if (result instanceof Failure) this.failures++;
+      return results;
+    }));
+}
+
+/** Runs a fill call through the wrapFill hook: the results are the call's own, whatever the hook does. */
+function wrapped(wrap: NonNullable<CacheHooks['wrapFill']>, fill: WrappedFill): Promise<unknown[]> {
+  try {
+    const out = wrap(fill.call, fill);
+    if (out !== null && typeof out === 'object' && typeof (out as Promise<unknown>).then === 'function') (out as Promise<unknown>).then(undefined, ignore);
+  } catch {
+    // Observers never break loads.
+  }
+  return fill.call();
+}
+
+function ignore(): void {}
 
 export async function runFill(item: Item, signal: AbortSignal): Promise<unknown[]> {
   try {

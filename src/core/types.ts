@@ -48,6 +48,32 @@ export interface CacheHooks {
   onFill?(key: string, source: string, durationMs: number, error?: unknown): void;
   /** A store call failed or a value could not be encoded/decoded; the load went on without the store. */
   onStoreError?(error: unknown, operation: string): void;
+  /**
+   * Wraps each call of a fill or batch function, e.g. to run it inside a tracing span
+   * (herdcache/otel): call `fill` once, synchronously, and return what it returns. Only fills reach
+   * it, never a hit. A wrapper that throws or does not call `fill` does not stop the fill.
+   */
+  wrapFill?<T>(fill: () => Promise<T>, info: FillInfo): Promise<T>;
+}
+
+/** What wrapFill is told about one call of a fill or batch function. */
+export interface FillInfo {
+  /** The loader name, "getOrCompute", or a getOrCompute label. */
+  readonly source: string;
+  /** The keys this call computes (store keys; one for getOrCompute). */
+  readonly keys: readonly string[];
+  /**
+   * The fill lock: "won" (this process holds the keys' locks), "timeout" (another process held
+   * them past lockWaitTimeout), "failed" (the lock call failed), "none" (no lock: memory store,
+   * `lock: false`).
+   */
+  readonly lock: 'won' | 'timeout' | 'failed' | 'none';
+  /** A background refresh (stale-while-revalidate, early refresh): nobody waits on it. */
+  readonly background: boolean;
+  /** Callers waiting on these keys right now, the first caller of each included. */
+  readonly callers: number;
+  /** Keys whose fill failed: known once the promise of `fill()` has settled. */
+  readonly failures: number;
 }
 
 export interface CacheOptions extends FreshnessOptions, LockOptions {

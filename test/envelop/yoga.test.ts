@@ -115,7 +115,7 @@ describe('useHerdcache on GraphQL Yoga over HTTP', () => {
       const yoga = await listen(yogaFixture, { extensions: true, registry: yogaRegistry, appContext });
       try {
         for (const [query, session] of queries) {
-          const fromApollo = single(await apollo.server.executeOperation({ query }, { contextValue: appContext ? apollo.context(session) : { session, loaders: apollo.loaders } }));
+          const fromApollo = single(await apollo.server.executeOperation({ query }, { contextValue: (appContext ? apollo.context(session) : { session, loaders: apollo.loaders }) as { session?: string } }));
           const fromYoga = await post(yoga.graphql, query, session);
           expect(fromYoga.errors ?? null).toEqual(fromApollo.errors ?? null);
           expect({ query, appContext, report: reportOf(fromYoga) }).toEqual({ query, appContext, report: reportOf(fromApollo) });
