@@ -8,7 +8,9 @@ export const entries = {
   redis: 'src/redis/index.ts',
   graphql: 'src/graphql/index.ts',
   apollo: 'src/apollo/index.ts',
+  envelop: 'src/envelop/index.ts',
   prometheus: 'src/prometheus/index.ts',
+  otel: 'src/otel/index.ts',
 };
 
 export default defineConfig({

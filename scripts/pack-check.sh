@@ -1,27 +1,125 @@
 #!/usr/bin/env bash
-# Packs the package, installs the tarball into a temp project, and checks that both
-# `require('herdcache')` and `import('herdcache')` work and expose the public API.
+# The package as a user installs it: packs the tarball, installs it into a temp project with NO
+# peer dependencies, and checks that
+#   1. a strict TypeScript project (strict, skipLibCheck: false) compiles against `herdcache`
+#      with moduleResolution node16 (ESM and CJS) and bundler, with no peer installed;
+#   2. every entry (herdcache, /redis, /graphql, /apollo, /envelop, /prometheus, /otel) is
+#      typed against its own peers only: a strict project that has just those peers compiles;
+#   3. every entry imports (ESM) and requires (CJS) and exposes its API.
+# Peers and TypeScript come from this checkout's node_modules (symlinked): fast, and offline.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-tarball="$(cd "$root" && npm pack --silent --pack-destination "$tmp" | tail -n 1)"
-cd "$tmp"
+tsc="$root/node_modules/typescript/bin/tsc"
+
+# npm pack runs prepack (the build); a dist/ newer than every source is packed as it is.
+if [ -f "$root/dist/index.mjs" ] && [ -z "$(find "$root/src" "$root/tsup.config.ts" "$root/package.json" -newer "$root/dist/index.mjs" -print -quit)" ]; then
+  pack_flags=(--ignore-scripts)
+else
+  pack_flags=()
+fi
+tarball="$(cd "$root" && npm pack --silent "${pack_flags[@]}" --pack-destination "$tmp" | tail -n 1)"
+echo "packed $tarball"
+for required in LICENSE CHANGELOG.md README.md schema/cached.graphql dist/index.mjs dist/index.js dist/index.d.ts dist/index.d.mts; do
+  tar -tzf "$tmp/$tarball" "package/$required" >/dev/null 2>&1 || { echo "the tarball lacks $required"; exit 1; }
+done
+
+# The installed package, once; each check below gets a copy next to exactly the peers it may use.
+mkdir "$tmp/install" && cd "$tmp/install"
 npm init -y >/dev/null
-npm install --no-audit --no-fund --silent "$tmp/$tarball"
+npm install --no-audit --no-fund --silent --prefer-offline "$tmp/$tarball"
+for peer in graphql @apollo/server ioredis prom-client @envelop/core @opentelemetry/api; do
+  test ! -e "node_modules/$peer" || { echo "npm installed the optional peer $peer"; exit 1; }
+done
+
+# project <dir> <peer>...: a project with the installed herdcache (and its dependencies) and
+# symlinks to the given peers only. @types/node is there as in any Node project.
+project() {
+  local dir="$tmp/$1"
+  shift
+  mkdir -p "$dir/node_modules/@types"
+  cp -R "$tmp/install/node_modules/." "$dir/node_modules/"
+  ln -s "$root/node_modules/@types/node" "$dir/node_modules/@types/node"
+  for peer in "$@"; do
+    mkdir -p "$(dirname "$dir/node_modules/$peer")"
+    ln -s "$root/node_modules/$peer" "$dir/node_modules/$peer"
+  done
+  printf '{ "name": "%s", "private": true, "type": "module" }\n' "$(basename "$dir")" >"$dir/package.json"
+}
+
+# typecheck <dir> <module> <moduleResolution> <file>: strict, and the libraries' .d.ts checked too.
+typecheck() {
+  cat >"$1/tsconfig.json" <<JSON
+{ "compilerOptions": { "strict": true, "skipLibCheck": false, "noEmit": true, "target": "ES2022",
+  "module": "$2", "moduleResolution": "$3", "types": ["node"] }, "files": ["$4"] }
+JSON
+  (cd "$1" && node "$tsc" -p tsconfig.json) || { echo "type check failed: $1 ($2/$3)"; exit 1; }
+}
+
+# 1. herdcache with no peer at all.
+project core
+cat >"$tmp/core/check.ts" <<'TS'
+import { createCache, memoryStore, HerdcacheError, type Cache, type CacheHooks, type MetricsSnapshot } from 'herdcache';
+const cache: Cache = createCache({ store: memoryStore({ max: 10 }), ttl: 1000 });
+const hooks: CacheHooks = { onHit: (key: string, source: string) => void [key, source] };
+cache.observe(hooks);
+const users = cache.loader<string, { id: string }>({ name: 'user', batch: (ids) => ids.map((id) => ({ id })) });
+export async function main(): Promise<number> {
+  const user: { id: string } = await cache.request().loader(users).load('1');
+  const snapshot: MetricsSnapshot = cache.metrics();
+  const n: number = await cache.getOrCompute('k', () => 7);
+  return n + snapshot.total.hits + user.id.length + (new HerdcacheError('E_CLOSED', 'x').code === 'E_CLOSED' ? 0 : 1);
+}
+TS
+cp "$tmp/core/check.ts" "$tmp/core/check.cts"
+typecheck "$tmp/core" node16 node16 check.ts
+typecheck "$tmp/core" node16 node16 check.cts
+typecheck "$tmp/core" esnext bundler check.ts
+echo "types ok: herdcache, strict, skipLibCheck false, no peers (node16 ESM + CJS, bundler)"
+
+# 2 + 3. Each entry with its own peers: types, import, require. `names` are exports that must exist.
+check_entry() {
+  local entry="$1" names="$2"
+  shift 2
+  local dir="entry-${entry//\//-}"
+  project "$dir" "$@"
+  local first="${names%% *}"
+  printf "import { %s } from '%s';\nexport const loaded: unknown = %s;\n" "${names// /, }" "$entry" "$first" >"$tmp/$dir/check.ts"
+  typecheck "$tmp/$dir" node16 node16 check.ts
+  cat >"$tmp/$dir/run.mjs" <<JS
+import { createRequire } from 'node:module';
+const names = '$names'.split(' ');
+const imported = await import('$entry');
+const required = createRequire(import.meta.url)('$entry');
+for (const name of names) {
+  if (imported[name] === undefined) throw new Error('import("$entry"): ' + name + ' missing');
+  if (required[name] === undefined) throw new Error('require("$entry"): ' + name + ' missing');
+}
+JS
+  (cd "$tmp/$dir" && node run.mjs) || { echo "import/require failed: $entry"; exit 1; }
+  echo "ok: $entry (peers: ${*:-none})"
+}
+
+check_entry herdcache "createCache memoryStore manualClock jitteredTtl HerdcacheError Cache Loader RequestScope"
+check_entry herdcache/redis "redisStore tieredStore jsonCodec" ioredis
+check_entry herdcache/graphql "cachedDirectiveTransformer cachedDirectiveTypeDefs herdcacheContext requestScope cacheReport cachedFieldKey" graphql
+check_entry herdcache/apollo "herdcachePlugin" @apollo/server graphql prom-client
+check_entry herdcache/envelop "useHerdcache" @envelop/core graphql prom-client
+check_entry herdcache/prometheus "herdcacheMetrics prometheusMetrics" prom-client
+check_entry herdcache/otel "tracingHooks tracedStore" @opentelemetry/api
+
+# One class across entries: an error thrown by one entry is `instanceof` the core's, in CJS and ESM.
+cd "$tmp/entry-herdcache-redis"
 node -e "
-const h = require('herdcache');
-if (typeof h.createCache !== 'function') throw new Error('require: createCache missing');
-const c = h.createCache();
-c.getOrCompute('k', async () => 42).then(v => { if (v !== 42) throw new Error('require: wrong value ' + v); console.log('require ok'); });
+const { HerdcacheError } = require('herdcache');
+try { require('herdcache/redis').redisStore({}); } catch (e) { if (!(e instanceof HerdcacheError)) throw new Error('two HerdcacheError classes (CJS)'); }
+const c = require('herdcache').createCache();
+c.getOrCompute('k', async () => 42).then((v) => { if (v !== 42) throw new Error('require: wrong value ' + v); });
 "
-cat > check.mjs <<'MJS'
-import { createCache, jitteredTtl } from 'herdcache';
-const c = createCache();
-const v = await c.getOrCompute('k', async () => 7);
-if (v !== 7 || typeof jitteredTtl !== 'function') throw new Error('import: wrong');
-console.log('import ok');
-MJS
-node check.mjs
-test -f node_modules/herdcache/dist/index.d.ts || { echo 'missing .d.ts'; exit 1; }
+node --input-type=module -e "
+import { HerdcacheError } from 'herdcache';
+import { redisStore } from 'herdcache/redis';
+try { redisStore({}); } catch (e) { if (!(e instanceof HerdcacheError)) throw new Error('two HerdcacheError classes (ESM)'); }
+"
 echo "pack check ok: $tarball"

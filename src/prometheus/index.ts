@@ -1,5 +1,14 @@
 /** herdcache/prometheus: prom-client collectors on the user's Registry. */
 export {
+  herdcacheMetrics,
+  CACHE_COUNTER_METRICS,
+  IN_FLIGHT_METRIC,
+  BREAKER_METRIC,
+  DEFAULT_MAX_SOURCES,
+  type HerdcacheCollectors,
+  type HerdcacheMetricsOptions,
+} from './cache-metrics';
+export {
   prometheusMetrics,
   HerdcacheMetrics,
   COUNTER_METRICS,

@@ -1,0 +1,234 @@
+/**
+ * herdcacheMetrics(): the cache's own counters and the stores' health in Prometheus, for every
+ * user (getOrCompute, loaders outside GraphQL, any server), not only per GraphQL operation.
+ *
+ * Nothing is counted twice and nothing runs per load: each metric has a collect() callback that
+ * reads a snapshot (cache.metrics(), cache.inFlight, a store's breakerState or stats()) when
+ * Prometheus scrapes. Label cardinality is bounded: `source` values come from code (loader names,
+ * field coordinates, getOrCompute labels) and the first `maxSources` are kept, the rest summed
+ * as "other"; `store` values are the names of the stores given; `state` has three values.
+ */
+import type { Counter, Gauge, Registry } from 'prom-client';
+import type { Cache } from '../core/cache';
+import { HerdcacheError, invalidOption } from '../core/errors';
+import { COUNTER_NAMES, type CounterName } from '../core/metrics';
+import { checkPositiveInteger } from '../core/options';
+import type { Store } from '../core/store';
+import type { Counters } from '../core/types';
+import { type PromClient, checkRegistry, loadPromClient } from './metrics';
+
+export interface HerdcacheMetricsOptions {
+  cache: Cache;
+  /** Where the metrics are registered. Nothing goes to prom-client's global registry. */
+  registry: Registry;
+  /**
+   * Stores whose health to expose, labelled by their name: a redisStore's circuit breaker, a
+   * tieredStore's L1 and pub/sub stats. For a tiered store pass it and its L2: `[tiered, l2]`.
+   */
+  stores?: readonly Store[];
+  /** Distinct `source` label values kept; later ones are summed as "other". Default 100. */
+  maxSources?: number;
+  /** The prom-client module. Default: `import('prom-client')`. */
+  client?: PromClient;
+}
+
+/** Metric name per counter of cache.metrics(); all labelled {source}. */
+export const CACHE_COUNTER_METRICS = {
+  hits: ['herdcache_cache_hits_total', 'Loads answered with a fresh value from the store.'],
+  misses: ['herdcache_cache_misses_total', 'Loads that found nothing usable and started a fill (or a wait on another process).'],
+  coalesced: ['herdcache_cache_coalesced_total', 'Loads that joined a fill already in flight in this process.'],
+  staleServed: ['herdcache_cache_stale_served_total', 'Loads answered with a stale value within grace while a refresh ran.'],
+  fills: ['herdcache_cache_fills_total', 'Keys computed successfully by a fill or batch function.'],
+  fillFailures: ['herdcache_cache_fill_failures_total', 'Keys whose fill failed (nothing cached).'],
+  batches: ['herdcache_cache_batches_total', 'Batch function calls.'],
+  batchedKeys: ['herdcache_cache_batched_keys_total', 'Keys sent to batch functions.'],
+  refreshes: ['herdcache_cache_refreshes_total', 'Background refreshes started.'],
+  refreshesDropped: ['herdcache_cache_refreshes_dropped_total', 'Background refreshes dropped at the maxRefreshes cap.'],
+  lockAcquired: ['herdcache_cache_lock_acquired_total', 'Fill locks won.'],
+  lockContended: ['herdcache_cache_lock_contended_total', 'Fill lock attempts that found another process filling.'],
+  lockTimeouts: ['herdcache_cache_lock_timeouts_total', 'Waits on another process that reached lockWaitTimeout and filled locally.'],
+  storeErrors: ['herdcache_cache_store_errors_total', 'Store calls that failed (the load went on without the store).'],
+  encodeErrors: ['herdcache_cache_encode_errors_total', 'Values that could not be encoded for the store (returned, not cached).'],
+  decodeErrors: ['herdcache_cache_decode_errors_total', 'Stored entries that could not be decoded (read as misses).'],
+  invalidations: ['herdcache_cache_invalidations_total', 'Keys and tags invalidated.'],
+} as const satisfies Record<CounterName, readonly [string, string]>;
+
+export const IN_FLIGHT_METRIC = 'herdcache_fills_in_flight';
+export const BREAKER_METRIC = 'herdcache_store_breaker_state';
+const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;
+
+/** tieredStore's stats(): gauges for what is a level, counters for what only grows. */
+const TIERED_GAUGES = {
+  subscribed: ['herdcache_tiered_subscribed', '1 while this replica hears the others over pub/sub, else 0.'],
+  l1Size: ['herdcache_tiered_l1_entries', 'Entries in the in-process L1.'],
+} as const;
+const TIERED_COUNTERS = {
+  published: ['herdcache_tiered_published_total', 'Invalidation messages published.'],
+  publishFailures: ['herdcache_tiered_publish_failures_total', 'PUBLISH calls that failed (L1 emptied).'],
+  received: ['herdcache_tiered_received_total', "Other replicas' messages applied."],
+  l1Clears: ['herdcache_tiered_l1_clears_total', 'Times the whole L1 was emptied.'],
+  promoted: ['herdcache_tiered_promoted_total', 'L2 entries copied into L1.'],
+  refused: ['herdcache_tiered_refused_total', 'L2 entries refused by L1 (changed meanwhile, tag versions not current).'],
+} as const;
+
+export const DEFAULT_MAX_SOURCES = 100;
+
+interface BreakerStore extends Store {
+  readonly breakerState: string;
+}
+interface StatsStore extends Store {
+  stats(): Record<string, number | boolean>;
+}
+
+/** What herdcacheMetrics() registered; `close()` removes it from the registry. */
+export interface HerdcacheCollectors {
+  /** Metric names registered. */
+  readonly names: readonly string[];
+  close(): void;
+}
+
+const perRegistry = new WeakMap<Registry, { cache: Cache; collectors: HerdcacheCollectors }>();
+
+/**
+ * Registers collectors for `cache` (and `stores`) on `registry`. Async because prom-client is
+ * loaded on demand. One cache per registry: a second call with the same cache returns the same
+ * collectors; with another cache it throws (the metrics would collide: use one registry per cache).
+ */
+export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promise<HerdcacheCollectors> {
+  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache" and a "registry"');
+  const { cache, registry, stores = [], maxSources = DEFAULT_MAX_SOURCES } = options;
+  if (cache === null || typeof cache !== 'object' || typeof cache.metrics !== 'function') throw invalidOption('cache', cache, 'a cache created with createCache()');
+  checkRegistry(registry);
+  checkPositiveInteger('maxSources', maxSources);
+  if (!Array.isArray(stores)) throw invalidOption('stores', stores, 'an array of stores');
+  const names = new Set<string>();
+  for (const store of stores) {
+    if (store === null || typeof store !== 'object' || typeof store.name !== 'string') throw invalidOption('stores', store, 'stores (memoryStore(), redisStore(...), tieredStore(...))');
+    if (names.has(store.name)) throw invalidOption('stores', store.name, 'stores with distinct names (the `store` label)');
+    names.add(store.name);
+  }
+  const existing = perRegistry.get(registry);
+  if (existing !== undefined) {
+    if (existing.cache === cache) return existing.collectors;
+    throw new HerdcacheError('E_INVALID_OPTION', 'herdcache: option "registry" already has herdcacheMetrics() of another cache: use one registry per cache');
+  }
+  const client = options.client ?? (await loadPromClient());
+  const raced = perRegistry.get(registry); // another call finished while prom-client loaded
+  if (raced !== undefined && raced.cache === cache) return raced.collectors;
+  const collectors = register(client, registry, cache, stores, maxSources);
+  perRegistry.set(registry, { cache, collectors });
+  return collectors;
+}
+
+function register(client: PromClient, registry: Registry, cache: Cache, stores: readonly Store[], maxSources: number): HerdcacheCollectors {
+  const names: string[] = [];
+  const registers = [registry];
+  const sourceLabel = boundedLabel(maxSources);
+
+  for (const counter of COUNTER_NAMES) {
+    const [name, help] = CACHE_COUNTER_METRICS[counter];
+    names.push(name);
+    new client.Counter({
+      name,
+      help,
+      labelNames: ['source'],
+      registers,
+      collect(this: Counter<'source'>) {
+        this.reset();
+        for (const [source, value] of bySource(cache.metrics().sources, counter, sourceLabel)) this.inc({ source }, value);
+      },
+    });
+  }
+
+  names.push(IN_FLIGHT_METRIC);
+  new client.Gauge({
+    name: IN_FLIGHT_METRIC,
+    help: 'Fills in flight in this process (one per key being computed).',
+    registers,
+    collect(this: Gauge) {
+      this.set(cache.inFlight);
+    },
+  });
+
+  const breakers = stores.filter((store): store is BreakerStore => typeof (store as Partial<BreakerStore>).breakerState === 'string');
+  if (breakers.length > 0) {
+    names.push(BREAKER_METRIC);
+    new client.Gauge({
+      name: BREAKER_METRIC,
+      help: "1 for the store's current circuit breaker state (closed, open, half-open), 0 for the others.",
+      labelNames: ['store', 'state'],
+      registers,
+      collect(this: Gauge<'store' | 'state'>) {
+        this.reset();
+        for (const store of breakers) {
+          const current = store.breakerState;
+          if (current === 'disabled') continue;
+          for (const state of BREAKER_STATES) this.set({ store: store.name, state }, state === current ? 1 : 0);
+        }
+      },
+    });
+  }
+
+  const tiered = stores.filter((store): store is StatsStore => typeof (store as Partial<StatsStore>).stats === 'function');
+  if (tiered.length > 0) {
+    for (const [stat, [name, help]] of Object.entries(TIERED_GAUGES)) {
+      names.push(name);
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ['store'],
+        registers,
+        collect(this: Gauge<'store'>) {
+          for (const store of tiered) this.set({ store: store.name }, Number(store.stats()[stat] ?? 0));
+        },
+      });
+    }
+    for (const [stat, [name, help]] of Object.entries(TIERED_COUNTERS)) {
+      names.push(name);
+      new client.Counter({
+        name,
+        help,
+        labelNames: ['store'],
+        registers,
+        collect(this: Counter<'store'>) {
+          this.reset();
+          for (const store of tiered) this.inc({ store: store.name }, Number(store.stats()[stat] ?? 0));
+        },
+      });
+    }
+  }
+
+  let closed = false;
+  return {
+    names,
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const name of names) registry.removeSingleMetric(name);
+      perRegistry.delete(registry);
+    },
+  };
+}
+
+/** Keeps the first `max` distinct values seen (stable across scrapes); the rest become "other". */
+function boundedLabel(max: number): (value: string) => string {
+  const kept = new Set<string>();
+  return (value) => {
+    if (kept.has(value)) return value;
+    if (kept.size >= max) return 'other';
+    kept.add(value);
+    return value;
+  };
+}
+
+/** One counter's non-zero values by (bounded) source label. */
+function bySource(sources: Readonly<Record<string, Counters>>, counter: CounterName, label: (source: string) => string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [source, counters] of Object.entries(sources)) {
+    const value = counters[counter];
+    if (value === 0) continue;
+    const name = label(source);
+    out.set(name, (out.get(name) ?? 0) + value);
+  }
+  return out;
+}
