@@ -19,6 +19,7 @@ import { MAX_DURATION } from '../core/options';
 import { NO_ARG } from '../core/registry';
 import { NO_ANSWER } from '../core/scope';
 import type { GetOrComputeOptions } from '../core/types';
+import { cachedFieldHint, restrictCacheHint } from './hints';
 import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
 import { type BypassReason, checkCache, operationOf } from './request';
@@ -187,6 +188,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   // call a string to build and then hash in the store's and the request's maps; a key kept here
   // is built and hashed once. Bounded: dropped when full, as a loader's key memo is.
   const keysByIdentity = new Map<string, string>();
+  const hint = cachedFieldHint(policy.ttlMs, policy.scope);
 
   // Resolved without the cache, and counted: never answered under a key that could be shared.
   const bypass = (parent: unknown, args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
@@ -196,6 +198,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   };
 
   return function cachedResolve(parent, args, context, info) {
+    restrictCacheHint(info, hint); // the response's cache-control: never longer or more public than this field's cache
     let identity: string | undefined;
     if (identityOf !== undefined) {
       identity = parent !== null && typeof parent === 'object' ? identityString(identityOf(parent)) : undefined;

@@ -1,0 +1,80 @@
+/**
+ * @cached in Apollo Server's cache-control: the HTTP `cache-control` header of a response must
+ * never be more public or longer-lived than the values herdcache cached for it. So each call of a
+ * @cached field restricts the field's cache hint: `maxAge` at most the field's ttl (seconds), and
+ * PRIVATE when the field is. Restricting can only lower maxAge and make the scope private; a field
+ * without a maxAge of its own still gets the server's default (restrict keeps the smaller one).
+ *
+ * `info.cacheControl` exists only while Apollo's cache-control plugin runs (the default in Apollo
+ * Server 4 and 5); elsewhere this costs one property read.
+ */
+import type { GraphQLResolveInfo } from 'graphql';
+import type { CacheScope } from './directive';
+
+interface Hint {
+  readonly maxAge?: number;
+  readonly scope?: CacheScope;
+}
+
+/** A @cached field's hint, made once per field. */
+export interface CachedFieldHint extends Hint {
+  readonly maxAge: number;
+  /** The scope part alone, for a field whose maxAge is decided when it ends. */
+  readonly scopeOnly: Hint;
+}
+
+/** Apollo's per-field CachePolicy (@apollo/server), as far as this module needs it. */
+interface FieldPolicy {
+  maxAge?: number;
+  scope?: CacheScope;
+  restrict?(hint: Hint): void;
+}
+
+/** What Apollo's `info.cacheControl` offers (@apollo/cache-control-types), as far as this module needs it. */
+interface ResolveInfoCacheControl {
+  readonly cacheHint?: FieldPolicy;
+  setCacheHint?(hint: Hint): void;
+}
+
+export function cachedFieldHint(ttlMs: number, scope: CacheScope): CachedFieldHint {
+  // PUBLIC says nothing: restrict() would only replace an unset scope by PUBLIC, which is the same.
+  const scopeOnly: Hint = scope === 'PRIVATE' ? { scope: 'PRIVATE' } : {};
+  return { maxAge: Math.floor(ttlMs / 1000), ...scopeOnly, scopeOnly };
+}
+
+/** Restricts the field's cache-control hint to what the cache allows (see the module comment). */
+export function restrictCacheHint(info: GraphQLResolveInfo, hint: CachedFieldHint): void {
+  const control = (info as { cacheControl?: ResolveInfoCacheControl }).cacheControl;
+  if (control === undefined) return;
+  const current = control.cacheHint;
+  if (typeof current?.restrict === 'function') {
+    if (current.maxAge !== undefined || !getsDefaultMaxAge(info)) {
+      current.restrict(hint); // a maxAge of its own, or an inheriting field: its ttl counts now
+      return;
+    }
+    // No maxAge yet, and Apollo gives this field the server's defaultMaxAge when it ends, through
+    // restrict(): setting the ttl now would replace that default (0 unless configured) and make
+    // the response cacheable. So the scope is set now and the ttl caps whatever the field ends with.
+    current.restrict(hint.scopeOnly);
+    const restrict = current.restrict;
+    current.restrict = function restrictThenCap(this: FieldPolicy, given: Hint) {
+      restrict.call(this, given);
+      restrict.call(this, hint);
+    };
+    return;
+  }
+  // Without restrict(): set the smaller maxAge and the stricter scope ourselves (setCacheHint replaces).
+  if (typeof control.setCacheHint === 'function') {
+    const maxAge = current?.maxAge === undefined ? hint.maxAge : Math.min(current.maxAge, hint.maxAge);
+    control.setCacheHint({ maxAge, scope: current?.scope === 'PRIVATE' ? 'PRIVATE' : (hint.scope ?? current?.scope) });
+  }
+}
+
+/** Whether Apollo applies its defaultMaxAge to this field: root fields and fields of object, interface or union type. */
+function getsDefaultMaxAge(info: GraphQLResolveInfo): boolean {
+  if (info.path.prev === undefined) return true;
+  let type: unknown = info.returnType;
+  while (type !== null && typeof type === 'object' && 'ofType' in type) type = (type as { ofType: unknown }).ofType;
+  const tag = Object.prototype.toString.call(type);
+  return tag === '[object GraphQLObjectType]' || tag === '[object GraphQLInterfaceType]' || tag === '[object GraphQLUnionType]';
+}
