@@ -20,16 +20,15 @@
  * only (`lock: false`), and with its Redis fill lock.
  */
 import { fork } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { join } from 'node:path';
 import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { burst, sleep } from '../bench/lib/stats';
-import { createCache, manualClock, type Cache, type Counters, type Store } from '../src/core';
-import { herdcachePlugin } from '../src/apollo/plugin';
-import { type CacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../src/graphql';
+import { createCache, manualClock, type Cache, type Counters } from 'herdcache';
+import { herdcachePlugin } from 'herdcache/apollo';
+import { type CacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from 'herdcache/graphql';
+import { redisStore } from 'herdcache/redis';
 
 const REQUESTS = 5_000;
 const HOT_KEYS = 5;
@@ -365,10 +364,6 @@ async function overHttp(): Promise<void> {
 
 // ── several processes sharing one Redis ──────────────────────────────────────────────────
 
-interface RedisStoreModule {
-  redisStore(options: { client: unknown; prefix?: string }): Store;
-}
-
 type Mode = 'no cache' | 'local single-flight only' | 'redis fill lock';
 const MODES: readonly Mode[] = ['no cache', 'local single-flight only', 'redis fill lock'];
 
@@ -379,21 +374,9 @@ interface ChildResult {
   lockContended: number;
 }
 
-const redisStorePath = join(__dirname, '..', 'src', 'stores', 'redis.ts');
-
-function loadRedisStore(): RedisStoreModule | string {
-  if (!existsSync(redisStorePath)) return 'src/stores/redis.ts does not exist yet';
-  try {
-    // A path known only at run time: the Redis store is optional for the demo and typecheck.
-    const mod = require(redisStorePath.replace(/\.ts$/, '')) as Partial<RedisStoreModule>;
-    return typeof mod.redisStore === 'function' ? (mod as RedisStoreModule) : 'src/stores/redis.ts has no redisStore()';
-  } catch (error) {
-    return `src/stores/redis.ts failed to load: ${(error as Error).message}`;
-  }
-}
-
 async function connectRedis(url: string) {
-  const { default: Redis } = await import('ioredis');
+  // Loaded only for the fleet run: the in-memory demo needs no ioredis.
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await client.connect();
   return client;
@@ -402,8 +385,6 @@ async function connectRedis(url: string) {
 /** One replica: runs the stampede for one mode when the parent says go, reports its counts. */
 async function child(): Promise<void> {
   const url = process.env.HERDCACHE_DEMO_REDIS!;
-  const mod = loadRedisStore();
-  if (typeof mod === 'string') throw new Error(mod);
   const client = await connectRedis(url);
   process.on('message', (message: { mode: Mode; prefix: string; requests: number; at: number }) => {
     void (async () => {
@@ -413,7 +394,7 @@ async function child(): Promise<void> {
       if (message.mode === 'no cache') {
         request = (i) => db.user(hotKey(i));
       } else {
-        const store = mod.redisStore({ client, prefix: message.prefix });
+        const store = redisStore({ client, prefix: message.prefix });
         cache = createCache({ store, ttl: TTL_MS, lock: message.mode === 'redis fill lock' });
         const users = cache.loader({ name: 'user', batch: (ids: readonly string[]) => db.users(ids) });
         const c = cache;
@@ -436,11 +417,6 @@ async function child(): Promise<void> {
 }
 
 async function fleet(url: string, replicas: number): Promise<void> {
-  const mod = loadRedisStore();
-  if (typeof mod === 'string') {
-    console.log(`\n(replicas over Redis skipped: ${mod})`);
-    return;
-  }
   const perReplica = Math.ceil(REQUESTS / replicas);
   const children = Array.from({ length: replicas }, () =>
     fork(__filename, ['--child'], { env: { ...process.env, HERDCACHE_DEMO_REDIS: url }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),

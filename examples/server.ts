@@ -1,6 +1,7 @@
 /**
- * A runnable Apollo Server on herdcache: the @cached directive, loaders in context, the plugin,
- * and Prometheus metrics.
+ * A runnable Apollo Server on herdcache: the @cached directive, loaders in context, the plugin
+ * (per-operation report), Prometheus metrics of the cache and its store, and, with Apollo's
+ * cache-control, `cache-control` headers that never outlive @cached values.
  *
  *   npx tsx examples/server.ts                      # in-memory cache
  *   REDIS_URL=redis://127.0.0.1:6379 npx tsx examples/server.ts   # shared through Redis (fill lock across replicas)
@@ -18,17 +19,22 @@ import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { createCache, type Store } from '../src/core';
-import { herdcachePlugin } from '../src/apollo/plugin';
-import { type HerdcacheContext, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../src/graphql';
+import { createCache, type Store } from 'herdcache';
+import { herdcachePlugin } from 'herdcache/apollo';
+import { type HerdcacheContext, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from 'herdcache/graphql';
+import { herdcacheMetrics } from 'herdcache/prometheus';
 
 const typeDefs = /* GraphQL */ `
+  # Apollo's cache-control directive: @cached caps it (maxAge at most the ttl; PRIVATE stays private).
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+
   type Query {
-    "Every book: cached 10 s, then served stale for up to 60 s while one refresh runs."
-    books: [Book!]! @cached(ttl: 10, swr: 60)
+    "Every book: cached 10 s, then served stale for up to 60 s while one refresh runs (header: max-age=10)."
+    books: [Book!]! @cached(ttl: 10, swr: 60) @cacheControl(maxAge: 60)
     book(id: ID!): Book @cached(ttl: 30)
     "Per viewer (x-user header): never shared across users, not cached without one."
-    me: Viewer @cached(ttl: 60, scope: PRIVATE)
+    me: Viewer @cached(ttl: 60, scope: PRIVATE) @cacheControl(maxAge: 60)
   }
   type Book {
     id: ID!
@@ -77,7 +83,7 @@ async function makeStore(): Promise<{ store?: Store; close(): Promise<void> }> {
   const url = process.env.REDIS_URL;
   if (!url) return { close: async () => {} };
   // Loaded only when asked for: the in-memory example needs neither ioredis nor the Redis store.
-  const [{ default: Redis }, { redisStore }] = await Promise.all([import('ioredis'), import('../src/redis/redis-store')]);
+  const [{ Redis }, { redisStore }] = await Promise.all([import('ioredis'), import('herdcache/redis')]);
   const client = new Redis(url);
   return {
     store: redisStore({ client }),
@@ -131,6 +137,8 @@ async function main(): Promise<void> {
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // The cache's own counters (every source, not only GraphQL operations) and the store's health.
+  await herdcacheMetrics({ cache, registry, stores: store === undefined ? [] : [store] });
   const server = new ApolloServer<Ctx>({
     schema,
     plugins: [herdcachePlugin<Ctx>({ cache, registry, extensions: true })],
