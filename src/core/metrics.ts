@@ -62,15 +62,27 @@ export interface Sink {
   count(source: string, counter: CounterName, n: number): void;
 }
 
-/** Counters grouped by source, created on first use. Shared by the registry and request scopes. */
+/**
+ * Counters grouped by source, created on first use. Shared by the registry and request scopes.
+ * A request usually touches one source: the first is held in fields, the others in a Map made
+ * only when a second source shows up, so a request scope's stats cost one counters object.
+ */
 export class CounterSet implements Sink {
-  readonly #sources = new Map<string, Counters>();
+  #firstName: string | undefined = undefined;
+  #first: Counters | undefined = undefined;
+  #others: Map<string, Counters> | undefined = undefined;
 
   of(source: string): Counters {
-    let counters = this.#sources.get(source);
+    if (source === this.#firstName) return this.#first!;
+    if (this.#firstName === undefined) {
+      this.#firstName = source;
+      return (this.#first = zeroCounters());
+    }
+    const others = (this.#others ??= new Map());
+    let counters = others.get(source);
     if (counters === undefined) {
       counters = zeroCounters();
-      this.#sources.set(source, counters);
+      others.set(source, counters);
     }
     return counters;
   }
@@ -82,10 +94,12 @@ export class CounterSet implements Sink {
   snapshot(): MetricsSnapshot {
     const total = zeroCounters();
     const sources: Record<string, Counters> = {};
-    for (const [name, counters] of this.#sources) {
+    const add = (name: string, counters: Counters) => {
       sources[name] = { ...counters };
       addCounters(total, counters);
-    }
+    };
+    if (this.#firstName !== undefined) add(this.#firstName, this.#first!);
+    if (this.#others !== undefined) for (const [name, counters] of this.#others) add(name, counters);
     return { total, sources };
   }
 }

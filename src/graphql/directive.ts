@@ -189,6 +189,8 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   // is built and hashed once. Bounded: dropped when full, as a loader's key memo is.
   const keysByIdentity = new Map<string, string>();
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
+  // A field declaring no arguments is always called with none: nothing to encode per call.
+  const takesArgs = field.args.length > 0;
 
   // Resolved without the cache, and counted: never answered under a key that could be shared.
   const bypass = (parent: unknown, args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
@@ -210,7 +212,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
       if (typeof id !== 'string' || id.length === 0) return bypass(parent, args, context, info, 'no_session');
       session = id;
     }
-    const encodedArgs = canonicalArgs(args);
+    const encodedArgs = takesArgs ? canonicalArgs(args) : NO_ARGS;
     if (encodedArgs === undefined) return bypass(parent, args, context, info, 'unkeyable_args');
     let call = computation;
     if (dynamicTags !== undefined) {
