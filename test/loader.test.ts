@@ -228,11 +228,14 @@ describe('batching loader', () => {
       expect(() => cache.loader({ name: 'dup', batch: async () => [] })).toThrow(expect.objectContaining({ code: 'E_DUPLICATE_LOADER' }));
     });
 
-    it('rejects keys that do not map to a non-empty string, naming the loader and key', async () => {
+    it('throws at once (a TypeError, as DataLoader) for keys that do not map to a non-empty string, naming the loader and key', async () => {
       const loader = cache.loader<unknown, unknown>({ name: 'keys', batch: async (ks) => ks });
-      await expect(loader.load({ id: 1 })).rejects.toMatchObject({ code: 'E_INVALID_KEY', message: expect.stringContaining('loader "keys" got key object') });
-      await expect(loader.load('')).rejects.toMatchObject({ code: 'E_INVALID_KEY' });
-      await expect(loader.load(NaN)).rejects.toMatchObject({ code: 'E_INVALID_KEY', message: expect.stringContaining('NaN') });
+      expect(() => loader.load({ id: 1 })).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('loader "keys" got key object') }));
+      expect(() => loader.load('')).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY' }));
+      expect(() => loader.load(NaN)).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('NaN') }));
+      expect(() => loader.load(undefined)).toThrow(TypeError);
+      expect(() => loader.load(null)).toThrow(HerdcacheError);
+      expect(() => loader.loadMany('1' as never)).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('loadMany() must be called with an array') }));
       const byId = cache.loader<{ id: number }, number>({ name: 'byId', batch: async (ks) => ks.map((k) => k.id), key: (k) => String(k.id) });
       expect(await byId.load({ id: 5 })).toBe(5);
     });

@@ -72,13 +72,12 @@ describe('counting, scopes, keys, prime', () => {
     expect(await l.load('1')).toBe('new');
   });
 
-  it('scoped loadMany(non-array) rejects (never throws)', async () => {
+  it('scoped loadMany(non-array) throws a TypeError at once, as DataLoader (a programming error, not a failed load)', () => {
     const cache = createCache({ ttl: Infinity });
     const l = cache.loader<string, string>({ name: 'u', batch: async (ks) => ks });
     const scope = cache.request();
-    const result = scope.loader(l).loadMany('abc' as never);
-    expect(result).toBeInstanceOf(Promise);
-    await expect(result).rejects.toMatchObject({ code: 'E_INVALID_ARGUMENT', message: expect.stringContaining('argument "keys" must be an array') });
+    expect(() => scope.loader(l).loadMany('abc' as never)).toThrow(TypeError);
+    expect(() => scope.loader(l).loadMany('abc' as never)).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('loadMany() must be called with an array of keys, got "abc"') }));
   });
 
   it('a leader whose only caller aborts before dispatch is still counted once (a miss)', async () => {

@@ -65,13 +65,15 @@ describe('read(): the value itself on an in-process hit', () => {
     expect(request.stats().sources.user).toMatchObject({ hits: 1, staleServed: 0 });
   });
 
-  it('scopedLoader.read on a miss returns the request-memoized promise that load() returns too', async () => {
+  it('scopedLoader.read on a miss returns a promise of the request-memoized load that load() answers too', async () => {
     const { cache, users } = setup();
     const scoped = cache.request().loader(users);
     const pending = scoped.read('7');
     expect(pending).toBeInstanceOf(Promise);
-    expect(scoped.load('7')).toBe(pending);
+    const loaded = scoped.load('7'); // a memo hit: a new promise resolving with the batch (DataLoader >= 2.1)
     expect(await pending).toEqual({ id: '7', v: 1 });
+    expect(await loaded).toBe(await pending);
+    expect(cache.metrics().sources.user).toMatchObject({ misses: 1, batches: 1 });
   });
 
   it('a prime answers read() synchronously', () => {

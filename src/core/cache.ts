@@ -7,7 +7,7 @@
  * fill/batch function for exactly the keys this process won → fenced write → every waiter.
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
-import { type Flight, FlightTable, fulfilled, rejected } from './flight';
+import { Flight, FlightTable, fulfilled, rejected } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly, systemClock } from './freshness';
 import { Observers, type Observer, notify } from './hooks';
 import { Loader } from './loader';
@@ -18,15 +18,10 @@ import { type Computation, NO_ARG, type Registry } from './registry';
 import { RequestScope } from './scope';
 import { Sources } from './sources';
 import { memoryStore } from './memory';
+import { afterPromiseJobs, scheduleOnce } from './tick';
 import type { Store } from './store';
 import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot } from './types';
 
-/** Defers `fn` until the promise jobs queued now have run, then to the next tick: as DataLoader
- * does, so every resolver of the current execution phase enqueues its keys before the batch leaves. */
-const resolved = Promise.resolve();
-function afterPromiseJobs(fn: () => void): void {
-  void resolved.then(() => process.nextTick(fn));
-}
 
 function realSleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -45,8 +40,10 @@ export class Cache implements Registry {
   readonly #flights = new FlightTable();
   readonly #counters = new CounterSet();
   readonly #sources = new Sources(this.#counters);
-  /** Items queued for the next dispatch, from every source. */
+  /** Items queued for the next dispatch, from every source on the default schedule. */
   #queued: Item[] = [];
+  /** Items of sources with their own batchScheduleFn, each waiting for its own dispatch. */
+  readonly #windows = new Map<Source, Item[]>();
   #refreshing = 0;
   #closed = false;
 
@@ -325,6 +322,28 @@ export class Cache implements Registry {
     return flight.joinWithSignal(signal, this.#abandonLeft, () => this.#again(source, key, arg, policy, signal, sink)) as Promise<V>;
   }
 
+  /**
+   * @internal One load that neither joins nor starts a shared flight and never touches the store
+   * (a scoped loader with `cache: false`, as DataLoader's): its key reaches the batch function,
+   * batched with the tick's other keys, even when the same key is already in flight.
+   */
+  _loadAlone<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+    if (this.#closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
+    if (signal?.aborted) return rejected(signal.reason);
+    let tags: readonly string[] | undefined;
+    try {
+      tags = tagsFor(source, arg, policy);
+    } catch (error) {
+      return rejected(error);
+    }
+    const flight = new Flight<V>(key, false, tags); // in no table: nobody joins it, no invalidation reaches it
+    this.#enqueue({ source, key, flight: flight as Flight, arg, policy, sink, tags, counted: false });
+    // Only its caller leaving abandons it; a retry cannot happen, but would load alone again.
+    const again = () => this._loadAlone<V>(source, key, arg, policy, signal, sink);
+    if (signal === undefined) return flight.share(again);
+    return flight.joinWithSignal(signal, this.#abandonLeft as (flight: Flight<V>) => void, again);
+  }
+
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
   readonly #abandonLeft = (flight: Flight): void => {
     this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'));
@@ -355,6 +374,23 @@ export class Cache implements Registry {
   }
 
   #enqueue(item: Item): void {
+    const schedule = item.source.schedule;
+    if (schedule !== undefined) {
+      // The source's own window (batchScheduleFn): its keys leave together when it says so.
+      const source = item.source;
+      const window = this.#windows.get(source);
+      if (window !== undefined) {
+        window.push(item);
+        return;
+      }
+      const items: Item[] = [item]; // queued before scheduling: a scheduler may call back at once
+      this.#windows.set(source, items);
+      scheduleOnce(schedule, () => {
+        if (this.#windows.get(source) === items) this.#windows.delete(source);
+        void this.#pipeline.dispatch(items);
+      });
+      return;
+    }
     this.#queued.push(item);
     if (this.#queued.length === 1) afterPromiseJobs(this.#dispatchQueued);
   }

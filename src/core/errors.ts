@@ -35,22 +35,24 @@ export class HerdcacheError extends Error {
     this.name = 'HerdcacheError';
     this.code = code;
   }
+
+  /** A HerdcacheKeyError is one too (it extends TypeError, for DataLoader's contract). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return Function.prototype[Symbol.hasInstance].call(this, value) || (this === HerdcacheError && value instanceof HerdcacheKeyError);
+  }
 }
 
 /**
- * A store call that failed for part of its keys only (a Redis Cluster master down or slow): the
- * call counts as failed (reported, counted), and `partial` holds its answer for the keys that
- * succeeded, in the call's own result shape, with the failed keys' positions empty (undefined,
- * or NaN for tag versions), so the registry keeps the hits, locks and writes of healthy nodes.
+ * A key a loader cannot load (null, undefined, or one its key function maps to no string),
+ * thrown synchronously by load() as DataLoader throws its TypeError; `code` is E_INVALID_KEY and
+ * `instanceof HerdcacheError` holds.
  */
-export class StorePartialError extends HerdcacheError {
-  constructor(
-    readonly failure: unknown,
-    readonly partial: unknown,
-    message: string,
-  ) {
-    super((failure as { code?: HerdcacheErrorCode } | null)?.code ?? 'E_STORE_ERROR', message, { cause: failure });
-    this.name = 'StorePartialError';
+export class HerdcacheKeyError extends TypeError {
+  readonly code = 'E_INVALID_KEY' as const;
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'HerdcacheError';
   }
 }
 

@@ -7,25 +7,37 @@
  * position fails that key only.
  */
 import type { Item, Source } from './pipeline';
-import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
+import { HerdcacheError, HerdcacheKeyError, describe, invalidArgument, invalidOption } from './errors';
 import { Failure, asError } from './flight';
 import type { Sink } from './metrics';
 import type { Entry } from './freshness';
 import type { Policy } from './options';
 import type { Registry } from './registry';
 import { checkPositiveInteger, checkSignal, checkTags, storesValues } from './options';
+import { type BatchScheduleFn, afterPromiseJobs, checkBatchScheduleFn } from './tick';
 import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 
 /** Errors that failed a whole batch (thrown, not an array, wrong length): a request scope forgets them. */
 export const batchFailures = new WeakSet<object>();
 
+/** DataLoader's test of what loadMany accepts: an array, or an array-like object. */
+function isArrayLike(value: unknown): value is ArrayLike<unknown> {
+  if (Array.isArray(value)) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  const length = (value as { length?: unknown }).length;
+  return typeof length === 'number' && (length === 0 || (length > 0 && Object.prototype.hasOwnProperty.call(value, length - 1)));
+}
+
 /**
  * DataLoader's loadMany: one entry per key, an Error where that key failed; never rejects for a
- * key. Shared by the registry loader and the scoped one.
+ * key. Shared by the registry loader and the scoped one. Like DataLoader, a `keys` that is not
+ * an array throws a TypeError at once (a programming error, not a failed load).
  */
-export function loadEach<K, V>(keys: readonly K[], load: (key: K) => Promise<V>): Promise<(V | Error)[]> {
-  if (!Array.isArray(keys)) return Promise.reject(invalidArgument('keys', keys, 'an array'));
-  return Promise.all(keys.map((key) => load(key).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
+export function loadEach<K, V>(name: string, keys: ArrayLike<K>, load: (key: K) => Promise<V>): Promise<(V | Error)[]> {
+  if (!isArrayLike(keys)) throw new HerdcacheKeyError(`herdcache: loader "${name}": loadMany() must be called with an array of keys, got ${describe(keys)}`);
+  const loads: Promise<V | Error>[] = [];
+  for (let i = 0; i < keys.length; i++) loads.push(load(keys[i]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
+  return Promise.all(loads);
 }
 
 /** Store keys remembered per loader for primitive keys. */
@@ -35,6 +47,13 @@ function defaultKey(key: unknown): string {
   if (typeof key === 'string') return key;
   if (typeof key === 'number' && Number.isFinite(key)) return String(key);
   return undefined as unknown as string; // rejected by the caller with a message naming the key
+}
+
+/** The fix for a key that maps to no string, spelled out with the key's own fields where it has some. */
+function keyFunctionHint(name: string, key: unknown): string {
+  const fields = typeof key === 'object' && key !== null && !Array.isArray(key) ? Object.keys(key).slice(0, 3) : [];
+  const example = fields.length > 0 ? `(k) => \`${fields.map((f) => `\${k.${f}}`).join(':')}\`` : '(k) => String(k.id)';
+  return `DataLoader compares keys by identity, herdcache by a string (it is also the store key): pass a key function, e.g. cache.loader({ name: ${JSON.stringify(name)}, key: ${example}, batch })`;
 }
 
 export class Loader<K, V> implements Source {
@@ -48,6 +67,12 @@ export class Loader<K, V> implements Source {
   readonly #policy: Policy;
   readonly #tags: ((key: K) => readonly string[]) | undefined;
   readonly #keyMemo = new Map<unknown, string>();
+  /** This loader's policy with ttl 0: loads that must not touch the store (a scope with cache: false). */
+  readonly #unstored: Policy;
+  /** @internal Source: the loader's own batch window, when it has a batchScheduleFn. */
+  readonly schedule: BatchScheduleFn | undefined;
+  /** @internal When a request scope's batch of this loader closes (its cache hits resolve with it). */
+  readonly batchSchedule: BatchScheduleFn;
 
   /** @internal use cache.loader(...) */
   constructor(registry: Registry, options: LoaderOptions<K, V>, policy: Policy, counters: Counters) {
@@ -61,6 +86,9 @@ export class Loader<K, V> implements Source {
     this.#prefix = `${options.name}:`;
     this.#maxBatchSize = options.maxBatchSize === undefined ? Infinity : checkPositiveInteger('maxBatchSize', options.maxBatchSize, true);
     this.#policy = policy;
+    this.#unstored = storesValues(policy) ? { ...policy, ttl: 0 } : policy;
+    this.schedule = checkBatchScheduleFn(options.batchScheduleFn);
+    this.batchSchedule = this.schedule ?? afterPromiseJobs;
     if (options.tags !== undefined) {
       if (typeof options.tags !== 'function') throw invalidOption('tags', options.tags, 'a function of the key returning an array of tags');
       registry._checkTagsSupported('tags');
@@ -76,6 +104,28 @@ export class Loader<K, V> implements Source {
 
   /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */
   storeKey(key: K): string {
+    return this._storeKey(key, undefined, this);
+  }
+
+  /**
+   * @internal The key function's string for `key` (a request scope's memo key), called with
+   * `holder` as `this` as DataLoader calls its cacheKeyFn. Throws HerdcacheKeyError (a TypeError).
+   */
+  _keyString(key: K, holder: object): string {
+    if (key === null || key === undefined) {
+      throw new HerdcacheKeyError(`herdcache: loader "${this.name}": load() must be called with a key, got ${String(key)}`);
+    }
+    if (this.#keyOf === defaultKey && typeof key === 'string' && key.length > 0) return key;
+    const k = this.#keyOf.call(holder, key);
+    if (typeof k !== 'string' || k.length === 0) {
+      const hint = typeof key === 'object' && this.#keyOf === defaultKey ? `. ${keyFunctionHint(this.name, key)}` : '';
+      throw new HerdcacheKeyError(`herdcache: loader "${this.name}" got key ${describe(key)}, which maps to ${describe(k)}; keys must map to non-empty strings${hint}`);
+    }
+    return k;
+  }
+
+  /** @internal `name:key`, given the key's string when the caller has it already. */
+  _storeKey(key: K, keyString: string | undefined, holder: object): string {
     // Building `name:key` makes a new string that the store must hash again on every load; for
     // primitive keys the built key is remembered (bounded: the memo is dropped when full).
     const primitive = typeof key === 'string' || typeof key === 'number';
@@ -83,7 +133,7 @@ export class Loader<K, V> implements Source {
       const known = this.#keyMemo.get(key);
       if (known !== undefined) return known;
     }
-    const storeKey = this.#buildKey(key);
+    const storeKey = this.#prefix + (keyString ?? this._keyString(key, holder));
     if (primitive) {
       if (this.#keyMemo.size >= KEY_MEMO_MAX) this.#keyMemo.clear();
       this.#keyMemo.set(key, storeKey);
@@ -91,18 +141,9 @@ export class Loader<K, V> implements Source {
     return storeKey;
   }
 
-  #buildKey(key: K): string {
-    const k = this.#keyOf(key);
-    if (typeof k !== 'string' || k.length === 0) {
-      throw new HerdcacheError(
-        'E_INVALID_KEY',
-        `herdcache: loader "${this.name}" got key ${describe(key)}, which maps to ${describe(k)}; keys must map to non-empty strings (pass a key function for other key types)`,
-      );
-    }
-    return this.#prefix + k;
-  }
-
+  /** One value. A key that cannot be loaded (null, undefined, unmappable) throws a TypeError at once, as DataLoader's. */
   load(key: K, options?: LoadOptions): Promise<V> {
+    const storeKey = this._storeKey(key, undefined, this);
     if (options !== undefined) {
       try {
         checkSignal(options);
@@ -110,18 +151,17 @@ export class Loader<K, V> implements Source {
         return Promise.reject(error);
       }
     }
-    return this._load(key, options?.signal, undefined);
+    return this.#registry._load<V>(this, storeKey, key, this.#policy, options?.signal, undefined);
   }
 
-  /** @internal */
-  _load(key: K, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
-    let storeKey: string;
-    try {
-      storeKey = this.storeKey(key);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  /** @internal a request scope's load: `storeKey` is known, `sink` is the scoped loader. */
+  _load(key: K, storeKey: string, signal: AbortSignal | undefined, sink: Sink): Promise<V> {
     return this.#registry._load<V>(this, storeKey, key, this.#policy, signal, sink);
+  }
+
+  /** @internal a scoped load with no memo and no sharing (cache: false): see Registry._loadAlone. */
+  _loadAlone(key: K, storeKey: string, signal: AbortSignal | undefined, sink: Sink): Promise<V> {
+    return this.#registry._loadAlone<V>(this, storeKey, key, this.#unstored, signal, sink);
   }
 
   /**
@@ -147,8 +187,8 @@ export class Loader<K, V> implements Source {
   }
 
   /** As DataLoader's: one entry per key, an Error where that key failed. Never rejects for a key. */
-  loadMany(keys: readonly K[], options?: LoadOptions): Promise<(V | Error)[]> {
-    return loadEach(keys, (key) => this.load(key, options));
+  loadMany(keys: ArrayLike<K>, options?: LoadOptions): Promise<(V | Error)[]> {
+    return loadEach(this.name, keys, (key) => this.load(key, options));
   }
 
   /**
@@ -189,7 +229,10 @@ export class Loader<K, V> implements Source {
     this.counters.batchedKeys += keys.length;
     let values: ReadonlyArray<V | Error>;
     try {
-      values = await this.#batch(keys, { signal });
+      // `this` is the loader the caller holds, as DataLoader binds it: the scoped loader of the
+      // request whose key opened this batch (keys of other requests may share the call), or
+      // this shared loader for direct and background loads.
+      values = await this.#batch.call(items[0]!.sink?.holder ?? this, keys, { signal });
     } catch (thrown) {
       return this.#failAll(keys.length, asError(thrown));
     }

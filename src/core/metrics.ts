@@ -60,6 +60,8 @@ export function addCounters(into: Counters, from: Counters): void {
  */
 export interface Sink {
   count(source: string, counter: CounterName, n: number): void;
+  /** The loader object the caller holds (a scoped loader): batch and key functions get it as `this`. */
+  readonly holder?: object;
 }
 
 /**

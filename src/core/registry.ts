@@ -31,6 +31,8 @@ export interface Registry {
    * undefined, counting nothing (the caller then loads).
    */
   _peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined;
+  /** A load that joins and starts no shared flight and never touches the store (a scope's cache: false). */
+  _loadAlone<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V>;
   _getOrCompute<V>(key: string, fill: Fill<V>, options: GetOrComputeOptions | undefined, sink: Sink | undefined): Promise<V>;
   _write(source: Source, key: string, value: unknown, policy: Policy, tags: readonly string[] | undefined): Promise<void>;
   /** `stored: false` (a coalesce-only loader): abandon its fills, touch no store. */

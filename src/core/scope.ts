@@ -9,11 +9,13 @@
  * forgotten so the next load retries.
  */
 import type { Entry } from './freshness';
-import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort } from './flight';
+import { invalidArgument, invalidOption } from './errors';
+import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort, rejected } from './flight';
 import { type Loader, batchFailures, loadEach } from './loader';
 import { checkSignal } from './options';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
+import { scheduleOnce } from './tick';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
 
 /**
@@ -114,83 +116,248 @@ function forgetUnlessKeyError(error: unknown): boolean {
 
 const forgetAlways = () => true;
 
-export class ScopedLoader<K, V> {
+/** DataLoader's cacheMap: any object with Map's get, set, delete and clear. */
+export interface CacheMapLike<K, V> {
+  get(key: K): V | undefined;
+  set(key: K, value: V): unknown;
+  delete(key: K): unknown;
+  clear(): unknown;
+}
+
+/** DataLoader's memo options, for one scoped loader. */
+export interface ScopedLoaderOptions<V> {
+  /**
+   * `false`: no memo, as DataLoader's `cache: false`: every load reaches the batch function, even
+   * a key repeated in one tick, and bypasses the shared store and cross-request single-flight
+   * (joining another request's fill would be a memo by another name). Default true.
+   */
+  cache?: boolean;
+  /** The memo, keyed by the key function's string: a Map-like of promises, or `null` for none (= `cache: false`). Default `new Map()`. */
+  cacheMap?: CacheMapLike<string, Promise<V>> | null;
+}
+
+const MEMO_METHODS = ['get', 'set', 'delete', 'clear'] as const;
+
+function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<string, Promise<V>> | null {
+  if (options === undefined) return new Map();
+  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+  const { cache, cacheMap } = options;
+  if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
+  if (cache === false || cacheMap === null) return null;
+  if (cacheMap === undefined) return new Map();
+  const missing = MEMO_METHODS.filter((m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function');
+  if (missing.length > 0) throw invalidOption('cacheMap', cacheMap, `null or an object with get, set, delete and clear (missing: ${missing.join(', ')})`);
+  return cacheMap;
+}
+
+/**
+ * The loads of one scoped loader issued before its batch leaves (DataLoader's batch). Cache hits
+ * of the memo wait here and resolve once the batch's own loads have settled, so a request's
+ * cached and uncached values arrive together and the loads they lead to share the next batch,
+ * as in DataLoader >= 2.1. A batch without hits costs an array push per load, no handler.
+ */
+class PendingBatch {
+  #closed = false;
+  readonly #loads: Promise<unknown>[] = [];
+  #hits: (() => void)[] | undefined = undefined;
+
+  add(load: Promise<unknown>): void {
+    this.#loads.push(load);
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#hits === undefined) return;
+    if (this.#loads.length === 0) this.#release();
+    else void Promise.allSettled(this.#loads).then(this.#release);
+  }
+
+  /** A hit's answer, handed over when the batch's loads have settled. */
+  waitFor<V>(answer: Promise<V>): Promise<V> {
+    if (this.#closed) return answer.then(passThrough); // a scheduler that called back at once: no window
+    return new Promise<V>((resolve) => (this.#hits ??= []).push(() => resolve(answer)));
+  }
+
+  readonly #release = (): void => {
+    const hits = this.#hits!;
+    this.#hits = undefined;
+    for (const resolve of hits) resolve();
+  };
+}
+
+function passThrough<V>(value: V): V {
+  return value;
+}
+
+export class ScopedLoader<K, V> implements Sink {
   readonly #loader: Loader<K, V>;
   readonly #scope: RequestScope;
-  readonly #memo = new Map<string, Held<V>>();
+  /** The request memo: key string → the promise of its load (recorded: see outcomeOf). null: none. */
+  readonly #memo: CacheMapLike<string, Promise<V>> | null;
+  /** Memo entries whose first caller came with a signal: who still waits, to abandon when all left. */
+  #shared: WeakMap<Promise<V>, Shared<V>> | undefined = undefined;
+  #batch: PendingBatch | undefined = undefined;
 
-  /** @internal use scope.loader(loader) */
-  constructor(loader: Loader<K, V>, scope: RequestScope) {
+  /** @internal use scope.loader(loader, options?) */
+  constructor(loader: Loader<K, V>, scope: RequestScope, options?: ScopedLoaderOptions<V>) {
     this.#loader = loader;
     this.#scope = scope;
+    this.#memo = memoOf(options);
   }
 
   get name(): string {
     return this.#loader.name;
   }
 
+  /** @internal Sink: batch and key functions get this scoped loader as `this`. */
+  get holder(): object {
+    return this;
+  }
+
+  /** @internal Sink: counts go to the request's stats. */
+  count(source: string, counter: CounterName, n: number): void {
+    this.#scope.count(source, counter, n);
+  }
+
+  /**
+   * One value, memoized for the request. As DataLoader's: null or undefined (and here, a key the
+   * key function maps to no string) throws a TypeError at once; a cache hit resolves together with
+   * the batch pending in this tick; a rejection nobody handles is an unhandled rejection.
+   */
   load(key: K, options?: LoadOptions): Promise<V> {
-    let storeKey: string;
-    try {
-      storeKey = this.#loader.storeKey(key);
-      checkSignal(options);
-    } catch (error) {
-      return Promise.reject(error);
+    const keyString = this.#loader._keyString(key, this);
+    let signal: AbortSignal | undefined;
+    if (options !== undefined) {
+      try {
+        checkSignal(options);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      signal = options.signal;
     }
-    return memoized(this.#memo, storeKey, options?.signal, (signal) => this.#loader._load(key, signal, this.#scope), forgetUnlessKeyError);
+    const batch = (this.#batch ?? this.#openBatch());
+    const cached = this.#cached(keyString);
+    if (cached !== undefined) {
+      // Joined now (a caller without a signal pins the load at once), handed over with the batch.
+      const shared = this.#shared?.get(cached);
+      const answer = shared !== undefined ? shared.join(signal) : signal === undefined ? cached : raceAbort(cached, signal, ignore);
+      if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
+      return batch.waitFor(answer);
+    }
+    return this.#miss(key, keyString, signal, batch);
   }
 
   /**
    * load() for resolvers that may return a value: the value itself when this request already
    * has it or the store holds it fresh in process (the memory store, a tiered store's L1), so
    * graphql-js completes the field without a promise; otherwise load()'s promise. Counted as
-   * load() is, and the same answer within the request.
+   * load() is, and the same answer within the request. (Unlike load(), a hit does not wait for
+   * the pending batch: that is the point of read.)
    */
   read(key: K): V | Promise<V> {
-    let storeKey: string;
-    try {
-      storeKey = this.#loader.storeKey(key);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    const keyString = this.#loader._keyString(key, this);
     const memo = this.#memo;
-    const answer = held(memo, storeKey, undefined, forgetUnlessKeyError, true);
-    if (answer !== NOTHING) return answer;
-    const entry = this.#loader._peek(storeKey, key, this.#scope);
+    if (memo === null) return this.load(key);
+    const cached = this.#cached(keyString);
+    if (cached !== undefined) {
+      const outcome = outcomeOf(cached);
+      return outcome === PENDING_OR_UNKNOWN || outcome instanceof Rejection ? cached : (outcome as V);
+    }
+    const storeKey = this.#loader._storeKey(key, keyString, this);
+    const entry = this.#loader._peek(storeKey, key, this);
     if (entry !== undefined) {
-      memo.set(storeKey, entry as Entry<V>);
+      memo.set(keyString, fulfilled(entry as Entry<V>));
       return entry.value as V;
     }
-    return memoized(memo, storeKey, undefined, (signal) => this.#loader._load(key, signal, this.#scope), forgetUnlessKeyError);
+    return this.#miss(key, keyString, undefined, (this.#batch ?? this.#openBatch()));
   }
 
-  loadMany(keys: readonly K[], options?: LoadOptions): Promise<(V | Error)[]> {
-    return loadEach(keys, (key) => this.load(key, options));
+  /** As DataLoader's: values and Errors in order, never rejects for a key; a non-array throws a TypeError. */
+  loadMany(keys: ArrayLike<K>, options?: LoadOptions): Promise<(V | Error)[]> {
+    return loadEach(this.name, keys, (key) => this.load(key, options));
   }
 
   /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */
   prime(key: K, value: V | Error): this {
-    const storeKey = this.#loader.storeKey(key);
-    if (held(this.#memo, storeKey, undefined, forgetUnlessKeyError, false) === NOTHING) this.#memo.set(storeKey, primed(value));
+    const memo = this.#memo;
+    if (memo === null) return this;
+    const keyString = this.#loader._keyString(key, this);
+    if (this.#cached(keyString) === undefined) memo.set(keyString, primed(value));
     return this;
   }
 
   /** Request-local: forgets the memo for `key` (use loader.clear to invalidate the shared cache). */
   clear(key: K): this {
-    this.#memo.delete(this.#loader.storeKey(key));
+    this.#memo?.delete(this.#loader._keyString(key, this));
     return this;
   }
 
   clearAll(): this {
-    this.#memo.clear();
+    this.#memo?.clear();
     return this;
+  }
+
+  /**
+   * The memo's promise for `key`, unless it failed in a way DataLoader forgets (a whole-batch
+   * failure, an abandoned load): that one is dropped here, when next looked at, rather than by a
+   * handler per load, and the caller loads again.
+   */
+  #cached(keyString: string): Promise<V> | undefined {
+    const memo = this.#memo;
+    if (memo === null) return undefined;
+    const cached = memo.get(keyString);
+    if (cached === undefined) return undefined;
+    const outcome = outcomeOf(cached);
+    if (outcome instanceof Rejection && forgetUnlessKeyError(outcome.error)) {
+      memo.delete(keyString);
+      return undefined;
+    }
+    return cached;
+  }
+
+  #miss(key: K, keyString: string, signal: AbortSignal | undefined, batch: PendingBatch): Promise<V> {
+    const loader = this.#loader;
+    const storeKey = loader._storeKey(key, keyString, this);
+    const memo = this.#memo;
+    if (memo === null) {
+      const alone = loader._loadAlone(key, storeKey, signal, this);
+      batch.add(alone);
+      return alone.then(passThrough);
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal === undefined) {
+      // The registry's promise is shared by every caller of the key (and recorded, so the memo can
+      // read its outcome); this caller gets its own, as from DataLoader: unhandled if nobody handles it.
+      const promise = loader._load(key, storeKey, undefined, this);
+      memo.set(keyString, promise);
+      batch.add(promise);
+      return promise.then(passThrough);
+    }
+    const shared = new Shared<V>((s) => loader._load(key, storeKey, s, this));
+    memo.set(keyString, shared.promise);
+    (this.#shared ??= new WeakMap()).set(shared.promise, shared);
+    batch.add(shared.promise);
+    shared.promise.catch((error: unknown) => {
+      if ((shared.abandoned || forgetUnlessKeyError(error)) && memo.get(keyString) === shared.promise) memo.delete(keyString);
+    });
+    return shared.join(signal);
+  }
+
+  #openBatch(): PendingBatch {
+    const batch = new PendingBatch();
+    this.#batch = batch; // before scheduling: a scheduler may call back at once
+    scheduleOnce(this.#loader.batchSchedule, () => {
+      if (this.#batch === batch) this.#batch = undefined;
+      batch.close();
+    });
+    return batch;
   }
 }
 
-/** What prime() holds: a value as an entry that never goes stale; an Error as a rejection. */
-function primed<V>(value: V | Error): Held<V> {
-  if (!(value instanceof Error)) return { value, freshUntil: Infinity, staleUntil: Infinity };
-  const promise = Promise.reject(value);
+/** What a scoped loader's prime() holds: a settled promise, recorded (an Error primes a rejection nobody is told of). */
+function primed<V>(value: V | Error): Promise<V> {
+  if (!(value instanceof Error)) return fulfilled<V>({ value, freshUntil: Infinity, staleUntil: Infinity });
+  const promise = rejected<V>(value);
   promise.catch(ignore);
   return promise;
 }
@@ -207,8 +374,13 @@ export class RequestScope implements Sink {
     this.#registry = registry;
   }
 
-  /** The request's view of a registry loader, created on first use. */
-  loader<K, V>(loader: Loader<K, V>): ScopedLoader<K, V> {
+  /**
+   * The request's view of a registry loader: without options, the scope's one view, created on
+   * first use; with DataLoader's memo options (`cache`, `cacheMap`), a new view of its own, as
+   * each `new DataLoader(...)` is a new instance.
+   */
+  loader<K, V>(loader: Loader<K, V>, options?: ScopedLoaderOptions<V>): ScopedLoader<K, V> {
+    if (options !== undefined) return new ScopedLoader(loader, this, options);
     const loaders = (this.#loaders ??= new Map());
     let scoped = loaders.get(loader as Loader<unknown, unknown>);
     if (scoped === undefined) {

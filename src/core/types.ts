@@ -123,6 +123,13 @@ export interface LoaderOptions<K, V> extends FreshnessOptions {
   /** Most keys per batch call. Default Infinity. */
   maxBatchSize?: number;
   /**
+   * DataLoader's option: when this loader's batch leaves. Given `dispatch`, call it once, soon
+   * (`(dispatch) => setTimeout(dispatch, 5)` collects 5 ms of keys from every concurrent request
+   * into one batch call, at the cost of up to 5 ms of latency). Default: once per tick, after
+   * the promise jobs queued now, in one dispatch with every other loader's keys.
+   */
+  batchScheduleFn?: (dispatch: () => void) => void;
+  /**
    * Tags of a key's value (e.g. id => [`User:${id}`]): cache.invalidateTags() of any makes it a
    * miss on every replica. A function of the key, not the value: tags must be known before the
    * fill so an invalidation racing it is not lost.

@@ -6,4 +6,3 @@ export { redisStore, type RedisStore, type RedisStoreOptions } from './redis-sto
 export { jsonCodec, JSON_FORMAT_VERSION, type Codec } from './codec';
 export { tieredStore, TIERED_DEFAULT_L1_TTL, type TieredStore, type TieredStoreOptions, type TieredStats } from './tiered';
 export type { BreakerOptions, BreakerState } from './breaker';
-export type { NodeHealth } from './guard';

@@ -32,32 +32,30 @@ export class RedisFillLock implements FillLock {
     const px = toPx(ttlMs);
     const binary = link.binary;
     const scripts = this.#scripts;
-    const send = (indices: number[] | null): Promise<(number | Raw)[]> => {
-      const pairs = withLockKeys(valueKeys, indices);
-      return binary
-        ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
-        : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
-    };
-    // A failed group's keys have no attempt (undefined): the registry fills them without the lock.
-    return link.call('lock.acquire', valueKeys, groups, send, (replies) => {
-      const out = new Array<LockAttempt>(n);
-      for (let g = 0; g < replies.length; g++) {
-        const reply = replies[g];
-        if (reply === undefined) continue;
-        const indices = groups === null ? null : groups[g]!;
-        for (let j = 0; 2 * j < reply.length; j++) {
-          const i = indices === null ? j : indices[j]!;
-          const raw = reply[2 * j + 1];
-          const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decode(keys[i]!, raw);
-          out[i] = { won: reply[2 * j] === 1, entry };
-        }
-      }
-      return out;
-    }, {
+    const replies = await link.guard.run(
+      'lock.acquire',
+      () => link.perGroup(groups, (indices): Promise<(number | Raw)[]> => {
+        const pairs = withLockKeys(valueKeys, indices);
+        return binary
+          ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
+          : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
+      }),
       // The script ran after we gave up (Redis stalled): nobody fills under those locks, so
       // release them now that Redis answers, instead of letting every replica wait out lockTtl.
-      onLate: (late, g) => this.#releaseLate(groups === null ? null : groups[g]!, keys, late as (number | Raw)[], token),
-    });
+      { onLate: (late) => this.#releaseLate(keys, groups, late as (number | Raw)[][], token) },
+    );
+    const out = new Array<LockAttempt>(n);
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; 2 * j < reply.length; j++) {
+        const i = indices === null ? j : indices[j]!;
+        const raw = reply[2 * j + 1];
+        const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decode(keys[i]!, raw);
+        out[i] = { won: reply[2 * j] === 1, entry };
+      }
+    }
+    return out;
   }
 
   async writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
@@ -77,21 +75,17 @@ export class RedisFillLock implements FillLock {
     }
     const groups = link.slotGroups(valueKeys);
     const scripts = this.#scripts;
-    const send = (indices: number[] | null) => {
+    const replies = await link.guard.run('lock.writeAndRelease', () => link.perGroup(groups, (indices) => {
       const pairs = withLockKeys(valueKeys, indices);
       return scripts.herdcacheLockWrite1(pairs.length, pairs, token, indices === null ? args : pickPairs(args, indices));
-    };
-    // A failed group's writes are undefined (not known to have landed, locks maybe still held).
-    return link.call('lock.writeAndRelease', valueKeys, groups, send, (replies) => {
-      const out = new Array<boolean>(n);
-      for (let g = 0; g < replies.length; g++) {
-        const reply = replies[g];
-        if (reply === undefined) continue;
-        const indices = groups === null ? null : groups[g]!;
-        for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
-      }
-      return out;
-    });
+    }));
+    const out = new Array<boolean>(n);
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
+    }
+    return out;
   }
 
   async release(keys: readonly string[], token: string): Promise<void> {
@@ -103,17 +97,20 @@ export class RedisFillLock implements FillLock {
     const groups = link.slotGroups(lockKeys);
     const scripts = this.#scripts;
     // Never refused by the breaker: refusing it leaves a lock we may hold to expire by itself.
-    const send = (indices: number[] | null) => {
+    await link.guard.run('lock.release', () => link.perGroup(groups, (indices) => {
       const batch = indices === null ? lockKeys : pick(lockKeys, indices);
       return scripts.herdcacheLockRelease1(batch.length, batch, token);
-    };
-    await link.call('lock.release', lockKeys, groups, send, noop, RELEASES);
+    }), RELEASES);
   }
 
-  /** Releases the locks a timed-out acquire (one group of it) turned out to win: its late reply says which. */
-  #releaseLate(indices: readonly number[] | null, keys: readonly string[], reply: (number | Raw)[], token: string): void {
+  /** Releases the locks a timed-out acquire turned out to win (its late reply says which). */
+  #releaseLate(keys: readonly string[], groups: number[][] | null, replies: (number | Raw)[][], token: string): void {
     const won: string[] = [];
-    for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
+    for (let g = 0; g < replies.length; g++) {
+      const indices = groups === null ? null : groups[g]!;
+      const reply = replies[g]!;
+      for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
+    }
     if (won.length > 0) this.release(won, token).catch(noop);
   }
 }

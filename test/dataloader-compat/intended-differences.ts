@@ -1,0 +1,21 @@
+/**
+ * The ONE list of the ways herdcache's scoped loader differs from DataLoader on purpose. Each
+ * entry names a behaviour test of behaviours.test.ts: that test passes on DataLoader and is
+ * expected to FAIL on herdcache (jest's `test.failing`), so the day herdcache starts to behave
+ * like DataLoader there, the suite says so. README.md's "Migrating from DataLoader" section lists
+ * exactly these (readme.test.ts checks both lists name the same behaviours).
+ */
+export const INTENDED_DIFFERENCES: Readonly<Record<string, string>> = {
+  'concurrent requests loading the same key share one batch call':
+    'cross-request single-flight: loaders of concurrent requests (each its own DataLoader before) share fills and batch calls; that is the point of herdcache',
+  'load(k) after clear(k) while k is in flight joins nothing and loads again':
+    'a load of a key already in flight in the process joins that fill (single-flight), also after clear(); clear() forgets the memo, cache.invalidate() abandons the fill',
+  'keys 1 and "1" are different keys':
+    'keys are compared by their string (the store key): the default key function maps finite numbers with String()',
+  'object keys without cacheKeyFn are compared by identity':
+    'keys must map to strings: an object key needs a key function (`key`, DataLoader\'s cacheKeyFn); load() throws a TypeError showing the fix',
+  'a batch function must return a Promise':
+    'a batch function may return the array itself (synchronously) as well as a promise of it',
+  'name defaults to null':
+    'a loader has a name, always: it namespaces its keys in the store and labels its metrics',
+};
