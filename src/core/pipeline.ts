@@ -9,7 +9,7 @@ import { Failure, FillRun, type Flight, type FlightTable, asError } from './flig
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly } from './freshness';
 import type { CounterName, Sink } from './metrics';
 import { DEFAULTS, type LockTiming, type Policy, storesValues } from './options';
-import type { LockAttempt, Store, StoreWrite } from './store';
+import type { FillLock, LockAttempt, LockWatch, Store, StoreWrite } from './store';
 import type { CacheHooks, Counters, Fill, FillInfo } from './types';
 
 /** One key waiting to be read, locked or filled. */
@@ -222,10 +222,22 @@ export class FillPipeline {
    */
   async #lockAndFill(items: Item[]): Promise<void> {
     const lock = this.#store.lock!;
+    const fills: Promise<void>[] = [];
+    // Opened before the first attempt: a holder's announcement that lands while it is in flight
+    // is kept, and ends the first wait at once.
+    const watch = lock.watch?.(items.map((item) => item.key));
+    try {
+      await this.#waitForLocks(lock, items, watch, fills);
+    } finally {
+      watch?.close();
+    }
+    await Promise.all(fills);
+  }
+
+  async #waitForLocks(lock: FillLock, items: Item[], watch: LockWatch | undefined, fills: Promise<void>[]): Promise<void> {
     const token = `${this.#tokenPrefix}.${++this.#tokenSeq}`;
     const { lockTtl, lockPollInterval, lockWaitTimeout } = this.#timing;
     const deadline = this.#clock.now() + lockWaitTimeout;
-    const fills: Promise<void>[] = [];
     let waiting = items;
     let delay = lockPollInterval;
     for (let attempt = 0; ; attempt++) {
@@ -278,13 +290,14 @@ export class FillPipeline {
         fills.push(this.#fill(waiting, undefined, 'timeout'));
         break;
       }
-      // Never sleep past the deadline; the last poll lands on it.
-      await this.#sleep(Math.min(delay, left));
+      // Never sleep past the deadline; the last poll lands on it. A holder's announcement (where
+      // the store has them) ends the sleep early: the next attempt re-reads the value it wrote.
+      const sleep = this.#sleep(Math.min(delay, left));
+      await (watch === undefined ? sleep : watch.wait(sleep));
       delay = Math.min(delay * 2, DEFAULTS.lockPollCap);
       waiting = waiting.filter((item) => !item.flight.abandoned);
       if (waiting.length === 0) break;
     }
-    await Promise.all(fills);
   }
 
   /** Runs each source's function for its items (in its groups), writes what succeeded, settles all. */

@@ -54,6 +54,23 @@ export interface FillLock {
   writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]>;
   /** Releases locks still held by `token` (compare-and-delete); others' locks are untouched. */
   release(keys: readonly string[], token: string): Promise<void>;
+  /**
+   * Optional: hears when the holders of `keys`' locks write or release them, so a waiter tries
+   * again at once instead of sleeping out its poll backoff. Opened before the first lock attempt
+   * (news arriving during an attempt is kept for the next wait); closed when the waiting is over.
+   */
+  watch?(keys: readonly string[]): LockWatch;
+}
+
+/** News of the locks a process waits on (see FillLock.watch). */
+export interface LockWatch {
+  /**
+   * Settles when `sleep` (the poll backoff) settles, or earlier when a watched key was announced
+   * since the previous wait; never rejects. Polling stays the fallback: a lost announcement costs
+   * the sleep, never an answer.
+   */
+  wait(sleep: Promise<void>): Promise<void>;
+  close(): void;
 }
 
 /** How a store reports what it dropped without failing the call. */

@@ -3,10 +3,13 @@
  *
  * Each step is one script call for the whole batch (in a Cluster: one per hash slot, in parallel):
  * try the locks and re-read the values; write the values fenced by the token and release; release
- * without writing. The scripts and why each step is atomic: scripts.ts.
+ * without writing. The scripts and why each step is atomic: scripts.ts. The fenced writes of every
+ * fill that finishes in one turn of the event loop share one call. Writes and releases announce
+ * their keys to waiting replicas (heard where a store has a subscriber): announcements.ts.
  */
-import type { FillLock, LockAttempt, StoreWrite } from '../core/store';
-import { LOCK_SUFFIX, pick, pickPairs, withLockKeys } from './keys';
+import type { FillLock, LockAttempt, LockWatch, StoreWrite } from '../core/store';
+import { announceChannel, type FillAnnouncements } from './announcements';
+import { LOCK_SUFFIX, pick, withLockKeys } from './keys';
 import { toPx, type Raw, type RedisLink } from './link';
 import type { LockScripts } from './scripts';
 
@@ -17,15 +20,20 @@ function noop(): void {}
 export class RedisFillLock implements FillLock {
   readonly #link: RedisLink;
   readonly #scripts: LockScripts;
+  #pending: WriteBatch | undefined;
+  /** Only a store that hears announcements offers it: without it the registry just polls. */
+  readonly watch: ((keys: readonly string[]) => LockWatch) | undefined;
 
-  constructor(link: RedisLink, scripts: LockScripts) {
+  constructor(link: RedisLink, scripts: LockScripts, announcements: FillAnnouncements | undefined) {
     this.#link = link;
     this.#scripts = scripts;
+    this.watch = announcements === undefined ? undefined : (keys) => announcements.watch(keys);
   }
 
   async acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
     const n = keys.length;
     if (n === 0) return [];
+    this.flushWrites();
     const link = this.#link;
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
@@ -58,26 +66,61 @@ export class RedisFillLock implements FillLock {
     return out;
   }
 
-  async writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
+  /**
+   * Fenced writes are gathered while the current job's promises settle and sent as one script
+   * call (per hash slot in a Cluster): the fills of one dispatch finish one by one (a batch per
+   * loader, a call per getOrCompute key), and without this each would pay its own round trip.
+   * Sent when DataLoader sends a batch (after the promise jobs, on the next tick), so ahead of any
+   * read the callers just answered can start through a registry, whose reads wait for that tick
+   * too; every other command of the store sends the pending writes first anyway.
+   */
+  writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
+    if (writes.length === 0) return Promise.resolve([]);
+    let batch = this.#pending;
+    if (batch === undefined) {
+      batch = this.#pending = new WriteBatch();
+      void RESOLVED.then(() => process.nextTick(this.#flushPending));
+    }
+    return batch.add(writes, token);
+  }
+
+  /** Sends the gathered writes now, if any: called before the store's other commands, to keep their order. */
+  flushWrites(): void {
+    if (this.#pending !== undefined) this.#flushPending();
+  }
+
+  readonly #flushPending = (): void => {
+    const batch = this.#pending;
+    if (batch === undefined) return;
+    this.#pending = undefined;
+    this.#send(batch).then(
+      (landed) => batch.settle(landed),
+      (error: unknown) => batch.fail(error),
+    );
+  };
+
+  async #send(batch: WriteBatch): Promise<boolean[]> {
+    const { writes, tokens } = batch;
     const n = writes.length;
-    if (n === 0) return [];
     const link = this.#link;
     const valueKeys = new Array<string>(n);
-    // Per write: payload then px. An unencodable value still releases its lock ('-1'), so the
+    // Per write: token, payload, px. An unencodable value still releases its lock ('-1'), so the
     // other replicas stop waiting on it now instead of after the lock ttl.
-    const args = new Array<string | Buffer>(2 * n);
+    const args = new Array<string | Buffer>(3 * n);
     for (let i = 0; i < n; i++) {
       const write = writes[i]!;
       valueKeys[i] = link.valueKey(write.key);
       const payload = link.encode(write);
-      args[2 * i] = payload ?? '';
-      args[2 * i + 1] = payload === undefined ? '-1' : String(link.px(write));
+      args[3 * i] = tokens[i]!;
+      args[3 * i + 1] = payload ?? '';
+      args[3 * i + 2] = payload === undefined ? '-1' : String(link.px(write));
     }
     const groups = link.slotGroups(valueKeys);
     const scripts = this.#scripts;
     const replies = await link.guard.run('lock.writeAndRelease', () => link.perGroup(groups, (indices) => {
       const pairs = withLockKeys(valueKeys, indices);
-      return scripts.herdcacheLockWrite1(pairs.length, pairs, token, indices === null ? args : pickPairs(args, indices));
+      const [channel, sharded] = this.#announceOn(valueKeys[indices === null ? 0 : indices[0]!]!);
+      return scripts.herdcacheLockWrite2(pairs.length, pairs, channel, sharded, indices === null ? args : pickTriples(args, indices));
     }));
     const out = new Array<boolean>(n);
     for (let g = 0; g < replies.length; g++) {
@@ -91,6 +134,7 @@ export class RedisFillLock implements FillLock {
   async release(keys: readonly string[], token: string): Promise<void> {
     const n = keys.length;
     if (n === 0) return;
+    this.flushWrites();
     const link = this.#link;
     const lockKeys = new Array<string>(n);
     for (let i = 0; i < n; i++) lockKeys[i] = link.valueKey(keys[i]!) + LOCK_SUFFIX;
@@ -99,8 +143,15 @@ export class RedisFillLock implements FillLock {
     // Never refused by the breaker: refusing it leaves a lock we may hold to expire by itself.
     await link.guard.run('lock.release', () => link.perGroup(groups, (indices) => {
       const batch = indices === null ? lockKeys : pick(lockKeys, indices);
-      return scripts.herdcacheLockRelease1(batch.length, batch, token);
+      const [channel, sharded] = this.#announceOn(batch[0]!);
+      return scripts.herdcacheLockRelease2(batch.length, batch, token, channel, sharded);
     }), RELEASES);
+  }
+
+  /** The channel the scripts announce on, and whether it is a shard channel ('1'). */
+  #announceOn(key: string): [string, string] {
+    const link = this.#link;
+    return [announceChannel(link, key), link.cluster ? '1' : '0'];
   }
 
   /** Releases the locks a timed-out acquire turned out to win (its late reply says which). */
@@ -112,5 +163,43 @@ export class RedisFillLock implements FillLock {
       for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
     }
     if (won.length > 0) this.release(won, token).catch(noop);
+  }
+}
+
+const RESOLVED = Promise.resolve();
+
+/** Items 3i, 3i+1, 3i+2 for each picked index: the per-key arguments of the write script. */
+function pickTriples<T>(items: readonly T[], indices: readonly number[]): T[] {
+  const out = new Array<T>(3 * indices.length);
+  for (let j = 0; j < indices.length; j++) {
+    const from = 3 * indices[j]!;
+    out[3 * j] = items[from]!;
+    out[3 * j + 1] = items[from + 1]!;
+    out[3 * j + 2] = items[from + 2]!;
+  }
+  return out;
+}
+
+/** The fenced writes of one turn of the event loop, from every caller, and their callers' shares. */
+class WriteBatch {
+  readonly writes: StoreWrite[] = [];
+  readonly tokens: string[] = [];
+  readonly #callers: { start: number; count: number; resolve: (landed: boolean[]) => void; reject: (error: unknown) => void }[] = [];
+
+  add(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
+    const start = this.writes.length;
+    for (const write of writes) {
+      this.writes.push(write);
+      this.tokens.push(token);
+    }
+    return new Promise((resolve, reject) => this.#callers.push({ start, count: writes.length, resolve, reject }));
+  }
+
+  settle(landed: boolean[]): void {
+    for (const caller of this.#callers) caller.resolve(landed.slice(caller.start, caller.start + caller.count));
+  }
+
+  fail(error: unknown): void {
+    for (const caller of this.#callers) caller.reject(error);
   }
 }

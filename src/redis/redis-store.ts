@@ -35,6 +35,7 @@ import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LE
 import { MAX_DURATION } from '../core/options';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
+import { checkSubscriber, FillAnnouncements, type WakeStats } from './announcements';
 import type { Entry } from '../core/freshness';
 import type { DeleteOptions, FillLock, Store, StoreReporter, StoreWrite } from '../core/store';
 
@@ -69,6 +70,21 @@ export interface RedisStoreOptions {
    * costs one key for a bounded time (redis-tags.ts says why both). Default 7 days.
    */
   tagTtl?: number;
+  /**
+   * A connection of its own for pub/sub, to wake replicas waiting on a fill lock the moment the
+   * value lands instead of after their poll backoff: pass `client.duplicate()` (a Cluster:
+   * `client.duplicate([], { shardedSubscribers: true })`, for Redis 7 sharded pub/sub). Costs that
+   * one connection per process and one message per locked fill. Without it, waiters poll. The
+   * same connection can serve a tieredStore. Owned by the user: the store subscribes and
+   * unsubscribes (on close()), never quits it. See announcements.ts.
+   */
+  subscriber?: Redis | Cluster;
+}
+
+/** How waiting on other replicas' fill locks went (see RedisStoreOptions.subscriber). */
+export interface RedisWaitStats extends WakeStats {
+  /** Whether a subscriber was given: without one every wait polls. */
+  readonly enabled: boolean;
 }
 
 export interface RedisStore extends Store {
@@ -85,10 +101,15 @@ export interface RedisStore extends Store {
   /** The user's client, as given. */
   readonly client: Redis | Cluster;
   /**
-   * PUBLISH on the store's client, bounded like every other call (timeout, breaker). Used by
-   * tieredStore to tell other replicas what changed; resolves with the number of receivers.
+   * PUBLISH on the store's client (SPUBLISH in a Cluster: sharded pub/sub), bounded like every
+   * other call (timeout, breaker). Used by tieredStore to tell other replicas what changed;
+   * resolves with the number of receivers.
    */
   publish(channel: string, message: string): Promise<number>;
+  /** Waits on other replicas' fill locks: woken by announcements, or polled. */
+  waitStats(): RedisWaitStats;
+  /** Stops listening for fill announcements (unsubscribes); leaves both connections open. */
+  close(): Promise<void>;
 }
 
 const DEFAULTS = {
@@ -109,7 +130,7 @@ const SCAN_COUNT = 1000;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
-  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, invalidationWindow = DEFAULTS.invalidationWindow, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl } = options;
+  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, invalidationWindow = DEFAULTS.invalidationWindow, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl, subscriber } = options;
   const candidate = client as Partial<Redis> | null | undefined;
   if (candidate === null || typeof candidate !== 'object' || typeof candidate.defineCommand !== 'function' || typeof candidate.mget !== 'function' || typeof candidate.status !== 'string') {
     throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
@@ -135,6 +156,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   if (!Number.isSafeInteger(tagTtl) || tagTtl < 1 || 2 * tagTtl > Number.MAX_SAFE_INTEGER) {
     throw invalidOption('tagTtl', tagTtl, 'a positive integer number of milliseconds');
   }
+  if (subscriber !== undefined) checkSubscriber('subscriber', subscriber, client);
   let circuit: CircuitBreaker | undefined;
   if (breaker !== false) {
     if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
@@ -148,22 +170,39 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     circuit = new CircuitBreaker(threshold, coolDown);
   }
   const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, circuit), prefix, codec, maxKeyLength, tagTtl);
-  return new RedisStoreImpl(link, defineScripts(client), invalidationWindow);
+  return new RedisStoreImpl(link, defineScripts(client), invalidationWindow, subscriber === undefined ? undefined : new FillAnnouncements(subscriber, link));
 }
 
+/**
+ * Every command of the store first sends the fenced writes the lock has gathered (redis-lock.ts):
+ * a fill answered to its callers was written before anything they do next through this store (a
+ * read, a delete, a clear), as when each write was sent at once.
+ */
 class RedisStoreImpl implements RedisStore {
   readonly name = 'redis' as const;
-  readonly lock: FillLock;
+  readonly lock: RedisFillLock;
   readonly #link: RedisLink;
   readonly #scripts: LockScripts;
   /** PX of an invalidation marker, as the scripts take it. */
   readonly #invalidationWindow: string;
+  readonly #announcements: FillAnnouncements | undefined;
 
-  constructor(link: RedisLink, scripts: LockScripts, invalidationWindow: number) {
+  constructor(link: RedisLink, scripts: LockScripts, invalidationWindow: number, announcements: FillAnnouncements | undefined) {
     this.#link = link;
     this.#scripts = scripts;
     this.#invalidationWindow = String(invalidationWindow);
-    this.lock = new RedisFillLock(link, scripts);
+    this.#announcements = announcements;
+    this.lock = new RedisFillLock(link, scripts, announcements);
+  }
+
+  waitStats(): RedisWaitStats {
+    const announcements = this.#announcements;
+    if (announcements === undefined) return { enabled: false, listening: false, channels: 0, received: 0, woken: 0, polled: 0, deaf: 0 };
+    return { enabled: true, ...announcements.stats() };
+  }
+
+  async close(): Promise<void> {
+    this.#announcements?.close();
   }
 
   get breakerState(): BreakerState | 'disabled' {
@@ -185,6 +224,7 @@ class RedisStoreImpl implements RedisStore {
   async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
     const n = keys.length;
     if (n === 0) return [];
+    this.lock.flushWrites();
     const link = this.#link;
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
@@ -209,6 +249,7 @@ class RedisStoreImpl implements RedisStore {
 
   async setMany(writes: readonly StoreWrite[]): Promise<void> {
     if (writes.length === 0) return;
+    this.lock.flushWrites();
     const link = this.#link;
     const keys: string[] = [];
     const payloads: (string | Buffer)[] = [];
@@ -250,6 +291,7 @@ class RedisStoreImpl implements RedisStore {
   async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {
     const n = keys.length;
     if (n === 0) return;
+    this.lock.flushWrites();
     const link = this.#link;
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
@@ -289,6 +331,7 @@ class RedisStoreImpl implements RedisStore {
   async tagVersions(tags: readonly string[]): Promise<number[]> {
     const n = tags.length;
     if (n === 0) return [];
+    this.lock.flushWrites();
     const link = this.#link;
     const keys = link.tagKeys(tags);
     const groups = link.slotGroups(keys);
@@ -311,6 +354,7 @@ class RedisStoreImpl implements RedisStore {
    */
   async invalidateTags(tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return;
+    this.lock.flushWrites();
     const link = this.#link;
     const keys = link.tagKeys(tags);
     const groups = link.slotGroups(keys);
@@ -323,8 +367,11 @@ class RedisStoreImpl implements RedisStore {
   }
 
   async publish(channel: string, message: string): Promise<number> {
-    const guard = this.#link.guard;
-    return guard.run('publish', () => this.#link.client.publish(channel, message));
+    this.lock.flushWrites();
+    const client = this.#link.client;
+    // Sharded in a Cluster: a message goes to the channel's shard only, not to every node.
+    const sharded = this.#link.cluster;
+    return this.#link.guard.run('publish', () => (sharded ? (client.spublish(channel, message) as Promise<number>) : client.publish(channel, message)));
   }
 
   /**
@@ -333,6 +380,7 @@ class RedisStoreImpl implements RedisStore {
    * `commandTimeout`, and keys written while it runs may survive it.
    */
   async clear(): Promise<void> {
+    this.lock.flushWrites();
     const link = this.#link;
     const guard = link.guard;
     const pattern = `${escapeGlob(link.clientPrefix + link.prefix)}{*`;

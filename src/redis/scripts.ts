@@ -45,41 +45,65 @@ return out
 `;
 
 /**
- * ARGV: token, then per key payload and px ('0': no expiry; '-1': nothing to write, only release).
- * Returns per key 1 when the value was written, else 0. The fence: a filler whose lock expired
- * (paused, slow) or was deleted by an invalidation no longer matches and writes nothing, so it
- * cannot overwrite a newer value or resurrect an invalidated one.
+ * Announces a key whose lock was just given up (written or released): tells the replicas waiting on
+ * it to read it now instead of after their poll backoff. ARGV channel '' announces nothing.
+ * PUBLISH on a standalone server; in a Cluster SPUBLISH on a shard channel of the keys' own slot
+ * (a script may only touch its slot), which only that shard's subscribers hear. pcall: a server
+ * without SPUBLISH (before Redis 7) must not fail the write; its waiters poll, as they always could.
+ */
+const ANNOUNCE = `
+local function announce(channel, sharded, key)
+  if channel == '' then return end
+  if sharded == '1' then redis.pcall('SPUBLISH', channel, key) else redis.pcall('PUBLISH', channel, key) end
+end`;
+
+/**
+ * ARGV: announce channel, sharded ('1'/'0'), then per key token, payload and px ('0': no expiry;
+ * '-1': nothing to write, only release). Returns per key 1 when the value was written, else 0.
+ * The fence: a filler whose lock expired (paused, slow) or was deleted by an invalidation no longer
+ * matches and writes nothing, so it cannot overwrite a newer value or resurrect an invalidated one.
+ * A token per key: the fenced writes of fills started by different lock calls (different tokens)
+ * in the same tick still travel in one script call.
  */
 const WRITE_AND_RELEASE = `
 ${SAFE_GET}
+${ANNOUNCE}
 local out = {}
-local token = ARGV[1]
 for i = 1, #KEYS, 2 do
   local n = (i + 1) / 2
+  local a = 3 * n
   out[n] = 0
-  if get(KEYS[i + 1]) == token then
-    local px = ARGV[i + 2]
+  if get(KEYS[i + 1]) == ARGV[a] then
+    local px = ARGV[a + 2]
     if px == '0' then
-      redis.call('SET', KEYS[i], ARGV[i + 1])
+      redis.call('SET', KEYS[i], ARGV[a + 1])
       out[n] = 1
     elseif px ~= '-1' then
-      redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', px)
+      redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', px)
       out[n] = 1
     end
     redis.call('DEL', KEYS[i + 1])
+    announce(ARGV[1], ARGV[2], KEYS[i])
   end
 end
 return out
 `;
 
-/** KEYS: lock keys only. ARGV: token. Compare-and-delete: another filler's lock is untouched. */
+/**
+ * KEYS: lock keys only. ARGV: token, announce channel, sharded ('1'/'0'). Compare-and-delete:
+ * another filler's lock is untouched. A lock released without a write is announced too: its waiters
+ * then try the lock at once instead of after their backoff. The announcement names the value key.
+ */
 const RELEASE = `
 ${SAFE_GET}
+${ANNOUNCE}
 local released = 0
+local suffix = #':lock'
 for i = 1, #KEYS do
   if get(KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     released = released + 1
+    announce(ARGV[2], ARGV[3], string.sub(KEYS[i], 1, #KEYS[i] - suffix))
   end
 end
 return released
@@ -143,8 +167,8 @@ type Arg = string | Buffer | number | readonly (string | Buffer)[];
 export interface LockScripts {
   herdcacheLockAcquire1(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
   herdcacheLockAcquire1Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
-  herdcacheLockWrite1(numKeys: number, ...args: Arg[]): Promise<number[]>;
-  herdcacheLockRelease1(numKeys: number, ...args: Arg[]): Promise<number>;
+  herdcacheLockWrite2(numKeys: number, ...args: Arg[]): Promise<number[]>;
+  herdcacheLockRelease2(numKeys: number, ...args: Arg[]): Promise<number>;
   herdcacheTagBump1(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheInvalidate1(numKeys: number, ...args: Arg[]): Promise<number>;
 }
@@ -161,8 +185,8 @@ export interface ScriptPipeline {
  */
 export function defineScripts(client: Redis | Cluster): LockScripts {
   client.defineCommand('herdcacheLockAcquire1', { lua: ACQUIRE });
-  client.defineCommand('herdcacheLockWrite1', { lua: WRITE_AND_RELEASE });
-  client.defineCommand('herdcacheLockRelease1', { lua: RELEASE });
+  client.defineCommand('herdcacheLockWrite2', { lua: WRITE_AND_RELEASE });
+  client.defineCommand('herdcacheLockRelease2', { lua: RELEASE });
   client.defineCommand('herdcacheTagBump1', { lua: TAG_BUMP });
   client.defineCommand('herdcacheInvalidate1', { lua: INVALIDATE });
   client.defineCommand('herdcacheWriteUnlessInvalidated1', { lua: WRITE_UNLESS_INVALIDATED });

@@ -27,6 +27,40 @@ export function encodeMessage(from: string, change: Change): string {
   return JSON.stringify({ from, ...change });
 }
 
+/**
+ * The messages for one change, each at most `maxBytes` (UTF-8): a change naming many keys or tags
+ * is split into several. A single key or tag too long to fit any message becomes a "clear" (every
+ * replica drops its whole L1, and its fills in flight: coarse, never stale).
+ */
+export function encodeMessages(from: string, change: Change, maxBytes: number): string[] {
+  const whole = encodeMessage(from, change);
+  if (Buffer.byteLength(whole) <= maxBytes) return [whole];
+  if (change.op === 'clear') return [whole];
+  const items = change.op === 'tags' ? change.tags : change.keys;
+  const empty = Buffer.byteLength(encodeMessage(from, withItems(change, [])));
+  const out: string[] = [];
+  let chunk: string[] = [];
+  let size = empty;
+  for (const item of items) {
+    // Its JSON form plus a comma: a bound on what it adds to the message.
+    const cost = Buffer.byteLength(JSON.stringify(item)) + 1;
+    if (empty + cost > maxBytes) return [encodeMessage(from, { op: 'clear' })];
+    if (size + cost > maxBytes) {
+      out.push(encodeMessage(from, withItems(change, chunk)));
+      chunk = [];
+      size = empty;
+    }
+    chunk.push(item);
+    size += cost;
+  }
+  if (chunk.length > 0) out.push(encodeMessage(from, withItems(change, chunk)));
+  return out;
+}
+
+function withItems(change: Exclude<Change, { op: 'clear' }>, items: readonly string[]): Change {
+  return change.op === 'tags' ? { op: 'tags', tags: items } : { op: change.op, keys: items };
+}
+
 /** The message, or undefined when it is not one this version of herdcache understands. */
 export function decodeMessage(raw: string): Message | undefined {
   let parsed: unknown;
@@ -60,17 +94,23 @@ export interface SubscriptionEvents {
  * The channel subscription on the user's dedicated connection. ioredis resubscribes by itself
  * after a reconnect; this sends one more SUBSCRIBE on every 'ready' anyway, because its reply says
  * when the subscription took effect (harmless: same channel, same connection).
+ * In a Cluster the channel is a shard channel (SSUBSCRIBE, Redis 7): its messages travel to the
+ * nodes of one shard instead of being broadcast to every node of the cluster. A server without
+ * sharded pub/sub never confirms it: the replica stays deaf, and its L1 copies live at most l1Ttl.
  */
 export class Subscription {
   readonly #connection: Redis | Cluster;
   readonly #channel: string;
+  readonly #sharded: boolean;
+  readonly #prefixedChannel: string;
   readonly #events: SubscriptionEvents;
   #active = false;
   #attempt = 0;
   #closed = false;
 
   readonly #onMessage = (channel: string, message: string): void => {
-    if (channel === this.#channel && !this.#closed) this.#events.message(message);
+    // A shard channel comes back with the client's keyPrefix, which the channel name does not carry.
+    if (!this.#closed && (channel === this.#channel || channel === this.#prefixedChannel)) this.#events.message(message);
   };
 
   readonly #onLost = (): void => {
@@ -86,8 +126,10 @@ export class Subscription {
   constructor(connection: Redis | Cluster, channel: string, events: SubscriptionEvents) {
     this.#connection = connection;
     this.#channel = channel;
+    this.#sharded = connection.isCluster === true;
+    this.#prefixedChannel = this.#sharded ? (connection.options?.keyPrefix ?? '') + channel : channel;
     this.#events = events;
-    connection.on('message', this.#onMessage);
+    connection.on(this.#sharded ? 'smessage' : 'message', this.#onMessage);
     connection.on('close', this.#onLost);
     connection.on('end', this.#onLost);
     connection.on('ready', this.#onReady);
@@ -102,7 +144,8 @@ export class Subscription {
   #subscribe(): void {
     if (this.#closed) return;
     const attempt = ++this.#attempt;
-    (this.#connection as Redis).subscribe(this.#channel).then(
+    const connection = this.#connection as Redis;
+    (this.#sharded ? connection.ssubscribe(this.#channel) : connection.subscribe(this.#channel)).then(
       () => {
         if (this.#closed || attempt !== this.#attempt) return;
         this.#active = true;
@@ -120,7 +163,7 @@ export class Subscription {
     this.#closed = true;
     this.#active = false;
     const connection = this.#connection;
-    connection.off('message', this.#onMessage);
+    connection.off(this.#sharded ? 'smessage' : 'message', this.#onMessage);
     connection.off('close', this.#onLost);
     connection.off('end', this.#onLost);
     connection.off('ready', this.#onReady);
@@ -130,7 +173,8 @@ export class Subscription {
       timer = setTimeout(resolve, 1000);
       timer.unref();
     });
-    await Promise.race([(connection as Redis).unsubscribe(this.#channel).catch(() => undefined), bound]);
+    const unsubscribed = this.#sharded ? (connection as Redis).sunsubscribe(this.#channel) : (connection as Redis).unsubscribe(this.#channel);
+    await Promise.race([unsubscribed.catch(() => undefined), bound]);
     clearTimeout(timer);
   }
 }

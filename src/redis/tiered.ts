@@ -28,7 +28,8 @@ import { HerdcacheError, invalidOption } from '../core/errors';
 import type { Clock, Entry } from '../core/freshness';
 import { MemoryStore, memoryStore } from '../core/memory';
 import type { RedisStore } from './redis-store';
-import { Subscription, decodeMessage, encodeMessage, type Change } from './tiered-bus';
+import { Subscription, decodeMessage, encodeMessages, type Change } from './tiered-bus';
+import { checkSubscriber } from './announcements';
 import { L1Copies, type Candidate } from './tiered-l1';
 import type { DeleteOptions, FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
 
@@ -37,7 +38,9 @@ export interface TieredStoreOptions {
   l2: RedisStore;
   /**
    * A connection of its own for SUBSCRIBE (a subscribed connection can run nothing else): pass
-   * `client.duplicate()`. Owned by the user: the store subscribes and unsubscribes, never quits it.
+   * `client.duplicate()`; for a Cluster `client.duplicate([], { shardedSubscribers: true })` (the
+   * messages use Redis 7 sharded pub/sub). The same connection can be the L2's `subscriber` (fill
+   * announcements). Owned by the user: the store subscribes and unsubscribes, never quits it.
    */
   subscriber: Redis | Cluster;
   /** The in-process tier. Default `memoryStore()` (10000 entries, LRU). */
@@ -46,6 +49,11 @@ export interface TieredStoreOptions {
   l1Ttl?: number;
   /** Pub/sub channel shared by the replicas of one cache. Default: the L2 prefix + "invalidate". */
   channel?: string;
+  /**
+   * Largest invalidation message, in bytes: a change naming more keys or tags is sent as several
+   * messages (pub/sub delivers every message to every subscribed replica). Default 32768.
+   */
+  maxMessageBytes?: number;
   /** Time source for l1Ttl and for freshness checks of L1 copies: pass the registry's clock. Default Date.now. */
   clock?: Pick<Clock, 'now'>;
 }
@@ -83,6 +91,9 @@ export interface TieredStore extends Store {
 }
 
 export const TIERED_DEFAULT_L1_TTL = 5000;
+export const TIERED_DEFAULT_MAX_MESSAGE_BYTES = 32_768;
+/** Room for the envelope and one ordinary key. */
+const MIN_MESSAGE_BYTES = 256;
 
 export function tieredStore(options: TieredStoreOptions): TieredStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with "l2" and "subscriber"');
@@ -91,21 +102,19 @@ export function tieredStore(options: TieredStoreOptions): TieredStore {
   if (l2Like === null || typeof l2Like !== 'object' || typeof l2Like.publish !== 'function' || typeof l2Like.tagVersions !== 'function' || l2Like.lock === undefined) {
     throw invalidOption('l2', l2, 'a redisStore(...)');
   }
-  const sub = subscriber as Partial<Redis> | null | undefined;
-  if (sub === null || typeof sub !== 'object' || typeof sub.subscribe !== 'function' || typeof sub.on !== 'function') {
-    throw invalidOption('subscriber', subscriber, 'an ioredis client of its own (client.duplicate())');
-  }
-  if (subscriber === l2.client) {
-    throw invalidOption('subscriber', subscriber, "a connection of its own, not the L2 client (a subscribed connection can run nothing else): pass client.duplicate()");
-  }
+  checkSubscriber('subscriber', subscriber, l2.client);
   const l1 = options.l1 ?? memoryStore();
   if (!(l1 instanceof MemoryStore)) throw invalidOption('l1', l1, 'a memoryStore(...)');
   if (typeof l1Ttl !== 'number' || !(l1Ttl > 0) || !Number.isFinite(l1Ttl)) throw invalidOption('l1Ttl', l1Ttl, 'a finite number of milliseconds > 0');
   const channel = options.channel ?? `${l2.prefix}invalidate`;
   if (typeof channel !== 'string' || channel.length === 0) throw invalidOption('channel', channel, 'a non-empty string');
+  const { maxMessageBytes = TIERED_DEFAULT_MAX_MESSAGE_BYTES } = options;
+  if (!Number.isSafeInteger(maxMessageBytes) || maxMessageBytes < MIN_MESSAGE_BYTES) {
+    throw invalidOption('maxMessageBytes', maxMessageBytes, `an integer number of bytes >= ${MIN_MESSAGE_BYTES}`);
+  }
   if (clock !== undefined && typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
   const now = clock === undefined ? Date.now : () => clock.now();
-  return new TieredStoreImpl(new L1Copies(l1, (tags) => l2.tagVersions(tags), l1Ttl, now), l2, subscriber, channel, now);
+  return new TieredStoreImpl(new L1Copies(l1, (tags) => l2.tagVersions(tags), l1Ttl, now), l2, subscriber, channel, maxMessageBytes, now);
 }
 
 class TieredStoreImpl implements TieredStore {
@@ -116,6 +125,7 @@ class TieredStoreImpl implements TieredStore {
   readonly #l2: RedisStore;
   readonly #subscription: Subscription;
   readonly #channel: string;
+  readonly #maxMessageBytes: number;
   readonly #now: () => number;
   /** Tells this replica's messages from the others' (and lets it ignore its own). */
   readonly #id = randomBytes(8).toString('hex');
@@ -125,16 +135,19 @@ class TieredStoreImpl implements TieredStore {
   #publishFailures = 0;
   #received = 0;
 
-  constructor(l1: L1Copies, l2: RedisStore, subscriber: Redis | Cluster, channel: string, now: () => number) {
+  constructor(l1: L1Copies, l2: RedisStore, subscriber: Redis | Cluster, channel: string, maxMessageBytes: number, now: () => number) {
     this.#l1 = l1;
     this.#l2 = l2;
     this.#channel = channel;
+    this.#maxMessageBytes = maxMessageBytes;
     this.#now = now;
     const inner = l2.lock;
     this.lock = {
       acquire: (keys, token, ttlMs) => this.#acquire(inner, keys, token, ttlMs),
       writeAndRelease: (writes, token) => this.#writeAndRelease(inner, writes, token),
       release: (keys, token) => inner.release(keys, token),
+      // The L2's fill announcements, when it has a subscriber: waiters are woken through the tier.
+      watch: inner.watch,
     };
     // Copies made while this replica was deaf may have missed a drop: L1 is emptied both when the
     // subscription is lost and when it is (re)confirmed.
@@ -296,8 +309,10 @@ class TieredStoreImpl implements TieredStore {
   /** Sent after L2 confirmed the change: a replica that drops its copy and re-reads L2 sees it. */
   async #publish(change: Change): Promise<void> {
     try {
-      await this.#l2.publish(this.#channel, encodeMessage(this.#id, change));
-      this.#published++;
+      const messages = encodeMessages(this.#id, change, this.#maxMessageBytes);
+      if (messages.length === 1) await this.#l2.publish(this.#channel, messages[0]!);
+      else await Promise.all(messages.map((message) => this.#l2.publish(this.#channel, message)));
+      this.#published += messages.length;
     } catch (error) {
       this.#publishFailures++;
       this.#l1.dropAll();
@@ -339,10 +354,11 @@ class TieredStoreImpl implements TieredStore {
     }
   }
 
+  /** Unsubscribes (this store's channel, and the L2's fill announcements), leaves the connections open. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#l1.close();
-    await this.#subscription.close();
+    await Promise.all([this.#subscription.close(), this.#l2.close()]);
   }
 }

@@ -4,6 +4,7 @@
  * client's socket (one write per round trip).
  */
 import type Redis from 'ioredis';
+import { createCache } from '../../src/core/cache';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { connect, entry, roundTrips } from './helpers';
@@ -23,6 +24,7 @@ beforeAll(async () => {
   // Scripts go as EVAL the first time on a connection, EVALSHA after: warm them up.
   await store.lock.acquire(['warm'], 'w', 1000);
   await store.lock.writeAndRelease([{ key: 'warm', entry: entry(1), ttl: 1000 }], 'w');
+  await store.lock.acquire(['warm'], 'w', 1000);
   await store.lock.release(['warm'], 'w');
 });
 
@@ -62,14 +64,51 @@ it('writes and releases 100 keys in one script call', async () => {
   const { commands, writes } = await measure(() =>
     store.lock.writeAndRelease(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 })), 'tok'),
   );
-  expect(commands).toEqual({ evalsha: 1, get: 100, set: 100, del: 100 });
+  // One PUBLISH per key, from inside the script (no round trip): the announcement that wakes waiters.
+  expect(commands).toEqual({ evalsha: 1, get: 100, set: 100, del: 100, publish: 100 });
   expect(writes).toBe(1);
+});
+
+it('fenced writes issued in one tick by separate fills (other tokens too) travel in one script call', async () => {
+  await store.lock.acquire(['a', 'b', 'c'], 'tok-a', 10_000);
+  await store.lock.acquire(['d'], 'tok-d', 10_000);
+  let landed: boolean[][] = [];
+  const { commands, writes } = await measure(async () => {
+    landed = await Promise.all([
+      store.lock.writeAndRelease([{ key: 'a', entry: entry('a'), ttl: 60_000 }], 'tok-a'),
+      store.lock.writeAndRelease([{ key: 'b', entry: entry('b'), ttl: 60_000 }, { key: 'c', entry: entry('c'), ttl: 60_000 }], 'tok-a'),
+      store.lock.writeAndRelease([{ key: 'd', entry: entry('d'), ttl: 60_000 }], 'tok-d'),
+      // Not its lock: fenced out, in the same call.
+      store.lock.writeAndRelease([{ key: 'e', entry: entry('e'), ttl: 60_000 }], 'tok-a'),
+    ]);
+  });
+  expect(landed).toEqual([[true], [true, true], [true], [false]]);
+  expect(commands.evalsha).toBe(1);
+  expect(writes).toBe(1);
+  expect((await store.getMany(['a', 'b', 'c', 'd', 'e'])).map((found) => found?.value)).toEqual(['a', 'b', 'c', 'd', undefined]);
+});
+
+it('50 cold siblings through the registry: one MGET, one lock script, one write script', async () => {
+  const cache = createCache({ store, ttl: 60_000 });
+  const siblings = Array.from({ length: 50 }, (_, i) => `sibling:${i}`);
+  let values: unknown[] = [];
+  // Each sibling is its own getOrCompute (as @cached fields are), its fill finishing on its own.
+  const { commands, writes } = await measure(async () => {
+    values = await Promise.all(siblings.map((key, i) => cache.getOrCompute(key, async () => (await Promise.resolve(), i))));
+    // The writes leave right after the answers: let them land before counting.
+    await store.getMany(['sibling:0']);
+  });
+  expect(values).toEqual(siblings.map((_, i) => i));
+  expect(commands.evalsha).toBe(2); // lock.acquire + lock.writeAndRelease
+  expect(commands.mget).toBe(2); // the registry's read, and the check above
+  expect(writes).toBe(4);
+  expect(cache.metrics().total).toMatchObject({ fills: 50, lockAcquired: 50 });
 });
 
 it('releases 100 locks in one script call', async () => {
   await store.lock.acquire(keys, 'tok2', 10_000);
   const { commands, writes } = await measure(() => store.lock.release(keys, 'tok2'));
-  expect(commands).toEqual({ evalsha: 1, get: 100, del: 100 });
+  expect(commands).toEqual({ evalsha: 1, get: 100, del: 100, publish: 100 });
   expect(writes).toBe(1);
 });
 

@@ -1,8 +1,8 @@
 /**
  * Tags and the tiered store on a real local Redis Cluster (three masters, started for this file):
  * tag version keys hash on the tag, so a batch of tags spans slots; reads are one MGET per slot and
- * bumps one script call per slot (a script touching two slots would fail with CROSSSLOT). Pub/sub
- * crosses the cluster: a subscriber on one node hears a PUBLISH sent to another.
+ * bumps one script call per slot (a script touching two slots would fail with CROSSSLOT). The tiered
+ * store's messages use sharded pub/sub (SPUBLISH/SSUBSCRIBE): they reach the channel's shard only.
  */
 import type { Cluster } from 'ioredis';
 import { createCache } from '../../src/core/cache';
@@ -56,16 +56,21 @@ it('through createCache on the cluster: invalidateTags makes the tagged entries 
   expect(await users.loadMany(ids)).toEqual(ids.map((id) => `u${id}@2`));
 });
 
-it('tiered on the cluster: a write on one replica drops the other replica L1 copy (pub/sub crosses nodes)', async () => {
+it('tiered on the cluster: a write on one replica drops the other replica L1 copy (sharded pub/sub: SPUBLISH, never PUBLISH)', async () => {
   const replicas: TieredStore[] = [];
+  const subscribers: Cluster[] = [];
   for (let i = 0; i < 2; i++) {
     const client = await cluster();
-    const subscriber = await cluster();
+    const subscriber = client.duplicate([], { shardedSubscribers: true });
+    subscribers.push(subscriber);
     replicas.push(tieredStore({ l2: redisStore({ client, prefix: 'tct:' }), subscriber }));
   }
   const [a, b] = replicas as [TieredStore, TieredStore];
   expect(await eventually(() => a.subscribed && b.subscribed, 5000, 5)).toBe(true);
-  await b.setMany([{ key: 'k', entry: entry('v1'), ttl: 60_000 }]);
+  const commands = await local.measure(() => b.setMany([{ key: 'k', entry: entry('v1'), ttl: 60_000 }]));
+  // A message goes to the channel's shard only, instead of being broadcast to every node.
+  expect(commands.spublish).toBe(1);
+  expect(commands.publish).toBeUndefined();
   expect(await eventually(() => a.stats().received === 1, 2000, 1)).toBe(true);
   expect(b.getSync('k')?.value).toBe('v1');
   await a.setMany([{ key: 'k', entry: entry('v2'), ttl: 60_000 }]);
@@ -74,4 +79,11 @@ it('tiered on the cluster: a write on one replica drops the other replica L1 cop
   await a.invalidateTags(['T']);
   expect(await eventually(() => b.stats().received === 2, 2000, 1)).toBe(true);
   for (const replica of replicas) await replica.close();
+  for (const subscriber of subscribers) subscriber.disconnect();
+});
+
+it('tiered on the cluster: a plain Cluster subscriber (no shardedSubscribers) is refused, naming the fix', async () => {
+  const client = await cluster();
+  const subscriber = await cluster();
+  expect(() => tieredStore({ l2: redisStore({ client, prefix: 'tct2:' }), subscriber })).toThrow(/shardedSubscribers: true/);
 });

@@ -93,6 +93,8 @@ export function controllableL2(l2: RedisStore) {
     clear: () => l2.clear(),
     invalidateTags: (tags) => l2.invalidateTags(tags),
     publish: (channel, message) => (control.failPublish ? Promise.reject(new Error('publish refused by the test')) : l2.publish(channel, message)),
+    waitStats: () => l2.waitStats(),
+    close: () => l2.close(),
   };
   return { wrapped, control };
 }

@@ -1,0 +1,309 @@
+/**
+ * Fill announcements: a replica waiting on another replica's fill lock learns the moment the value
+ * lands, instead of after its poll backoff (50 ms, doubling).
+ *
+ * The fenced write script, and the release script, announce each value key whose lock they give up
+ * (scripts.ts): one message per fill, sent by the script itself, so no extra round trip for the
+ * filler. A waiter that hears its key tries the lock again at once, and that one script call reads
+ * the value (the lock's re-check), so a woken waiter is answered one round trip after the write.
+ *
+ * One subscriber connection per store (the user's, like tieredStore's) serves every waiting key of
+ * the process: the channel is subscribed once and stays subscribed, and a local map routes each
+ * message to the waits of its key. Standalone: one channel (PUBLISH/SUBSCRIBE). Cluster: sharded
+ * pub/sub (Redis 7 SPUBLISH/SSUBSCRIBE), one shard channel per hash slot, named with a hash tag of
+ * that slot so the write script (which may only touch its own slot) can publish on it, and
+ * subscribed lazily the first time a key of that slot is waited on; a message then travels to the
+ * subscribers of that shard only, not to every node.
+ *
+ * Polling stays underneath, unchanged: a wait ends with the announcement or with the poll's sleep,
+ * whichever comes first. So a lost message, a subscriber that is disconnected, or a server without
+ * sharded pub/sub costs latency (the backoff), never correctness; each such wait is counted.
+ * Messages published while a channel's SUBSCRIBE was not yet confirmed are lost: when it is
+ * confirmed (first time, or after a reconnect), every wait in progress is woken once to re-check.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { invalidOption } from '../core/errors';
+import type { LockWatch } from '../core/store';
+import { hashSlot } from './keys';
+import type { RedisLink } from './link';
+
+export interface WakeStats {
+  /** Whether the subscriber connection is up (its channels may still be subscribing). */
+  readonly listening: boolean;
+  /** Channels subscribed and confirmed (standalone: at most 1; Cluster: one per slot waited on). */
+  readonly channels: number;
+  /** Announcements received for keys this process was waiting on. */
+  readonly received: number;
+  /** Waits ended by an announcement (or a re-subscription), before the poll's sleep was over. */
+  readonly woken: number;
+  /** Waits that ran their whole poll sleep: no announcement came (lost, or none yet). */
+  readonly polled: number;
+  /** Waits begun while their key's channel was not subscribed (connection down, unsupported): polling only. */
+  readonly deaf: number;
+}
+
+type ChannelState = 'subscribing' | 'active' | 'failed' | 'unsupported';
+
+/** How long a channel whose SUBSCRIBE failed is left alone before a wait tries again. */
+const RETRY_AFTER_MS = 5000;
+
+/** Hash-tag strings, one per Cluster slot: `tags[s]` hashes to slot s. Built once, on first use. */
+let slotTags: string[] | undefined;
+
+function slotTag(slot: number): string {
+  if (slotTags === undefined) {
+    const tags = new Array<string>(16384);
+    let missing = 16384;
+    for (let n = 0; missing > 0; n++) {
+      const tag = n.toString(36);
+      const s = hashSlot(tag);
+      if (tags[s] === undefined) {
+        tags[s] = tag;
+        missing--;
+      }
+    }
+    slotTags = tags;
+  }
+  return slotTags[slot]!;
+}
+
+/**
+ * The channel a write or release script announces its keys on, as the server names it: one
+ * channel for a standalone server; in a Cluster a shard channel of the keys' own slot (the script
+ * may only touch its slot). Every store announces, with or without a subscriber of its own: the
+ * waiters may be other processes. Computed per script call, not per key.
+ */
+export function announceChannel(link: RedisLink, valueKey: string): string {
+  if (!link.cluster) return standaloneChannel(link);
+  return link.clientPrefix + shardChannel(link, hashSlot(link.clientPrefix + valueKey));
+}
+
+function standaloneChannel(link: RedisLink): string {
+  return `${link.prefix}filled`;
+}
+
+/** Without the client's keyPrefix, which ioredis adds to shard channels as it does to keys. */
+function shardChannel(link: RedisLink, slot: number): string {
+  return `${link.prefix}filled{${slotTag(slot)}}`;
+}
+
+export class FillAnnouncements {
+  readonly #subscriber: Redis | Cluster;
+  readonly #link: RedisLink;
+  readonly #sharded: boolean;
+  /** Channel name as sent to SUBSCRIBE/SSUBSCRIBE (the subscriber adds its keyPrefix to shard channels). */
+  readonly #channels = new Map<string, { state: ChannelState; since: number; attempt: number }>();
+  /** Full Redis value key → the waits on it. */
+  readonly #waits = new Map<string, Set<Wait>>();
+  readonly #standaloneChannel: string;
+  #listening: boolean;
+  #closed = false;
+  received = 0;
+  woken = 0;
+  polled = 0;
+  deaf = 0;
+
+  readonly #onMessage = (_channel: string | Buffer, message: string | Buffer): void => {
+    const waits = this.#waits.get(typeof message === 'string' ? message : message.toString());
+    if (waits === undefined) return;
+    this.received++;
+    for (const wait of waits) wait.announce();
+  };
+
+  readonly #onLost = (): void => {
+    this.#listening = false;
+    for (const channel of this.#channels.values()) if (channel.state === 'active' || channel.state === 'subscribing') channel.state = 'failed';
+  };
+
+  readonly #onReady = (): void => {
+    this.#listening = true;
+    // ioredis resubscribes by itself; asking again gives the moment it took effect (see joined).
+    for (const [name, channel] of this.#channels) if (channel.state !== 'unsupported') this.#subscribe(name);
+  };
+
+  constructor(subscriber: Redis | Cluster, link: RedisLink) {
+    this.#subscriber = subscriber;
+    this.#link = link;
+    this.#sharded = link.cluster;
+    this.#standaloneChannel = standaloneChannel(link);
+    this.#listening = subscriber.status === 'ready';
+    subscriber.on(this.#sharded ? 'smessage' : 'message', this.#onMessage);
+    subscriber.on('close', this.#onLost);
+    subscriber.on('end', this.#onLost);
+    subscriber.on('ready', this.#onReady);
+    // Standalone: one channel for everything, subscribed now so the first stampede is heard.
+    if (!this.#sharded) this.#subscribe(this.#standaloneChannel);
+  }
+
+  stats(): WakeStats {
+    let channels = 0;
+    for (const channel of this.#channels.values()) if (channel.state === 'active') channels++;
+    return { listening: this.#listening, channels, received: this.received, woken: this.woken, polled: this.polled, deaf: this.deaf };
+  }
+
+  /** Starts hearing the announcements of `keys` (cache keys); see LockWatch. */
+  watch(keys: readonly string[]): LockWatch {
+    const link = this.#link;
+    const full = new Array<string>(keys.length);
+    const channels = new Set<string>();
+    for (let i = 0; i < keys.length; i++) {
+      const valueKey = link.valueKey(keys[i]!);
+      full[i] = link.clientPrefix + valueKey;
+      channels.add(this.#sharded ? this.#shardChannel(hashSlot(full[i]!)) : this.#standaloneChannel);
+    }
+    const now = Date.now();
+    for (const name of channels) {
+      const channel = this.#channels.get(name);
+      if (channel === undefined || (channel.state === 'failed' && now - channel.since >= RETRY_AFTER_MS)) this.#subscribe(name);
+    }
+    const wait = new Wait(this, full, channels);
+    for (const key of full) {
+      const set = this.#waits.get(key);
+      if (set === undefined) this.#waits.set(key, new Set([wait]));
+      else set.add(wait);
+    }
+    return wait;
+  }
+
+  /** Whether announcements on every one of `channels` reach this process now. */
+  hears(channels: ReadonlySet<string>): boolean {
+    if (!this.#listening) return false;
+    for (const name of channels) if (this.#channels.get(name)?.state !== 'active') return false;
+    return true;
+  }
+
+  forget(wait: Wait, keys: readonly string[]): void {
+    for (const key of keys) {
+      const set = this.#waits.get(key);
+      if (set === undefined) continue;
+      set.delete(wait);
+      if (set.size === 0) this.#waits.delete(key);
+    }
+  }
+
+  /** Stops listening; leaves the connection open (it is the user's). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const subscriber = this.#subscriber;
+    subscriber.off(this.#sharded ? 'smessage' : 'message', this.#onMessage);
+    subscriber.off('close', this.#onLost);
+    subscriber.off('end', this.#onLost);
+    subscriber.off('ready', this.#onReady);
+    const names = [...this.#channels.keys()];
+    this.#channels.clear();
+    if (names.length === 0 || subscriber.status !== 'ready') return;
+    const connection = subscriber as Redis;
+    void (this.#sharded ? connection.sunsubscribe(...names) : connection.unsubscribe(...names)).catch(() => undefined);
+  }
+
+  #shardChannel(slot: number): string {
+    return shardChannel(this.#link, slot);
+  }
+
+  #subscribe(name: string): void {
+    if (this.#closed) return;
+    const previous = this.#channels.get(name);
+    const channel = { state: 'subscribing' as ChannelState, since: Date.now(), attempt: (previous?.attempt ?? 0) + 1 };
+    this.#channels.set(name, channel);
+    const attempt = channel.attempt;
+    const connection = this.#subscriber as Redis;
+    (this.#sharded ? connection.ssubscribe(name) : connection.subscribe(name)).then(
+      () => {
+        if (this.#closed || this.#channels.get(name)?.attempt !== attempt) return;
+        channel.state = 'active';
+        // Whatever was announced before this took effect was not heard: every wait re-checks once.
+        for (const waits of this.#waits.values()) for (const wait of waits) wait.announce();
+      },
+      (error: unknown) => {
+        if (this.#channels.get(name)?.attempt !== attempt) return;
+        const message = error instanceof Error ? error.message : String(error);
+        // A server before Redis 7 (or one that renamed the command away): polling only, for good.
+        channel.state = /unknown command/i.test(message) ? 'unsupported' : 'failed';
+        channel.since = Date.now();
+      },
+    );
+  }
+}
+
+/** One pipeline's watch over the keys it waits on (see LockWatch). */
+class Wait implements LockWatch {
+  readonly #owner: FillAnnouncements;
+  readonly #keys: readonly string[];
+  readonly #channels: ReadonlySet<string>;
+  /** An announcement came since the last wait ended (it may concern a key no longer waited on). */
+  #announced = false;
+  #wake: (() => void) | undefined;
+  #closed = false;
+
+  constructor(owner: FillAnnouncements, keys: readonly string[], channels: ReadonlySet<string>) {
+    this.#owner = owner;
+    this.#keys = keys;
+    this.#channels = channels;
+  }
+
+  announce(): void {
+    const wake = this.#wake;
+    if (wake === undefined) this.#announced = true;
+    else wake();
+  }
+
+  wait(sleep: Promise<void>): Promise<void> {
+    const owner = this.#owner;
+    if (this.#announced || this.#closed) {
+      // Heard while the last lock attempt was in flight: try again now. The sleep is left to run out.
+      this.#announced = false;
+      if (!this.#closed) owner.woken++;
+      return Promise.resolve();
+    }
+    if (!owner.hears(this.#channels)) owner.deaf++;
+    return new Promise<void>((resolve) => {
+      let done = false;
+      this.#wake = () => {
+        if (done) return;
+        done = true;
+        this.#wake = undefined;
+        owner.woken++;
+        resolve();
+      };
+      sleep.then(() => {
+        if (done) return;
+        done = true;
+        this.#wake = undefined;
+        owner.polled++;
+        resolve();
+      }, resolve);
+    });
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#owner.forget(this, this.#keys);
+  }
+}
+
+/**
+ * A subscriber connection for `client`'s store: a client of its own (a subscribed connection can
+ * run nothing else), of the same kind and keyPrefix (shard channels get the keyPrefix, as keys do),
+ * and for a Cluster with ioredis's `shardedSubscribers`, which sends each SSUBSCRIBE to its slot's shard.
+ */
+export function checkSubscriber(name: string, subscriber: unknown, client: Redis | Cluster): asserts subscriber is Redis | Cluster {
+  const sub = subscriber as Partial<Redis> | null | undefined;
+  if (sub === null || typeof sub !== 'object' || typeof sub.subscribe !== 'function' || typeof sub.on !== 'function') {
+    throw invalidOption(name, subscriber, 'an ioredis client of its own (client.duplicate())');
+  }
+  if (subscriber === client) {
+    throw invalidOption(name, subscriber, 'a connection of its own, not the store client (a subscribed connection can run nothing else): pass client.duplicate()');
+  }
+  const cluster = client.isCluster === true;
+  if ((sub.isCluster === true) !== cluster) {
+    throw invalidOption(name, subscriber, cluster ? 'a Cluster client like the store client: client.duplicate([], { shardedSubscribers: true })' : 'a Redis client like the store client: client.duplicate()');
+  }
+  if (cluster && (subscriber as Cluster).options?.shardedSubscribers !== true) {
+    throw invalidOption(name, subscriber, 'a Cluster client with sharded pub/sub: client.duplicate([], { shardedSubscribers: true })');
+  }
+  if ((sub.options?.keyPrefix ?? '') !== (client.options?.keyPrefix ?? '')) {
+    throw invalidOption(name, subscriber, `a client with the store client's keyPrefix "${client.options?.keyPrefix ?? ''}": client.duplicate()`);
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Waiters woken on a real local Redis Cluster (three masters, started for this file): the write
+ * script announces each key with SPUBLISH on a shard channel of the key's own slot (a script may
+ * touch only its slot), the waiter subscribes per slot with SSUBSCRIBE through ioredis's sharded
+ * subscribers, and the fenced writes of a batch are one script call per slot.
+ */
+import type { Cluster } from 'ioredis';
+import { createCache } from '../../src/core/cache';
+import { hashSlot } from '../../src/redis/keys';
+import { redisStore } from '../../src/redis/redis-store';
+import { deferred } from '../helpers';
+import { eventually } from './helpers';
+import { startLocalCluster, type LocalCluster } from './local-cluster';
+
+let local: LocalCluster;
+const subscribers: Cluster[] = [];
+
+beforeAll(async () => {
+  local = await startLocalCluster('wake');
+}, 60_000);
+
+afterAll(async () => {
+  for (const subscriber of subscribers) subscriber.disconnect();
+  await local?.stop();
+});
+
+/** Keys that hash to `count` different slots (the store's value keys hash on the cache key). */
+function keysInSlots(count: number): string[] {
+  const keys: string[] = [];
+  const slots = new Set<number>();
+  for (let i = 0; keys.length < count; i++) {
+    const slot = hashSlot(`k${i}`);
+    if (slots.has(slot)) continue;
+    slots.add(slot);
+    keys.push(`k${i}`);
+  }
+  return keys;
+}
+
+it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH, no poll sleep ends', async () => {
+  const prefix = 'wc1:';
+  const keys = keysInSlots(5);
+  const holder = createCache({ store: redisStore({ client: await local.client(), prefix }), ttl: 60_000 });
+  const client = await local.client();
+  const subscriber = client.duplicate([], { shardedSubscribers: true });
+  subscribers.push(subscriber);
+  const waiterStore = redisStore({ client, prefix, subscriber });
+  const sleeps: number[] = [];
+  const stuck = { now: () => Date.now(), sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
+  const waiter = createCache({ store: waiterStore, ttl: 60_000, clock: stuck, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+
+  const gate = deferred<void>();
+  const filling = deferred<void>();
+  const holderLoader = holder.loader<string, string>({
+    name: 'items',
+    batch: async (batch) => {
+      filling.resolve();
+      await gate.promise;
+      return batch.map((key) => `${key}-by-holder`);
+    },
+  });
+  const held = holderLoader.loadMany(keys);
+  await filling.promise;
+  const waiterLoader = waiter.loader<string, string>({ name: 'items', batch: async (batch) => batch.map((key) => `${key}-by-waiter`) });
+  const waited = waiterLoader.loadMany(keys);
+  expect(await eventually(() => waiter.metrics().total.lockContended === keys.length, 5000, 2)).toBe(true);
+  // The shard channels of the five slots are subscribed on first wait; their confirmations wake the
+  // waiter once (a re-check), after which it waits again, now hearing every slot.
+  expect(await eventually(() => waiterStore.waitStats().channels === keys.length, 5000, 2)).toBe(true);
+  const before = await local.calls();
+  gate.resolve();
+  expect(await held).toEqual(keys.map((key) => `${key}-by-holder`));
+  const answered = await Promise.race([waited, new Promise((resolve) => setTimeout(() => resolve('not woken within 5 s'), 5000))]);
+  expect(answered).toEqual(keys.map((key) => `${key}-by-holder`));
+  const after = await local.calls();
+  const ran = (name: string) => (after[name] ?? 0) - (before[name] ?? 0);
+  // One announcement per fill, and one per release of a lock the waiter's re-check took only to
+  // find the value there (it cannot tell a fresh value from a stale one inside the script).
+  expect(ran('spublish')).toBe(2 * keys.length);
+  expect(ran('publish')).toBe(0);
+  expect(waiterStore.waitStats().polled).toBe(0);
+  // The first wait may begin before the SSUBSCRIBEs are confirmed (deaf); their confirmation wakes it.
+  expect(waiterStore.waitStats().deaf).toBeLessThanOrEqual(1);
+  expect(waiterStore.waitStats().woken).toBeGreaterThanOrEqual(1);
+  expect(waiter.metrics().total.fills).toBe(0);
+  await waiter.close();
+});
+
+it('50 cold siblings across slots: one lock script and one write script per slot', async () => {
+  const store = redisStore({ client: await local.client(), prefix: 'wc2:' });
+  const cache = createCache({ store, ttl: 60_000 });
+  const siblings = Array.from({ length: 50 }, (_, i) => `sibling:${i}`);
+  const slots = new Set(siblings.map((key) => hashSlot(key))).size;
+  const commands = await local.measure(async () => {
+    await Promise.all(siblings.map((key, i) => cache.getOrCompute(key, async () => (await Promise.resolve(), i))));
+    await store.getMany(['sibling:0']); // the writes leave right after the answers: let them land
+  });
+  // EVAL the first time a script meets a node's connection, EVALSHA after.
+  expect((commands.evalsha ?? 0) + (commands.eval ?? 0)).toBe(2 * slots);
+  expect(commands.spublish).toBe(50);
+});
