@@ -334,18 +334,11 @@ export class FillPipeline {
       const failed = result instanceof Failure;
       this.#host.count(source, failed ? 'fillFailures' : 'fills', item.sink);
       this.#host.hook('onFill', item.key, source.name, duration, failed ? result.error : undefined);
-      if (item.flight.abandoned) {
-        // Invalidated or cleared while filling (or nobody wants it): the result may be stale.
+      if (item.flight.abandoned || failed || result === undefined) {
+        // Abandoned (invalidated or cleared while filling: the result may be stale), failed
+        // (errors are never cached: the next caller retries), or nothing to cache.
         if (token !== undefined) release.push(item.key);
-      } else if (failed) {
-        // Errors are never cached: the next caller retries.
-        if (token !== undefined) release.push(item.key);
-        this.#flights.fail(item.flight, result.error);
-      } else if (result === undefined) {
-        if (token !== undefined) release.push(item.key);
-        this.#flights.resolve(item.flight, undefined);
       } else {
-        this.#flights.resolve(item.flight, result);
         if (!storesValues(item.policy)) continue; // coalesce-only: served, never written
         // Tags whose versions could not be read: the value is served but not cached.
         if (item.versions !== undefined && item.versions.some(Number.isNaN)) {
@@ -366,18 +359,29 @@ export class FillPipeline {
     if (release.length > 0 && lock !== undefined && token !== undefined) {
       void this.storeCall('lock.release', () => lock.release(release, token), items);
     }
+    // The write is issued (a store may gather it with others for a moment: redisStore sends the
+    // fenced writes finishing together in one call) before the callers are answered, in the same
+    // synchronous step: whatever a caller does next (a read, a delete) reaches the store after
+    // it (memory: applied already; Redis: same connection, commands in order). With a lock, the
+    // write lands only if our lock still stands.
+    let written: Promise<unknown> | undefined;
     if (writes.length > 0) {
-      // Issued in the same synchronous step as the resolves above: a caller that misses the
-      // freed flight reads after this write (memory: applied already; Redis: same connection,
-      // commands in order). With a lock, the write lands only if our lock still stands.
-      if (lock !== undefined && token !== undefined) {
-        const landed = await this.storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items);
-        // Failed or timed out: make sure no lock of ours outlives this fill.
-        if (landed === undefined) void this.storeCall('lock.release', () => lock.release(writes.map((w) => w.key), token), items);
-      } else {
-        await this.storeCall('setMany', () => this.#store.setMany(writes), items);
-      }
+      written =
+        lock !== undefined && token !== undefined
+          ? this.storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items).then((landed) => {
+              // Failed or timed out: make sure no lock of ours outlives this fill.
+              if (landed === undefined) void this.storeCall('lock.release', () => lock.release(writes.map((w) => w.key), token), items);
+            })
+          : this.storeCall('setMany', () => this.#store.setMany(writes), items);
     }
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      if (item.flight.abandoned) continue;
+      const result = results[i];
+      if (result instanceof Failure) this.#flights.fail(item.flight, result.error);
+      else this.#flights.resolve(item.flight, result);
+    }
+    await written;
   }
 
   /**

@@ -67,19 +67,20 @@ export class RedisFillLock implements FillLock {
   }
 
   /**
-   * Fenced writes are gathered while the current job's promises settle and sent as one script
-   * call (per hash slot in a Cluster): the fills of one dispatch finish one by one (a batch per
-   * loader, a call per getOrCompute key), and without this each would pay its own round trip.
-   * Sent when DataLoader sends a batch (after the promise jobs, on the next tick), so ahead of any
-   * read the callers just answered can start through a registry, whose reads wait for that tick
-   * too; every other command of the store sends the pending writes first anyway.
+   * Fenced writes are gathered for one promise job and sent as one script call (per hash slot in
+   * a Cluster): the fills of one dispatch finish one by one (a batch per loader, a call per
+   * getOrCompute key), and without this each would pay its own round trip. The fills that finish
+   * together (their promises settle in the same round of jobs) reach this before the job queued
+   * by the first of them runs, and share its call. The registry issues a write before it answers
+   * the fill's callers, so the job that sends it runs before anything those callers do next; and
+   * every other command of the store sends the pending writes first anyway.
    */
   writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
     if (writes.length === 0) return Promise.resolve([]);
     let batch = this.#pending;
     if (batch === undefined) {
       batch = this.#pending = new WriteBatch();
-      void RESOLVED.then(() => process.nextTick(this.#flushPending));
+      queueMicrotask(this.#flushPending);
     }
     return batch.add(writes, token);
   }
@@ -165,8 +166,6 @@ export class RedisFillLock implements FillLock {
     if (won.length > 0) this.release(won, token).catch(noop);
   }
 }
-
-const RESOLVED = Promise.resolve();
 
 /** Items 3i, 3i+1, 3i+2 for each picked index: the per-key arguments of the write script. */
 function pickTriples<T>(items: readonly T[], indices: readonly number[]): T[] {
