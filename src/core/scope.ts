@@ -15,7 +15,7 @@ import { type Loader, batchFailures, loadEach } from './loader';
 import { checkSignal } from './options';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
-import { scheduleOnce } from './tick';
+import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
 
 /**
@@ -151,37 +151,52 @@ function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<st
 }
 
 /**
- * The loads of one scoped loader issued before its batch leaves (DataLoader's batch). Cache hits
- * of the memo wait here and resolve once the batch's own loads have settled, so a request's
- * cached and uncached values arrive together and the loads they lead to share the next batch,
- * as in DataLoader >= 2.1. A batch without hits costs an array push per load, no handler.
+ * The tick a load belongs to: a number bumped once per tick for the whole process (one scheduled
+ * job per tick, however many request scopes load in it), so a scoped loader can tell "the loads of
+ * this tick" apart without scheduling anything of its own.
  */
-class PendingBatch {
-  #closed = false;
-  readonly #loads: Promise<unknown>[] = [];
-  #hits: (() => void)[] | undefined = undefined;
+let tick = 0;
+let tickEnding = false;
 
-  add(load: Promise<unknown>): void {
-    this.#loads.push(load);
+function endTick(): void {
+  tick++;
+  tickEnding = false;
+}
+
+function currentTick(): number {
+  if (!tickEnding) {
+    tickEnding = true;
+    afterPromiseJobs(endTick);
+  }
+  return tick;
+}
+
+/**
+ * The memo hits of one scoped loader in one tick, waiting for the loads of that tick (DataLoader's
+ * pending batch): they are answered when the batch leaves (the loader's schedule) and its loads
+ * have settled, so a request's cached and uncached values arrive together and the loads they lead
+ * to share the next batch, as in DataLoader >= 2.1. Made only when a hit happens: loads pay an
+ * array push each, no handler and no scheduling.
+ */
+class PendingHits {
+  released = false;
+  readonly #answers: (() => void)[] = [];
+
+  constructor(schedule: BatchScheduleFn, loads: readonly Promise<unknown>[]) {
+    scheduleOnce(schedule, () => {
+      if (loads.length === 0) this.#release();
+      else void Promise.allSettled(loads).then(this.#release);
+    });
   }
 
-  close(): void {
-    this.#closed = true;
-    if (this.#hits === undefined) return;
-    if (this.#loads.length === 0) this.#release();
-    else void Promise.allSettled(this.#loads).then(this.#release);
-  }
-
-  /** A hit's answer, handed over when the batch's loads have settled. */
-  waitFor<V>(answer: Promise<V>): Promise<V> {
-    if (this.#closed) return answer.then(passThrough); // a scheduler that called back at once: no window
-    return new Promise<V>((resolve) => (this.#hits ??= []).push(() => resolve(answer)));
+  wait<V>(answer: Promise<V>): Promise<V> {
+    if (this.released) return answer.then(passThrough); // a scheduler that called back at once
+    return new Promise<V>((resolve) => this.#answers.push(() => resolve(answer)));
   }
 
   readonly #release = (): void => {
-    const hits = this.#hits!;
-    this.#hits = undefined;
-    for (const resolve of hits) resolve();
+    this.released = true;
+    for (const answer of this.#answers) answer();
   };
 }
 
@@ -196,7 +211,11 @@ export class ScopedLoader<K, V> implements Sink {
   readonly #memo: CacheMapLike<string, Promise<V>> | null;
   /** Memo entries whose first caller came with a signal: who still waits, to abandon when all left. */
   #shared: WeakMap<Promise<V>, Shared<V>> | undefined = undefined;
-  #batch: PendingBatch | undefined = undefined;
+  /** The tick of `#loads` and `#hits`. */
+  #tick = -1;
+  /** This tick's loads that went to the registry (a pending hit waits for them). */
+  #loads: Promise<unknown>[] | undefined = undefined;
+  #hits: PendingHits | undefined = undefined;
 
   /** @internal use scope.loader(loader, options?) */
   constructor(loader: Loader<K, V>, scope: RequestScope, options?: ScopedLoaderOptions<V>) {
@@ -235,16 +254,15 @@ export class ScopedLoader<K, V> implements Sink {
       }
       signal = options.signal;
     }
-    const batch = (this.#batch ?? this.#openBatch());
     const cached = this.#cached(keyString);
     if (cached !== undefined) {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
       const shared = this.#shared?.get(cached);
       const answer = shared !== undefined ? shared.join(signal) : signal === undefined ? cached : raceAbort(cached, signal, ignore);
       if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
-      return batch.waitFor(answer);
+      return this.#afterPendingBatch(answer);
     }
-    return this.#miss(key, keyString, signal, batch);
+    return this.#miss(key, keyString, signal);
   }
 
   /**
@@ -269,7 +287,7 @@ export class ScopedLoader<K, V> implements Sink {
       memo.set(keyString, fulfilled(entry as Entry<V>));
       return entry.value as V;
     }
-    return this.#miss(key, keyString, undefined, (this.#batch ?? this.#openBatch()));
+    return this.#miss(key, keyString, undefined);
   }
 
   /** As DataLoader's: values and Errors in order, never rejects for a key; a non-array throws a TypeError. */
@@ -315,13 +333,13 @@ export class ScopedLoader<K, V> implements Sink {
     return cached;
   }
 
-  #miss(key: K, keyString: string, signal: AbortSignal | undefined, batch: PendingBatch): Promise<V> {
+  #miss(key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
     const loader = this.#loader;
     const storeKey = loader._storeKey(key, keyString, this);
     const memo = this.#memo;
     if (memo === null) {
       const alone = loader._loadAlone(key, storeKey, signal, this);
-      batch.add(alone);
+      this.#noteLoad(alone);
       return alone.then(passThrough);
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -330,28 +348,41 @@ export class ScopedLoader<K, V> implements Sink {
       // read its outcome); this caller gets its own, as from DataLoader: unhandled if nobody handles it.
       const promise = loader._load(key, storeKey, undefined, this);
       memo.set(keyString, promise);
-      batch.add(promise);
+      this.#noteLoad(promise);
       return promise.then(passThrough);
     }
     const shared = new Shared<V>((s) => loader._load(key, storeKey, s, this));
     memo.set(keyString, shared.promise);
     (this.#shared ??= new WeakMap()).set(shared.promise, shared);
-    batch.add(shared.promise);
+    this.#noteLoad(shared.promise);
     shared.promise.catch((error: unknown) => {
       if ((shared.abandoned || forgetUnlessKeyError(error)) && memo.get(keyString) === shared.promise) memo.delete(keyString);
     });
     return shared.join(signal);
   }
 
-  #openBatch(): PendingBatch {
-    const batch = new PendingBatch();
-    this.#batch = batch; // before scheduling: a scheduler may call back at once
-    scheduleOnce(this.#loader.batchSchedule, () => {
-      if (this.#batch === batch) this.#batch = undefined;
-      batch.close();
-    });
-    return batch;
+  #loadsOfThisTick(): Promise<unknown>[] {
+    const now = currentTick();
+    if (this.#tick !== now) {
+      this.#tick = now;
+      this.#loads = undefined;
+      this.#hits = undefined;
+    }
+    return (this.#loads ??= []);
   }
+
+  #noteLoad(load: Promise<unknown>): void {
+    this.#loadsOfThisTick().push(load);
+  }
+
+  /** A memo hit's answer, handed over with this tick's batch (see PendingHits). */
+  #afterPendingBatch<V>(answer: Promise<V>): Promise<V> {
+    const loads = this.#loadsOfThisTick();
+    let hits = this.#hits;
+    if (hits === undefined || hits.released) hits = this.#hits = new PendingHits(this.#loader.batchSchedule, loads);
+    return hits.wait(answer);
+  }
+
 }
 
 /** What a scoped loader's prime() holds: a settled promise, recorded (an Error primes a rejection nobody is told of). */

@@ -174,9 +174,9 @@ describe.each(implementations)('$name', (impl: Implementation) => {
 
     behaviour('a time window (setTimeout) as batchScheduleFn collects the loads made within it', async () => {
       const { calls, batch } = recording<number, string>();
-      const loader = impl.perRequest(batch, { batchScheduleFn: (callback) => setTimeout(callback, 20) })();
+      const loader = impl.perRequest(batch, { batchScheduleFn: (callback) => setTimeout(callback, 100) })();
       const first = loader.load(1);
-      await new Promise((resolve) => setTimeout(resolve, 1));
+      await new Promise((resolve) => setImmediate(resolve)); // a later turn of the event loop, well within the window
       const second = loader.load(2);
       await Promise.all([first, second]);
       expect(calls).toEqual([[1, 2]]);
