@@ -23,12 +23,45 @@ export interface WorkerReport {
   readonly fills: number;
   readonly latencies: number[];
   readonly label: string;
+  /** Epoch ms (sub-ms, comparable across processes): when this replica's last fill returned, 0 if none. */
+  readonly fillEndedAt: number;
+  /** Epoch ms: when the last of this replica's loads was answered. */
+  readonly lastAnsweredAt: number;
+}
+
+/** Wall-clock epoch milliseconds with performance.now()'s resolution, comparable across processes. */
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** The SlowDb, noting when a fill returns (it writes to the cache right after). */
+class TimedDb extends SlowDb {
+  fillEndedAt = 0;
+
+  override async get(id: string) {
+    const value = await super.get(id);
+    this.fillEndedAt = epochNow();
+    return value;
+  }
+
+  override async getMany(ids: readonly string[]) {
+    const values = await super.getMany(ids);
+    this.fillEndedAt = epochNow();
+    return values;
+  }
+
+  override reset(): void {
+    super.reset();
+    this.fillEndedAt = 0;
+  }
 }
 
 async function main(): Promise<void> {
   const url = process.env.HERDCACHE_BENCH_REDIS;
   if (!url) throw new Error('replica-worker: HERDCACHE_BENCH_REDIS is not set');
   const client = await connect(url);
+  // herdcache's fill-lock waiters are woken over pub/sub: one subscriber connection per process.
+  const subscriber = client.duplicate();
   const factory = loadRedisStore();
 
   const build = (task: WorkerTask, db: SlowDb): Contender => {
@@ -46,17 +79,17 @@ async function main(): Promise<void> {
         return bentocache(db, {}, { l1: true, l2: shared });
       case 'herdcache':
         if (typeof factory === 'string') throw new Error(factory);
-        return herdcache(db, { store: factory(shared) });
+        return herdcache(db, { store: factory({ ...shared, subscriber }) });
       default:
         throw new Error(`replica-worker: no system ${task.system}`);
     }
   };
 
-  let prepared: { task: WorkerTask; db: SlowDb; contender: Contender } | undefined;
+  let prepared: { task: WorkerTask; db: TimedDb; contender: Contender } | undefined;
   const handle = async (message: WorkerMessage): Promise<void> => {
     if (message.type === 'prepare') {
       const { task } = message;
-      const db = new SlowDb(task.fillMs);
+      const db = new TimedDb(task.fillMs);
       const contender = build(task, db);
       // Warm this process's code paths on a key of its own (not shared with the other replicas),
       // so the synchronized burst measures steady state, not JIT compilation or lazy connects.
@@ -70,8 +103,9 @@ async function main(): Promise<void> {
     prepared = undefined;
     await sleep(Math.max(0, message.at - Date.now()));
     const latencies = await burst(task.loads, () => contender.request()('hot'));
+    const lastAnsweredAt = epochNow();
     await contender.close();
-    const report: WorkerReport = { fills: db.rows, latencies, label: contender.label };
+    const report: WorkerReport = { fills: db.rows, latencies, label: contender.label, fillEndedAt: db.fillEndedAt, lastAnsweredAt };
     process.send!(report);
   };
   process.on('message', (message: WorkerMessage) => {
@@ -80,7 +114,10 @@ async function main(): Promise<void> {
       process.exit(1);
     });
   });
-  process.on('disconnect', () => client.disconnect());
+  process.on('disconnect', () => {
+    client.disconnect();
+    subscriber.disconnect();
+  });
   process.send!('ready');
 }
 

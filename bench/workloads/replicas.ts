@@ -3,7 +3,8 @@
  * concurrent loads of the same cold key at the same instant → fills fleet-wide.
  *
  * A system without a distributed lock fills once per process at best; herdcache's Redis fill
- * lock lets one replica fill while the others poll for its value.
+ * lock lets one replica fill while the others wait for its value, woken by the holder's
+ * announcement of its write (polling is the fallback).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -39,6 +40,8 @@ interface Outcome {
   readonly p50: number;
   readonly p99: number;
   readonly label: string;
+  /** Per trial: ms from the (last) fill's return to the last load answered fleet-wide. */
+  readonly wake: number[];
 }
 
 function mean(value: number): string {
@@ -64,6 +67,7 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
     for (const system of systems) {
       const fills: number[] = [];
       const latencies: number[] = [];
+      const wake: number[] = [];
       let label = '';
       for (let trial = 0; trial < o.trials; trial++) {
         const task: WorkerTask = { system, prefix: `${run}:${system}:${trial}:`, loads: o.loads, fillMs: o.fillMs };
@@ -72,10 +76,12 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
         const reports = await Promise.all(children.map((c) => ask<WorkerReport>(c, { type: 'go', at })));
         fills.push(reports.reduce((sum, r) => sum + r.fills, 0));
         for (const r of reports) latencies.push(...r.latencies);
+        const fillEnded = Math.max(...reports.map((r) => r.fillEndedAt));
+        if (fillEnded > 0) wake.push(Math.max(...reports.map((r) => r.lastAnsweredAt)) - fillEnded);
         label = reports[0]!.label;
       }
       const l = latency(latencies);
-      outcomes.set(system, { fills, mean: fills.reduce((a, b) => a + b, 0) / fills.length, p50: l.p50, p99: l.p99, label });
+      outcomes.set(system, { fills, mean: fills.reduce((a, b) => a + b, 0) / fills.length, p50: l.p50, p99: l.p99, label, wake });
     }
     const cleanup = await connect(o.url);
     await deleteMatching(cleanup, `*${run}*`);
@@ -87,6 +93,7 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
       return `${fills} · ${ms(x.p50)} / ${ms(x.p99)}`;
     };
     const herd = outcomes.get('herdcache')!;
+    const acd = outcomes.get('asyncCacheDedupe')!;
     const peers = systems.filter((s) => s !== 'herdcache');
     const best = peers.reduce((a, b) => {
       const x = outcomes.get(a)!;
@@ -103,11 +110,12 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
       fills,
       measure: `${o.replicas} processes × ${count(o.loads)} concurrent loads of 1 cold key, one local Redis, fill ${o.fillMs} ms, ${o.trials} trials → fills fleet-wide · p50 / p99`,
       cells,
-      ratio: `fills ${mean(herd.mean)} vs ${mean(b.mean)} per stampede (${best})<br>p99 ${ratio(herd.p99 / b.p99)}`,
+      ratio: `fills ${mean(herd.mean)} vs ${mean(b.mean)} per stampede (${best})<br>p99 ${ratio(herd.p99 / b.p99)}<br>p99 ${ratio(herd.p99 / acd.p99)} async-cache-dedupe (target ≤ 1.25×)<br>write → last waiter ${ms(Math.max(...herd.wake))} (target ≤ 5 ms)`,
       notes: [
         `${o.replicas} child processes; per system ${o.trials} trials, each on a fresh key: every replica builds and warms the system on a key of its own, then all fire their burst at the same wall-clock instant. Latencies merged over replicas and trials.`,
         ...[...outcomes.values()].map((x) => `${x.label}: ${cell(x)}`),
-        'herdcache: redisStore with its fill lock (default lockPollInterval 50 ms, doubling): replicas that lose the lock poll for the value, which is what their latency shows.',
+        'herdcache: redisStore with its fill lock and a subscriber connection per replica: replicas that lose the lock wait for the holder\'s announcement of its write (pub/sub), then read the value in one round trip; polling (50 ms, doubling) is only the fallback.',
+        `herdcache, from the fill\'s return (its write issued) to the last load answered fleet-wide, per trial: ${herd.wake.map((x) => ms(x)).join(' / ')} (target ≤ 5 ms).`,
         'bentocache, async-cache-dedupe and DataLoader have no distributed lock: when they fill fewer than once per replica, it is timing (a replica read the L2 after another wrote it), not coordination.',
         `Target: herdcache fills = 1 fleet-wide: ${herd.fills.every((f) => f === 1) ? 'met' : 'missed'} (${herd.fills.join(' / ')}).`,
       ],
