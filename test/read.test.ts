@@ -118,6 +118,28 @@ describe('joining a flight', () => {
     expect(cache.metrics().total).toMatchObject({ misses: 1, coalesced: 49, fills: 2 });
   });
 
+  it('a burst of requests loading through scopes schedules one batch window, not one per request', async () => {
+    const cache = createCache({ ttl: 60_000 });
+    let batches = 0;
+    const items = cache.loader<string, string>({
+      name: 'item',
+      batch: async (ids) => {
+        batches++;
+        return ids.map((id) => `v${id}`);
+      },
+    });
+    const nextTick = jest.spyOn(process, 'nextTick');
+    try {
+      const loads = Array.from({ length: 1000 }, (_, i) => cache.request().loader(items).load(String(i % 10)));
+      for (let i = 0; i < 3; i++) await Promise.resolve(); // the promise jobs that schedule the ticks
+      expect(nextTick.mock.calls.length).toBeLessThanOrEqual(3); // the registry's dispatch and the scopes' one window
+      expect(await Promise.all(loads)).toEqual(loads.map((_, i) => `v${i % 10}`));
+    } finally {
+      nextTick.mockRestore();
+    }
+    expect(batches).toBe(1);
+  });
+
   it('request scopes forget a whole-batch failure when they next look (no handler per load)', async () => {
     const cache = createCache();
     let fail = true;

@@ -397,6 +397,9 @@ export class RequestScope implements Sink {
   readonly #registry: Registry;
   // Made on first use: a request that never touches one of them pays nothing for it.
   #loaders: Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;
+  // The first loader's view is held in fields: most requests of a stampede use one loader.
+  #firstLoader: Loader<unknown, unknown> | undefined;
+  #firstScoped: ScopedLoader<unknown, unknown> | undefined;
   #computed: Map<string, Held<unknown>> | undefined;
   #stats: CounterSet | undefined;
 
@@ -412,11 +415,17 @@ export class RequestScope implements Sink {
    */
   loader<K, V>(loader: Loader<K, V>, options?: ScopedLoaderOptions<V>): ScopedLoader<K, V> {
     if (options !== undefined) return new ScopedLoader(loader, this, options);
+    const key = loader as Loader<unknown, unknown>;
+    if (this.#firstLoader === key) return this.#firstScoped as ScopedLoader<K, V>;
+    if (this.#firstLoader === undefined) {
+      this.#firstLoader = key;
+      return (this.#firstScoped = new ScopedLoader(key, this)) as ScopedLoader<K, V>;
+    }
     const loaders = (this.#loaders ??= new Map());
-    let scoped = loaders.get(loader as Loader<unknown, unknown>);
+    let scoped = loaders.get(key);
     if (scoped === undefined) {
-      scoped = new ScopedLoader(loader as Loader<unknown, unknown>, this);
-      loaders.set(loader as Loader<unknown, unknown>, scoped);
+      scoped = new ScopedLoader(key, this);
+      loaders.set(key, scoped);
     }
     return scoped as ScopedLoader<K, V>;
   }
