@@ -333,6 +333,20 @@ describe.each(implementations)('$name', (impl: Implementation) => {
       expect(calls).toEqual([[1], [1]]);
     });
 
+    behaviour('a batch function may prime another loader of the request (loading by alternative keys)', async () => {
+      const byNameCalls: string[][] = [];
+      type User = { id: number; username: string };
+      const byName = impl.perRequest<string, User>(async (names) => (byNameCalls.push([...names]), names.map((username) => ({ id: 0, username }))))();
+      const byId = impl.perRequest<number, User>(async (ids) => {
+        const users = ids.map((id) => ({ id, username: `user${id}` }));
+        for (const user of users) byName.prime(user.username, user);
+        return users;
+      })();
+      const ada = await byId.load(1);
+      expect(await byName.load('user1')).toBe(ada);
+      expect(byNameCalls).toEqual([]);
+    });
+
     behaviour('loadMany uses the memo: keys loaded before are not loaded again', async () => {
       const { calls, batch } = recording<number, string>();
       const loader = impl.perRequest(batch)();
