@@ -56,6 +56,23 @@ export class HerdcacheKeyError extends TypeError {
   }
 }
 
+/**
+ * A store call that failed for part of its keys only (a Redis Cluster master down or slow): the
+ * call counts as failed (reported, counted), and `partial` holds its answer for the keys that
+ * succeeded, in the call's own result shape, with the failed keys' positions empty (undefined,
+ * or NaN for tag versions), so the registry keeps the hits, locks and writes of healthy nodes.
+ */
+export class StorePartialError extends HerdcacheError {
+  constructor(
+    readonly failure: unknown,
+    readonly partial: unknown,
+    message: string,
+  ) {
+    super((failure as { code?: HerdcacheErrorCode } | null)?.code ?? 'E_STORE_ERROR', message, { cause: failure });
+    this.name = 'StorePartialError';
+  }
+}
+
 /** Renders a user-supplied value for an error message: short, and safe for symbols and cycles. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);

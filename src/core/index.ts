@@ -8,7 +8,7 @@ export { Cache, createCache } from './cache';
 export { Loader } from './loader';
 export { RequestScope, ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './scope';
 export type { BatchScheduleFn } from './tick';
-export { HerdcacheError, HerdcacheKeyError, type HerdcacheErrorCode } from './errors';
+export { HerdcacheError, HerdcacheKeyError, StorePartialError, type HerdcacheErrorCode } from './errors';
 export { jitteredTtl, manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
 export { MemoryStore, memoryStore, MEMORY_STORE_DEFAULT_MAX, type MemoryStoreOptions } from './memory';
 export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';

@@ -5,6 +5,7 @@
  * won, and the fenced write. Every store call is bounded by the store and never fails a load:
  * a failure is counted and the value is computed.
  */
+import { StorePartialError } from './errors';
 import { Failure, FillRun, type Flight, type FlightTable, asError } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly } from './freshness';
 import type { CounterName, Sink } from './metrics';
@@ -254,6 +255,8 @@ export class FillPipeline {
       const won: Item[] = [];
       const release: string[] = [];
       const next: Item[] = [];
+      /** Keys whose lock call failed alone (a Cluster master down): filled without the lock. */
+      let lost: Item[] | undefined;
       let current = this.#ownTagVersions(waiting, attempts.map((attempt) => attempt?.entry));
       if (current instanceof Promise) current = await current;
       const now = this.#clock.now();
@@ -262,13 +265,18 @@ export class FillPipeline {
         const source = item.source;
         const result: LockAttempt | undefined = attempts[i];
         if (result?.won) source.counters.lockAcquired++;
-        if (item.flight.abandoned) {
-          if (result?.won) release.push(item.key);
+        if (result === undefined) {
+          // Its part of the call failed (the rest answered): fill it here, as for a failed call,
+          // and release in case the script ran late.
+          if (!item.flight.abandoned) (lost ??= []).push(item);
+          release.push(item.key);
+        } else if (item.flight.abandoned) {
+          if (result.won) release.push(item.key);
         } else if (result?.entry !== undefined && usable(item, result.entry, now, current)) {
           // Re-check after acquiring: another process wrote it since our read.
           if (result.won) release.push(item.key);
           this.#settleFromStore(item, result.entry.value);
-        } else if (result === undefined || result.won) {
+        } else if (result.won) {
           won.push(item);
         } else if (item.flight.background && result.entry !== undefined) {
           // Another process refreshes this key: keep serving the stale value it replaces.
@@ -281,6 +289,7 @@ export class FillPipeline {
       }
       if (release.length > 0) void this.storeCall('lock.release', () => lock.release(release, token), waiting);
       if (won.length > 0) fills.push(this.#fill(won, token, 'won'));
+      if (lost !== undefined) fills.push(this.#fill(lost, undefined, 'failed'));
       waiting = next;
       if (waiting.length === 0) break;
       const left = deadline - this.#clock.now();
@@ -369,8 +378,10 @@ export class FillPipeline {
       written =
         lock !== undefined && token !== undefined
           ? this.storeCall('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items).then((landed) => {
-              // Failed or timed out: make sure no lock of ours outlives this fill.
-              if (landed === undefined) void this.storeCall('lock.release', () => lock.release(writes.map((w) => w.key), token), items);
+              // Failed or timed out (all, or the part on a failing Cluster master): make sure no
+              // lock of ours outlives this fill.
+              const unsure = landed === undefined ? writes : writes.filter((_, i) => landed[i] === undefined);
+              if (unsure.length > 0) void this.storeCall('lock.release', () => lock.release(unsure.map((w) => w.key), token), items);
             })
           : this.storeCall('setMany', () => this.#store.setMany(writes), items);
     }
@@ -392,12 +403,17 @@ export class FillPipeline {
     try {
       return await call();
     } catch (error) {
-      if (affected === undefined) this.#host.fallback.storeErrors++;
-      else if (!Array.isArray(affected)) (affected as Source).counters.storeErrors++;
-      else for (const source of new Set((affected as readonly Item[]).map((item) => item.source))) source.counters.storeErrors++;
-      this.#host.hook('onStoreError', error, operation);
-      return undefined;
+      this.#countStoreError(operation, error, affected);
+      // Part of the call succeeded (a Cluster master down, the others fine): use that part.
+      return error instanceof StorePartialError ? (error.partial as T) : undefined;
     }
+  }
+
+  #countStoreError(operation: string, error: unknown, affected: Source | readonly Item[] | undefined): void {
+    if (affected === undefined) this.#host.fallback.storeErrors++;
+    else if (!Array.isArray(affected)) (affected as Source).counters.storeErrors++;
+    else for (const source of new Set((affected as readonly Item[]).map((item) => item.source))) source.counters.storeErrors++;
+    this.#host.hook('onStoreError', error, operation);
   }
 }
 

@@ -13,6 +13,10 @@
  * timeout. The verdict is deferred past the event loop's poll phase (setImmediate): when the
  * loop was blocked longer than the timeout, the timer and the reply are both due, and timers run
  * first; the reply, already in the socket, wins. Every outcome of an admitted call feeds the breaker.
+ *
+ * In a Cluster a batch is one call per hash slot group (runGroups): each group is admitted by, and
+ * feeds, the breaker of the master serving it, and settles on its own, so a dead or slow master
+ * costs only its own keys and recovers on its own.
  */
 import { HerdcacheError } from '../core/errors';
 import type { BreakerState, CircuitBreaker } from './breaker';
@@ -33,9 +37,24 @@ export interface CallOptions {
   readonly releases?: boolean;
   /**
    * Called with the answer of a call that already timed out, when it finally arrives (a lock
-   * acquire whose script ran after we gave up: its locks must be released).
+   * acquire whose script ran after we gave up: its locks must be released). `group`: the
+   * position of the group, for runGroups.
    */
-  readonly onLate?: (value: unknown) => void;
+  readonly onLate?: (value: unknown, group: number) => void;
+}
+
+/** What runGroups settled: a value per group (undefined where it failed), and the first failure. */
+export interface GroupOutcome<T> {
+  readonly values: (T | undefined)[];
+  readonly failed: number;
+  readonly error: unknown;
+}
+
+/** A node's breaker and failure count, for health checks. */
+export interface NodeHealth {
+  readonly breaker: BreakerState;
+  /** Calls to this node that failed (timed out, refused, errored) since the store was created. */
+  readonly failures: number;
 }
 
 const noop = (): void => {};
@@ -45,6 +64,9 @@ export class CallGuard {
   readonly #timeout: number;
   readonly #readyTimeout: number;
   readonly #breaker: CircuitBreaker | undefined;
+  /** Makes one breaker per Cluster master (undefined: no breaker). */
+  readonly #newBreaker: (() => CircuitBreaker) | undefined;
+  readonly #nodes = new Map<string, { breaker: CircuitBreaker | undefined; failures: number }>();
   readonly #name: string;
   /** Whether the client has ever been ready: only then is "not ready" an outage. */
   #wasReady: boolean;
@@ -52,7 +74,9 @@ export class CallGuard {
   #readyDeadline = 0;
   #firstReady: Promise<boolean> | undefined;
 
-  constructor(name: string, connection: Connection, timeout: number, readyTimeout: number, breaker: CircuitBreaker | undefined) {
+  constructor(name: string, connection: Connection, timeout: number, readyTimeout: number, newBreaker: (() => CircuitBreaker) | undefined) {
+    const breaker = newBreaker?.();
+    this.#newBreaker = newBreaker;
     this.#name = name;
     this.#connection = connection;
     this.#timeout = timeout;
@@ -71,6 +95,96 @@ export class CallGuard {
     return this.#breaker ? this.#breaker.state : 'disabled';
   }
 
+  /** Per Cluster master seen so far ("host:port"): its breaker and its failed calls. */
+  nodeHealth(): Record<string, NodeHealth> {
+    const out: Record<string, NodeHealth> = {};
+    for (const [node, state] of this.#nodes) out[node] = { breaker: state.breaker?.state ?? 'closed', failures: state.failures };
+    return out;
+  }
+
+  /**
+   * Cluster: sends `count` calls at once, group g to the master `nodeOf(g)`, each admitted by that
+   * master's breaker and bounded on its own. Never rejects: a group that fails leaves undefined.
+   */
+  runGroups<T>(op: string, count: number, nodeOf: (group: number) => string, send: (group: number) => Promise<T>, options?: CallOptions): Promise<GroupOutcome<T>> {
+    const status = this.#connection.status;
+    if (status !== 'ready' && !this.#wasReady && status !== 'end' && this.#readyTimeout > 0) {
+      return this.#waitFirstReady().then(() => this.#sendGroups(op, count, nodeOf, send, options));
+    }
+    return this.#sendGroups(op, count, nodeOf, send, options);
+  }
+
+  async #sendGroups<T>(op: string, count: number, nodeOf: (group: number) => string, send: (group: number) => Promise<T>, options: CallOptions | undefined): Promise<GroupOutcome<T>> {
+    const releases = options?.releases === true;
+    const onLate = options?.onLate;
+    const values = new Array<T | undefined>(count);
+    const errors = new Array<unknown>(count);
+    const pending: Promise<void>[] = [];
+    for (let g = 0; g < count; g++) {
+      const node = nodeOf(g);
+      const health = this.#node(node);
+      const breaker = releases ? undefined : health.breaker;
+      const on = `${op} on ${node}`;
+      try {
+        this.#check(on, breaker);
+      } catch (error) {
+        health.failures++;
+        errors[g] = error;
+        continue;
+      }
+      const late = onLate === undefined ? undefined : (value: unknown) => onLate(value, g);
+      pending.push(
+        this.#bound(on, send(g), breaker, late).then(
+          (value) => {
+            values[g] = value;
+          },
+          (error: unknown) => {
+            health.failures++;
+            errors[g] = error;
+          },
+        ),
+      );
+    }
+    await Promise.all(pending);
+    let failed = 0;
+    let error: unknown;
+    for (let g = 0; g < count; g++) {
+      if (errors[g] === undefined) continue;
+      if (failed++ === 0) error = errors[g];
+    }
+    return { values, failed, error };
+  }
+
+  #node(node: string): { breaker: CircuitBreaker | undefined; failures: number } {
+    let health = this.#nodes.get(node);
+    if (health === undefined) {
+      health = { breaker: this.#newBreaker?.(), failures: 0 };
+      this.#nodes.set(node, health);
+    }
+    return health;
+  }
+
+  #waitFirstReady(): Promise<boolean> {
+    const connection = this.#connection;
+    if (this.#readyDeadline === 0) this.#readyDeadline = Date.now() + this.#readyTimeout;
+    const left = this.#readyDeadline - Date.now();
+    if (left <= 0) return Promise.resolve(false);
+    // A lazyConnect client is started as ioredis would on its first command.
+    if (connection.status === 'wait') connection.connect().catch(noop);
+    return (this.#firstReady ??= new Promise<boolean>((resolve) => {
+      const onReady = (): void => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        connection.off('ready', onReady);
+        resolve(false);
+      }, left);
+      timer.unref();
+      connection.once('ready', onReady);
+    }));
+  }
+
   /**
    * Sends `send()` once admitted, bounded by the command timeout. On a client not yet ready for
    * the first time, waits for it first (see the file comment); the command is not handed to
@@ -82,43 +196,25 @@ export class CallGuard {
     if (status !== 'ready' && !this.#wasReady && status !== 'end' && this.#readyTimeout > 0) {
       return this.#afterFirstReady(op, send, options);
     }
+    const breaker = options?.releases === true ? undefined : this.#breaker;
     try {
-      this.#admit(op, options?.releases === true);
+      this.#check(op, breaker);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#bound(op, send(), options);
+    return this.#bound(op, send(), breaker, options?.onLate);
   }
 
   async #afterFirstReady<T>(op: string, send: () => Promise<T>, options: CallOptions | undefined): Promise<T> {
-    const connection = this.#connection;
-    if (this.#readyDeadline === 0) this.#readyDeadline = Date.now() + this.#readyTimeout;
-    const left = this.#readyDeadline - Date.now();
-    if (left > 0) {
-      // A lazyConnect client is started as ioredis would on its first command.
-      if (connection.status === 'wait') connection.connect().catch(noop);
-      this.#firstReady ??= new Promise<boolean>((resolve) => {
-        const onReady = (): void => {
-          clearTimeout(timer);
-          resolve(true);
-        };
-        const timer = setTimeout(() => {
-          connection.off('ready', onReady);
-          resolve(false);
-        }, left);
-        timer.unref();
-        connection.once('ready', onReady);
-      });
-      await this.#firstReady;
-    }
+    await this.#waitFirstReady();
     // Ready now, or the budget is spent: from here on, the usual rules (fail fast if not ready).
-    this.#admit(op, options?.releases === true);
-    return this.#bound(op, send(), options);
+    const breaker = options?.releases === true ? undefined : this.#breaker;
+    this.#check(op, breaker);
+    return this.#bound(op, send(), breaker, options?.onLate);
   }
 
-  /** Throws instead of letting `op` send when the breaker is open or the client is not connected. */
-  #admit(op: string, releases: boolean): void {
-    const breaker = releases ? undefined : this.#breaker;
+  /** Throws instead of letting `op` send when `breaker` is open or the client is not connected. */
+  #check(op: string, breaker: CircuitBreaker | undefined): void {
     if (breaker !== undefined && !breaker.admit()) {
       throw new HerdcacheError('E_CIRCUIT_OPEN', `herdcache: ${this.#name} ${op} not sent: circuit breaker open after repeated failures`);
     }
@@ -135,9 +231,7 @@ export class CallGuard {
    * breaker. A late answer is still observed (so a late rejection never becomes an unhandled one)
    * and is handed to `onLate` if given: the call already failed as far as anyone is concerned.
    */
-  #bound<T>(op: string, pending: Promise<T>, options: CallOptions | undefined): Promise<T> {
-    const breaker = options?.releases === true ? undefined : this.#breaker;
-    const onLate = options?.onLate;
+  #bound<T>(op: string, pending: Promise<T>, breaker: CircuitBreaker | undefined, onLate: ((value: unknown, group: number) => void) | undefined): Promise<T> {
     const timeout = this.#timeout;
     const name = this.#name;
     return new Promise<T>((resolve, reject) => {
@@ -157,7 +251,7 @@ export class CallGuard {
       pending.then(
         (value) => {
           if (settled) {
-            if (timedOut && onLate !== undefined) onLate(value);
+            if (timedOut && onLate !== undefined) onLate(value, 0);
             return;
           }
           settled = true;

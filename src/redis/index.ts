@@ -6,3 +6,4 @@ export { redisStore, type RedisStore, type RedisStoreOptions, type RedisWaitStat
 export { jsonCodec, JSON_FORMAT_VERSION, type Codec } from './codec';
 export { tieredStore, TIERED_DEFAULT_L1_TTL, TIERED_DEFAULT_MAX_MESSAGE_BYTES, type TieredStore, type TieredStoreOptions, type TieredStats } from './tiered';
 export type { BreakerOptions, BreakerState } from './breaker';
+export type { NodeHealth } from './guard';

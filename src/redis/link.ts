@@ -8,7 +8,8 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Entry } from '../core/freshness';
 import type { StoreReporter, StoreWrite } from '../core/store';
 import type { Codec } from './codec';
-import type { CallGuard } from './guard';
+import { StorePartialError } from '../core/errors';
+import type { CallGuard, CallOptions } from './guard';
 import { groupPositions, hashSlot, tagVersionKey, taggedKey } from './keys';
 import { keptFor } from './tags';
 
@@ -74,6 +75,29 @@ export class RedisLink {
   nodeOf(key: string): string | number {
     const slot = hashSlot(this.clientPrefix + key);
     return (this.client as Cluster).slots[slot]?.[0] ?? slot;
+  }
+
+  /**
+   * Sends a batch: one call (standalone), or one per group in parallel (Cluster), each group
+   * guarded by its master's breaker and settling on its own. `assemble` builds the result from the
+   * replies; a failed group's reply is undefined. Some groups failed: rejects with a
+   * StorePartialError carrying the assembled result of the others; all failed: with the failure.
+   */
+  async call<T, R>(
+    op: string,
+    keys: readonly string[],
+    groups: number[][] | null,
+    send: (indices: number[] | null) => Promise<T>,
+    assemble: (replies: readonly (T | undefined)[]) => R,
+    options?: CallOptions,
+  ): Promise<R> {
+    if (groups === null) return assemble([await this.guard.run(op, () => send(null), options)]);
+    const master = (g: number): string => String(this.nodeOf(keys[groups[g]![0]!]!));
+    const { values, failed, error } = await this.guard.runGroups(op, groups.length, master, (g) => send(groups[g]!), options);
+    if (failed === 0) return assemble(values);
+    if (failed === groups.length) throw error;
+    const message = `herdcache: redis ${op} failed for ${failed} of ${groups.length} slot groups: ${(error as Error | undefined)?.message ?? String(error)}`;
+    throw new StorePartialError(error, assemble(values), message);
   }
 
   /** One call for everything (standalone), or one per group in parallel (Cluster). */

@@ -7,6 +7,7 @@
  * fill that finishes in one turn of the event loop share one call. Writes and releases announce
  * their keys to waiting replicas (heard where a store has a subscriber): announcements.ts.
  */
+import { StorePartialError } from '../core/errors';
 import type { FillLock, LockAttempt, LockWatch, StoreWrite } from '../core/store';
 import { announceChannel, type FillAnnouncements } from './announcements';
 import { LOCK_SUFFIX, pick, withLockKeys } from './keys';
@@ -40,30 +41,32 @@ export class RedisFillLock implements FillLock {
     const px = toPx(ttlMs);
     const binary = link.binary;
     const scripts = this.#scripts;
-    const replies = await link.guard.run(
-      'lock.acquire',
-      () => link.perGroup(groups, (indices): Promise<(number | Raw)[]> => {
-        const pairs = withLockKeys(valueKeys, indices);
-        return binary
-          ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
-          : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
-      }),
+    const send = (indices: number[] | null): Promise<(number | Raw)[]> => {
+      const pairs = withLockKeys(valueKeys, indices);
+      return binary
+        ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
+        : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
+    };
+    // A failed group's keys have no attempt (undefined): the registry fills them without the lock.
+    return link.call('lock.acquire', valueKeys, groups, send, (replies) => {
+      const out = new Array<LockAttempt>(n);
+      for (let g = 0; g < replies.length; g++) {
+        const reply = replies[g];
+        if (reply === undefined) continue;
+        const indices = groups === null ? null : groups[g]!;
+        for (let j = 0; 2 * j < reply.length; j++) {
+          const i = indices === null ? j : indices[j]!;
+          const raw = reply[2 * j + 1];
+          const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decode(keys[i]!, raw);
+          out[i] = { won: reply[2 * j] === 1, entry };
+        }
+      }
+      return out;
+    }, {
       // The script ran after we gave up (Redis stalled): nobody fills under those locks, so
       // release them now that Redis answers, instead of letting every replica wait out lockTtl.
-      { onLate: (late) => this.#releaseLate(keys, groups, late as (number | Raw)[][], token) },
-    );
-    const out = new Array<LockAttempt>(n);
-    for (let g = 0; g < replies.length; g++) {
-      const indices = groups === null ? null : groups[g]!;
-      const reply = replies[g]!;
-      for (let j = 0; 2 * j < reply.length; j++) {
-        const i = indices === null ? j : indices[j]!;
-        const raw = reply[2 * j + 1];
-        const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decode(keys[i]!, raw);
-        out[i] = { won: reply[2 * j] === 1, entry };
-      }
-    }
-    return out;
+      onLate: (late, g) => this.#releaseLate(groups === null ? null : groups[g]!, keys, late as (number | Raw)[], token),
+    });
   }
 
   /**
@@ -118,18 +121,22 @@ export class RedisFillLock implements FillLock {
     }
     const groups = link.slotGroups(valueKeys);
     const scripts = this.#scripts;
-    const replies = await link.guard.run('lock.writeAndRelease', () => link.perGroup(groups, (indices) => {
+    const send = (indices: number[] | null) => {
       const pairs = withLockKeys(valueKeys, indices);
       const [channel, sharded] = this.#announceOn(valueKeys[indices === null ? 0 : indices[0]!]!);
       return scripts.herdcacheLockWrite2(pairs.length, pairs, channel, sharded, indices === null ? args : pickTriples(args, indices));
-    }));
-    const out = new Array<boolean>(n);
-    for (let g = 0; g < replies.length; g++) {
-      const indices = groups === null ? null : groups[g]!;
-      const reply = replies[g]!;
-      for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
-    }
-    return out;
+    };
+    // A failed group's writes are undefined (not known to have landed, locks maybe still held).
+    return link.call('lock.writeAndRelease', valueKeys, groups, send, (replies) => {
+      const out = new Array<boolean>(n);
+      for (let g = 0; g < replies.length; g++) {
+        const reply = replies[g];
+        if (reply === undefined) continue;
+        const indices = groups === null ? null : groups[g]!;
+        for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
+      }
+      return out;
+    });
   }
 
   async release(keys: readonly string[], token: string): Promise<void> {
@@ -142,11 +149,12 @@ export class RedisFillLock implements FillLock {
     const groups = link.slotGroups(lockKeys);
     const scripts = this.#scripts;
     // Never refused by the breaker: refusing it leaves a lock we may hold to expire by itself.
-    await link.guard.run('lock.release', () => link.perGroup(groups, (indices) => {
+    const send = (indices: number[] | null) => {
       const batch = indices === null ? lockKeys : pick(lockKeys, indices);
       const [channel, sharded] = this.#announceOn(batch[0]!);
       return scripts.herdcacheLockRelease2(batch.length, batch, token, channel, sharded);
-    }), RELEASES);
+    };
+    await link.call('lock.release', lockKeys, groups, send, noop, RELEASES);
   }
 
   /** The channel the scripts announce on, and whether it is a shard channel ('1'). */
@@ -155,14 +163,10 @@ export class RedisFillLock implements FillLock {
     return [announceChannel(link, key), link.cluster ? '1' : '0'];
   }
 
-  /** Releases the locks a timed-out acquire turned out to win (its late reply says which). */
-  #releaseLate(keys: readonly string[], groups: number[][] | null, replies: (number | Raw)[][], token: string): void {
+  /** Releases the locks a timed-out acquire (one group of it) turned out to win: its late reply says which. */
+  #releaseLate(indices: readonly number[] | null, keys: readonly string[], reply: (number | Raw)[], token: string): void {
     const won: string[] = [];
-    for (let g = 0; g < replies.length; g++) {
-      const indices = groups === null ? null : groups[g]!;
-      const reply = replies[g]!;
-      for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
-    }
+    for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
     if (won.length > 0) this.release(won, token).catch(noop);
   }
 }
@@ -199,6 +203,14 @@ class WriteBatch {
   }
 
   fail(error: unknown): void {
+    // Failed on some Cluster masters only: each caller gets the outcome of its own writes.
+    if (error instanceof StorePartialError) {
+      const landed = error.partial as (boolean | undefined)[];
+      for (const caller of this.#callers) {
+        caller.reject(new StorePartialError(error.failure, landed.slice(caller.start, caller.start + caller.count), error.message));
+      }
+      return;
+    }
     for (const caller of this.#callers) caller.reject(error);
   }
 }

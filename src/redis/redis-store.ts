@@ -29,7 +29,7 @@ import { HerdcacheError, invalidOption } from '../core/errors';
 import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breaker';
 import { jsonCodec, type Codec } from './codec';
 import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts';
-import { CallGuard, storeError } from './guard';
+import { CallGuard, storeError, type NodeHealth } from './guard';
 import { readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
 import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LENGTH, pick } from './keys';
 import { MAX_DURATION } from '../core/options';
@@ -94,6 +94,11 @@ export interface RedisStore extends Store {
   bind(reporter: StoreReporter): void;
   /** The circuit breaker's state, for health checks; "disabled" with `breaker: false`. */
   readonly breakerState: BreakerState | 'disabled';
+  /**
+   * Cluster: per master ("host:port") seen so far, its own breaker's state and its failed calls
+   * (a dead master is skipped alone and recovers alone). Empty for a standalone Redis.
+   */
+  nodeHealth(): Record<string, NodeHealth>;
   tagVersions(tags: readonly string[]): Promise<number[]>;
   invalidateTags(tags: readonly string[]): Promise<void>;
   /** The `prefix` option (without the client's own keyPrefix). */
@@ -128,6 +133,9 @@ const MAX_TIMEOUT = 2 ** 31 - 1;
 /** SCAN page size hint for clear(): large enough to be quick, small enough not to block Redis. */
 const SCAN_COUNT = 1000;
 
+/** The assembled result of a call whose replies say nothing beyond success. */
+function none(): void {}
+
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
   const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, invalidationWindow = DEFAULTS.invalidationWindow, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl, subscriber } = options;
@@ -157,7 +165,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     throw invalidOption('tagTtl', tagTtl, 'a positive integer number of milliseconds');
   }
   if (subscriber !== undefined) checkSubscriber('subscriber', subscriber, client);
-  let circuit: CircuitBreaker | undefined;
+  let newBreaker: (() => CircuitBreaker) | undefined;
   if (breaker !== false) {
     if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
       throw invalidOption('breaker', breaker, 'false or an object { threshold?, coolDown? }');
@@ -167,9 +175,10 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     if (typeof coolDown !== 'number' || !(coolDown >= 0) || !Number.isFinite(coolDown)) {
       throw invalidOption('breaker.coolDown', coolDown, 'a finite number of milliseconds >= 0');
     }
-    circuit = new CircuitBreaker(threshold, coolDown);
+    // One per store, and in a Cluster one per master (see CallGuard.runGroups).
+    newBreaker = () => new CircuitBreaker(threshold, coolDown);
   }
-  const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, circuit), prefix, codec, maxKeyLength, tagTtl);
+  const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, newBreaker), prefix, codec, maxKeyLength, tagTtl);
   return new RedisStoreImpl(link, defineScripts(client), invalidationWindow, subscriber === undefined ? undefined : new FillAnnouncements(subscriber, link));
 }
 
@@ -209,6 +218,10 @@ class RedisStoreImpl implements RedisStore {
     return this.#link.guard.breakerState;
   }
 
+  nodeHealth(): Record<string, NodeHealth> {
+    return this.#link.guard.nodeHealth();
+  }
+
   get prefix(): string {
     return this.#link.prefix;
   }
@@ -230,21 +243,25 @@ class RedisStoreImpl implements RedisStore {
     const groups = link.slotGroups(valueKeys);
     const binary = link.binary;
     const client = link.client;
-    const replies = await link.guard.run('getMany', () => link.perGroup(groups, (indices): Promise<Raw[]> => {
+    const send = (indices: number[] | null): Promise<Raw[]> => {
       const batch = indices === null ? valueKeys : pick(valueKeys, indices);
       return binary ? client.mgetBuffer(batch) : client.mget(batch);
-    }));
-    const out = new Array<Entry | undefined>(n);
-    for (let g = 0; g < replies.length; g++) {
-      const indices = groups === null ? null : groups[g]!;
-      const reply = replies[g]!;
-      for (let j = 0; j < reply.length; j++) {
-        const i = indices === null ? j : indices[j]!;
-        const raw = reply[j];
-        out[i] = raw === null || raw === undefined ? undefined : link.decode(keys[i]!, raw);
+    };
+    // A failed group's keys read as misses (in a StorePartialError with the others' entries).
+    return link.call('getMany', valueKeys, groups, send, (replies) => {
+      const out = new Array<Entry | undefined>(n);
+      for (let g = 0; g < replies.length; g++) {
+        const reply = replies[g];
+        if (reply === undefined) continue;
+        const indices = groups === null ? null : groups[g]!;
+        for (let j = 0; j < reply.length; j++) {
+          const i = indices === null ? j : indices[j]!;
+          const raw = reply[j];
+          out[i] = raw === null || raw === undefined ? undefined : link.decode(keys[i]!, raw);
+        }
       }
-    }
-    return out;
+      return out;
+    });
   }
 
   async setMany(writes: readonly StoreWrite[]): Promise<void> {
@@ -269,7 +286,7 @@ class RedisStoreImpl implements RedisStore {
     // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
     const groups = link.cluster ? groupPositions(keys.length, (i) => link.nodeOf(keys[i]!)) : null;
     const client = link.client;
-    const results = await link.guard.run('setMany', () => link.perGroup(groups, (indices) => {
+    const send = (indices: number[] | null) => {
       const pipeline = client.pipeline();
       const count = indices === null ? keys.length : indices.length;
       for (let j = 0; j < count; j++) {
@@ -280,12 +297,12 @@ class RedisStoreImpl implements RedisStore {
         else if (pxs[i] === 0) pipeline.set(keys[i]!, payloads[i]!);
         else pipeline.set(keys[i]!, payloads[i]!, 'PX', pxs[i]!);
       }
-      return pipeline.exec();
-    }));
-    for (const result of results) {
-      if (result === null) throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
-      for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
-    }
+      return pipeline.exec().then((result) => {
+        if (result === null) throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
+        for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
+      });
+    };
+    await link.call('setMany', keys, groups, send, none);
   }
 
   async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {
@@ -301,7 +318,7 @@ class RedisStoreImpl implements RedisStore {
     // The lock goes too: a fill that started before this invalidation then fails its fenced
     // write instead of storing a value computed from data older than the invalidation. The
     // marker does the same for fills without the lock (see WRITE_UNLESS_INVALIDATED).
-    await link.guard.run('delete', () => link.perGroup(groups, (indices) => {
+    await link.call('delete', valueKeys, groups, (indices) => {
       const count = indices === null ? n : indices.length;
       if (at === undefined || !Number.isFinite(at)) {
         const doomed = new Array<string>(2 * count);
@@ -320,7 +337,7 @@ class RedisStoreImpl implements RedisStore {
         triples[3 * j + 2] = key + INVALIDATED_SUFFIX;
       }
       return scripts.herdcacheInvalidate1(triples.length, triples, Math.floor(at), this.#invalidationWindow);
-    }));
+    }, none);
   }
 
   /**
@@ -336,14 +353,18 @@ class RedisStoreImpl implements RedisStore {
     const keys = link.tagKeys(tags);
     const groups = link.slotGroups(keys);
     const client = link.client;
-    const replies = await link.guard.run('tagVersions', () => link.perGroup(groups, (indices) => client.mget(indices === null ? keys : pick(keys, indices))));
-    const out = new Array<number>(n);
-    for (let g = 0; g < replies.length; g++) {
-      const indices = groups === null ? null : groups[g]!;
-      const reply = replies[g]!;
-      for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = readVersion(reply[j]);
-    }
-    return out;
+    const send = (indices: number[] | null) => client.mget(indices === null ? keys : pick(keys, indices));
+    // A failed group's versions are NaN: unknown, so its tagged values are served, not cached.
+    return link.call('tagVersions', keys, groups, send, (replies) => {
+      const out = new Array<number>(n).fill(NaN);
+      for (let g = 0; g < replies.length; g++) {
+        const reply = replies[g];
+        if (reply === undefined) continue;
+        const indices = groups === null ? null : groups[g]!;
+        for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = readVersion(reply[j]);
+      }
+      return out;
+    });
   }
 
   /**
@@ -360,10 +381,10 @@ class RedisStoreImpl implements RedisStore {
     const groups = link.slotGroups(keys);
     const scripts = this.#scripts;
     const keep = String(versionKeyTtl(link.tagTtl));
-    await link.guard.run('invalidateTags', () => link.perGroup(groups, (indices) => {
+    await link.call('invalidateTags', keys, groups, (indices) => {
       const batch = indices === null ? keys : pick(keys, indices);
       return scripts.herdcacheTagBump1(batch.length, batch, keep);
-    }));
+    }, none);
   }
 
   async publish(channel: string, message: string): Promise<number> {

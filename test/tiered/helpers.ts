@@ -85,11 +85,12 @@ export function controllableL2(l2: RedisStore) {
     get breakerState() {
       return l2.breakerState;
     },
+    nodeHealth: () => l2.nodeHealth(),
     bind: (reporter) => l2.bind(reporter),
     getMany: (keys) => held(l2.getMany(keys)),
     tagVersions: (tags) => held(l2.tagVersions(tags)),
     setMany: (writes) => l2.setMany(writes),
-    delete: (keys) => l2.delete(keys),
+    delete: (keys, options) => l2.delete(keys, options),
     clear: () => l2.clear(),
     invalidateTags: (tags) => l2.invalidateTags(tags),
     publish: (channel, message) => (control.failPublish ? Promise.reject(new Error('publish refused by the test')) : l2.publish(channel, message)),
