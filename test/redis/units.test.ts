@@ -64,6 +64,35 @@ describe('jsonCodec', () => {
     expect(() => jsonCodec.decode(raw)).toThrow(expect.objectContaining({ code: 'E_STORE_DECODE' }));
   });
 
+  it.each([
+    ['a trailing field after the value', '{"v":1,"f":1,"s":2,"d":1,"x":2}'],
+    ['two values', '{"v":1,"f":1,"s":2,"d":1,"d":2}'],
+    ['an unclosed value', '{"v":1,"f":1,"s":2,"d":{"a":1}'],
+    ['a tag list after the value', '{"v":1,"f":1,"s":2,"d":1,"t":["T"],"g":[0]}'],
+    ['numbers JSON would spell otherwise', '{"v":1,"f":1e3,"s":2.5E3,"m":0.25,"d":[1]}'],
+    ['null times', '{"v":1,"f":null,"s":null,"d":"x"}'],
+    ['fields in another order', '{"f":1,"v":1,"d":"x","s":2}'],
+    ['garbage after the header', '{"v":1,"f":1,"s":2,"d":nope}'],
+  ])('reads %s exactly as a plain JSON.parse of the envelope would (the untagged fast path)', (_label, raw) => {
+    // The reference: parse the whole envelope and keep the fields the codec keeps.
+    let expected: unknown;
+    try {
+      const o = JSON.parse(raw) as { v: unknown; f: number | null; s: number | null; m?: number; d?: unknown; t?: string[]; g?: number[] };
+      const ok = o.v === 1 && o.d !== undefined && (o.s ?? Infinity) >= (o.f ?? Infinity) && (o.t === undefined) === (o.g === undefined);
+      expected = ok ? { value: o.d, freshUntil: o.f ?? Infinity, staleUntil: o.s ?? Infinity, ...(o.m === undefined ? {} : { fillMs: o.m }), ...(o.t === undefined ? {} : { tags: o.t, tagVersions: o.g }) } : 'refused';
+    } catch {
+      expected = 'refused';
+    }
+    let actual: unknown;
+    try {
+      actual = jsonCodec.decode(raw);
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'E_STORE_DECODE' });
+      actual = 'refused';
+    }
+    expect(actual).toEqual(expected);
+  });
+
   it('names the version it met and the one it reads', () => {
     expect(() => jsonCodec.decode('{"v":7,"f":1,"s":1,"d":1}')).toThrow(/version 7 .*reads 1/);
   });
