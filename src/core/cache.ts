@@ -7,18 +7,18 @@
  * fill/batch function for exactly the keys this process won → fenced write → every waiter.
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
-import { Flight, FlightTable, fulfilled, rejected } from './flight';
-import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly, systemClock } from './freshness';
-import { Observers, type Observer, notify } from './hooks';
+import { FlightTable, rejected } from './flight';
+import { type Clock, type Entry, makeEntry, physicalTtl, systemClock } from './freshness';
+import { Observers, notify } from './hooks';
+import { LoadPath, nonEmpty } from './load-path';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import { DEFAULTS, type Policy, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
-import { FillPipeline, type Item, type Source } from './pipeline';
-import { type Computation, NO_ARG, type Registry } from './registry';
+import type { FillPipeline, Source } from './pipeline';
+import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
 import { Sources } from './sources';
 import { memoryStore } from './memory';
-import { afterPromiseJobs, scheduleOnce } from './tick';
 import type { Store } from './store';
 import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot } from './types';
 
@@ -31,21 +31,15 @@ let registryIds = 0;
 
 export class Cache implements Registry {
   readonly #store: Store;
-  readonly #getSync: ((key: string) => Entry | undefined) | undefined;
   readonly #clock: Clock;
   readonly #policy: Policy;
-  readonly #pipeline: FillPipeline;
-  readonly #maxRefreshes: number;
   readonly #observers: Observers;
   readonly #flights = new FlightTable();
   readonly #counters = new CounterSet();
   readonly #sources = new Sources(this.#counters);
-  /** Items queued for the next dispatch, from every source on the default schedule. */
-  #queued: Item[] = [];
-  /** Items of sources with their own batchScheduleFn, each waiting for its own dispatch. */
-  readonly #windows = new Map<Source, Item[]>();
-  #refreshing = 0;
-  #closed = false;
+  readonly #loads: LoadPath;
+  /** The miss pipeline (the load path's): every store call goes through its storeCall. */
+  readonly #pipeline: FillPipeline;
 
   constructor(options: CacheOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
@@ -54,7 +48,6 @@ export class Cache implements Registry {
       throw invalidOption('store', store, 'a Store (memoryStore(), redisStore(...))');
     }
     this.#store = store;
-    this.#getSync = store.getSync?.bind(store);
     const clock = options.clock ?? systemClock;
     if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
     this.#clock = clock;
@@ -62,22 +55,20 @@ export class Cache implements Registry {
     // `lock: true` on a store without a lock is harmless: the pipeline only locks where a lock exists.
     this.#policy = resolvePolicy(options, { ttl: DEFAULTS.ttl, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0 });
     const timing = resolveLockTiming(options);
-    this.#maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
+    const maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
     this.#observers = new Observers(options.hooks);
-    this.#pipeline = new FillPipeline({
+    this.#loads = new LoadPath({
       store,
       clock,
       sleep: clock.sleep?.bind(clock) ?? realSleep,
       flights: this.#flights,
+      observers: this.#observers,
+      maxRefreshes,
       timing,
       tokenPrefix: `${process.pid}.${++registryIds}.${Math.random().toString(36).slice(2, 10)}`,
       fallback: this.#sources.getOrCompute.counters,
-      record: (source, counter, key, sink) => this.#record(source, counter, key, sink),
-      count: (source, counter, sink) => this.#count(source, counter, sink),
-      hook: (name, ...args) => notify(this.#observers.current[name] as Observer | undefined, args),
-      refresh: (source, key, arg, policy, replaces) => this.#refresh(source, key, arg, policy, replaces),
-      fillWrapper: () => this.#observers.current.wrapFill,
     });
+    this.#pipeline = this.#loads.pipeline;
     store.bind?.({
       encodeError: (key, error) => this.#storeProblem('encodeErrors', key, error, 'encode'),
       decodeError: (key, error) => this.#storeProblem('decodeErrors', key, error, 'decode'),
@@ -234,200 +225,33 @@ export class Cache implements Registry {
 
   /** Abandons fills in flight, rejects later misses and new loaders, closes the store if it can. */
   async close(): Promise<void> {
-    this.#closed = true;
+    this.#loads.closed = true;
     this.#abandon([], [], true, 'the cache was closed while this fill ran');
     await this.#store.close?.();
   }
 
-  // ── the load path ──────────────────────────────────────────────────────────────────────
+  // ── the load path (see LoadPath) ───────────────────────────────────────────────────────
 
-  /**
-   * @internal The load path shared by loaders, getOrCompute and request scopes. With a
-   * synchronous store a hit costs one map lookup, one clock read and no allocation: the entry's
-   * settled promise is made once and reused.
-   */
+  /** @internal Registry */
   _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
-    const entry = this._peek(source, key, arg, policy, sink);
-    if (entry !== undefined) return fulfilled(entry) as Promise<V>;
-    return this.#miss<V>(source, key, arg, policy, signal, sink, false);
+    return this.#loads.load<V>(source, key, arg, policy, signal, sink);
   }
 
-  /** @internal Registry: the synchronous hit (see Registry._peek). */
+  /** @internal Registry */
   _peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined {
-    const getSync = this.#getSync;
-    // A coalesce-only policy (ttl 0) never reads the store: it only joins or starts a flight.
-    if (getSync === undefined || policy.ttl === 0) return undefined;
-    const entry = getSync(key);
-    if (entry === undefined) return undefined;
-    return this.#answer(source, key, entry, arg, policy, sink, false);
+    return this.#loads.peek(source, key, arg, policy, sink);
   }
 
-  /**
-   * Answers from an entry found by a synchronous read: fresh → hit; stale within grace → served
-   * at once and one background refresh scheduled; expired → undefined (a miss, not counted here).
-   */
-  #answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined, counted: boolean): Entry | undefined {
-    const freshUntil = entry.freshUntil;
-    if (freshUntil === Infinity) {
-      if (!counted) this.#hit(source, key, sink);
-      return entry;
-    }
-    const now = this.#clock.now();
-    if (now < freshUntil) {
-      if (policy.beta > 0) {
-        // Without an arg no refresh can start here, and drawing twice (here, then on the
-        // caller's load path) would change the odds: the load path draws, once.
-        if (arg === NO_ARG) return undefined;
-        if (refreshEarly(entry, now, policy.beta)) this.#refresh(source, key, arg, policy, freshUntil);
-      }
-      if (!counted) this.#hit(source, key, sink);
-      return entry;
-    }
-    if (now < entry.staleUntil && arg !== NO_ARG) {
-      if (!counted) this.#record(source, 'staleServed', key, sink);
-      this.#refresh(source, key, arg, policy, freshUntil);
-      return entry;
-    }
-    return undefined;
-  }
-
-  /** A caller re-contending after its flight was abandoned: its load was counted when it arrived. */
-  #again<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
-    const entry = policy.ttl === 0 ? undefined : this.#getSync?.(key);
-    const answer = entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true);
-    if (answer !== undefined) return fulfilled(answer) as Promise<V>;
-    return this.#miss<V>(source, key, arg, policy, signal, sink, true);
-  }
-
-  /** Joins the key's flight, or starts one and queues it for the next dispatch. */
-  #miss<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted: boolean): Promise<V> {
-    if (this.#closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
-    if (signal?.aborted) return rejected(signal.reason);
-    let flight = this.#flights.get(key);
-    if (flight !== undefined) {
-      if (!counted) this.#record(source, 'coalesced', key, sink);
-    } else {
-      let tags: readonly string[] | undefined;
-      try {
-        tags = tagsFor(source, arg, policy);
-      } catch (error) {
-        return rejected(error);
-      }
-      flight = this.#flights.start(key, false, tags);
-      this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
-    }
-    // A waiter whose flight is abandoned starts over from the top (the store may hold a value
-    // now); its load was counted once already, when it first arrived.
-    if (signal === undefined) return (flight.join() ?? flight.share(() => this.#again(source, key, arg, policy, undefined, sink))) as Promise<V>;
-    return flight.joinWithSignal(signal, this.#abandonLeft, () => this.#again(source, key, arg, policy, signal, sink)) as Promise<V>;
-  }
-
-  /**
-   * @internal One load that neither joins nor starts a shared flight and never touches the store
-   * (a scoped loader with `cache: false`, as DataLoader's): its key reaches the batch function,
-   * batched with the tick's other keys, even when the same key is already in flight.
-   */
+  /** @internal Registry */
   _loadAlone<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
-    if (this.#closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
-    if (signal?.aborted) return rejected(signal.reason);
-    let tags: readonly string[] | undefined;
-    try {
-      tags = tagsFor(source, arg, policy);
-    } catch (error) {
-      return rejected(error);
-    }
-    const flight = new Flight<V>(key, false, tags); // in no table: nobody joins it, no invalidation reaches it
-    this.#enqueue({ source, key, flight: flight as Flight, arg, policy, sink, tags, counted: false });
-    // Only its caller leaving abandons it; a retry cannot happen, but would load alone again.
-    const again = () => this._loadAlone<V>(source, key, arg, policy, signal, sink);
-    if (signal === undefined) return flight.share(again);
-    return flight.joinWithSignal(signal, this.#abandonLeft as (flight: Flight<V>) => void, again);
+    return this.#loads.loadAlone<V>(source, key, arg, policy, signal, sink);
   }
-
-  /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
-  readonly #abandonLeft = (flight: Flight): void => {
-    this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'));
-  };
-
-  /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
-  #refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void {
-    if (this.#flights.get(key) !== undefined || this.#closed) return;
-    if (this.#refreshing >= this.#maxRefreshes) {
-      // Dropped, not queued: the stale value keeps being served and a later read retries.
-      source.counters.refreshesDropped++;
-      return;
-    }
-    let tags: readonly string[] | undefined;
-    try {
-      tags = tagsFor(source, arg, policy);
-    } catch {
-      return; // the tags function threw: the caller that had it throw on a miss will see it
-    }
-    this.#refreshing++;
-    source.counters.refreshes++;
-    const flight = this.#flights.start(key, true, tags);
-    const done = () => {
-      this.#refreshing--;
-    };
-    flight.promise.then(done, done);
-    this.#enqueue({ source, key, flight, arg, policy, sink: undefined, replaces, tags, counted: true });
-  }
-
-  #enqueue(item: Item): void {
-    const schedule = item.source.schedule;
-    if (schedule !== undefined) {
-      // The source's own window (batchScheduleFn): its keys leave together when it says so.
-      const source = item.source;
-      const window = this.#windows.get(source);
-      if (window !== undefined) {
-        window.push(item);
-        return;
-      }
-      const items: Item[] = [item]; // queued before scheduling: a scheduler may call back at once
-      this.#windows.set(source, items);
-      scheduleOnce(schedule, () => {
-        if (this.#windows.get(source) === items) this.#windows.delete(source);
-        void this.#pipeline.dispatch(items);
-      });
-      return;
-    }
-    this.#queued.push(item);
-    if (this.#queued.length === 1) afterPromiseJobs(this.#dispatchQueued);
-  }
-
-  readonly #dispatchQueued = (): void => {
-    const queued = this.#queued;
-    this.#queued = [];
-    void this.#pipeline.dispatch(queued);
-  };
 
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────
 
   #storeProblem(counter: CounterName, key: string, error: unknown, operation: string): void {
     this.#counters.count(this.#sources.nameOfKey(key), counter, 1);
     notify(this.#observers.current.onStoreError, [error, `${operation} ${key}`]);
-  }
-
-  /** #record for a hit, kept small so it inlines into the hit path. */
-  #hit(source: Source, key: string, sink: Sink | undefined): void {
-    // A named property, not counters[counter]: the keyed increment costs the hit path ~30 ns.
-    source.counters.hits++;
-    if (sink !== undefined) sink.count(source.name, 'hits', 1);
-    const hook = this.#observers.current.onHit;
-    if (hook !== undefined) notify(hook, [key, source.name]);
-  }
-
-  /** Counts a load's outcome and tells its observer. */
-  #record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void {
-    this.#count(source, counter, sink);
-    const hooks = this.#observers.current;
-    const hook = counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
-    if (hook !== undefined) notify(hook, [key, source.name]);
-  }
-
-  #count(source: Source, counter: CounterName, sink: Sink | undefined): void {
-    source.counters[counter]++;
-    if (sink !== undefined) sink.count(source.name, counter, 1);
   }
 
   /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */
@@ -445,18 +269,8 @@ export class Cache implements Registry {
   }
 
   #assertOpen(): void {
-    if (this.#closed) throw new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed');
+    if (this.#loads.closed) throw new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed');
   }
-}
-
-/** The tags of the value of `arg`: a getOrCompute call's own, or the loader's `tags(key)`. */
-function tagsFor(source: Source, arg: unknown, policy: Policy): readonly string[] | undefined {
-  return nonEmpty(policy.tags ?? source.tagsOf?.(arg));
-}
-
-/** An empty tag list is no tags: nothing to version, nothing to invalidate by. */
-function nonEmpty(tags: readonly string[] | undefined): readonly string[] | undefined {
-  return tags !== undefined && tags.length > 0 ? tags : undefined;
 }
 
 export function checkKey(key: unknown, name: string): asserts key is string {

@@ -6,12 +6,14 @@
  * a failure is counted and the value is computed.
  */
 import { StorePartialError } from './errors';
-import { Failure, FillRun, type Flight, type FlightTable, asError } from './flight';
+import { Failure, FillRun, type Flight, type FlightTable } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, refreshEarly } from './freshness';
 import type { CounterName, Sink } from './metrics';
 import { DEFAULTS, type LockTiming, type Policy, storesValues } from './options';
 import type { FillLock, LockAttempt, LockWatch, Store, StoreWrite } from './store';
-import type { CacheHooks, Counters, Fill, FillInfo } from './types';
+import type { CacheHooks, Counters, FillInfo } from './types';
+import { WrappedFill, runGroup, wrapped } from './fill-call';
+import { knownVersions, tagsValid, usable } from './validity';
 
 /** One key waiting to be read, locked or filled. */
 export interface Item {
@@ -70,7 +72,7 @@ export interface PipelineHost {
   fillWrapper(): CacheHooks['wrapFill'];
 }
 
-type LockOutcome = FillInfo['lock'];
+export type LockOutcome = FillInfo['lock'];
 
 export class FillPipeline {
   readonly #host: PipelineHost;
@@ -420,117 +422,4 @@ export class FillPipeline {
 /** Whether this item's fill takes the distributed lock: only values that are stored need one. */
 function locks(item: Item): boolean {
   return item.policy.lock && storesValues(item.policy);
-}
-
-/**
- * Whether a stored entry answers this item: fresh, and for a background refresh newer than the
- * entry it was started to replace (an early refresh must not stop at the still-fresh original).
- */
-function usable(item: Item, entry: Entry, now: number, current: ReadonlyMap<string, number> | undefined): boolean {
-  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces) && tagsValid(item, entry, current);
-}
-
-/**
- * On a tag-versioned store, an entry answers an item that names tags only if it carries the same
- * tags at the versions just read; anything else (invalidated since, written before tags were set)
- * is a miss. An entry carrying tags its item did not name answers only if the versions it
- * recorded are all current (`current`, see #ownTagVersions).
- */
-function tagsValid(item: Item, entry: Entry, current: ReadonlyMap<string, number> | undefined): boolean {
-  const versions = item.versions;
-  if (versions === undefined) {
-    const own = entry.tags;
-    if (own === undefined || own.length === 0 || current === undefined) return true; // untagged, or a store that enforces tags itself
-    const recorded = entry.tagVersions;
-    if (recorded === undefined || recorded.length !== own.length) return false;
-    for (let i = 0; i < own.length; i++) if (recorded[i] !== current.get(own[i]!)) return false;
-    return true;
-  }
-  const tags = item.tags!;
-  const entryTags = entry.tags;
-  const entryVersions = entry.tagVersions;
-  if (entryTags === undefined || entryVersions === undefined || entryTags.length !== tags.length) return false;
-  for (let i = 0; i < tags.length; i++) {
-    if (entryTags[i] !== tags[i] || entryVersions[i] !== versions[i]) return false;
-  }
-  return true;
-}
-
-/** Tag → version as read for the items that name tags (their versions are aligned with their tags). */
-function knownVersions(items: readonly Item[]): Map<string, number> {
-  const known = new Map<string, number>();
-  for (const item of items) {
-    const { tags, versions } = item;
-    if (tags !== undefined && versions !== undefined) for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions[i]!);
-  }
-  return known;
-}
-
-/** One call of the source's function; a throw fails every key of the call. Never rejects. */
-async function runGroup(source: Source, items: Item[], signal: AbortSignal): Promise<unknown[]> {
-  try {
-    return await source.run(items, signal);
-  } catch (thrown) {
-    const failure = new Failure(asError(thrown));
-    return items.map(() => failure);
-  }
-}
-
-/** A fill call as the wrapFill hook sees it (FillInfo), and the call itself. */
-class WrappedFill implements FillInfo {
-  readonly source: string;
-  readonly keys: readonly string[];
-  readonly background: boolean;
-  failures = 0;
-  readonly #items: Item[];
-  #call: Promise<unknown[]> | undefined;
-
-  constructor(
-    readonly sourceOf: Source,
-    items: Item[],
-    readonly signal: AbortSignal,
-    readonly lock: LockOutcome,
-  ) {
-    this.source = sourceOf.name;
-    this.keys = items.map((item) => item.key);
-    this.background = items.every((item) => item.flight.background);
-    this.#items = items;
-  }
-
-  get callers(): number {
-    let n = 0;
-    for (const item of this.#items) n += item.flight.waiters;
-    return n;
-  }
-
-  /** The call, started once whoever asks first (the wrapper, or the pipeline when the wrapper did not). */
-  readonly call = (): Promise<unknown[]> =>
-    (this.#call ??= runGroup(this.sourceOf, this.#items, this.signal).then((results) => {
-      for (const result of results) if (result instanceof Failure) this.failures++;
-      return results;
-    }));
-}
-
-/** Runs a fill call through the wrapFill hook: the results are the call's own, whatever the hook does. */
-function wrapped(wrap: NonNullable<CacheHooks['wrapFill']>, fill: WrappedFill): Promise<unknown[]> {
-  try {
-    const out = wrap(fill.call, fill);
-    if (out !== null && typeof out === 'object' && typeof (out as Promise<unknown>).then === 'function') (out as Promise<unknown>).then(undefined, ignore);
-  } catch {
-    // Observers never break loads.
-  }
-  return fill.call();
-}
-
-function ignore(): void {}
-
-export async function runFill(item: Item, signal: AbortSignal): Promise<unknown[]> {
-  try {
-    const value = await (item.arg as Fill<unknown>)({ key: item.key, signal });
-    // A returned Error is a failed fill, as a thrown one (and as an Error in a loader's batch
-    // result, and a resolver's returned Error under @cached): never cached, its callers get it.
-    return [value instanceof Error ? new Failure(value) : value];
-  } catch (thrown) {
-    return [new Failure(asError(thrown))];
-  }
 }

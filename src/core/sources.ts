@@ -5,7 +5,8 @@
  */
 import { HerdcacheError, invalidOption } from './errors';
 import type { CounterSet } from './metrics';
-import { type Item, type Source, runFill } from './pipeline';
+import { runFill } from './fill-call';
+import type { Item, Source } from './pipeline';
 
 export const GET_OR_COMPUTE = 'getOrCompute';
 

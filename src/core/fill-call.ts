@@ -1,0 +1,77 @@
+/**
+ * One call of a source's function (a loader's batch, a getOrCompute fill) as the miss pipeline
+ * makes it: failures become per-key Failures (never a rejection), and the call is shown to the
+ * wrapFill hook (tracing) without the hook being able to change or break it.
+ */
+import { Failure, asError } from './flight';
+import type { Item, LockOutcome, Source } from './pipeline';
+import type { CacheHooks, Fill, FillInfo } from './types';
+
+/** One call of the source's function; a throw fails every key of the call. Never rejects. */
+export async function runGroup(source: Source, items: Item[], signal: AbortSignal): Promise<unknown[]> {
+  try {
+    return await source.run(items, signal);
+  } catch (thrown) {
+    const failure = new Failure(asError(thrown));
+    return items.map(() => failure);
+  }
+}
+
+/** A fill call as the wrapFill hook sees it (FillInfo), and the call itself. */
+export class WrappedFill implements FillInfo {
+  readonly source: string;
+  readonly keys: readonly string[];
+  readonly background: boolean;
+  failures = 0;
+  readonly #items: Item[];
+  #call: Promise<unknown[]> | undefined;
+
+  constructor(
+    readonly sourceOf: Source,
+    items: Item[],
+    readonly signal: AbortSignal,
+    readonly lock: LockOutcome,
+  ) {
+    this.source = sourceOf.name;
+    this.keys = items.map((item) => item.key);
+    this.background = items.every((item) => item.flight.background);
+    this.#items = items;
+  }
+
+  get callers(): number {
+    let n = 0;
+    for (const item of this.#items) n += item.flight.waiters;
+    return n;
+  }
+
+  /** The call, started once whoever asks first (the wrapper, or the pipeline when the wrapper did not). */
+  readonly call = (): Promise<unknown[]> =>
+    (this.#call ??= runGroup(this.sourceOf, this.#items, this.signal).then((results) => {
+      for (const result of results) if (result instanceof Failure) this.failures++;
+      return results;
+    }));
+}
+
+/** Runs a fill call through the wrapFill hook: the results are the call's own, whatever the hook does. */
+export function wrapped(wrap: NonNullable<CacheHooks['wrapFill']>, fill: WrappedFill): Promise<unknown[]> {
+  try {
+    const out = wrap(fill.call, fill);
+    if (out !== null && typeof out === 'object' && typeof (out as Promise<unknown>).then === 'function') (out as Promise<unknown>).then(undefined, ignore);
+  } catch {
+    // Observers never break loads.
+  }
+  return fill.call();
+}
+
+function ignore(): void {}
+
+export async function runFill(item: Item, signal: AbortSignal): Promise<unknown[]> {
+  try {
+    const value = await (item.arg as Fill<unknown>)({ key: item.key, signal });
+    // A returned Error is a failed fill, as a thrown one (and as an Error in a loader's batch
+    // result, and a resolver's returned Error under @cached): never cached, its callers get it.
+    return [value instanceof Error ? new Failure(value) : value];
+  } catch (thrown) {
+    return [new Failure(asError(thrown))];
+  }
+}

@@ -1,0 +1,292 @@
+/**
+ * A registry loader as one request sees it: DataLoader's per-request semantics (memo, prime,
+ * clear, cacheMap, cache: false, cache hits resolved with the pending batch), with the registry's
+ * single-flight and batching across requests underneath.
+ */
+import type { Entry } from './freshness';
+import { invalidArgument, invalidOption } from './errors';
+import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort, rejected } from './flight';
+import { type Loader, loadEach } from './loader';
+import { checkSignal } from './options';
+import type { CounterName, Sink } from './metrics';
+import { Shared, forgetUnlessKeyError, ignore } from './memo';
+import type { RequestScope } from './scope';
+import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
+import type { LoadOptions } from './types';
+
+/** DataLoader's cacheMap: any object with Map's get, set, delete and clear. */
+export interface CacheMapLike<K, V> {
+  get(key: K): V | undefined;
+  set(key: K, value: V): unknown;
+  delete(key: K): unknown;
+  clear(): unknown;
+}
+
+/** DataLoader's memo options, for one scoped loader. */
+export interface ScopedLoaderOptions<V> {
+  /**
+   * `false`: no memo, as DataLoader's `cache: false`: every load reaches the batch function, even
+   * a key repeated in one tick, and bypasses the shared store and cross-request single-flight
+   * (joining another request's fill would be a memo by another name). Default true.
+   */
+  cache?: boolean;
+  /** The memo, keyed by the key function's string: a Map-like of promises, or `null` for none (= `cache: false`). Default `new Map()`. */
+  cacheMap?: CacheMapLike<string, Promise<V>> | null;
+}
+
+const MEMO_METHODS = ['get', 'set', 'delete', 'clear'] as const;
+
+function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<string, Promise<V>> | null {
+  if (options === undefined) return new Map();
+  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+  const { cache, cacheMap } = options;
+  if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
+  if (cache === false || cacheMap === null) return null;
+  if (cacheMap === undefined) return new Map();
+  const missing = MEMO_METHODS.filter((m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function');
+  if (missing.length > 0) throw invalidOption('cacheMap', cacheMap, `null or an object with get, set, delete and clear (missing: ${missing.join(', ')})`);
+  return cacheMap;
+}
+
+/**
+ * The tick a load belongs to: a number bumped once per tick for the whole process (one scheduled
+ * job per tick, however many request scopes load in it), so a scoped loader can tell "the loads of
+ * this tick" apart without scheduling anything of its own.
+ */
+let tick = 0;
+let tickEnding = false;
+
+function endTick(): void {
+  tick++;
+  tickEnding = false;
+}
+
+function currentTick(): number {
+  if (!tickEnding) {
+    tickEnding = true;
+    afterPromiseJobs(endTick);
+  }
+  return tick;
+}
+
+/**
+ * The memo hits of one scoped loader in one tick, waiting for the loads of that tick (DataLoader's
+ * pending batch): they are answered when the batch leaves (the loader's schedule) and its loads
+ * have settled, so a request's cached and uncached values arrive together and the loads they lead
+ * to share the next batch, as in DataLoader >= 2.1. Made only when a hit happens: loads pay an
+ * array push each, no handler and no scheduling.
+ */
+class PendingHits {
+  released = false;
+  readonly #answers: (() => void)[] = [];
+
+  constructor(schedule: BatchScheduleFn, loads: readonly Promise<unknown>[]) {
+    scheduleOnce(schedule, () => {
+      if (loads.length === 0) this.#release();
+      else void Promise.allSettled(loads).then(this.#release);
+    });
+  }
+
+  wait<V>(answer: Promise<V>): Promise<V> {
+    if (this.released) return answer.then(passThrough); // a scheduler that called back at once
+    return new Promise<V>((resolve) => this.#answers.push(() => resolve(answer)));
+  }
+
+  readonly #release = (): void => {
+    this.released = true;
+    for (const answer of this.#answers) answer();
+  };
+}
+
+function passThrough<V>(value: V): V {
+  return value;
+}
+
+export class ScopedLoader<K, V> implements Sink {
+  readonly #loader: Loader<K, V>;
+  readonly #scope: RequestScope;
+  /** The request memo: key string → the promise of its load (recorded: see outcomeOf). null: none. */
+  readonly #memo: CacheMapLike<string, Promise<V>> | null;
+  /** Memo entries whose first caller came with a signal: who still waits, to abandon when all left. */
+  #shared: WeakMap<Promise<V>, Shared<V>> | undefined = undefined;
+  /** The tick of `#loads` and `#hits`. */
+  #tick = -1;
+  /** This tick's loads that went to the registry (a pending hit waits for them). */
+  #loads: Promise<unknown>[] | undefined = undefined;
+  #hits: PendingHits | undefined = undefined;
+
+  /** @internal use scope.loader(loader, options?) */
+  constructor(loader: Loader<K, V>, scope: RequestScope, options?: ScopedLoaderOptions<V>) {
+    this.#loader = loader;
+    this.#scope = scope;
+    this.#memo = memoOf(options);
+  }
+
+  get name(): string {
+    return this.#loader.name;
+  }
+
+  /** @internal Sink: batch and key functions get this scoped loader as `this`. */
+  get holder(): object {
+    return this;
+  }
+
+  /** @internal Sink: counts go to the request's stats. */
+  count(source: string, counter: CounterName, n: number): void {
+    this.#scope.count(source, counter, n);
+  }
+
+  /**
+   * One value, memoized for the request. As DataLoader's: null or undefined (and here, a key the
+   * key function maps to no string) throws a TypeError at once; a cache hit resolves together with
+   * the batch pending in this tick; a rejection nobody handles is an unhandled rejection.
+   */
+  load(key: K, options?: LoadOptions): Promise<V> {
+    const keyString = this.#loader._keyString(key, this);
+    let signal: AbortSignal | undefined;
+    if (options !== undefined) {
+      try {
+        checkSignal(options);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      signal = options.signal;
+    }
+    const cached = this.#cached(keyString);
+    if (cached !== undefined) {
+      // Joined now (a caller without a signal pins the load at once), handed over with the batch.
+      const shared = this.#shared?.get(cached);
+      const answer = shared !== undefined ? shared.join(signal) : signal === undefined ? cached : raceAbort(cached, signal, ignore);
+      if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
+      return this.#afterPendingBatch(answer);
+    }
+    return this.#miss(key, keyString, signal);
+  }
+
+  /**
+   * load() for resolvers that may return a value: the value itself when this request already
+   * has it or the store holds it fresh in process (the memory store, a tiered store's L1), so
+   * graphql-js completes the field without a promise; otherwise load()'s promise. Counted as
+   * load() is, and the same answer within the request. (Unlike load(), a hit does not wait for
+   * the pending batch: that is the point of read.)
+   */
+  read(key: K): V | Promise<V> {
+    const keyString = this.#loader._keyString(key, this);
+    const memo = this.#memo;
+    if (memo === null) return this.load(key);
+    const cached = this.#cached(keyString);
+    if (cached !== undefined) {
+      const outcome = outcomeOf(cached);
+      return outcome === PENDING_OR_UNKNOWN || outcome instanceof Rejection ? cached : (outcome as V);
+    }
+    const storeKey = this.#loader._storeKey(key, keyString, this);
+    const entry = this.#loader._peek(storeKey, key, this);
+    if (entry !== undefined) {
+      memo.set(keyString, fulfilled(entry as Entry<V>));
+      return entry.value as V;
+    }
+    return this.#miss(key, keyString, undefined);
+  }
+
+  /** As DataLoader's: values and Errors in order, never rejects for a key; a non-array throws a TypeError. */
+  loadMany(keys: ArrayLike<K>, options?: LoadOptions): Promise<(V | Error)[]> {
+    return loadEach(this.name, keys, (key) => this.load(key, options));
+  }
+
+  /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */
+  prime(key: K, value: V | Error): this {
+    const memo = this.#memo;
+    if (memo === null) return this;
+    const keyString = this.#loader._keyString(key, this);
+    if (this.#cached(keyString) === undefined) memo.set(keyString, primed(value));
+    return this;
+  }
+
+  /** Request-local: forgets the memo for `key` (use loader.clear to invalidate the shared cache). */
+  clear(key: K): this {
+    this.#memo?.delete(this.#loader._keyString(key, this));
+    return this;
+  }
+
+  clearAll(): this {
+    this.#memo?.clear();
+    return this;
+  }
+
+  /**
+   * The memo's promise for `key`, unless it failed in a way DataLoader forgets (a whole-batch
+   * failure, an abandoned load): that one is dropped here, when next looked at, rather than by a
+   * handler per load, and the caller loads again.
+   */
+  #cached(keyString: string): Promise<V> | undefined {
+    const memo = this.#memo;
+    if (memo === null) return undefined;
+    const cached = memo.get(keyString);
+    if (cached === undefined) return undefined;
+    const outcome = outcomeOf(cached);
+    if (outcome instanceof Rejection && forgetUnlessKeyError(outcome.error)) {
+      memo.delete(keyString);
+      return undefined;
+    }
+    return cached;
+  }
+
+  #miss(key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
+    const loader = this.#loader;
+    const storeKey = loader._storeKey(key, keyString, this);
+    const memo = this.#memo;
+    if (memo === null) {
+      const alone = loader._loadAlone(key, storeKey, signal, this);
+      this.#noteLoad(alone);
+      return alone.then(passThrough);
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal === undefined) {
+      // The registry's promise is shared by every caller of the key (and recorded, so the memo can
+      // read its outcome); this caller gets its own, as from DataLoader: unhandled if nobody handles it.
+      const promise = loader._load(key, storeKey, undefined, this);
+      memo.set(keyString, promise);
+      this.#noteLoad(promise);
+      return promise.then(passThrough);
+    }
+    const shared = new Shared<V>((s) => loader._load(key, storeKey, s, this));
+    memo.set(keyString, shared.promise);
+    (this.#shared ??= new WeakMap()).set(shared.promise, shared);
+    this.#noteLoad(shared.promise);
+    shared.promise.catch((error: unknown) => {
+      if ((shared.abandoned || forgetUnlessKeyError(error)) && memo.get(keyString) === shared.promise) memo.delete(keyString);
+    });
+    return shared.join(signal);
+  }
+
+  #loadsOfThisTick(): Promise<unknown>[] {
+    const now = currentTick();
+    if (this.#tick !== now) {
+      this.#tick = now;
+      this.#loads = undefined;
+      this.#hits = undefined;
+    }
+    return (this.#loads ??= []);
+  }
+
+  #noteLoad(load: Promise<unknown>): void {
+    this.#loadsOfThisTick().push(load);
+  }
+
+  /** A memo hit's answer, handed over with this tick's batch (see PendingHits). */
+  #afterPendingBatch<V>(answer: Promise<V>): Promise<V> {
+    const loads = this.#loadsOfThisTick();
+    let hits = this.#hits;
+    if (hits === undefined || hits.released) hits = this.#hits = new PendingHits(this.#loader.batchSchedule, loads);
+    return hits.wait(answer);
+  }
+
+}
+
+/** What a scoped loader's prime() holds: a settled promise, recorded (an Error primes a rejection nobody is told of). */
+function primed<V>(value: V | Error): Promise<V> {
+  if (!(value instanceof Error)) return fulfilled<V>({ value, freshUntil: Infinity, staleUntil: Infinity });
+  const promise = rejected<V>(value);
+  promise.catch(ignore);
+  return promise;
+}
