@@ -16,7 +16,13 @@ async function listen(f: Fixture): Promise<string> {
 async function post(url: string, query: string, session?: string): Promise<{ data?: any; errors?: unknown[]; extensions?: Record<string, unknown> }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (session !== undefined) headers['x-session'] = session;
-  const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query }) });
+  const init = { method: 'POST', headers, body: JSON.stringify({ query }) };
+  // A reused keep-alive socket that the server closed as idle just as this request left (a race
+  // a loaded machine makes likely) resets before the server read anything: send it again, once.
+  const response = await fetch(url, init).catch((error: { cause?: { code?: string } }) => {
+    if (error.cause?.code === 'ECONNRESET') return fetch(url, init);
+    throw error;
+  });
   const text = await response.text();
   // Thrown with the body, so a failure under load says what the server answered.
   if (response.status !== 200) throw new Error(`HTTP ${response.status} for ${query} (session ${session}): ${text.slice(0, 500)}`);

@@ -41,6 +41,9 @@ async function listen(f: Fixture, options: YogaOptions = {}): Promise<{ graphql:
     }
     void yoga(req, res);
   });
+  // Longer than the client's keep-alive (undici: 4 s), so the client always drops an idle socket
+  // first: the server closing it as a request leaves would reset that request (ECONNRESET).
+  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
