@@ -9,6 +9,7 @@ import type Redis from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
 import { manualClock, type Clock } from '../../src/core/freshness';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
+import { tieredStore } from '../../src/redis/tiered';
 import { deferred } from '../helpers';
 import { connect, eventually, randomPrefix } from './helpers';
 
@@ -133,6 +134,26 @@ it('a dead subscriber: waits are counted deaf and polled, and still answered', a
   expect(stats.polled).toBeGreaterThanOrEqual(1);
   expect(stats.woken).toBe(0);
   await p.waiter.close();
+});
+
+it('through a tieredStore: its L2 subscriber (shared with the tier) wakes the waiter too', async () => {
+  const clock = stuckClock();
+  const prefix = randomPrefix('wake-tiered');
+  const holder = createCache({ store: redisStore({ client: await connection(), prefix }), ttl: 60_000 });
+  const subscriber = await connection();
+  const l2 = redisStore({ client: await connection(), prefix, subscriber });
+  const tiered = tieredStore({ l2, subscriber });
+  const waiter = createCache({ store: tiered, ttl: 60_000, clock, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+  expect(await eventually(() => l2.waitStats().channels === 1 && tiered.subscribed, 5000, 2)).toBe(true);
+  const gate = deferred<string>();
+  const run = await contend({ holder, waiter, waiterStore: l2, subscriber }, 'k', () => gate.promise);
+  gate.resolve('filled-by-holder');
+  expect(await within(run.waited, 5000, 'the tiered waiter answered by the announcement')).toBe('filled-by-holder');
+  expect(l2.waitStats()).toMatchObject({ woken: 1, polled: 0 });
+  await waiter.close();
+  // Closing the tier unsubscribed both: the shared connection is left open (it is the user's).
+  expect(l2.waitStats().channels).toBe(0);
+  expect(subscriber.status).toBe('ready');
 });
 
 it('without a subscriber the store offers no watch: waiters poll as before', async () => {
