@@ -27,7 +27,15 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-export async function startLocalCluster(label: string): Promise<LocalCluster> {
+export interface LocalClusterOptions {
+  /** Replicas per master (each master gets this many; failover needs at least 1). Default 0. */
+  replicas?: number;
+  /** cluster-node-timeout in ms: how soon a dead master is failed over. Default Redis's (15 s). */
+  nodeTimeout?: number;
+}
+
+export async function startLocalCluster(label: string, options: LocalClusterOptions = {}): Promise<LocalCluster> {
+  const replicas = options.replicas ?? 0;
   const dir = await mkdtemp(join(tmpdir(), `herdcache-${label}-`));
   const nodes: RedisServer[] = [];
   const admins: Redis[] = [];
@@ -39,18 +47,21 @@ export async function startLocalCluster(label: string): Promise<LocalCluster> {
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 3 * (1 + replicas); i++) {
       const port = await freePort();
       // The bus port defaults to port + 10000, which may be taken or past 65535: pick one.
       const busPort = await freePort();
       nodes.push(
         await startRedisServer({
           port,
-          extraArgs: ['--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir],
+          extraArgs: [
+            '--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir,
+            ...(options.nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(options.nodeTimeout)]),
+          ],
         }),
       );
     }
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 20_000 });
+    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 20_000 });
     for (const node of nodes) admins.push(await connect(node.url));
     const ok = await eventually(async () => {
       const states = await Promise.all(admins.map((admin) => admin.cluster('INFO') as Promise<string>));
