@@ -32,6 +32,8 @@ export interface LocalClusterOptions {
   replicas?: number;
   /** cluster-node-timeout in ms: how soon a dead master is failed over. Default Redis's (15 s). */
   nodeTimeout?: number;
+  /** More redis-server arguments for every node (e.g. a command renamed away). */
+  extraArgs?: string[];
 }
 
 export async function startLocalCluster(label: string, options: LocalClusterOptions = {}): Promise<LocalCluster> {
@@ -57,6 +59,7 @@ export async function startLocalCluster(label: string, options: LocalClusterOpti
           extraArgs: [
             '--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir,
             ...(options.nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(options.nodeTimeout)]),
+            ...(options.extraArgs ?? []),
           ],
         }),
       );
