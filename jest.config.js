@@ -11,6 +11,11 @@ module.exports = {
   // A timeout catches a hang, not slowness: tests count things, and a loaded machine (a shared CI
   // runner, two CPU hogs) may take several times as long as a quiet one.
   testTimeout: 60_000,
+  // A worker asked to exit after the last file is force-exited (and "failed to exit gracefully"
+  // printed) after 500 ms by default. With two CPU hogs that happened with nothing left to wait
+  // for: sampled every 100 ms, the workers held only their stdio/IPC pipes (no timer, socket or
+  // child process; --detectOpenHandles finds none either), they were just not scheduled in time.
+  workerGracefulExitTimeout: 5_000,
   // Two cores: two workers keep a real redis-server and the tests from starving each other.
   maxWorkers: 2,
 };

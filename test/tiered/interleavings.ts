@@ -245,6 +245,8 @@ export function observedCache(index: number, options: Parameters<typeof createCa
  */
 export interface ScheduleBudget {
   readonly min: number;
+  /** ...and at least this many racing fills (a starved machine races less per schedule). */
+  readonly minRacingFills: number;
   readonly max: number;
   readonly budgetMs: number;
 }
@@ -262,7 +264,7 @@ export async function run(world: World, budget: ScheduleBudget, seed: number): P
   const schedules = LONG_FORM ?? budget.max;
   const until = LONG_FORM === undefined ? Date.now() + budget.budgetMs : Infinity;
   for (let n = 0; n < schedules; n++) {
-    if (n >= budget.min && Date.now() > until) break;
+    if (n >= budget.min && tally.racingFills >= budget.minRacingFills && Date.now() > until) break;
     const violations = await schedule(world, rng, `s${n}:`, tally);
     if (violations.length > 0) {
       throw new Error(`${world.name}: stale value in schedule ${n} (seed ${seed}):\n${violations.slice(0, 200).join('\n')}`);
