@@ -54,6 +54,7 @@ function judge(name: string, outcome: Outcome): Verdict {
   if (f.loads === 0) hard.push(`${name}: no load ran`);
   if (f.failed > 0) hard.push(`${name}: ${f.failed} failed loads (${f.failures.join(' | ')})`);
   if (f.locksLeft > 0) (outcome.locksExplained === undefined ? hard : flags).push(`${name}: ${outcome.locksExplained ?? `${f.locksLeft} locks left behind`}`);
+  for (const flag of outcome.flags ?? []) flags.push(`${name}: ${flag}`);
   if (f.reachableMaxFills > 1) flags.push(`${name}: ${f.reachableOver} of ${f.reachableKeys} keys filled more than once (max ${f.reachableMaxFills}) while the lock was reachable`);
   return { hard, flags };
 }

@@ -27,6 +27,8 @@ export interface Outcome {
    * flags them instead of failing. Each must still expire (the scenario checks that).
    */
   readonly locksExplained?: string;
+  /** Anything else the scenario saw go wrong that is not a failed load (flagged). */
+  readonly flags?: readonly string[];
 }
 
 export interface Scenario {

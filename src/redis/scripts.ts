@@ -115,11 +115,21 @@ return released
  * the two commands of a pipeline could leave one that never expires), and a batch of tags is one
  * command on the wire. Invalidations of a tag are counted, never reset by a bump: two replicas
  * bumping at once both move the version, and neither can move it back.
+ * Something foreign at a version key (another type, a string that is not a positive integer) would
+ * make INCR fail and the invalidation be lost: it is replaced by the server's time in ms, above any
+ * count of invalidations an entry could have recorded (entries record 0 for a foreign type and are
+ * not cached under a foreign string), so every entry of the tag is a miss from here on.
  */
 const TAG_BUMP = `
 local out = {}
 for i = 1, #KEYS do
-  out[i] = redis.call('INCR', KEYS[i])
+  local version = redis.pcall('INCR', KEYS[i])
+  if type(version) == 'table' or version < 1 then
+    local now = redis.call('TIME')
+    version = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    redis.call('SET', KEYS[i], version)
+  end
+  out[i] = version
   redis.call('PEXPIRE', KEYS[i], ARGV[1])
 end
 return out
