@@ -105,3 +105,43 @@ export class CounterSet implements Sink {
     return { total, sources };
   }
 }
+
+/**
+ * A request's counts: only what happened is kept (a request sees a few events of one or two
+ * sources; a stampede of 10,000 requests would otherwise hold 10,000 full counter objects).
+ */
+export class RequestCounters implements Sink {
+  #firstName: string | undefined = undefined;
+  #first: Partial<Counters> | undefined = undefined;
+  #others: Map<string, Partial<Counters>> | undefined = undefined;
+
+  count(source: string, counter: CounterName, n: number): void {
+    const counts = this.#of(source);
+    counts[counter] = (counts[counter] ?? 0) + n;
+  }
+
+  #of(source: string): Partial<Counters> {
+    if (source === this.#firstName) return this.#first!;
+    if (this.#firstName === undefined) {
+      this.#firstName = source;
+      return (this.#first = {});
+    }
+    const others = (this.#others ??= new Map());
+    let counts = others.get(source);
+    if (counts === undefined) others.set(source, (counts = {}));
+    return counts;
+  }
+
+  snapshot(): MetricsSnapshot {
+    const total = zeroCounters();
+    const sources: Record<string, Counters> = {};
+    const add = (name: string, counts: Partial<Counters>) => {
+      const counters = { ...zeroCounters(), ...counts };
+      sources[name] = counters;
+      addCounters(total, counters);
+    };
+    if (this.#firstName !== undefined) add(this.#firstName, this.#first!);
+    if (this.#others !== undefined) for (const [name, counts] of this.#others) add(name, counts);
+    return { total, sources };
+  }
+}

@@ -11,7 +11,7 @@
 import type { Loader } from './loader';
 import { type Held, NOTHING, forgetAlways, held, memoized } from './memo';
 import { checkSignal } from './options';
-import { CounterSet, type CounterName, type Sink } from './metrics';
+import { type CounterName, RequestCounters, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
 import { ScopedLoader, type ScopedLoaderOptions } from './scoped-loader';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
@@ -27,7 +27,7 @@ export class RequestScope implements Sink {
   #firstLoader: Loader<unknown, unknown> | undefined;
   #firstScoped: ScopedLoader<unknown, unknown> | undefined;
   #computed: Map<string, Held<unknown>> | undefined;
-  #stats: CounterSet | undefined;
+  #stats: RequestCounters | undefined;
 
   /** @internal use cache.request() */
   constructor(registry: Registry) {
@@ -96,12 +96,12 @@ export class RequestScope implements Sink {
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */
   stats(): MetricsSnapshot {
-    return (this.#stats ??= new CounterSet()).snapshot();
+    return (this.#stats ??= new RequestCounters()).snapshot();
   }
 
   /** @internal Sink */
   count(source: string, counter: CounterName, n: number): void {
-    (this.#stats ??= new CounterSet()).count(source, counter, n);
+    (this.#stats ??= new RequestCounters()).count(source, counter, n);
   }
 }
 

@@ -36,13 +36,58 @@ export interface ScopedLoaderOptions<V> {
 
 const MEMO_METHODS = ['get', 'set', 'delete', 'clear'] as const;
 
+/**
+ * The default memo: one key held in fields, a Map from the second key on. Most scoped loaders of
+ * a request hold one key (every request of a stampede does), and a Map costs ~200 bytes at once.
+ */
+class OneThenMap<V> implements CacheMapLike<string, V> {
+  #key: string | undefined = undefined;
+  #value: V | undefined = undefined;
+  #map: Map<string, V> | undefined = undefined;
+
+  get(key: string): V | undefined {
+    if (this.#map !== undefined) return this.#map.get(key);
+    return key === this.#key ? this.#value : undefined;
+  }
+
+  set(key: string, value: V): this {
+    if (this.#map !== undefined) this.#map.set(key, value);
+    else if (this.#key === undefined || this.#key === key) {
+      this.#key = key;
+      this.#value = value;
+    } else {
+      this.#map = new Map([
+        [this.#key, this.#value!],
+        [key, value],
+      ]);
+      this.#key = undefined;
+      this.#value = undefined;
+    }
+    return this;
+  }
+
+  delete(key: string): boolean {
+    if (this.#map !== undefined) return this.#map.delete(key);
+    if (key !== this.#key) return false;
+    this.#key = undefined;
+    this.#value = undefined;
+    return true;
+  }
+
+  clear(): void {
+    this.#map = undefined;
+    this.#key = undefined;
+    this.#value = undefined;
+  }
+}
+
 function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<string, Promise<V>> | null {
-  if (options === undefined) return new Map();
+  if (options === undefined) return new OneThenMap();
   if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
   const { cache, cacheMap } = options;
   if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
   if (cache === false || cacheMap === null) return null;
-  if (cacheMap === undefined) return new Map();
+  if (cacheMap === undefined) return new OneThenMap();
   const missing = MEMO_METHODS.filter((m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function');
   if (missing.length > 0) throw invalidOption('cacheMap', cacheMap, `null or an object with get, set, delete and clear (missing: ${missing.join(', ')})`);
   return cacheMap;
@@ -111,7 +156,12 @@ export class ScopedLoader<K, V> implements Sink {
   #shared: WeakMap<Promise<V>, Shared<V>> | undefined = undefined;
   /** The tick of `#loads` and `#hits`. */
   #tick = -1;
-  /** This tick's loads that went to the registry (a pending hit waits for them). */
+  /**
+   * This tick's loads that went to the registry (a pending hit waits for them); the first is held
+   * in a field, as most scoped loaders of a request load one key per tick (every request of a
+   * stampede does): the array is made for a second load, or for a hit.
+   */
+  #firstLoad: Promise<unknown> | undefined = undefined;
   #loads: Promise<unknown>[] | undefined = undefined;
   #hits: PendingHits | undefined = undefined;
 
@@ -259,18 +309,26 @@ export class ScopedLoader<K, V> implements Sink {
     return shared.join(signal);
   }
 
-  #loadsOfThisTick(): Promise<unknown>[] {
+  #enterTick(): void {
     const now = currentTick();
     if (this.#tick !== now) {
       this.#tick = now;
+      this.#firstLoad = undefined;
       this.#loads = undefined;
       this.#hits = undefined;
     }
-    return (this.#loads ??= []);
+  }
+
+  #loadsOfThisTick(): Promise<unknown>[] {
+    this.#enterTick();
+    return (this.#loads ??= this.#firstLoad === undefined ? [] : [this.#firstLoad]);
   }
 
   #noteLoad(load: Promise<unknown>): void {
-    this.#loadsOfThisTick().push(load);
+    this.#enterTick();
+    if (this.#loads !== undefined) this.#loads.push(load);
+    else if (this.#firstLoad === undefined) this.#firstLoad = load;
+    else this.#loads = [this.#firstLoad, load];
   }
 
   /** A memo hit's answer, handed over with this tick's batch (see PendingHits). */
