@@ -7,16 +7,22 @@
 import type Redis from 'ioredis';
 import { createCache } from '../../src/core/cache';
 import { redisStore } from '../../src/redis/redis-store';
+import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { connect, randomPrefix, roundTrips, sleep } from './helpers';
 
+// A server of this file's own: the hit-path test counts commands server-wide (INFO commandstats),
+// which parallel test files on the shared server would add to.
+let server: RedisServer;
 let a: Redis;
 let b: Redis;
 beforeAll(async () => {
-  a = await connect();
-  b = await connect();
+  server = await startRedisServer();
+  a = await connect(server.url);
+  b = await connect(server.url);
 });
 afterAll(async () => {
   await Promise.all([a.quit(), b.quit()]);
+  await server.stop();
 });
 
 function replicas(prefix: string) {
