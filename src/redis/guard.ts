@@ -91,8 +91,16 @@ export class CallGuard {
     }
   }
 
+  /** The worst state of the store's breaker and of every Cluster master's: which one, nodeHealth() says. */
   get breakerState(): BreakerState | 'disabled' {
-    return this.#breaker ? this.#breaker.state : 'disabled';
+    if (this.#breaker === undefined) return 'disabled';
+    let worst = this.#breaker.state;
+    for (const { breaker } of this.#nodes.values()) {
+      const state = breaker?.state;
+      if (state === 'open') return 'open';
+      if (state === 'half-open') worst = 'half-open';
+    }
+    return worst;
   }
 
   /** Per Cluster master seen so far ("host:port"): its breaker and its failed calls. */

@@ -92,7 +92,10 @@ export interface RedisStore extends Store {
   readonly lock: FillLock;
   /** Where encode and decode errors go; until called, they are dropped. */
   bind(reporter: StoreReporter): void;
-  /** The circuit breaker's state, for health checks; "disabled" with `breaker: false`. */
+  /**
+   * The circuit breaker's state, for health checks; "disabled" with `breaker: false`. In a Cluster
+   * the worst of every master's breaker: "open" while one master is skipped (nodeHealth() says which).
+   */
   readonly breakerState: BreakerState | 'disabled';
   /**
    * Cluster: per master ("host:port") seen so far, its own breaker's state and its failed calls

@@ -85,7 +85,8 @@ it('one master killed: warm keys on the healthy masters are never refilled, no l
   expect(health[dead]).toMatchObject({ breaker: 'open' });
   expect(health[dead]!.failures).toBeGreaterThanOrEqual(3);
   for (const [node, state] of Object.entries(health)) if (node !== dead) expect(state).toEqual({ breaker: 'closed', failures: 0 });
-  expect(first.store.breakerState).toBe('closed');
+  // The store's health summary: one master skipped is "open"; nodeHealth() said which.
+  expect(first.store.breakerState).toBe('open');
   // Counters: every failure was counted (the dead master's groups), none failed a load.
   expect(first.cache.metrics().total.storeErrors).toBeGreaterThan(0);
 }, 60_000);
