@@ -3,7 +3,7 @@
  * on their own and each master has its own breaker, so keys on the healthy masters keep their
  * hits, their fill lock and their writes. On a real local 3-master cluster.
  */
-import type { Cluster } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
 import { hashSlot } from '../../src/redis/keys';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
@@ -42,6 +42,24 @@ function replica(cluster: Cluster): { cache: Cache; store: RedisStore } {
   const store = redisStore({ client: cluster, prefix: PREFIX, commandTimeout: 1000, breaker: { threshold: 3, coolDown: 60_000 } });
   return { cache: createCache({ store, ttl: 600_000, hooks: { onStoreError: (e, op) => { if (process.env.DBG) console.log(op, (e as Error).message); } } }), store };
 }
+
+it('startup burst on a Cluster client not ready yet: the loads wait for it, 1 fill across two replicas', async () => {
+  const fresh = [0, 1].map(() => new Cluster([{ host: '127.0.0.1', port: local.nodes[0]!.port }], { redisOptions: { disconnectTimeout: 10 } }));
+  try {
+    const errors: unknown[] = [];
+    const caches = fresh.map((client) =>
+      createCache({ store: redisStore({ client, prefix: PREFIX }), ttl: 600_000, hooks: { onStoreError: (error) => void errors.push(error) } }),
+    );
+    expect(fresh.map((client) => client.status)).not.toContain('ready');
+    let fills = 0;
+    const loads = caches.flatMap((cache) => Array.from({ length: 30 }, () => cache.getOrCompute('boot', async () => (fills++, 'v'))));
+    expect(await Promise.all(loads)).toEqual(loads.map(() => 'v'));
+    expect(errors).toEqual([]);
+    expect(fills).toBe(1);
+  } finally {
+    for (const client of fresh) client.disconnect();
+  }
+});
 
 it('one master killed: warm keys on the healthy masters are never refilled, no load fails, the cold ones fill once fleet-wide', async () => {
   const a = await local.client();
