@@ -4,7 +4,6 @@
  */
 import type Redis from 'ioredis';
 import { HerdcacheError } from '../../src/core/errors';
-import { tagVersionKey } from '../../src/redis/keys';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import type { Codec } from '../../src/redis/codec';
 import { connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
@@ -280,10 +279,18 @@ it('raises coded errors for Redis errors', async () => {
   // A key of another type under the prefix reads as missing, in MGET and in the lock script alike.
   await expect(s.getMany(['hash'])).resolves.toEqual([undefined]);
   await expect(s.lock.acquire(['hash'], 't', 1000)).resolves.toEqual([{ won: true, entry: undefined }]);
-  // A real Redis error (INCR of a tag version that is not an integer) is a coded store error.
-  await client.set(tagVersionKey(prefix, 'T', 256), 'not a number');
-  const error = await s.invalidateTags(['T']).catch((e: unknown) => e);
-  expect(error).toBeInstanceOf(HerdcacheError);
-  expect(error).toMatchObject({ code: 'E_STORE_ERROR' });
-  expect((error as Error & { cause: Error }).cause.message).toMatch(/not an integer/);
+  // A real Redis error (a SET this connection's ACL user may not run) is a coded store error.
+  const user = `herdcache-test-${prefix.split(':')[2]}`;
+  await client.call('ACL', 'SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-set');
+  const limited = await connect(undefined, { username: user, password: 'any' });
+  try {
+    const denied = redisStore({ client: limited, prefix, breaker: false, ...patient });
+    const error = await denied.setMany([{ key: 'k', entry: entry(1), ttl: 1000 }]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HerdcacheError);
+    expect(error).toMatchObject({ code: 'E_STORE_ERROR' });
+    expect((error as Error & { cause: Error }).cause.message).toMatch(/NOPERM/);
+  } finally {
+    limited.disconnect();
+    await client.call('ACL', 'DELUSER', user);
+  }
 });
