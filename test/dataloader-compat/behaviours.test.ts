@@ -174,7 +174,7 @@ describe.each(implementations)('$name', (impl: Implementation) => {
 
     behaviour('a time window (setTimeout) as batchScheduleFn collects the loads made within it', async () => {
       const { calls, batch } = recording<number, string>();
-      const loader = impl.perRequest(batch, { batchScheduleFn: (callback) => setTimeout(callback, 100) })();
+      const loader = impl.perRequest(batch, { batchScheduleFn: (callback) => setTimeout(callback, 1000) })(); // wide: a loaded machine may deschedule us for 100 ms
       const first = loader.load(1);
       await new Promise((resolve) => setImmediate(resolve)); // a later turn of the event loop, well within the window
       const second = loader.load(2);
