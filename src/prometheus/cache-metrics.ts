@@ -3,10 +3,13 @@
  * user (getOrCompute, loaders outside GraphQL, any server), not only per GraphQL operation.
  *
  * Nothing is counted twice and nothing runs per load: each metric has a collect() callback that
- * reads a snapshot (cache.metrics(), cache.inFlight, a store's breakerState or stats()) when
- * Prometheus scrapes. Label cardinality is bounded: `source` values come from code (loader names,
- * field coordinates, getOrCompute labels) and the first `maxSources` are kept, the rest summed
- * as "other"; `store` values are the names of the stores given; `state` has three values.
+ * reads a snapshot (cache.metrics(), cache.inFlight, a store's breakerState, nodeHealth(),
+ * waitStats() or stats()) when Prometheus scrapes. Label cardinality is bounded: `source` values
+ * come from code (loader names, field coordinates, getOrCompute labels) and the first `maxSources`
+ * are kept, the rest summed as "other"; `store` values are the names of the stores given; `state`
+ * has three values; `node` values are a Redis Cluster's master addresses, the first `maxNodes` per
+ * store kept, the rest summed as "other" (a cluster has a few masters; failovers and resharding
+ * add addresses).
  */
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
@@ -28,6 +31,8 @@ export interface HerdcacheMetricsOptions {
   stores?: readonly Store[];
   /** Distinct `source` label values kept; later ones are summed as "other". Default 100. */
   maxSources?: number;
+  /** Distinct `node` label values (Cluster masters) kept per store; later ones are summed as "other". Default 64. */
+  maxNodes?: number;
   /** The prom-client module. Default: `import('prom-client')`. */
   client?: PromClient;
 }
@@ -71,13 +76,35 @@ const TIERED_COUNTERS = {
   refused: ['herdcache_tiered_refused_total', 'L2 entries refused by L1 (changed meanwhile, tag versions not current).'],
 } as const;
 
+/** A redisStore's nodeHealth(): per Cluster master, {store,node,state} and {store,node}. */
+export const NODE_BREAKER_METRIC = 'herdcache_store_node_breaker_state';
+export const NODE_FAILURES_METRIC = 'herdcache_store_node_failures_total';
+/** A redisStore's waitStats() (stores given a subscriber): waits on other replicas' fill locks. */
+export const LOCK_WAITS_METRIC = 'herdcache_redis_lock_waits_total';
+const WAIT_OUTCOMES = ['woken', 'polled'] as const;
+const WAIT_GAUGES = {
+  listening: ['herdcache_redis_announcements_listening', "1 while the store's subscriber connection is up (fill announcements heard), else 0."],
+  channels: ['herdcache_redis_announcement_channels', 'Announcement channels subscribed (standalone: at most 1; Cluster: one per slot waited on).'],
+} as const;
+const WAIT_COUNTERS = {
+  deaf: ['herdcache_redis_lock_waits_deaf_total', "Waits begun while their key's channel was not subscribed: they could only poll."],
+  received: ['herdcache_redis_announcements_received_total', 'Fill announcements received for keys this process was waiting on.'],
+} as const;
+
 export const DEFAULT_MAX_SOURCES = 100;
+export const DEFAULT_MAX_NODES = 64;
 
 interface BreakerStore extends Store {
   readonly breakerState: string;
 }
 interface StatsStore extends Store {
   stats(): Record<string, number | boolean>;
+}
+interface NodeHealthStore extends Store {
+  nodeHealth(): Record<string, { readonly breaker: string; readonly failures: number }>;
+}
+interface WaitStatsStore extends Store {
+  waitStats(): { readonly enabled: boolean } & Record<string, number | boolean>;
 }
 
 /** What herdcacheMetrics() registered; `close()` removes it from the registry. */
@@ -96,10 +123,11 @@ const perRegistry = new WeakMap<Registry, { cache: Cache; collectors: HerdcacheC
  */
 export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promise<HerdcacheCollectors> {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache" and a "registry"');
-  const { cache, registry, stores = [], maxSources = DEFAULT_MAX_SOURCES } = options;
+  const { cache, registry, stores = [], maxSources = DEFAULT_MAX_SOURCES, maxNodes = DEFAULT_MAX_NODES } = options;
   if (cache === null || typeof cache !== 'object' || typeof cache.metrics !== 'function') throw invalidOption('cache', cache, 'a cache created with createCache()');
   checkRegistry(registry);
   checkPositiveInteger('maxSources', maxSources);
+  checkPositiveInteger('maxNodes', maxNodes);
   if (!Array.isArray(stores)) throw invalidOption('stores', stores, 'an array of stores');
   const names = new Set<string>();
   for (const store of stores) {
@@ -115,15 +143,15 @@ export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promis
   const client = options.client ?? (await loadPromClient());
   const raced = perRegistry.get(registry); // another call finished while prom-client loaded
   if (raced !== undefined && raced.cache === cache) return raced.collectors;
-  const collectors = register(client, registry, cache, stores, maxSources);
+  const collectors = register(client, registry, cache, stores, { maxSources, maxNodes });
   perRegistry.set(registry, { cache, collectors });
   return collectors;
 }
 
-function register(client: PromClient, registry: Registry, cache: Cache, stores: readonly Store[], maxSources: number): HerdcacheCollectors {
+function register(client: PromClient, registry: Registry, cache: Cache, stores: readonly Store[], limits: { maxSources: number; maxNodes: number }): HerdcacheCollectors {
   const names: string[] = [];
   const registers = [registry];
-  const sourceLabel = boundedLabel(maxSources);
+  const sourceLabel = boundedLabel(limits.maxSources);
 
   for (const counter of COUNTER_NAMES) {
     const [name, help] = CACHE_COUNTER_METRICS[counter];
@@ -198,6 +226,9 @@ function register(client: PromClient, registry: Registry, cache: Cache, stores: 
     }
   }
 
+  registerNodeHealth(client, registers, names, stores, limits.maxNodes);
+  registerWaitStats(client, registers, names, stores);
+
   let closed = false;
   return {
     names,
@@ -208,6 +239,98 @@ function register(client: PromClient, registry: Registry, cache: Cache, stores: 
       perRegistry.delete(registry);
     },
   };
+}
+
+/**
+ * Per Cluster master of each store: its breaker's state (1 for the current one; under "other",
+ * how many of the nodes summed there are in each state) and its failed calls. A standalone
+ * store's nodeHealth() is empty: no samples.
+ */
+function registerNodeHealth(client: PromClient, registers: Registry[], names: string[], stores: readonly Store[], maxNodes: number): void {
+  const clustered = stores.filter((store): store is NodeHealthStore => typeof (store as Partial<NodeHealthStore>).nodeHealth === 'function');
+  if (clustered.length === 0) return;
+  // One bounded label per store, shared by both metrics so a node is "other" in both or neither.
+  const nodeLabels = new Map(clustered.map((store) => [store, boundedLabel(maxNodes)]));
+  const byNode = (store: NodeHealthStore) => {
+    const label = nodeLabels.get(store)!;
+    const out = new Map<string, { failures: number; states: Map<string, number> }>();
+    for (const [address, health] of Object.entries(store.nodeHealth())) {
+      const node = label(address);
+      let sum = out.get(node);
+      if (sum === undefined) out.set(node, (sum = { failures: 0, states: new Map() }));
+      sum.failures += health.failures;
+      sum.states.set(health.breaker, (sum.states.get(health.breaker) ?? 0) + 1);
+    }
+    return out;
+  };
+  names.push(NODE_BREAKER_METRIC, NODE_FAILURES_METRIC);
+  new client.Gauge({
+    name: NODE_BREAKER_METRIC,
+    help: 'Per Redis Cluster master, 1 for its own circuit breaker\'s current state (closed, open, half-open), 0 for the others; node "other": how many of the masters past maxNodes are in each state.',
+    labelNames: ['store', 'node', 'state'],
+    registers,
+    collect(this: Gauge<'store' | 'node' | 'state'>) {
+      this.reset();
+      for (const store of clustered) {
+        for (const [node, { states }] of byNode(store)) for (const state of BREAKER_STATES) this.set({ store: store.name, node, state }, states.get(state) ?? 0);
+      }
+    },
+  });
+  new client.Counter({
+    name: NODE_FAILURES_METRIC,
+    help: 'Per Redis Cluster master, calls to it that failed (timed out, refused by its breaker, errored).',
+    labelNames: ['store', 'node'],
+    registers,
+    collect(this: Counter<'store' | 'node'>) {
+      this.reset();
+      for (const store of clustered) for (const [node, { failures }] of byNode(store)) this.inc({ store: store.name, node }, failures);
+    },
+  });
+}
+
+/** Waits on other replicas' fill locks, for the Redis stores given a subscriber (the others only poll). */
+function registerWaitStats(client: PromClient, registers: Registry[], names: string[], stores: readonly Store[]): void {
+  const listening = stores.filter((store): store is WaitStatsStore => typeof (store as Partial<WaitStatsStore>).waitStats === 'function' && (store as WaitStatsStore).waitStats().enabled);
+  if (listening.length === 0) return;
+  names.push(LOCK_WAITS_METRIC);
+  new client.Counter({
+    name: LOCK_WAITS_METRIC,
+    help: "Poll steps of loads waiting on another replica's fill lock, by how they ended: woken (the fill was announced) or polled (the backoff ran out).",
+    labelNames: ['store', 'outcome'],
+    registers,
+    collect(this: Counter<'store' | 'outcome'>) {
+      this.reset();
+      for (const store of listening) {
+        const stats = store.waitStats();
+        for (const outcome of WAIT_OUTCOMES) this.inc({ store: store.name, outcome }, Number(stats[outcome] ?? 0));
+      }
+    },
+  });
+  for (const [stat, [name, help]] of Object.entries(WAIT_GAUGES)) {
+    names.push(name);
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['store'],
+      registers,
+      collect(this: Gauge<'store'>) {
+        for (const store of listening) this.set({ store: store.name }, Number(store.waitStats()[stat] ?? 0));
+      },
+    });
+  }
+  for (const [stat, [name, help]] of Object.entries(WAIT_COUNTERS)) {
+    names.push(name);
+    new client.Counter({
+      name,
+      help,
+      labelNames: ['store'],
+      registers,
+      collect(this: Counter<'store'>) {
+        this.reset();
+        for (const store of listening) this.inc({ store: store.name }, Number(store.waitStats()[stat] ?? 0));
+      },
+    });
+  }
 }
 
 /** Keeps the first `max` distinct values seen (stable across scrapes); the rest become "other". */

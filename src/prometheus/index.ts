@@ -4,7 +4,11 @@ export {
   CACHE_COUNTER_METRICS,
   IN_FLIGHT_METRIC,
   BREAKER_METRIC,
+  NODE_BREAKER_METRIC,
+  NODE_FAILURES_METRIC,
+  LOCK_WAITS_METRIC,
   DEFAULT_MAX_SOURCES,
+  DEFAULT_MAX_NODES,
   type HerdcacheCollectors,
   type HerdcacheMetricsOptions,
 } from './cache-metrics';

@@ -7,9 +7,9 @@ import { Registry } from 'prom-client';
 import { createCache, memoryStore } from '../../src/core';
 import { COUNTER_NAMES } from '../../src/core/metrics';
 import { redisStore } from '../../src/redis';
-import { BREAKER_METRIC, CACHE_COUNTER_METRICS, IN_FLIGHT_METRIC, herdcacheMetrics } from '../../src/prometheus';
+import { BREAKER_METRIC, CACHE_COUNTER_METRICS, IN_FLIGHT_METRIC, LOCK_WAITS_METRIC, NODE_BREAKER_METRIC, herdcacheMetrics } from '../../src/prometheus';
 import { deferred } from '../helpers';
-import { randomPrefix } from '../redis/helpers';
+import { connect, eventually, randomPrefix } from '../redis/helpers';
 import { replica } from '../tiered/helpers';
 
 /** `name{labels} value` lines of a scrape, as a map. */
@@ -135,6 +135,54 @@ describe('herdcacheMetrics', () => {
     }
   });
 
+  it("a Redis store's waits on other replicas' fill locks: one woken by the fill's announcement shows in the scrape", async () => {
+    const clients = await Promise.all([connect(), connect(), connect()]);
+    try {
+      const [holderClient, waiterClient, subscriber] = clients as [Redis, Redis, Redis];
+      const prefix = randomPrefix('metrics-wake');
+      const holderStore = redisStore({ client: holderClient, prefix });
+      const holder = createCache({ store: holderStore, ttl: 60_000 });
+      // A store without a subscriber only polls: no wait metrics for it.
+      const holderCollectors = await herdcacheMetrics({ cache: holder, registry: new Registry(), stores: [holderStore] });
+      expect(holderCollectors.names.filter((name) => name.startsWith('herdcache_redis_'))).toEqual([]);
+      const store = redisStore({ client: waiterClient, prefix, subscriber });
+      // Poll sleeps that never end: only the announcement can answer the waiter.
+      const sleeps: number[] = [];
+      const clock = { now: () => Date.now(), sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
+      const waiter = createCache({ store, ttl: 60_000, clock, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+      const registry = new Registry();
+      const collectors = await herdcacheMetrics({ cache: waiter, registry, stores: [store] });
+      expect(collectors.names).toEqual(expect.arrayContaining([LOCK_WAITS_METRIC, 'herdcache_redis_announcements_listening', 'herdcache_redis_announcement_channels', 'herdcache_redis_lock_waits_deaf_total', 'herdcache_redis_announcements_received_total']));
+      expect(await eventually(() => store.waitStats().channels === 1, 5000, 2)).toBe(true);
+
+      const gate = deferred<string>();
+      const filling = deferred<void>();
+      const held = holder.getOrCompute('k', () => (filling.resolve(), gate.promise));
+      await filling.promise;
+      const waited = waiter.getOrCompute('k', () => 'filled-by-waiter');
+      expect(await eventually(() => sleeps.length === 1, 5000, 2)).toBe(true); // waiting, on a sleep that never ends
+      const before = await scrape(registry);
+      expect(before.get(`${LOCK_WAITS_METRIC}{store="redis",outcome="woken"}`)).toBe(0);
+      gate.resolve('filled-by-holder');
+      expect(await held).toBe('filled-by-holder');
+      expect(await waited).toBe('filled-by-holder');
+
+      const samples = await scrape(registry);
+      expect(store.waitStats()).toMatchObject({ woken: 1, polled: 0, deaf: 0, received: 1 });
+      expect(samples.get(`${LOCK_WAITS_METRIC}{store="redis",outcome="woken"}`)).toBe(1);
+      expect(samples.get(`${LOCK_WAITS_METRIC}{store="redis",outcome="polled"}`)).toBe(0);
+      expect(samples.get('herdcache_redis_lock_waits_deaf_total{store="redis"}')).toBe(0);
+      expect(samples.get('herdcache_redis_announcements_received_total{store="redis"}')).toBe(1);
+      expect(samples.get('herdcache_redis_announcements_listening{store="redis"}')).toBe(1);
+      expect(samples.get('herdcache_redis_announcement_channels{store="redis"}')).toBe(1);
+      // A standalone Redis has no per-node health: no node samples.
+      expect([...samples.keys()].filter((sample) => sample.startsWith(NODE_BREAKER_METRIC))).toEqual([]);
+      await store.close();
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
+  });
+
   it('one cache per registry; the same cache gets the same collectors; close() unregisters', async () => {
     const cache = createCache();
     const registry = new Registry();
@@ -151,6 +199,7 @@ describe('herdcacheMetrics', () => {
     await expect(herdcacheMetrics({ cache: {} as never, registry: new Registry() })).rejects.toThrow(/option "cache"/);
     await expect(herdcacheMetrics({ cache, registry: {} as never })).rejects.toThrow(/option "registry"/);
     await expect(herdcacheMetrics({ cache, registry: new Registry(), maxSources: 0 })).rejects.toThrow(/option "maxSources"/);
+    await expect(herdcacheMetrics({ cache, registry: new Registry(), maxNodes: 1.5 })).rejects.toThrow(/option "maxNodes"/);
     await expect(herdcacheMetrics({ cache, registry: new Registry(), stores: [memoryStore(), memoryStore()] })).rejects.toThrow(/option "stores"/);
   });
 });
