@@ -15,6 +15,11 @@
  */
 import { HerdcacheError, describe } from './errors';
 import type { Entry } from './freshness';
+import type { Sink } from './metrics';
+import type { Source } from './pipeline';
+
+/** What a caller that joined a flight counts as: the flight's outcome ('coalesced': it ran a fill). */
+export type JoinOutcome = 'hits' | 'staleServed' | 'coalesced';
 
 /** A fill's result for one key, when it is not a value. */
 export class Failure {
@@ -159,6 +164,16 @@ export class Flight<V = unknown> {
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags. */
   readonly tags: readonly string[] | undefined;
+  /**
+   * How a caller joining now is counted, once the store read told what this flight does; until
+   * then joiners are only noted (below) and counted in one pass when it is known (LoadPath).
+   */
+  joinedAs: JoinOutcome | undefined = undefined;
+  /** The first noted joiner's source, and how many of its joiners had no request scope (sink). */
+  joinSource: Source | undefined = undefined;
+  joins = 0;
+  /** The other noted joiners (a request scope's, or another source's), flat: source, sink, … */
+  joiners: (Source | Sink | undefined)[] | undefined = undefined;
   #state = PENDING;
   #resolve!: (value: V) => void;
   #reject!: (reason: unknown) => void;

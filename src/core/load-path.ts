@@ -14,7 +14,7 @@ import { NO_ARG } from './registry';
 import type { Store } from './store';
 import { afterPromiseJobs, scheduleOnce } from './tick';
 
-export interface LoadPathOptions extends Omit<PipelineHost, 'record' | 'count' | 'refresh' | 'hook' | 'fillWrapper'> {
+export interface LoadPathOptions extends Omit<PipelineHost, 'record' | 'settled' | 'count' | 'refresh' | 'hook' | 'fillWrapper'> {
   readonly store: Store;
   readonly clock: Clock;
   readonly flights: FlightTable;
@@ -49,6 +49,7 @@ export class LoadPath {
     this.pipeline = new FillPipeline({
       ...options,
       record: (source, counter, key, sink) => this.record(source, counter, key, sink),
+      settled: (item, counter) => this.settled(item, counter),
       count: (source, counter, sink) => this.count(source, counter, sink),
       hook: (name, ...args) => notify(observers.current[name] as ((...a: unknown[]) => void) | undefined, args),
       refresh: (source, key, arg, policy, replaces) => this.refresh(source, key, arg, policy, replaces),
@@ -119,7 +120,7 @@ export class LoadPath {
     if (signal?.aborted) return rejected(signal.reason);
     let flight = this.#flights.get(key);
     if (flight !== undefined) {
-      if (!counted) this.record(source, 'coalesced', key, sink);
+      if (!counted) this.#join(flight, source, key, sink);
     } else {
       let tags: readonly string[] | undefined;
       try {
@@ -215,6 +216,46 @@ export class LoadPath {
     void this.pipeline.dispatch(queued);
   };
 
+  /**
+   * Counts a caller joining `flight`: by its outcome when known, else noted on the flight and
+   * counted when the pipeline learns it (settled): a flight answered from the store is a hit (or
+   * stale) for all its callers, only one that fills makes its joiners "coalesced".
+   */
+  #join(flight: Flight, source: Source, key: string, sink: Sink | undefined): void {
+    const outcome = flight.joinedAs;
+    if (outcome !== undefined) this.record(source, outcome, key, sink);
+    else if (sink === undefined && (flight.joinSource === undefined || flight.joinSource === source)) {
+      flight.joinSource = source;
+      flight.joins++;
+    } else (flight.joiners ??= []).push(source, sink);
+  }
+
+  /**
+   * The outcome of a flight's store read (or its abandonment before one): counts the load that
+   * started it (unless counted already) and, in one pass, the callers that joined it meanwhile.
+   */
+  settled(item: Item, counter: 'hits' | 'staleServed' | 'misses'): void {
+    if (!item.counted) {
+      item.counted = true;
+      this.record(item.source, counter, item.key, item.sink);
+    }
+    const flight = item.flight;
+    if (flight.joinedAs !== undefined) return;
+    const outcome = counter === 'misses' ? 'coalesced' : counter;
+    flight.joinedAs = outcome;
+    const source = flight.joinSource;
+    if (source !== undefined) {
+      const n = flight.joins;
+      source.counters[outcome] += n;
+      const hook = this.#hookFor(outcome);
+      if (hook !== undefined) for (let i = 0; i < n; i++) notify(hook, [flight.key, source.name]);
+    }
+    const joiners = flight.joiners;
+    if (joiners !== undefined) for (let i = 0; i < joiners.length; i += 2) this.record(joiners[i] as Source, outcome, flight.key, joiners[i + 1] as Sink | undefined);
+    flight.joinSource = undefined;
+    flight.joiners = undefined;
+  }
+
   /** #record for a hit, kept small so it inlines into the hit path. */
   #hit(source: Source, key: string, sink: Sink | undefined): void {
     // A named property, not counters[counter]: the keyed increment costs the hit path ~30 ns.
@@ -227,9 +268,13 @@ export class LoadPath {
   /** Counts a load's outcome and tells its observer. */
   record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void {
     this.count(source, counter, sink);
-    const hooks = this.#observers.current;
-    const hook = counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
+    const hook = this.#hookFor(counter);
     if (hook !== undefined) notify(hook, [key, source.name]);
+  }
+
+  #hookFor(counter: 'hits' | 'misses' | 'coalesced' | 'staleServed'): ((key: string, source: string) => void) | undefined {
+    const hooks = this.#observers.current;
+    return counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
   }
 
   count(source: Source, counter: CounterName, sink: Sink | undefined): void {

@@ -65,6 +65,8 @@ export interface PipelineHost {
   /** Where failures of store calls that concern no source are counted. */
   readonly fallback: Counters;
   record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void;
+  /** The outcome of an item's read: counts its load (unless counted) and the callers that joined its flight. */
+  settled(item: Item, counter: 'hits' | 'staleServed' | 'misses'): void;
   count(source: Source, counter: CounterName, sink: Sink | undefined): void;
   hook<N extends 'onFill' | 'onStoreError'>(name: N, ...args: Parameters<NonNullable<CacheHooks[N]>>): void;
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void;
@@ -114,7 +116,7 @@ export class FillPipeline {
       break;
     }
     if (unstored !== undefined) {
-      for (const item of unstored) if (!item.counted) this.#host.record(item.source, 'misses', item.key, item.sink);
+      for (const item of unstored) this.#host.settled(item, 'misses');
       if (items.length === 0) return this.#fill(unstored, undefined, 'none');
     }
     if (items.length === 0) return;
@@ -132,17 +134,17 @@ export class FillPipeline {
       const source = item.source;
       if (this.#droppedBeforeOutcome(item)) continue;
       if (entry !== undefined && usable(item, entry, now, current)) {
+        this.#host.settled(item, 'hits');
         this.#settleFromStore(item, entry.value);
-        if (!item.counted) this.#host.record(source, 'hits', item.key, item.sink);
         if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
           this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
         }
       } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry, current)) {
-        if (!item.counted) this.#host.record(source, 'staleServed', item.key, item.sink);
+        this.#host.settled(item, 'staleServed');
         this.#settleFromStore(item, entry.value);
         this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
       } else {
-        if (!item.counted) this.#host.record(source, 'misses', item.key, item.sink);
+        this.#host.settled(item, 'misses');
         toFill.push(item);
       }
     }
@@ -159,10 +161,7 @@ export class FillPipeline {
    */
   #droppedBeforeOutcome(item: Item): boolean {
     if (!item.flight.abandoned) return false;
-    if (!item.counted) {
-      item.counted = true;
-      this.#host.record(item.source, 'misses', item.key, item.sink);
-    }
+    this.#host.settled(item, 'misses'); // its joiners joined a flight that would have filled: coalesced
     return true;
   }
 

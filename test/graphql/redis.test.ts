@@ -56,6 +56,20 @@ describe('@cached on the Redis store', () => {
     expect(Object.values(counter.calls)).toEqual(Array(20).fill(1));
   });
 
+  it('concurrent operations on a field warm in Redis: each operation report says hit, none coalesced', async () => {
+    const prefix = randomPrefix('gql-warm-burst');
+    let calls = 0;
+    const resolvers = { Query: { report: () => `r${++calls}` } };
+    await run(replica(prefix, resolvers).schema, '{ report }');
+    // A fresh replica: nothing in process, so the 10 operations share one store read.
+    const b = replica(prefix, resolvers);
+    const contexts = Array.from({ length: 10 }, () => herdcacheContext({ cache: b.cache }));
+    const results = await Promise.all(contexts.map((ctx) => run(b.schema, '{ report }', ctx)));
+    expect(results.map((r) => r.data)).toEqual(Array(10).fill({ report: 'r1' }));
+    expect(b.calls.getMany).toBe(1);
+    for (const ctx of contexts) expect(cacheReport(ctx)!.total).toMatchObject({ hits: 1, coalesced: 0, misses: 0 });
+  });
+
   it('two replicas stampeding one field: the resolver runs once fleet-wide (fill lock)', async () => {
     const prefix = randomPrefix('gql-lock');
     const gate = deferred<void>();
