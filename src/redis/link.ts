@@ -130,6 +130,19 @@ export class RedisLink {
       return undefined;
     }
   }
+
+  /**
+   * A re-read of a key this load has read (and reported) already: the lock script's re-check,
+   * each poll of a contended lock. Undecodable is a miss here too, but is not reported again, so
+   * `decodeErrors` counts a bad payload once per load, not once per read.
+   */
+  decodeAgain(raw: string | Buffer): Entry | undefined {
+    try {
+      return this.codec.decode(raw);
+    } catch {
+      return undefined;
+    }
+  }
 }
 
 /** Rounds a ttl up to whole milliseconds, at least 1 (PX 0 is an error in Redis). */

@@ -57,7 +57,9 @@ export class RedisFillLock implements FillLock {
         for (let j = 0; 2 * j < reply.length; j++) {
           const i = indices === null ? j : indices[j]!;
           const raw = reply[2 * j + 1];
-          const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decode(keys[i]!, raw);
+          // The registry read this key (getMany) before trying its lock, and that read reported
+          // an undecodable payload: the re-check does not count it a second time.
+          const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decodeAgain(raw);
           out[i] = { won: reply[2 * j] === 1, entry };
         }
       }

@@ -77,11 +77,11 @@ describe('fill lock', () => {
     expect(lost).toEqual({ won: false, entry: written });
   });
 
-  it('re-reads garbage as a miss and reports it', async () => {
+  it('re-reads garbage as a miss, without reporting it again (the load getMany did)', async () => {
     await client.set(valueKey('k'), '\u0000garbage');
     const [attempt] = await store.lock.acquire(['k'], 'a', 1000);
     expect(attempt).toEqual({ won: true, entry: undefined });
-    expect(reporter.decodeErrors.map((e) => e.key)).toEqual(['k']);
+    expect(reporter.decodeErrors).toEqual([]);
   });
 
   it('tries 100 locks at once, per key, aligned with the keys', async () => {
