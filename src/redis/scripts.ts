@@ -26,7 +26,8 @@ end`;
  * The value is read after the lock is tried: that read is the re-check that stops a replica from
  * filling a key another replica wrote between this replica's MGET and its lock.
  * Re-entrant for the same token: a retry after a timed-out acquire (which may have run on the
- * server) wins its own lock instead of waiting out the lock ttl behind itself.
+ * server) wins its own lock instead of waiting out the lock ttl behind itself. A lock key found
+ * without expiry is given the lock ttl (it is lost otherwise: nobody would ever release it).
  */
 const ACQUIRE = `
 ${SAFE_GET}
@@ -34,9 +35,15 @@ local out = {}
 local token = ARGV[1]
 for i = 1, #KEYS, 2 do
   local won = redis.call('SET', KEYS[i + 1], token, 'NX', 'PX', ARGV[2])
-  if not won and get(KEYS[i + 1]) == token then
-    redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
-    won = true
+  if not won then
+    if get(KEYS[i + 1]) == token then
+      redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
+      won = true
+    elseif redis.call('PTTL', KEYS[i + 1]) == -1 then
+      -- A lock that never expires (foreign, or left by an old version) would make every fill
+      -- wait lockWaitTimeout, forever: it gets the lock's ttl and clears by itself.
+      redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
+    end
   end
   out[i] = won and 1 or 0
   out[i + 1] = get(KEYS[i])
