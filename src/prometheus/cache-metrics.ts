@@ -199,31 +199,9 @@ function register(client: PromClient, registry: Registry, cache: Cache, stores: 
 
   const tiered = stores.filter((store): store is StatsStore => typeof (store as Partial<StatsStore>).stats === 'function');
   if (tiered.length > 0) {
-    for (const [stat, [name, help]] of Object.entries(TIERED_GAUGES)) {
-      names.push(name);
-      new client.Gauge({
-        name,
-        help,
-        labelNames: ['store'],
-        registers,
-        collect(this: Gauge<'store'>) {
-          for (const store of tiered) this.set({ store: store.name }, Number(store.stats()[stat] ?? 0));
-        },
-      });
-    }
-    for (const [stat, [name, help]] of Object.entries(TIERED_COUNTERS)) {
-      names.push(name);
-      new client.Counter({
-        name,
-        help,
-        labelNames: ['store'],
-        registers,
-        collect(this: Counter<'store'>) {
-          this.reset();
-          for (const store of tiered) this.inc({ store: store.name }, Number(store.stats()[stat] ?? 0));
-        },
-      });
-    }
+    const read = (store: StatsStore) => store.stats() as Readonly<Record<string, unknown>>;
+    registerPerStore(client, registers, names, tiered, TIERED_GAUGES, 'gauge', read);
+    registerPerStore(client, registers, names, tiered, TIERED_COUNTERS, 'counter', read);
   }
 
   registerNodeHealth(client, registers, names, stores, limits.maxNodes);
@@ -306,30 +284,50 @@ function registerWaitStats(client: PromClient, registers: Registry[], names: str
       }
     },
   });
-  for (const [stat, [name, help]] of Object.entries(WAIT_GAUGES)) {
+  const read = (store: WaitStatsStore) => store.waitStats() as unknown as Readonly<Record<string, unknown>>;
+  registerPerStore(client, registers, names, listening, WAIT_GAUGES, 'gauge', read);
+  registerPerStore(client, registers, names, listening, WAIT_COUNTERS, 'counter', read);
+}
+
+/**
+ * One gauge or counter per entry of `table` ({ stat: [metric name, help] }), labelled by store and
+ * read from each store's snapshot at scrape time. Counters are reset before they are refilled:
+ * the snapshot already holds the running total.
+ */
+function registerPerStore<S extends Store>(
+  client: PromClient,
+  registers: Registry[],
+  names: string[],
+  stores: readonly S[],
+  table: Readonly<Record<string, readonly [string, string]>>,
+  kind: 'gauge' | 'counter',
+  read: (store: S) => Readonly<Record<string, unknown>>,
+): void {
+  for (const [stat, [name, help]] of Object.entries(table)) {
     names.push(name);
-    new client.Gauge({
-      name,
-      help,
-      labelNames: ['store'],
-      registers,
-      collect(this: Gauge<'store'>) {
-        for (const store of listening) this.set({ store: store.name }, Number(store.waitStats()[stat] ?? 0));
-      },
-    });
-  }
-  for (const [stat, [name, help]] of Object.entries(WAIT_COUNTERS)) {
-    names.push(name);
-    new client.Counter({
-      name,
-      help,
-      labelNames: ['store'],
-      registers,
-      collect(this: Counter<'store'>) {
-        this.reset();
-        for (const store of listening) this.inc({ store: store.name }, Number(store.waitStats()[stat] ?? 0));
-      },
-    });
+    const value = (store: S) => Number(read(store)[stat] ?? 0);
+    if (kind === 'gauge') {
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ['store'],
+        registers,
+        collect(this: Gauge<'store'>) {
+          for (const store of stores) this.set({ store: store.name }, value(store));
+        },
+      });
+    } else {
+      new client.Counter({
+        name,
+        help,
+        labelNames: ['store'],
+        registers,
+        collect(this: Counter<'store'>) {
+          this.reset();
+          for (const store of stores) this.inc({ store: store.name }, value(store));
+        },
+      });
+    }
   }
 }
 
