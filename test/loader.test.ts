@@ -162,6 +162,13 @@ describe('batching loader', () => {
     expect(await users.load(1)).toBe('u1 v2');
   });
 
+  it('a raw getOrCompute key "name:key" is the loader\'s entry (one key space, as the README warns)', async () => {
+    const cache = createCache({ ttl: Infinity });
+    const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => ids.map((id) => `loader ${id}`) });
+    expect(await cache.getOrCompute('user:42', () => 'raw')).toBe('raw');
+    expect(await users.load('42')).toBe('raw');
+  });
+
   it('null results are cached; undefined results are not', async () => {
     const cache = createCache({ ttl: Infinity });
     const { calls, batch } = recordingBatch((id) => (id === 1 ? null : undefined));
