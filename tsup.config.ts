@@ -21,6 +21,8 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: 'node20',
+  // Classes keep their names (esbuild would rename HerdcacheError to _HerdcacheError in stacks).
+  keepNames: true,
   // Peer dependencies stay external: the user brings them.
   external: ['graphql', '@apollo/server', 'ioredis', 'prom-client', '@opentelemetry/api', 'graphql-yoga', '@envelop/core'],
 });

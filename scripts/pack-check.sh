@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The package as a user installs it: packs the tarball, installs it into a temp project with NO
 # peer dependencies, and checks that
-#   1. a strict TypeScript project (strict, skipLibCheck: false) compiles against `herdcache`
+#   1. a strict TypeScript project (strict, exactOptionalPropertyTypes, skipLibCheck: false) compiles against `herdcache`
 #      with moduleResolution node16 (ESM and CJS) and bundler, with no peer installed (and
 #      without @types/node: the core's types need nothing but the ES library);
 #   2. every entry (herdcache, /redis, /graphql, /apollo, /envelop, /prometheus, /otel) is
@@ -54,7 +54,7 @@ typecheck() {
   local types='[]'
   if [ -e "$1/node_modules/@types/node" ]; then types='["node"]'; fi
   cat >"$1/tsconfig.$4.json" <<JSON
-{ "compilerOptions": { "strict": true, "skipLibCheck": false, "noEmit": true, "target": "ES2022",
+{ "compilerOptions": { "strict": true, "exactOptionalPropertyTypes": true, "skipLibCheck": false, "noEmit": true, "target": "ES2022",
   "module": "$2", "moduleResolution": "$3", "types": $types }, "files": ["$4"] }
 JSON
   (cd "$1" && node "$tsc" -p "tsconfig.$4.json") || { echo "type check failed: $1 ($2/$3)"; return 1; }
@@ -140,5 +140,12 @@ node --input-type=module -e "
 import { HerdcacheError } from 'herdcache';
 import { redisStore } from 'herdcache/redis';
 try { redisStore({}); } catch (e) { if (!(e instanceof HerdcacheError)) throw new Error('two HerdcacheError classes (ESM)'); }
+"
+# The bundle keeps class names (tsup keepNames): stacks and console.log say HerdcacheError, not _HerdcacheError.
+node -e "
+const { inspect } = require('node:util');
+try { require('herdcache').createCache({ ttl: -1 }); } catch (e) {
+  if (e.constructor.name !== 'HerdcacheError' || inspect(e).includes('_HerdcacheError')) throw new Error('renamed error class: ' + inspect(e).split('\\n')[0]);
+}
 "
 echo "pack check ok: $tarball"

@@ -70,7 +70,9 @@ export class Loader<K, V> implements Source {
   /** This loader's policy with ttl 0: loads that must not touch the store (a scope with cache: false). */
   readonly #unstored: Policy;
   /** @internal Source: the loader's own batch window, when it has a batchScheduleFn. */
-  readonly schedule: BatchScheduleFn | undefined;
+  // Optional, as Source declares it: `T | undefined` would not implement it for users compiling
+  // with exactOptionalPropertyTypes and skipLibCheck false.
+  readonly schedule?: BatchScheduleFn;
   /** @internal When a request scope's batch of this loader closes (its cache hits resolve with it). */
   readonly batchSchedule: BatchScheduleFn;
 
