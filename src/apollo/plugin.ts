@@ -13,6 +13,7 @@ import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@a
 import type { Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
 import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
+import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
 
 export interface HerdcachePluginOptions {
@@ -30,8 +31,10 @@ export interface HerdcachePluginOptions {
   maxOperationLabels?: number;
 }
 
+const PLUGIN_OPTIONS = optionNames<HerdcachePluginOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true });
+
 export function herdcachePlugin<TContext extends BaseContext = BaseContext>(options: HerdcachePluginOptions): ApolloServerPlugin<TContext> {
-  checkPluginOptions(options, 'herdcachePlugin');
+  checkPluginOptions(options, 'herdcachePlugin', PLUGIN_OPTIONS);
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({ cache: options.cache, extensions: options.extensions, recorder, owner: 'herdcachePlugin' });
 

@@ -13,7 +13,7 @@ import { Observers, notify } from './hooks';
 import { LoadPath, nonEmpty } from './load-path';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { DEFAULTS, type Policy, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
+import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
 import type { FillPipeline, Source } from './pipeline';
 import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
@@ -43,6 +43,7 @@ export class Cache implements Registry {
 
   constructor(options: CacheOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+    checkKnownKeys('createCache()', options, CACHE_OPTIONS);
     const store: Store = options.store ?? memoryStore();
     if (typeof store.getMany !== 'function' || typeof store.setMany !== 'function') {
       throw invalidOption('store', store, 'a Store (memoryStore(), redisStore(...))');
@@ -101,6 +102,7 @@ export class Cache implements Registry {
       checkKey(key, 'key');
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
       checkSignal(options);
+      if (options !== undefined) checkKnownKeys('getOrCompute()', options, GET_OR_COMPUTE_OPTIONS);
       const { source, policy } = options === undefined ? this._computation(undefined) : this._computation(options);
       return this._load<V>(source, key, fill, policy, options?.signal, sink);
     } catch (error) {
@@ -124,6 +126,7 @@ export class Cache implements Registry {
   loader<K, V>(options: LoaderOptions<K, V>): Loader<K, V> {
     this.#assertOpen();
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+    checkKnownKeys('cache.loader()', options, LOADER_OPTIONS);
     return this.#sources.addLoader(options.name, (name) => new Loader<K, V>(this, options, resolvePolicy(options, this.#policy), this.#counters.of(name)));
   }
 

@@ -8,7 +8,8 @@
  * bounded by `max` entries.
  */
 import { LRUCache } from 'lru-cache';
-import { invalidOption } from './errors';
+import { invalidArgument, invalidOption } from './errors';
+import { checkKnownKeys, optionNames } from './options';
 import type { Entry } from './freshness';
 import type { Store, StoreWrite } from './store';
 
@@ -18,6 +19,7 @@ export interface MemoryStoreOptions {
 }
 
 export const MEMORY_STORE_DEFAULT_MAX = 10_000;
+const MEMORY_STORE_OPTIONS = optionNames<MemoryStoreOptions>({ max: true });
 
 const done: Promise<void> = Promise.resolve();
 
@@ -31,6 +33,8 @@ export class MemoryStore implements Store {
   readonly #byTag = new Map<string, Set<string>>();
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+    checkKnownKeys('memoryStore()', options, MEMORY_STORE_OPTIONS);
     const max = options.max ?? MEMORY_STORE_DEFAULT_MAX;
     if (!Number.isSafeInteger(max) || max < 1) throw invalidOption('max', max, 'a positive integer');
     this.#lru = new LRUCache<string, Entry>({

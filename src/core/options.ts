@@ -1,9 +1,9 @@
 /**
  * Defaults in one place, validated once, with errors that name the option and the bad value.
  */
-import { invalidArgument, invalidOption } from './errors';
+import { HerdcacheError, invalidArgument, invalidOption } from './errors';
 import type { Freshness } from './freshness';
-import type { FreshnessOptions, LockOptions } from './types';
+import type { CacheOptions, FreshnessOptions, GetOrComputeOptions, LoaderOptions, LockOptions } from './types';
 
 export const DEFAULTS = {
   /**
@@ -31,6 +31,50 @@ export function storesValues(policy: Freshness): boolean {
 export interface Policy extends Freshness {
   readonly lock: boolean;
   readonly tags?: readonly string[];
+}
+
+/**
+ * The option names a function accepts, written as an object with one `true` per name of `T`, so
+ * the compiler keeps the list and the options interface in step (a name missing or extra fails).
+ */
+export function optionNames<T extends object>(names: { readonly [K in keyof Required<T>]: true }): ReadonlySet<string> {
+  return new Set(Object.keys(names));
+}
+
+/**
+ * Refuses an option name `where` (e.g. "createCache()") does not know: a misspelt `ttl` would
+ * otherwise silently mean coalesce-only. Allocation-free when every name is known (a `for…in`
+ * over a few keys), so it may run on a call's options; the error is built only on failure.
+ */
+export function checkKnownKeys(where: string, options: object, known: ReadonlySet<string>): void {
+  for (const name in options) {
+    if (!known.has(name)) throw unknownOption(where, name, known);
+  }
+}
+
+function unknownOption(where: string, name: string, known: ReadonlySet<string>): HerdcacheError {
+  const close = [...known].filter((candidate) => isCloseName(name, candidate));
+  const hint = close.length === 1 ? `\nDid you mean "${close[0]}"?` : '';
+  return new HerdcacheError('E_INVALID_OPTION', `herdcache: ${where}: unknown option ${JSON.stringify(name)}.${hint}\nKnown options: ${[...known].join(', ')}.`);
+}
+
+/** A likely typo: same name ignoring case, or at most one edit (two for longer names) away. */
+function isCloseName(name: string, candidate: string): boolean {
+  if (name.toLowerCase() === candidate.toLowerCase()) return true;
+  const limit = candidate.length > 6 ? 2 : 1;
+  if (Math.abs(name.length - candidate.length) > limit) return false;
+  // Edit distance with swaps of neighbours as one edit (optimal string alignment); names are short.
+  const d: number[][] = Array.from({ length: name.length + 1 }, (_, i) => [i]);
+  for (let j = 1; j <= candidate.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= name.length; i++) {
+    for (let j = 1; j <= candidate.length; j++) {
+      const cost = name[i - 1] === candidate[j - 1] ? 0 : 1;
+      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && name[i - 1] === candidate[j - 2] && name[i - 2] === candidate[j - 1]) best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = best;
+    }
+  }
+  return d[name.length]![candidate.length]! <= limit;
 }
 
 /** A `signal` option, when given, must be an AbortSignal (checked before any flight starts). */
@@ -85,6 +129,17 @@ export function checkPositiveInteger(name: string, value: unknown, allowInfinity
   if (typeof value === 'number' && ((allowInfinity && value === Infinity) || (Number.isSafeInteger(value) && value >= 1))) return value;
   throw invalidOption(name, value, allowInfinity ? 'a positive integer or Infinity' : 'a positive integer');
 }
+
+export const CACHE_OPTIONS = optionNames<CacheOptions>({
+  ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true,
+  lockTtl: true, lockPollInterval: true, lockWaitTimeout: true,
+  store: true, clock: true, maxRefreshes: true, hooks: true,
+});
+export const GET_OR_COMPUTE_OPTIONS = optionNames<GetOrComputeOptions>({ ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true, signal: true, label: true, tags: true });
+export const LOADER_OPTIONS = optionNames<LoaderOptions<unknown, unknown>>({
+  ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true,
+  name: true, batch: true, key: true, maxBatchSize: true, batchScheduleFn: true, tags: true,
+});
 
 /** Resolves `options` on top of `base`; an option left undefined keeps the base value. */
 export function resolvePolicy(options: FreshnessOptions | undefined, base: Policy, prefix = ''): Policy {

@@ -10,7 +10,7 @@
  */
 import type { Loader } from './loader';
 import { type Held, NOTHING, forgetAlways, held, memoized } from './memo';
-import { checkSignal } from './options';
+import { GET_OR_COMPUTE_OPTIONS, checkKnownKeys, checkSignal } from './options';
 import { type CounterName, RequestCounters, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
 import { ScopedLoader, type ScopedLoaderOptions } from './scoped-loader';
@@ -64,6 +64,7 @@ export class RequestScope implements Sink {
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
     try {
       checkSignal(options);
+      if (options !== undefined) checkKnownKeys('scope.getOrCompute()', options, GET_OR_COMPUTE_OPTIONS);
     } catch (error) {
       return Promise.reject(error);
     }

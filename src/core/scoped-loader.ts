@@ -7,7 +7,7 @@ import type { Entry } from './freshness';
 import { invalidArgument, invalidOption } from './errors';
 import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort, rejected } from './flight';
 import { type Loader, loadEach } from './loader';
-import { checkSignal } from './options';
+import { checkKnownKeys, checkSignal, optionNames } from './options';
 import type { CounterName, Sink } from './metrics';
 import { Shared, forgetUnlessKeyError, ignore } from './memo';
 import type { RequestScope } from './scope';
@@ -81,9 +81,12 @@ class OneThenMap<V> implements CacheMapLike<string, V> {
   }
 }
 
+const SCOPED_LOADER_OPTIONS = optionNames<ScopedLoaderOptions<unknown>>({ cache: true, cacheMap: true });
+
 function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<string, Promise<V>> | null {
   if (options === undefined) return new OneThenMap();
   if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+  checkKnownKeys('scope.loader()', options, SCOPED_LOADER_OPTIONS);
   const { cache, cacheMap } = options;
   if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
   if (cache === false || cacheMap === null) return null;

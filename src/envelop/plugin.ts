@@ -15,6 +15,7 @@ import type { DocumentNode, ExecutionResult } from 'graphql';
 import type { Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
 import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
+import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
 
 export interface UseHerdcacheOptions {
@@ -28,8 +29,10 @@ export interface UseHerdcacheOptions {
   maxOperationLabels?: number;
 }
 
+const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true });
+
 export function useHerdcache<TContext extends Record<string, any> = {}>(options: UseHerdcacheOptions): Plugin<TContext> {
-  checkPluginOptions(options, 'useHerdcache');
+  checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({ cache: options.cache, extensions: options.extensions, recorder, owner: 'useHerdcache' });
   // Envelop has no server start hook: prom-client is loaded now, and the operations that end

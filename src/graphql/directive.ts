@@ -15,7 +15,7 @@
 import type { ConstArgumentNode, ConstValueNode, GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
-import { MAX_DURATION } from '../core/options';
+import { MAX_DURATION, checkKnownKeys, optionNames } from '../core/options';
 import { NO_ARG } from '../core/registry';
 import { NO_ANSWER } from '../core/scope';
 import type { GetOrComputeOptions } from '../core/types';
@@ -77,11 +77,14 @@ const installed = new WeakSet<GraphQLFieldResolver<unknown, unknown>>();
  * template (see parseTagTemplate), tags on a store that cannot invalidate them, an `identity`
  * entry for a type the schema lacks, and a schema already transformed.
  */
+const DIRECTIVE_OPTIONS = optionNames<CachedDirectiveOptions>({ cache: true, sessionId: true, identity: true, keyPrefix: true, onBypass: true, onInvalidationError: true });
+
 export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, options: CachedDirectiveOptions): S {
   if (schema === null || typeof schema !== 'object' || typeof (schema as Partial<GraphQLSchema>).getTypeMap !== 'function') {
     throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: argument "schema" must be a GraphQLSchema, got ${describe(schema)}`);
   }
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache"');
+  checkKnownKeys('cachedDirectiveTransformer()', options, DIRECTIVE_OPTIONS);
   const { cache, sessionId, identity = {}, keyPrefix = DEFAULT_KEY_PREFIX, onBypass, onInvalidationError = warnInvalidationError } = options;
   checkCache(cache);
   if (sessionId !== undefined && typeof sessionId !== 'function') throw invalidOption('sessionId', sessionId, 'a function of the context');

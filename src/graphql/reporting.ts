@@ -13,7 +13,7 @@
  */
 import type { Cache } from '../core/cache';
 import { HerdcacheError, invalidOption } from '../core/errors';
-import { checkBoolean } from '../core/options';
+import { checkBoolean, checkKnownKeys } from '../core/options';
 import { type CacheReport, type OperationCache, attachOperation, checkCache, detachOperation } from './request';
 
 /** Where operations' reports go besides the response (herdcache/prometheus's HerdcacheMetrics). */
@@ -108,6 +108,7 @@ export class OperationReporting {
   }
 }
 
-export function checkPluginOptions(options: unknown, owner: string): void {
+export function checkPluginOptions(options: unknown, owner: string, known: ReadonlySet<string>): void {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, `an object with a "cache" (${owner})`);
+  checkKnownKeys(`${owner}()`, options, known);
 }

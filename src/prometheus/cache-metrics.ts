@@ -15,7 +15,7 @@ import type { Counter, Gauge, Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, invalidOption } from '../core/errors';
 import { COUNTER_NAMES, type CounterName } from '../core/metrics';
-import { checkPositiveInteger } from '../core/options';
+import { checkKnownKeys, checkPositiveInteger, optionNames } from '../core/options';
 import type { Store } from '../core/store';
 import type { Counters } from '../core/types';
 import { type PromClient, checkRegistry, loadPromClient } from './metrics';
@@ -116,6 +116,8 @@ export interface HerdcacheCollectors {
 
 const perRegistry = new WeakMap<Registry, { cache: Cache; collectors: HerdcacheCollectors }>();
 
+const HERDCACHE_METRICS_OPTIONS = optionNames<HerdcacheMetricsOptions>({ cache: true, registry: true, stores: true, maxSources: true, maxNodes: true, client: true });
+
 /**
  * Registers collectors for `cache` (and `stores`) on `registry`. Async because prom-client is
  * loaded on demand. One cache per registry: a second call with the same cache returns the same
@@ -123,6 +125,7 @@ const perRegistry = new WeakMap<Registry, { cache: Cache; collectors: HerdcacheC
  */
 export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promise<HerdcacheCollectors> {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache" and a "registry"');
+  checkKnownKeys('herdcacheMetrics()', options, HERDCACHE_METRICS_OPTIONS);
   const { cache, registry, stores = [], maxSources = DEFAULT_MAX_SOURCES, maxNodes = DEFAULT_MAX_NODES } = options;
   if (cache === null || typeof cache !== 'object' || typeof cache.metrics !== 'function') throw invalidOption('cache', cache, 'a cache created with createCache()');
   checkRegistry(registry);

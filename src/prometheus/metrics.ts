@@ -13,7 +13,7 @@ import type { Counter, Histogram, Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, invalidOption } from '../core/errors';
 import type { CacheReport, CacheReportCounters } from '../graphql/request';
-import { checkPositiveInteger } from '../core/options';
+import { checkKnownKeys, checkPositiveInteger, optionNames } from '../core/options';
 
 export type PromClient = typeof import('prom-client');
 
@@ -137,8 +137,11 @@ const perRegistry = new WeakMap<Registry, HerdcacheMetrics>();
  * herdcache's metrics on `registry` (created on first call for that registry, then reused).
  * Async because prom-client is loaded on demand.
  */
+const PROMETHEUS_METRICS_OPTIONS = optionNames<PrometheusMetricsOptions>({ registry: true, maxOperationLabels: true, client: true });
+
 export async function prometheusMetrics(options: PrometheusMetricsOptions): Promise<HerdcacheMetrics> {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "registry"');
+  checkKnownKeys('prometheusMetrics()', options, PROMETHEUS_METRICS_OPTIONS);
   const { registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
   checkRegistry(registry);
   const max = checkPositiveInteger('maxOperationLabels', maxOperationLabels);

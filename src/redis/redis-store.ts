@@ -32,7 +32,7 @@ import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts'
 import { CallGuard, storeError, type NodeHealth } from './guard';
 import { readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
 import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LENGTH, pick } from './keys';
-import { MAX_DURATION } from '../core/options';
+import { MAX_DURATION, checkKnownKeys, optionNames } from '../core/options';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
 import { checkSubscriber, FillAnnouncements, type WakeStats } from './announcements';
@@ -139,8 +139,14 @@ const SCAN_COUNT = 1000;
 /** The assembled result of a call whose replies say nothing beyond success. */
 function none(): void {}
 
+const REDIS_STORE_OPTIONS = optionNames<RedisStoreOptions>({
+  client: true, prefix: true, codec: true, commandTimeout: true, readyTimeout: true, invalidationWindow: true,
+  breaker: true, maxKeyLength: true, tagTtl: true, subscriber: true,
+});
+
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
+  checkKnownKeys('redisStore()', options, REDIS_STORE_OPTIONS);
   const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, invalidationWindow = DEFAULTS.invalidationWindow, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl, subscriber } = options;
   const candidate = client as Partial<Redis> | null | undefined;
   if (candidate === null || typeof candidate !== 'object' || typeof candidate.defineCommand !== 'function' || typeof candidate.mget !== 'function' || typeof candidate.status !== 'string') {

@@ -27,6 +27,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError, invalidOption } from '../core/errors';
 import type { Clock, Entry } from '../core/freshness';
 import { MemoryStore, memoryStore } from '../core/memory';
+import { checkKnownKeys, optionNames } from '../core/options';
 import type { RedisStore } from './redis-store';
 import { Subscription, decodeMessage, encodeMessages, type Change } from './tiered-bus';
 import { checkSubscriber } from './announcements';
@@ -95,8 +96,11 @@ export const TIERED_DEFAULT_MAX_MESSAGE_BYTES = 32_768;
 /** Room for the envelope and one ordinary key. */
 const MIN_MESSAGE_BYTES = 256;
 
+const TIERED_STORE_OPTIONS = optionNames<TieredStoreOptions>({ l2: true, subscriber: true, l1: true, l1Ttl: true, channel: true, maxMessageBytes: true, clock: true });
+
 export function tieredStore(options: TieredStoreOptions): TieredStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with "l2" and "subscriber"');
+  checkKnownKeys('tieredStore()', options, TIERED_STORE_OPTIONS);
   const { l2, subscriber, l1Ttl = TIERED_DEFAULT_L1_TTL, clock } = options;
   const l2Like = l2 as Partial<RedisStore> | null | undefined;
   if (l2Like === null || typeof l2Like !== 'object' || typeof l2Like.publish !== 'function' || typeof l2Like.tagVersions !== 'function' || l2Like.lock === undefined) {

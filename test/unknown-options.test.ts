@@ -1,0 +1,75 @@
+/**
+ * An option name a function does not know is refused, naming the function and the name: since
+ * 0.2 no `ttl` means coalesce-only, so a misspelt `ttl` would otherwise silently disable caching.
+ */
+import { buildSchema } from 'graphql';
+import { Registry } from 'prom-client';
+import { createCache, memoryStore, HerdcacheError } from 'herdcache';
+import { redisStore, tieredStore } from 'herdcache/redis';
+import { cachedDirectiveTransformer, cachedDirectiveTypeDefs } from 'herdcache/graphql';
+import { herdcachePlugin } from 'herdcache/apollo';
+import { useHerdcache } from 'herdcache/envelop';
+import { herdcacheMetrics, prometheusMetrics } from 'herdcache/prometheus';
+
+function refusal(call: () => unknown): HerdcacheError {
+  try {
+    call();
+  } catch (error) {
+    expect(error).toBeInstanceOf(HerdcacheError);
+    expect((error as HerdcacheError).code).toBe('E_INVALID_OPTION');
+    return error as HerdcacheError;
+  }
+  throw new Error('not refused');
+}
+
+async function rejection(call: () => Promise<unknown>): Promise<HerdcacheError> {
+  const error = await call().then(() => new Error('not refused'), (e: unknown) => e);
+  expect(error).toBeInstanceOf(HerdcacheError);
+  expect((error as HerdcacheError).code).toBe('E_INVALID_OPTION');
+  return error as HerdcacheError;
+}
+
+const batch = (keys: readonly string[]) => keys;
+const typo = { tll: 5 } as object;
+
+describe('unknown option names are refused', () => {
+  test('createCache names the key, the function, and the close known name', () => {
+    const error = refusal(() => createCache({ tll: 60_000 } as object));
+    expect(error.message).toContain('createCache(): unknown option "tll"');
+    expect(error.message).toContain('Did you mean "ttl"?');
+  });
+
+  test('no hint when no known name is close', () => {
+    expect(refusal(() => createCache({ zzzzzzzz: 1 } as object)).message).not.toContain('Did you mean');
+  });
+
+  test('getOrCompute, cache.loader, scope.getOrCompute, scope.loader, memoryStore', async () => {
+    const cache = createCache();
+    const error = await cache.getOrCompute('k', () => 1, typo).then(() => undefined, (e: unknown) => e as HerdcacheError);
+    expect(error?.message).toContain('getOrCompute(): unknown option "tll"');
+    expect(refusal(() => cache.loader({ name: 'a', batch, ...typo })).message).toContain('cache.loader(): unknown option "tll"');
+    const scope = cache.request();
+    await expect(scope.getOrCompute('k', () => 1, typo)).rejects.toThrow('scope.getOrCompute(): unknown option "tll"');
+    const users = cache.loader({ name: 'users', batch });
+    expect(refusal(() => scope.loader(users, { cahce: false } as object)).message).toContain('Did you mean "cache"?');
+    expect(refusal(() => memoryStore({ maxx: 3 } as object)).message).toContain('memoryStore(): unknown option "maxx"');
+    // Known names still pass, also with undefined values.
+    await expect(cache.getOrCompute('k', () => 1, { ttl: 5, label: undefined })).resolves.toBe(1);
+  });
+
+  test('redisStore and tieredStore (checked before the client)', () => {
+    expect(refusal(() => redisStore({ client: {}, prefx: 'x' } as never)).message).toContain('redisStore(): unknown option "prefx"');
+    expect(refusal(() => tieredStore({ l2: {}, subscriber: {}, l1ttl: 5 } as never)).message).toContain('Did you mean "l1Ttl"?');
+  });
+
+  test('the @cached directive, the Apollo and Envelop plugins, the Prometheus metrics', async () => {
+    const cache = createCache();
+    const schema = buildSchema(`${cachedDirectiveTypeDefs}\ntype Query { a: Int }`);
+    expect(refusal(() => cachedDirectiveTransformer(schema, { cache, sesionId: () => 'u' } as never)).message).toContain('Did you mean "sessionId"?');
+    expect(refusal(() => herdcachePlugin({ cache, extension: true } as never)).message).toContain('herdcachePlugin(): unknown option "extension"');
+    expect(refusal(() => useHerdcache({ cache, extension: true } as never)).message).toContain('useHerdcache(): unknown option "extension"');
+    const registry = new Registry();
+    expect((await rejection(() => herdcacheMetrics({ cache, registry, maxSource: 5 } as never))).message).toContain('Did you mean "maxSources"?');
+    expect((await rejection(() => prometheusMetrics({ registry, maxOperationLabel: 5 } as never))).message).toContain('prometheusMetrics(): unknown option "maxOperationLabel"');
+  });
+});
