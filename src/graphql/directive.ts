@@ -33,10 +33,12 @@ export interface CachedDirectiveOptions<TContext = any> {
   cache: Cache;
   /**
    * The viewer's session for PRIVATE fields: a stable, non-secret id (a user id, not a bearer
-   * token: it becomes part of store keys). No session (undefined, null, "") → not cached.
+   * token: it becomes part of store keys). A finite number or a bigint counts as its string (42 and "42" are
+   * one session), as loader keys do. Anything else (undefined, null, "", NaN, a boolean, an
+   * object) means no session: resolved without the cache, counted as bypassed ("no_session").
    * Required when any field is PRIVATE.
    */
-  sessionId?: (context: TContext) => string | null | undefined;
+  sessionId?: (context: TContext) => string | number | null | undefined;
   /**
    * Parent identity per type, for non-root @cached fields: a property name, or a function of the
    * parent returning a string or number. Default for every type: the parent's `id`. A parent
@@ -161,7 +163,7 @@ function warnInvalidationError(_coordinate: string, error: Error): void {
 
 interface WrapEnv {
   readonly cache: Cache;
-  readonly sessionId: ((context: any) => string | null | undefined) | undefined;
+  readonly sessionId: ((context: any) => string | number | null | undefined) | undefined;
   /** undefined on root (Query) fields: they have no parent to identify. */
   readonly identityOf: ((parent: any) => unknown) | undefined;
   readonly keyPrefix: string;
@@ -211,9 +213,8 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     }
     let session: string | undefined;
     if (isPrivate) {
-      const id = sessionId!(context);
-      if (typeof id !== 'string' || id.length === 0) return bypass(parent, args, context, info, 'no_session');
-      session = id;
+      session = identityString(sessionId!(context));
+      if (session === undefined) return bypass(parent, args, context, info, 'no_session');
     }
     const encodedArgs = takesArgs ? canonicalArgs(args) : NO_ARGS;
     if (encodedArgs === undefined) return bypass(parent, args, context, info, 'unkeyable_args');

@@ -320,6 +320,31 @@ describe('@cached: PRIVATE', () => {
     expect(counter.calls).toEqual({ 'alice:1': 1, 'bob:1': 1, 'nobody:1': 1, ':1': 1 });
     expect(cacheReport(anonymous)!.sources['Query.me']).toMatchObject({ bypassed: 1, misses: 0, hits: 0 });
   });
+
+  it('a numeric session id (a user id 42) is a session; other non-strings are none', async () => {
+    const cache = createCache({ ttl: Infinity });
+    const counter = callCounter();
+    const schema = makeSchema(privateDefs, {
+      Query: {
+        me: (_p, { n }, ctx) => {
+          counter.count(`${String(ctx.user)}:${n}`);
+          return `${String(ctx.user)}:${n}`;
+        },
+      },
+    });
+    cachedDirectiveTransformer(schema, { cache, sessionId: (ctx: { user?: unknown }) => ctx.user as number });
+    const as = (user: unknown) => ({ ...herdcacheContext({ cache }), user });
+    const first = as(42);
+    expect((await run(schema, '{ me(n: 1) }', first)).data).toEqual({ me: '42:1' });
+    expect((await run(schema, '{ me(n: 1) }', as(42))).data).toEqual({ me: '42:1' });
+    expect(counter.calls).toEqual({ '42:1': 1 });
+    expect(cacheReport(first)!.sources['Query.me']).toMatchObject({ bypassed: 0, misses: 1 });
+    for (const none of [NaN, true, { id: 1 }]) {
+      const context = as(none);
+      await run(schema, '{ me(n: 1) }', context);
+      expect(cacheReport(context)!.sources['Query.me']).toMatchObject({ bypassed: 1, misses: 0, hits: 0 });
+    }
+  });
 });
 
 describe('@cached: schema build errors name the field', () => {
