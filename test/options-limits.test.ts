@@ -99,3 +99,27 @@ describe('a fill that returns an Error fails like one that throws it', () => {
     expect(await loader.load('a')).toBe('a');
   });
 });
+
+describe('jitter outside [0, 1] and null options are refused, naming the option', () => {
+  it.each([2, -0.1, NaN, Infinity])('jitter %p', (jitter) => {
+    const error = refusal(() => createCache({ jitter }));
+    expect(error.code).toBe('E_INVALID_OPTION');
+    expect(error.message).toMatch(/option "jitter" must be a number in \[0, 1\], got/);
+    expect(error.message).toContain(String(jitter));
+  });
+
+  it('jitter 0 and 1 are accepted, also per call and per loader', async () => {
+    const cache = createCache({ jitter: 1 });
+    await expect(cache.getOrCompute('k', () => 1, { ttl: 5, jitter: 0 })).resolves.toBe(1);
+    await expect(cache.getOrCompute('k2', () => 1, { ttl: 5, jitter: 2 })).rejects.toThrow(/option "jitter"/);
+    expect(() => cache.loader({ name: 'l', batch: (keys: readonly string[]) => keys, jitter: -1 })).toThrow(/option "jitter"/);
+  });
+
+  // One rule: only undefined (a key left out) means "the default"; null is a value, refused.
+  it.each(['ttl', 'swr', 'jitter', 'lock', 'hooks', 'maxRefreshes', 'lockTtl', 'lockWaitTimeout', 'lockPollInterval', 'clock', 'store'])('%s: null', (name) => {
+    const error = refusal(() => createCache({ [name]: null } as object));
+    expect(error.code).toBe('E_INVALID_OPTION');
+    expect(error.message).toContain(`"${name}"`);
+    expect(error.message).toContain('got null');
+  });
+});

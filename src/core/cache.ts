@@ -13,7 +13,7 @@ import { Observers, notify } from './hooks';
 import { LoadPath, nonEmpty } from './load-path';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
+import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, givenOr, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
 import type { FillPipeline, Source } from './pipeline';
 import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
@@ -44,12 +44,12 @@ export class Cache implements Registry {
   constructor(options: CacheOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
     checkKnownKeys('createCache()', options, CACHE_OPTIONS);
-    const store: Store = options.store ?? memoryStore();
-    if (typeof store.getMany !== 'function' || typeof store.setMany !== 'function') {
+    const store: Store = options.store === undefined ? memoryStore() : options.store; // null is refused below
+    if (store === null || typeof store !== 'object' || typeof store.getMany !== 'function' || typeof store.setMany !== 'function') {
       throw invalidOption('store', store, 'a Store (memoryStore(), redisStore(...))');
     }
     this.#store = store;
-    const clock = options.clock ?? systemClock;
+    const clock = givenOr(options.clock, systemClock);
     if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
     this.#clock = clock;
     const hasLock = store.lock !== undefined;

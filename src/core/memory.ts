@@ -9,7 +9,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
-import { checkKnownKeys, optionNames } from './options';
+import { checkKnownKeys, givenOr, optionNames } from './options';
 import type { Entry } from './freshness';
 import type { Store, StoreWrite } from './store';
 
@@ -35,7 +35,7 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
     checkKnownKeys('memoryStore()', options, MEMORY_STORE_OPTIONS);
-    const max = options.max ?? MEMORY_STORE_DEFAULT_MAX;
+    const max = givenOr(options.max, MEMORY_STORE_DEFAULT_MAX);
     if (!Number.isSafeInteger(max) || max < 1) throw invalidOption('max', max, 'a positive integer');
     this.#lru = new LRUCache<string, Entry>({
       max,

@@ -77,6 +77,15 @@ function isCloseName(name: string, candidate: string): boolean {
   return d[name.length]![candidate.length]! <= limit;
 }
 
+/**
+ * An option's value, or `fallback` when it is left out. Only `undefined` means left out: `null`
+ * is a value like any other, checked and refused where an option takes no null (one rule for
+ * every option; JSON configs omit a key to get its default).
+ */
+export function givenOr<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
+}
+
 /** A `signal` option, when given, must be an AbortSignal (checked before any flight starts). */
 export function checkSignal(options: { signal?: unknown } | undefined): void {
   if (options === undefined) return;
@@ -115,8 +124,8 @@ export function checkDuration(name: string, value: unknown, allowZero: boolean, 
 }
 
 function checkFraction(name: string, value: unknown): number {
-  // Non-finite means "no jitter" (as jitteredTtl does); out-of-range finite values are clamped there.
-  if (typeof value !== 'number') throw invalidOption(name, value, 'a number in [0, 1]');
+  // jitteredTtl would clamp it; as an option, a value outside [0, 1] is a mistake, said at once.
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw invalidOption(name, value, 'a number in [0, 1]');
   return value;
 }
 
@@ -178,8 +187,8 @@ export interface LockTiming {
 export function resolveLockTiming(options: LockOptions): LockTiming {
   return {
     // A lock must expire (a dead holder frees the key) and a wait must end (bounded damage).
-    lockTtl: checkDuration('lockTtl', options.lockTtl ?? DEFAULTS.lockTtl, false),
-    lockPollInterval: checkDuration('lockPollInterval', options.lockPollInterval ?? DEFAULTS.lockPollInterval, false, false, MAX_TIMER),
-    lockWaitTimeout: checkDuration('lockWaitTimeout', options.lockWaitTimeout ?? DEFAULTS.lockWaitTimeout, true),
+    lockTtl: checkDuration('lockTtl', givenOr(options.lockTtl, DEFAULTS.lockTtl), false),
+    lockPollInterval: checkDuration('lockPollInterval', givenOr(options.lockPollInterval, DEFAULTS.lockPollInterval), false, false, MAX_TIMER),
+    lockWaitTimeout: checkDuration('lockWaitTimeout', givenOr(options.lockWaitTimeout, DEFAULTS.lockWaitTimeout), true),
   };
 }

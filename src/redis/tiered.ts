@@ -27,7 +27,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError, invalidOption } from '../core/errors';
 import type { Clock, Entry } from '../core/freshness';
 import { MemoryStore, memoryStore } from '../core/memory';
-import { checkKnownKeys, optionNames } from '../core/options';
+import { checkKnownKeys, givenOr, optionNames } from '../core/options';
 import type { RedisStore } from './redis-store';
 import { Subscription, decodeMessage, encodeMessages, type Change } from './tiered-bus';
 import { checkSubscriber } from './announcements';
@@ -107,10 +107,10 @@ export function tieredStore(options: TieredStoreOptions): TieredStore {
     throw invalidOption('l2', l2, 'a redisStore(...)');
   }
   checkSubscriber('subscriber', subscriber, l2.client);
-  const l1 = options.l1 ?? memoryStore();
+  const l1 = options.l1 === undefined ? memoryStore() : options.l1; // null is refused below
   if (!(l1 instanceof MemoryStore)) throw invalidOption('l1', l1, 'a memoryStore(...)');
   if (typeof l1Ttl !== 'number' || !(l1Ttl > 0) || !Number.isFinite(l1Ttl)) throw invalidOption('l1Ttl', l1Ttl, 'a finite number of milliseconds > 0');
-  const channel = options.channel ?? `${l2.prefix}invalidate`;
+  const channel = givenOr(options.channel, `${l2.prefix}invalidate`);
   if (typeof channel !== 'string' || channel.length === 0) throw invalidOption('channel', channel, 'a non-empty string');
   const { maxMessageBytes = TIERED_DEFAULT_MAX_MESSAGE_BYTES } = options;
   if (!Number.isSafeInteger(maxMessageBytes) || maxMessageBytes < MIN_MESSAGE_BYTES) {
