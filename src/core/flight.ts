@@ -165,6 +165,12 @@ export class Flight<V = unknown> {
   /** Tags of the value being computed, for invalidateTags. */
   readonly tags: readonly string[] | undefined;
   /**
+   * A background refresh: the entry it replaces, while a caller may still be answered with it
+   * (fresh under early refresh, or stale within grace). Callers arriving during the refresh get
+   * that value at once instead of waiting for the refresh: stale-while-revalidate means nobody waits.
+   */
+  replacing: Entry | undefined = undefined;
+  /**
    * How a caller joining now is counted, once the store read told what this flight does; until
    * then joiners are only noted (below) and counted in one pass when it is known (LoadPath).
    */

@@ -52,7 +52,7 @@ export class LoadPath {
       settled: (item, counter) => this.settled(item, counter),
       count: (source, counter, sink) => this.count(source, counter, sink),
       hook: (name, ...args) => notify(observers.current[name] as ((...a: unknown[]) => void) | undefined, args),
-      refresh: (source, key, arg, policy, replaces) => this.refresh(source, key, arg, policy, replaces),
+      refresh: (source, key, arg, policy, replacing) => this.refresh(source, key, arg, policy, replacing),
       fillWrapper: () => observers.current.wrapFill,
     });
   }
@@ -93,14 +93,14 @@ export class LoadPath {
         // Without an arg no refresh can start here, and drawing twice (here, then on the
         // caller's load path) would change the odds: the load path draws, once.
         if (arg === NO_ARG) return undefined;
-        if (refreshEarly(entry, now, policy.beta)) this.refresh(source, key, arg, policy, freshUntil);
+        if (refreshEarly(entry, now, policy.beta)) this.refresh(source, key, arg, policy, entry);
       }
       if (!counted) this.#hit(source, key, sink);
       return entry;
     }
     if (now < entry.staleUntil && arg !== NO_ARG) {
       if (!counted) this.record(source, 'staleServed', key, sink);
-      this.refresh(source, key, arg, policy, freshUntil);
+      this.refresh(source, key, arg, policy, entry);
       return entry;
     }
     return undefined;
@@ -120,6 +120,19 @@ export class LoadPath {
     if (signal?.aborted) return rejected(signal.reason);
     let flight = this.#flights.get(key);
     if (flight !== undefined) {
+      const replacing = flight.replacing;
+      if (replacing !== undefined) {
+        // A background refresh runs (an async store found the value stale, or due for early
+        // refresh): answer with the value it replaces while that value may still be served.
+        const now = this.#clock.now();
+        if (now < replacing.staleUntil) {
+          if (!counted) {
+            if (now < replacing.freshUntil) this.#hit(source, key, sink);
+            else this.record(source, 'staleServed', key, sink);
+          }
+          return fulfilled(replacing) as Promise<V>;
+        }
+      }
       if (!counted) this.#join(flight, source, key, sink);
     } else {
       let tags: readonly string[] | undefined;
@@ -165,7 +178,7 @@ export class LoadPath {
   };
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
-  refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void {
+  refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void {
     if (this.#flights.get(key) !== undefined || this.closed) return;
     if (this.#refreshing >= this.#maxRefreshes) {
       // Dropped, not queued: the stale value keeps being served and a later read retries.
@@ -181,11 +194,14 @@ export class LoadPath {
     this.#refreshing++;
     source.counters.refreshes++;
     const flight = this.#flights.start(key, true, tags);
+    // Served to callers meanwhile only if an invalidateTags that could void it also reaches this
+    // flight (abandoning it): the entry's own tags must all be among the flight's.
+    if (replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true)) flight.replacing = replacing;
     const done = () => {
       this.#refreshing--;
     };
     flight.promise.then(done, done);
-    this.#enqueue({ source, key, flight, arg, policy, sink: undefined, replaces, tags, counted: true });
+    this.#enqueue({ source, key, flight, arg, policy, sink: undefined, replaces: replacing.freshUntil, tags, counted: true });
   }
 
   #enqueue(item: Item): void {

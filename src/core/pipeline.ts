@@ -69,7 +69,7 @@ export interface PipelineHost {
   settled(item: Item, counter: 'hits' | 'staleServed' | 'misses'): void;
   count(source: Source, counter: CounterName, sink: Sink | undefined): void;
   hook<N extends 'onFill' | 'onStoreError'>(name: N, ...args: Parameters<NonNullable<CacheHooks[N]>>): void;
-  refresh(source: Source, key: string, arg: unknown, policy: Policy, replaces: number): void;
+  refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void;
   /** The wrapFill hook in force now, or undefined (then no FillInfo is made). */
   fillWrapper(): CacheHooks['wrapFill'];
 }
@@ -137,12 +137,12 @@ export class FillPipeline {
         this.#host.settled(item, 'hits');
         this.#settleFromStore(item, entry.value);
         if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
-          this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
+          this.#host.refresh(source, item.key, item.arg, item.policy, entry);
         }
       } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry, current)) {
         this.#host.settled(item, 'staleServed');
         this.#settleFromStore(item, entry.value);
-        this.#host.refresh(source, item.key, item.arg, item.policy, entry.freshUntil);
+        this.#host.refresh(source, item.key, item.arg, item.policy, entry);
       } else {
         this.#host.settled(item, 'misses');
         toFill.push(item);
