@@ -378,6 +378,8 @@ async function connectRedis(url: string) {
   // Loaded only for the fleet run: the in-memory demo needs no ioredis.
   const { Redis } = await import('ioredis');
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
+  client.on('error', (error) => console.warn('redis:', error.message));
   await client.connect();
   return client;
 }

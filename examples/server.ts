@@ -85,6 +85,9 @@ async function makeStore(): Promise<{ store?: Store; close(): Promise<void> }> {
   // Loaded only when asked for: the in-memory example needs neither ioredis nor the Redis store.
   const [{ Redis }, { redisStore }] = await Promise.all([import('ioredis'), import('herdcache/redis')]);
   const client = new Redis(url);
+  // Without a listener ioredis prints "Unhandled error event" on every failed reconnect; the
+  // cache degrades to computing values meanwhile, so a warning is all this needs.
+  client.on('error', (error) => console.warn('redis:', error.message));
   return {
     store: redisStore({ client }),
     close: async () => {
