@@ -21,8 +21,9 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: 'node20',
-  // Classes keep their names (esbuild would rename HerdcacheError to _HerdcacheError in stacks).
-  keepNames: true,
+  // No keepNames: it wraps every closure the library creates per call in a defineProperty. Classes
+  // keep their names without it as long as no class body names its own class (esbuild then renames
+  // it, e.g. _HerdcacheError); scripts/pack-check.sh checks the error classes' names.
   // Peer dependencies stay external: the user brings them.
   external: ['graphql', '@apollo/server', 'ioredis', 'prom-client', '@opentelemetry/api', 'graphql-yoga', '@envelop/core'],
 });

@@ -141,7 +141,7 @@ import { HerdcacheError } from 'herdcache';
 import { redisStore } from 'herdcache/redis';
 try { redisStore({}); } catch (e) { if (!(e instanceof HerdcacheError)) throw new Error('two HerdcacheError classes (ESM)'); }
 "
-# The bundle keeps class names (tsup keepNames): stacks and console.log say HerdcacheError, not _HerdcacheError.
+# The bundle keeps class names (no class names itself in its body): stacks and console.log say HerdcacheError, not _HerdcacheError.
 node -e "
 const { inspect } = require('node:util');
 try { require('herdcache').createCache({ ttl: -1 }); } catch (e) {

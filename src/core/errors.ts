@@ -38,7 +38,9 @@ export class HerdcacheError extends Error {
 
   /** A HerdcacheKeyError is one too (it extends TypeError, for DataLoader's contract). */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    return Function.prototype[Symbol.hasInstance].call(this, value) || (this === HerdcacheError && value instanceof HerdcacheKeyError);
+    // `this` is HerdcacheError itself when its parent is Error (not a subclass). Not written as
+    // `this === HerdcacheError`: a class naming itself in its body is renamed by the bundler.
+    return Function.prototype[Symbol.hasInstance].call(this, value) || (Object.getPrototypeOf(this) === Error && value instanceof HerdcacheKeyError);
   }
 }
 
