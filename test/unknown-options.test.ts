@@ -73,3 +73,11 @@ describe('unknown option names are refused', () => {
     expect((await rejection(() => prometheusMetrics({ registry, maxOperationLabel: 5 } as never))).message).toContain('prometheusMetrics(): unknown option "maxOperationLabel"');
   });
 });
+
+describe('null is a value, not the default (one rule for every option)', () => {
+  test('herdcacheMetrics and prometheusMetrics refuse client: null (they loaded prom-client instead)', async () => {
+    const cache = createCache();
+    expect((await rejection(() => herdcacheMetrics({ cache, registry: new Registry(), client: null } as never))).message).toMatch(/option "client" must be the prom-client module .*got null/);
+    expect((await rejection(() => prometheusMetrics({ registry: new Registry(), client: null } as never))).message).toMatch(/option "client" .*got null/);
+  });
+});

@@ -18,7 +18,7 @@ import { COUNTER_NAMES, type CounterName } from '../core/metrics';
 import { checkKnownKeys, checkPositiveInteger, optionNames } from '../core/options';
 import type { Store } from '../core/store';
 import type { Counters } from '../core/types';
-import { type PromClient, checkRegistry, loadPromClient } from './metrics';
+import { type PromClient, checkPromClient, checkRegistry, loadPromClient } from './metrics';
 
 export interface HerdcacheMetricsOptions {
   cache: Cache;
@@ -143,7 +143,7 @@ export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promis
     if (existing.cache === cache) return existing.collectors;
     throw new HerdcacheError('E_INVALID_OPTION', 'herdcache: option "registry" already has herdcacheMetrics() of another cache: use one registry per cache');
   }
-  const client = options.client ?? (await loadPromClient());
+  const client = options.client === undefined ? await loadPromClient() : checkPromClient(options.client);
   const raced = perRegistry.get(registry); // another call finished while prom-client loaded
   if (raced !== undefined && raced.cache === cache) return raced.collectors;
   const collectors = register(client, registry, cache, stores, { maxSources, maxNodes });

@@ -147,7 +147,7 @@ export async function prometheusMetrics(options: PrometheusMetricsOptions): Prom
   const max = checkPositiveInteger('maxOperationLabels', maxOperationLabels);
   const existing = perRegistry.get(registry);
   if (existing !== undefined) return existing;
-  const client = options.client ?? (await loadPromClient());
+  const client = options.client === undefined ? await loadPromClient() : checkPromClient(options.client);
   const created = perRegistry.get(registry) ?? new HerdcacheMetrics(client, registry, max);
   perRegistry.set(registry, created);
   return created;
@@ -163,6 +163,14 @@ export function operationRecorder(options: { registry?: Registry; maxOperationLa
   if (registry === undefined) return undefined;
   checkRegistry(registry);
   return () => prometheusMetrics({ registry, maxOperationLabels });
+}
+
+/** A `client` option, when given (null too: only undefined means the default), must look like prom-client. */
+export function checkPromClient(client: unknown): PromClient {
+  if (client === null || typeof client !== 'object' || typeof (client as Partial<PromClient>).Counter !== 'function') {
+    throw invalidOption('client', client, "the prom-client module (import * as client from 'prom-client')");
+  }
+  return client as PromClient;
 }
 
 export function checkRegistry(registry: unknown): asserts registry is Registry {
