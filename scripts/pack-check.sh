@@ -126,7 +126,7 @@ check_entry herdcache/envelop "useHerdcache" @envelop/core graphql prom-client
 check_entry herdcache/prometheus "herdcacheMetrics prometheusMetrics" prom-client
 check_entry herdcache/otel "tracingHooks tracedStore" @opentelemetry/api
 await_all
-echo "types ok: herdcache (strict, skipLibCheck false, no peers, no @types/node: node16 ESM + CJS, bundler); every other entry with only its own peers"
+echo "types ok: herdcache (strict, exactOptionalPropertyTypes, skipLibCheck false, no peers, no @types/node: node16 ESM + CJS, bundler); every other entry with only its own peers"
 
 # One class across entries: an error thrown by one entry is `instanceof` the core's, in CJS and ESM.
 cd "$tmp/entry-herdcache-redis"
