@@ -20,7 +20,8 @@ beforeAll(async () => {
   local = await startLocalCluster('cluster');
   admins = local.admins;
   cluster = await local.client();
-  store = redisStore({ client: cluster, prefix: 'cl:' });
+  // A patient command timeout: these tests check commands and results, not speed (a loaded machine answers late).
+  store = redisStore({ client: cluster, prefix: 'cl:', commandTimeout: 10_000 });
 }, 120_000);
 
 afterAll(async () => {
@@ -126,7 +127,7 @@ it('keeps a value and its lock in one slot for odd keys (no CROSSSLOT)', async (
 });
 
 it('clear() scans every master and removes only this prefix', async () => {
-  const other = redisStore({ client: cluster, prefix: 'other:' });
+  const other = redisStore({ client: cluster, prefix: 'other:', commandTimeout: 10_000 });
   await other.setMany([{ key: 'keep', entry: entry(1), ttl: 60_000 }]);
   await store.setMany(keys.map((key) => ({ key, entry: entry(1), ttl: 60_000 })));
   await store.lock.acquire(['x', 'y', 'z'], 'tok', 60_000);

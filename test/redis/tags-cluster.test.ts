@@ -19,7 +19,7 @@ const cluster = (): Promise<Cluster> => local.client();
 
 beforeAll(async () => {
   local = await startLocalCluster('tags-cluster');
-  store = redisStore({ client: await cluster(), prefix: 'tc:' });
+  store = redisStore({ client: await cluster(), prefix: 'tc:', commandTimeout: 10_000 }); // patient: counts, not speed
 }, 120_000);
 
 afterAll(async () => {
@@ -63,7 +63,7 @@ it('tiered on the cluster: a write on one replica drops the other replica L1 cop
     const client = await cluster();
     const subscriber = client.duplicate([], { shardedSubscribers: true });
     subscribers.push(subscriber);
-    replicas.push(tieredStore({ l2: redisStore({ client, prefix: 'tct:' }), subscriber }));
+    replicas.push(tieredStore({ l2: redisStore({ client, prefix: 'tct:', commandTimeout: 10_000 }), subscriber }));
   }
   const [a, b] = replicas as [TieredStore, TieredStore];
   expect(await eventually(() => a.subscribed && b.subscribed, 5000, 5)).toBe(true);
