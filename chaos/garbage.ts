@@ -10,7 +10,7 @@ import { figures } from './figures';
 import { runLoad } from './fleet';
 import { admin, redisServer, sleep } from './processes';
 import type { LoadPlan } from './protocol';
-import type { Outcome, Scenario, ScenarioContext } from './scenarios';
+import { plan, type Outcome, type Scenario, type ScenarioContext } from './scenarios';
 
 const KEYS = Array.from({ length: 24 }, (_, i) => `g${i}`);
 
@@ -31,29 +31,8 @@ const PLANTS: readonly Plant[] = [
 ];
 const plantOf = (index: number): Plant => PLANTS[index % PLANTS.length]!;
 
-function plan(server: RedisServer, prefix: string, context: ScenarioContext, overrides: Partial<LoadPlan>): LoadPlan {
-  return {
-    connection: { url: server.url },
-    prefix,
-    connectFirst: true,
-    durationMs: context.quick ? 1500 : 4500,
-    concurrency: 8,
-    thinkMs: 5,
-    epochMs: 1000,
-    keysPerEpoch: 1,
-    revisitShare: 0,
-    revisitEpochs: 0,
-    fixedKeys: KEYS,
-    burst: 0,
-    fillMs: 30,
-    valueBytes: 64,
-    tagged: false,
-    invalidateEveryMs: 0,
-    blockLoopMs: 0,
-    blockEveryMs: 0,
-    cache: {},
-    ...overrides,
-  };
+function garbagePlan(server: RedisServer, prefix: string, context: ScenarioContext, overrides: Partial<LoadPlan>): LoadPlan {
+  return plan({ url: server.url }, prefix, context.quick ? 1500 : 4500, { epochMs: 1000, keysPerEpoch: 1, fixedKeys: KEYS, ...overrides });
 }
 
 async function plantAll(port: number, keyOf: (key: string) => string): Promise<Set<string>> {
@@ -96,7 +75,7 @@ function garbageScenario(name: string, where: 'value' | 'lock' | 'tag', note: st
         const prefix = `chaos:garbage-${where}:`;
         const keyOf = (key: string) => (where === 'value' ? `${prefix}{${key}}` : where === 'lock' ? `${prefix}{${key}}:lock` : `${prefix}tag:{tag:${key}}`);
         const planted = await plantAll(server.port, keyOf);
-        const p = plan(server, prefix, context, where === 'tag' ? { tagged: true, invalidateEveryMs: 100 } : {});
+        const p = garbagePlan(server, prefix, context, where === 'tag' ? { tagged: true, invalidateEveryMs: 100 } : {});
         const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
         const locks = await countLocks(server.port, prefix, planted);
         // Not held to one fill, by construction: a foreign value at a lock key looks like another

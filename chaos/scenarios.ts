@@ -43,7 +43,8 @@ function duration(context: ScenarioContext, quickMs: number): number {
   return context.quick ? quickMs : 3 * quickMs;
 }
 
-function plan(connection: Connection, prefix: string, durationMs: number, overrides: Partial<LoadPlan> = {}): LoadPlan {
+/** The load every scenario starts from (garbage.ts too); a scenario overrides what it is about. */
+export function plan(connection: Connection, prefix: string, durationMs: number, overrides: Partial<LoadPlan> = {}): LoadPlan {
   return {
     connection,
     prefix,
