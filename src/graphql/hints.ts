@@ -21,6 +21,8 @@ export interface CachedFieldHint extends Hint {
   readonly maxAge: number;
   /** The scope part alone, for a field whose maxAge is decided when it ends. */
   readonly scopeOnly: Hint;
+  /** Whether Apollo gives this field its defaultMaxAge: fixed per field, learnt on its first call. */
+  getsDefaultMaxAge?: boolean;
 }
 
 /** Apollo's per-field CachePolicy (@apollo/server), as far as this module needs it. */
@@ -37,6 +39,8 @@ interface ResolveInfoCacheControl {
 }
 
 export function cachedFieldHint(ttlMs: number, scope: CacheScope): CachedFieldHint {
+  // One hint per field definition: its parent type (so whether it is a root field) and its return
+  // type never change, which is what getsDefaultMaxAge reads.
   // PUBLIC says nothing: restrict() would only replace an unset scope by PUBLIC, which is the same.
   const scopeOnly: Hint = scope === 'PRIVATE' ? { scope: 'PRIVATE' } : {};
   return { maxAge: Math.floor(ttlMs / 1000), ...scopeOnly, scopeOnly };
@@ -48,7 +52,7 @@ export function restrictCacheHint(info: GraphQLResolveInfo, hint: CachedFieldHin
   if (control === undefined) return;
   const current = control.cacheHint;
   if (typeof current?.restrict === 'function') {
-    if (current.maxAge !== undefined || !getsDefaultMaxAge(info)) {
+    if (current.maxAge !== undefined || !(hint.getsDefaultMaxAge ??= getsDefaultMaxAge(info))) {
       current.restrict(hint); // a maxAge of its own, or an inheriting field: its ttl counts now
       return;
     }
