@@ -157,3 +157,10 @@ describe('joining a flight', () => {
     expect(scoped.read(1)).toBe(1);
   });
 });
+
+test('loader.read() refuses a key it cannot load the way load() does: a TypeError thrown at once', () => {
+  const cache = createCache({ ttl: 60_000 });
+  const users = cache.loader<string, string>({ name: 'read-bad-key', batch: (keys) => keys.map((k) => k) });
+  expect(() => users.load(undefined as unknown as string)).toThrow(TypeError);
+  expect(() => users.read(undefined as unknown as string)).toThrow(TypeError);
+});

@@ -172,12 +172,7 @@ export class Loader<K, V> implements Source {
    * promise; otherwise load()'s promise. Counted as load() is.
    */
   read(key: K): V | Promise<V> {
-    let storeKey: string;
-    try {
-      storeKey = this.storeKey(key);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    const storeKey = this.storeKey(key); // a key that cannot be loaded throws a TypeError, as load() does
     const entry = this.#registry._peek(this, storeKey, key, this.#policy, undefined);
     if (entry !== undefined) return entry.value as V;
     return this.#registry._load<V>(this, storeKey, key, this.#policy, undefined, undefined);
