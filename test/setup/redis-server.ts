@@ -49,6 +49,21 @@ export interface StartOptions {
   sentinelConfig?: string;
 }
 
+/**
+ * A crashed test run (an unhandled rejection ends jest at once) skips every teardown, and the
+ * servers it started would run on. A detached watchdog kills the server when the process that
+ * started it is gone; it ends with the server.
+ */
+function outliveGuard(serverPid: number): void {
+  const watch = `const [owner, server] = process.argv.slice(1).map(Number);
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+setInterval(() => {
+  if (!alive(server)) process.exit(0);
+  if (!alive(owner)) { try { process.kill(server, 'SIGKILL'); } catch {} process.exit(0); }
+}, 500);`;
+  spawn(process.execPath, ['-e', watch, String(process.pid), String(serverPid)], { detached: true, stdio: 'ignore' }).unref();
+}
+
 export async function startRedisServer(options: StartOptions = {}): Promise<RedisServer> {
   const port = options.port ?? (await freePort());
   const child = spawn(
@@ -64,6 +79,7 @@ export async function startRedisServer(options: StartOptions = {}): Promise<Redi
     ],
     { stdio: 'ignore' },
   );
+  if (child.pid !== undefined) outliveGuard(child.pid);
   let exited = false;
   const spawnError = new Promise<never>((_, reject) => {
     child.once('error', (err) =>
