@@ -69,10 +69,21 @@ export class FillRun {
  * and tells the owner (`leave`) so it can stop the work when its last caller is gone. `retry`,
  * when given, re-contends on RETRY (the flight was abandoned: a new flight answers instead).
  * Per caller: one promise and the listener the signal needs, nothing more.
+ *
+ * It always settles: a signal that is already aborted rejects at once (an 'abort' event never
+ * fires twice, so a listener added now would wait forever), and whichever side comes first
+ * decides; the other is ignored.
  */
 export function raceAbort<V>(promise: Promise<V>, signal: AbortSignal, leave: () => void, retry?: () => Promise<V>): Promise<V> {
+  if (signal.aborted) {
+    leave();
+    return Promise.reject(signal.reason);
+  }
   return new Promise<V>((resolve, reject) => {
+    let left = false;
     const onAbort = () => {
+      if (left) return;
+      left = true;
       leave();
       reject(signal.reason);
     };
@@ -84,8 +95,9 @@ export function raceAbort<V>(promise: Promise<V>, signal: AbortSignal, leave: ()
       },
       (reason: unknown) => {
         signal.removeEventListener('abort', onAbort);
-        if (signal.aborted) return; // already rejected with the abort reason
-        if (reason === RETRY && retry !== undefined) retry().then(resolve, reject);
+        if (left) return; // already rejected with the abort reason
+        if (signal.aborted) onAbort(); // aborted, its event not dispatched yet (a dependent signal)
+        else if (reason === RETRY && retry !== undefined) retry().then(resolve, reject);
         else reject(reason);
       },
     );
