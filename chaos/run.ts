@@ -18,6 +18,7 @@ import { GARBAGE_SCENARIOS } from './garbage';
 import type { Figures } from './figures';
 import { killAll } from './processes';
 import { SCENARIOS, type Outcome, type Scenario } from './scenarios';
+import { settleRound } from './settle';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -61,15 +62,18 @@ function judge(name: string, outcome: Outcome): Verdict {
 
 async function main(): Promise<number> {
   const scenarios = only === undefined ? ALL : ALL.filter((s) => only.some((name) => s.name.toLowerCase().includes(name)));
-  if (scenarios.length === 0) {
-    console.error(`no scenario matches --only ${only?.join(',')}; scenarios: ${ALL.map((s) => s.name).join(', ')}`);
+  const wantsSettle = only === undefined || only.includes('settle');
+  if (scenarios.length === 0 && !wantsSettle) {
+    console.error(`no scenario matches --only ${only?.join(',')}; scenarios: settle, ${ALL.map((s) => s.name).join(', ')}`);
     return 2;
   }
   const started = Date.now();
-  const fleet: Replica[] = await startFleet(Math.max(...scenarios.map((s) => s.replicas)));
+  // Every promise settles (seeded, in process): first, as it needs no fleet.
+  const settleFailures = wantsSettle ? await settleRound(quick) : [];
+  const fleet: Replica[] = scenarios.length === 0 ? [] : await startFleet(Math.max(...scenarios.map((s) => s.replicas)));
   console.log(`herdcache chaos (${quick ? 'quick' : 'full'}): ${scenarios.length} scenarios, ${fleet.length} replica processes, library defaults`);
   console.log(row(COLUMNS));
-  const hard: string[] = [];
+  const hard: string[] = [...settleFailures];
   const flags: string[] = [];
   for (const scenario of scenarios) {
     const began = Date.now();

@@ -1,0 +1,286 @@
+/**
+ * Every promise herdcache returns settles, whatever the interleaving: a seeded random stress over
+ * every public path of the core, with a watchdog that names each operation still pending and the
+ * seed that replays it. Used by test/stress/settle.test.ts (quick) and by `npm run chaos` (long).
+ *
+ * One run: a cache on the chosen store (memory, Redis, tiered), three loaders (per-tick batching,
+ * a batchScheduleFn window, tags + swr + early refresh), and a stream of operations drawn from the
+ * seed: shared and scoped load / loadMany / read / prime / clear / clearAll, getOrCompute shared
+ * and scoped, invalidate, invalidateTags, clock moves. Each load may carry a signal aborted before
+ * the call, in a microtask, in a later tick or in a timer; fills answer values, Error results,
+ * throw, or fail the whole batch, synchronously or after a timer. Operations are issued in bursts
+ * separated by a microtask, a tick or a short timer, so they overlap in every way those allow.
+ *
+ * Checked: every promise settles before the deadline; a value is always the value of the key
+ * asked for; no rejection goes unhandled inside the library; nothing is left in flight.
+ */
+import type Redis from 'ioredis';
+import { createCache, manualClock, memoryStore, type Cache, type Loader, type RequestScope, type Store } from '../../src/core';
+import { redisStore, tieredStore } from '../../src/redis';
+
+export type StressStore = 'memory' | 'redis' | 'tiered';
+
+export interface StressOptions {
+  seed: number;
+  /** Operations issued. */
+  ops: number;
+  store: StressStore;
+  /** Redis connections, for 'redis' and 'tiered' (the caller owns and closes them). */
+  client?: Redis;
+  subscriber?: Redis;
+  /** Longest wait for every operation to settle once all were issued. */
+  deadlineMs?: number;
+}
+
+export interface StressReport {
+  seed: number;
+  store: StressStore;
+  issued: number;
+  resolved: number;
+  rejected: number;
+  /** Operations still pending at the deadline, described (op, key, signal plan). Must be empty. */
+  pending: string[];
+  /** Values answered for the wrong key, or of the wrong shape. Must be empty. */
+  wrong: string[];
+  /** Rejections nobody could handle (raised inside the library). Must be empty. */
+  unhandled: string[];
+  /** Flights still open once everything settled. Must be 0. */
+  inFlightAfter: number;
+}
+
+/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SIGNAL_PLANS = ['none', 'none', 'none', 'before', 'microtask', 'tick', 'timer'] as const;
+type SignalPlan = (typeof SIGNAL_PLANS)[number];
+
+/** What a fill or a batch does with one key. */
+const KEY_PLANS = ['value', 'value', 'value', 'value', 'error', 'throw'] as const;
+
+export async function settleStress(options: StressOptions): Promise<StressReport> {
+  const { seed, ops, deadlineMs = 20_000 } = options;
+  const random = prng(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const chance = (p: number) => random() < p;
+  const clock = manualClock(1_700_000_000_000);
+  const prefix = `settle:${seed}:${Math.floor(Math.random() * 1e9)}:`;
+  const cache = createCache({ clock, store: makeStore(options, prefix, clock), lockWaitTimeout: 2000, lockPollInterval: 5 });
+
+  let version = 0;
+  /** After a random delay (or none), per the seed: fills and batches answer at varied times. */
+  const later = async () => {
+    const wait = random();
+    if (wait < 0.3) return;
+    if (wait < 0.6) await Promise.resolve();
+    else if (wait < 0.8) await new Promise<void>((resolve) => setImmediate(resolve));
+    else await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(random() * 3)));
+  };
+  const answer = (source: string, key: string): string | Error => {
+    const plan = pick(KEY_PLANS);
+    if (plan === 'throw') throw new Error(`${source} threw for ${key}`);
+    if (plan === 'error') return new Error(`${source} has no ${key}`);
+    return `${source}|${key}|v${++version}`;
+  };
+  const batchOf = (source: string) => async (keys: readonly string[]) => {
+    await later();
+    if (chance(0.08)) throw new Error(`${source}: the whole batch failed`);
+    if (chance(0.03)) return keys.slice(1).map((key) => `${source}|${key}|short`); // wrong length: a whole-batch failure
+    return keys.map((key) => {
+      try {
+        return answer(source, key);
+      } catch (error) {
+        return error as Error;
+      }
+    });
+  };
+  const loaders: Loader<string, string>[] = [
+    cache.loader<string, string>({ name: 'tick', ttl: 1000, batch: batchOf('tick') }),
+    cache.loader<string, string>({ name: 'window', ttl: 500, batchScheduleFn: (dispatch) => setTimeout(dispatch, Math.floor(random() * 3)), batch: batchOf('window') }),
+    cache.loader<string, string>({ name: 'tagged', ttl: 800, swr: 2000, earlyRefresh: true, tags: (id) => [`T:${Number(id.slice(1)) % 3}`], batch: batchOf('tagged') }),
+    cache.loader<string, string>({ name: 'coalesce', batch: batchOf('coalesce') }),
+  ];
+  const keyOf = () => `k${Math.floor(random() * 6)}`;
+
+  const report: StressReport = { seed, store: options.store, issued: 0, resolved: 0, rejected: 0, pending: [], wrong: [], unhandled: [], inFlightAfter: 0 };
+  const pending = new Map<number, string>();
+  const onUnhandled = (reason: unknown) => report.unhandled.push(describe(reason));
+  process.on('unhandledRejection', onUnhandled);
+
+  /** Tracks a promise (or a value) an operation returned; checks what it resolves to. */
+  const track = (what: string, result: unknown, check?: (value: unknown) => string | undefined) => {
+    report.issued++;
+    if (!(result instanceof Promise)) {
+      if (check !== undefined) note(check(result));
+      report.resolved++;
+      return;
+    }
+    const id = report.issued;
+    pending.set(id, what);
+    result.then(
+      (value: unknown) => {
+        pending.delete(id);
+        report.resolved++;
+        if (check !== undefined) note(check(value));
+      },
+      () => {
+        pending.delete(id);
+        report.rejected++;
+      },
+    );
+  };
+  const note = (problem: string | undefined) => {
+    if (problem !== undefined && report.wrong.length < 20) report.wrong.push(problem);
+  };
+  /** A value answered for `key` must be that key's (a fill's, a batch's or a prime's). */
+  const valueOf = (key: string, what: string) => (value: unknown) => (typeof value === 'string' && value.split('|')[1] === key ? undefined : `${what} answered ${describe(value)}`);
+  const manyOf = (keys: string[], what: string) => (values: unknown) =>
+    Array.isArray(values) && values.length === keys.length ? values.map((v, i) => (v instanceof Error ? undefined : valueOf(keys[i]!, what)(v))).find((p) => p !== undefined) : `${what} answered ${describe(values)}`;
+
+  const signalFor = (plan: SignalPlan): AbortSignal | undefined => {
+    if (plan === 'none') return undefined;
+    const controller = new AbortController();
+    const reason = new Error(`aborted (${plan})`);
+    if (plan === 'before') controller.abort(reason);
+    else if (plan === 'microtask') queueMicrotask(() => controller.abort(reason));
+    else if (plan === 'tick') setImmediate(() => controller.abort(reason));
+    else setTimeout(() => controller.abort(reason), Math.floor(random() * 4));
+    return controller.signal;
+  };
+
+  let scope: RequestScope = cache.request();
+  const views = () => {
+    const loader = pick(loaders);
+    const view = pick(['default', 'default', 'nocache', 'cacheMap'] as const);
+    const scoped = view === 'default' ? scope.loader(loader) : view === 'nocache' ? scope.loader(loader, { cache: false }) : scope.loader(loader, { cacheMap: new Map() });
+    return { loader, scoped, label: `${loader.name}/${view}` };
+  };
+  const fillFor = (key: string) => async () => {
+    await later();
+    const result = answer('compute', key);
+    if (result instanceof Error && chance(0.5)) throw result;
+    return result;
+  };
+
+  const operations: (() => void)[] = [
+    () => {
+      const { scoped, label } = views();
+      const key = keyOf();
+      const plan = pick(SIGNAL_PLANS);
+      track(`scoped ${label} load ${key} signal:${plan}`, scoped.load(key, { signal: signalFor(plan) }), valueOf(key, 'scoped load'));
+    },
+    () => {
+      const { scoped, label } = views();
+      const keys = [keyOf(), keyOf(), keyOf()];
+      const plan = pick(SIGNAL_PLANS);
+      track(`scoped ${label} loadMany ${keys} signal:${plan}`, scoped.loadMany(keys, { signal: signalFor(plan) }), manyOf(keys, 'scoped loadMany'));
+    },
+    () => {
+      const { scoped, label } = views();
+      const key = keyOf();
+      track(`scoped ${label} read ${key}`, scoped.read(key), valueOf(key, 'scoped read'));
+    },
+    () => {
+      const { scoped } = views();
+      const key = keyOf();
+      scoped.prime(key, chance(0.3) ? new Error(`primed error ${key}`) : `prime|${key}|p`);
+    },
+    () => (chance(0.5) ? views().scoped.clear(keyOf()) : views().scoped.clearAll()),
+    () => {
+      const loader = pick(loaders);
+      const key = keyOf();
+      const plan = pick(SIGNAL_PLANS);
+      track(`shared ${loader.name} load ${key} signal:${plan}`, loader.load(key, { signal: signalFor(plan) }), valueOf(key, 'shared load'));
+    },
+    () => {
+      const loader = pick(loaders);
+      const keys = [keyOf(), keyOf()];
+      const plan = pick(SIGNAL_PLANS);
+      track(`shared ${loader.name} loadMany ${keys} signal:${plan}`, loader.loadMany(keys, { signal: signalFor(plan) }), manyOf(keys, 'shared loadMany'));
+    },
+    () => {
+      const loader = pick(loaders);
+      const key = keyOf();
+      track(`shared ${loader.name} read ${key}`, loader.read(key), valueOf(key, 'shared read'));
+    },
+    () => {
+      const loader = pick(loaders);
+      const key = keyOf();
+      track(`shared ${loader.name} prime ${key}`, loader.prime(key, `prime|${key}|shared`));
+    },
+    () => {
+      const loader = pick(loaders);
+      track(`shared ${loader.name} clear`, chance(0.5) ? loader.clear(keyOf()) : loader.clearMany([keyOf(), keyOf()]));
+    },
+    () => {
+      const key = keyOf();
+      const plan = pick(SIGNAL_PLANS);
+      const policy = pick([{ ttl: 1000 }, { ttl: 500, swr: 2000, tags: [`T:${key.slice(1)}`] }, { ttl: 800, earlyRefresh: true }, {}]);
+      track(`getOrCompute ${key} ${JSON.stringify(policy)} signal:${plan}`, cache.getOrCompute(`c:${key}`, fillFor(key), { ...policy, signal: signalFor(plan) }), valueOf(key, 'getOrCompute'));
+    },
+    () => {
+      const key = keyOf();
+      const plan = pick(SIGNAL_PLANS);
+      track(`scope.getOrCompute ${key} signal:${plan}`, scope.getOrCompute(`c:${key}`, fillFor(key), { ttl: 1000, signal: signalFor(plan) }), valueOf(key, 'scope.getOrCompute'));
+    },
+    () => track('invalidate', cache.invalidate(chance(0.5) ? `c:${keyOf()}` : [pick(loaders).storeKey(keyOf()), `c:${keyOf()}`])),
+    () => track('invalidateTags', cache.invalidateTags([`T:${Math.floor(random() * 3)}`])),
+    () => clock.advance(Math.floor(random() * 1500)),
+    () => (scope = cache.request()),
+  ];
+
+  for (let issued = 0; issued < ops; ) {
+    const burst = 1 + Math.floor(random() * 8);
+    for (let i = 0; i < burst && issued < ops; i++, issued++) pick(operations)();
+    const pause = random();
+    if (pause < 0.4) await Promise.resolve();
+    else if (pause < 0.75) await new Promise<void>((resolve) => setImmediate(resolve));
+    else await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(random() * 3)));
+  }
+
+  // The watchdog: wait for every operation, up to the deadline, then name what is left.
+  const deadline = Date.now() + deadlineMs;
+  while (pending.size > 0 && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 5));
+  report.pending = [...pending.values()].slice(0, 20).map((what) => `${what} (seed ${seed}, ${options.store})`);
+  // Background refreshes started by the last reads finish on their own: wait for them too.
+  while (cache.inFlight > 0 && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 5));
+  report.inFlightAfter = cache.inFlight;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  process.off('unhandledRejection', onUnhandled);
+  if (options.store !== 'memory') await cache.clear().catch(() => {});
+  await cache.close(); // detaches from the caller's connections (which it never quits)
+  return report;
+}
+
+function makeStore(options: StressOptions, prefix: string, clock: { now(): number }): Store {
+  if (options.store === 'memory') return memoryStore();
+  if (options.client === undefined) throw new Error(`settleStress: store '${options.store}' needs a client`);
+  const l2 = redisStore({ client: options.client, prefix, ...(options.subscriber && options.store === 'redis' ? { subscriber: options.subscriber } : {}) });
+  if (options.store === 'redis') return l2;
+  if (options.subscriber === undefined) throw new Error("settleStress: store 'tiered' needs a subscriber");
+  return tieredStore({ l2, subscriber: options.subscriber, l1: memoryStore({ max: 1000 }), clock });
+}
+
+function describe(value: unknown): string {
+  if (value instanceof Error) return `${value.name}: ${value.message}`;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** Used by callers to print one line per run. */
+export function summary(report: StressReport): string {
+  return `${report.store} seed ${report.seed}: ${report.issued} ops, ${report.resolved} resolved, ${report.rejected} rejected, ${report.pending.length} pending, ${report.wrong.length} wrong, ${report.unhandled.length} unhandled, ${report.inFlightAfter} in flight after`;
+}
+
+export type { Cache };
