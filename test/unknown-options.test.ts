@@ -4,6 +4,7 @@
  */
 import { buildSchema } from 'graphql';
 import { Registry } from 'prom-client';
+import Redis from 'ioredis';
 import { createCache, memoryStore, HerdcacheError } from 'herdcache';
 import { redisStore, tieredStore } from 'herdcache/redis';
 import { cachedDirectiveTransformer, cachedDirectiveTypeDefs } from 'herdcache/graphql';
@@ -71,6 +72,29 @@ describe('unknown option names are refused', () => {
     const registry = new Registry();
     expect((await rejection(() => herdcacheMetrics({ cache, registry, maxSource: 5 } as never))).message).toContain('Did you mean "maxSources"?');
     expect((await rejection(() => prometheusMetrics({ registry, maxOperationLabel: 5 } as never))).message).toContain('prometheusMetrics(): unknown option "maxOperationLabel"');
+  });
+});
+
+describe('nested options objects are refused when they hold an unknown name, with its path', () => {
+  test('redisStore breaker: { … }', () => {
+    // lazyConnect: never connects; the options are checked before anything is sent.
+    const client = new Redis({ lazyConnect: true });
+    try {
+      const error = refusal(() => redisStore({ client, breaker: { treshold: 3 } as object }));
+      expect(error.message).toContain('redisStore(): unknown option "breaker.treshold"');
+      expect(error.message).toContain('Did you mean "breaker.threshold"?');
+      expect(() => redisStore({ client, breaker: { threshold: 3, coolDown: 100 } })).not.toThrow();
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('createCache hooks: { … } and cache.observe()', () => {
+    const error = refusal(() => createCache({ hooks: { onHits: () => undefined } as object }));
+    expect(error.message).toContain('createCache(): unknown option "hooks.onHits"');
+    expect(error.message).toContain('Did you mean "hooks.onHit"?');
+    const cache = createCache({ hooks: { onHit: () => undefined } });
+    expect(refusal(() => cache.observe({ onfill: () => undefined } as object)).message).toContain('cache.observe(): unknown option "hooks.onfill"');
   });
 });
 

@@ -4,9 +4,11 @@
  * event; an observer that throws never fails the load it observes, nor silences the next one.
  */
 import { invalidOption } from './errors';
+import { checkNestedKeys } from './options';
 import type { CacheHooks, FillInfo } from './types';
 
 const HOOK_NAMES = ['onHit', 'onMiss', 'onStale', 'onCoalesced', 'onFill', 'onStoreError', 'wrapFill'] as const;
+const KNOWN_HOOKS: ReadonlySet<string> = new Set(HOOK_NAMES);
 
 /** Any of the hooks: each has its own signature, the arguments are passed through as given. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -19,14 +21,14 @@ export class Observers {
   #sets: readonly CacheHooks[];
 
   constructor(hooks: CacheHooks | undefined) {
-    if (hooks !== undefined) checkHooks(hooks, 'hooks');
+    if (hooks !== undefined) checkHooks(hooks, 'createCache()');
     this.current = hooks ?? {};
     this.#sets = hooks === undefined ? [] : [hooks];
   }
 
   /** Adds a set after the others; returns the function that removes it (idempotent). */
   add(hooks: CacheHooks): () => void {
-    checkHooks(hooks, 'hooks');
+    checkHooks(hooks, 'cache.observe()');
     this.#set([...this.#sets, hooks]);
     let removed = false;
     return () => {
@@ -114,10 +116,12 @@ function nestWrappers(wrappers: readonly FillWrapper[]): FillWrapper {
 }
 
 /** Every hook given must be a function: a typo fails at configuration, not silently on every load. */
-function checkHooks(hooks: CacheHooks, name: string): void {
-  if (hooks === null || typeof hooks !== 'object') throw invalidOption(name, hooks, 'an object of hook functions');
+function checkHooks(hooks: CacheHooks, where: string): void {
+  if (hooks === null || typeof hooks !== 'object') throw invalidOption('hooks', hooks, 'an object of hook functions');
+  // A misspelt hook (onHits) would otherwise never be called, silently.
+  checkNestedKeys(where, 'hooks', hooks, KNOWN_HOOKS);
   for (const hook of HOOK_NAMES) {
     const fn = hooks[hook];
-    if (fn !== undefined && typeof fn !== 'function') throw invalidOption(`${name}.${hook}`, fn, 'a function');
+    if (fn !== undefined && typeof fn !== 'function') throw invalidOption(`hooks.${hook}`, fn, 'a function');
   }
 }

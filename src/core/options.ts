@@ -46,16 +46,26 @@ export function optionNames<T extends object>(names: { readonly [K in keyof Requ
  * otherwise silently mean coalesce-only. Allocation-free when every name is known (a `for…in`
  * over a few keys), so it may run on a call's options; the error is built only on failure.
  */
-export function checkKnownKeys(where: string, options: object, known: ReadonlySet<string>): void {
+export function checkKnownKeys(where: string, options: object, known: ReadonlySet<string>, path = ''): void {
   for (const name in options) {
-    if (!known.has(name)) throw unknownOption(where, name, known);
+    if (!known.has(name)) throw unknownOption(where, name, known, path);
   }
 }
 
-function unknownOption(where: string, name: string, known: ReadonlySet<string>): HerdcacheError {
+/**
+ * checkKnownKeys for an option whose value is itself an options object (`breaker: { … }`,
+ * `hooks: { … }`): the names are shown with their path ("breaker.treshold"), so a typo one level
+ * down is refused as clearly as one at the top.
+ */
+export function checkNestedKeys(where: string, option: string, value: object, known: ReadonlySet<string>): void {
+  checkKnownKeys(where, value, known, `${option}.`);
+}
+
+function unknownOption(where: string, name: string, known: ReadonlySet<string>, path: string): HerdcacheError {
   const close = [...known].filter((candidate) => isCloseName(name, candidate));
-  const hint = close.length === 1 ? `\nDid you mean "${close[0]}"?` : '';
-  return new HerdcacheError('E_INVALID_OPTION', `herdcache: ${where}: unknown option ${JSON.stringify(name)}.${hint}\nKnown options: ${[...known].join(', ')}.`);
+  const hint = close.length === 1 ? `\nDid you mean "${path}${close[0]}"?` : '';
+  const names = [...known].map((candidate) => path + candidate).join(', ');
+  return new HerdcacheError('E_INVALID_OPTION', `herdcache: ${where}: unknown option ${JSON.stringify(path + name)}.${hint}\nKnown options: ${names}.`);
 }
 
 /** A likely typo: same name ignoring case, or at most one edit (two for longer names) away. */

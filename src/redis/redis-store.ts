@@ -32,7 +32,7 @@ import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts'
 import { CallGuard, storeError, type NodeHealth } from './guard';
 import { readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
 import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LENGTH, pick } from './keys';
-import { MAX_DURATION, checkKnownKeys, optionNames } from '../core/options';
+import { MAX_DURATION, checkKnownKeys, checkNestedKeys, optionNames } from '../core/options';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
 import { checkSubscriber, FillAnnouncements, type WakeStats } from './announcements';
@@ -144,6 +144,8 @@ const REDIS_STORE_OPTIONS = optionNames<RedisStoreOptions>({
   breaker: true, maxKeyLength: true, tagTtl: true, subscriber: true,
 });
 
+const BREAKER_OPTIONS = optionNames<BreakerOptions>({ threshold: true, coolDown: true });
+
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
   checkKnownKeys('redisStore()', options, REDIS_STORE_OPTIONS);
@@ -179,6 +181,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
       throw invalidOption('breaker', breaker, 'false or an object { threshold?, coolDown? }');
     }
+    if (breaker !== undefined) checkNestedKeys('redisStore()', 'breaker', breaker, BREAKER_OPTIONS);
     const { threshold = DEFAULTS.threshold, coolDown = DEFAULTS.coolDown } = breaker ?? {};
     if (!Number.isInteger(threshold) || threshold < 1) throw invalidOption('breaker.threshold', threshold, 'an integer >= 1');
     if (typeof coolDown !== 'number' || !(coolDown >= 0) || !Number.isFinite(coolDown)) {
