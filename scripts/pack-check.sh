@@ -22,7 +22,7 @@ else
 fi
 tarball="$(cd "$root" && npm pack --silent "${pack_flags[@]}" --pack-destination "$tmp" | tail -n 1)"
 echo "packed $tarball"
-for required in LICENSE CHANGELOG.md README.md schema/cached.graphql dist/index.mjs dist/index.js dist/index.d.ts dist/index.d.mts; do
+for required in LICENSE CHANGELOG.md README.md docs/core.md docs/redis.md docs/graphql.md docs/operations.md schema/cached.graphql dist/index.mjs dist/index.js dist/index.d.ts dist/index.d.mts; do
   tar -tzf "$tmp/$tarball" "package/$required" >/dev/null 2>&1 || { echo "the tarball lacks $required"; exit 1; }
 done
 

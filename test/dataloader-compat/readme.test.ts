@@ -1,13 +1,13 @@
 /**
- * README's "Intended differences" and the suite's INTENDED_DIFFERENCES are one list: the README
+ * docs/core.md's "Intended differences" and the suite's INTENDED_DIFFERENCES are one list: the README
  * names exactly the behaviours the suite expects to differ, no more, no fewer.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { INTENDED_DIFFERENCES } from './intended-differences';
 
-it("README's migration section lists exactly the suite's intended differences", () => {
-  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+it("docs/core.md's migration section lists exactly the suite's intended differences", () => {
+  const readme = readFileSync(join(__dirname, '..', '..', 'docs', 'core.md'), 'utf8');
   const start = readme.indexOf('### Intended differences');
   expect(start).toBeGreaterThan(0);
   const section = readme.slice(start, readme.indexOf('\n## ', start));

@@ -1,14 +1,13 @@
 /**
- * Every README snippet and example that creates an ioredis connection attaches an 'error'
+ * Every README/docs snippet and example that creates an ioredis connection attaches an 'error'
  * listener to it: without one ioredis prints "[ioredis] Unhandled error event" on every failed
  * reconnect, and users copy these snippets as they are.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { root, snippets as docSnippets } from './snippets';
 
-const root = join(__dirname, '..');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const snippets: [string, string][] = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => [`README.md ts block ${i + 1}`, m[1]!]);
+const snippets: [string, string][] = docSnippets().filter((s) => s.lang === 'ts').map((s) => [s.where, s.code]);
 for (const file of readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.ts'))) {
   snippets.push([`examples/${file}`, readFileSync(join(root, 'examples', file), 'utf8')]);
 }
