@@ -12,21 +12,21 @@
  * Only types are imported from graphql: the module loads without it (graphql is an optional peer),
  * and works on the schema object it is given, whichever copy of graphql built it.
  */
-import type { ConstArgumentNode, ConstValueNode, GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import type { GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
-import { MAX_DURATION, checkKnownKeys, optionNames } from '../core/options';
-import { NO_ARG } from '../core/registry';
-import { NO_ANSWER } from '../core/scope';
+import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
+import { answerKeyed, settleList } from './cached-call';
+import { entitySite, planEntity } from './entities';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
+import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy } from './policy';
 import { type BypassReason, checkCache, operationOf } from './request';
-import { type TagTemplate, type TemplateSite, UnfilledTag, fillTags, templatesOf } from './tags';
+import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 
-/** Who shares a value, as `enum CacheScope` in the SDL. */
-export type CacheScope = 'PUBLIC' | 'PRIVATE';
+export type { CacheScope };
 
 export interface CachedDirectiveOptions<TContext = any> {
   /** The registry every @cached field goes through. */
@@ -59,17 +59,8 @@ export interface CachedDirectiveOptions<TContext = any> {
   onInvalidationError?: (coordinate: string, error: Error, context: TContext) => void;
 }
 
-/** What one field's directive says, validated, in milliseconds. */
-interface FieldPolicy {
-  readonly ttlMs: number;
-  readonly swrMs: number;
-  readonly scope: CacheScope;
-  /** `tags:` templates; undefined when none. */
-  readonly tags: readonly TagTemplate[] | undefined;
-}
-
 /** Resolvers this module installed: a second transform of the same schema would cache twice. */
-const installed = new WeakSet<GraphQLFieldResolver<unknown, unknown>>();
+const installed = new WeakSet<object>();
 
 /**
  * Wraps, in place, the resolver of every field of `schema` that carries @cached or @invalidates,
@@ -109,9 +100,14 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
     [schema.getSubscriptionType(), 'subscription events are not cacheable'],
   ]);
   const plans: [GraphQLField<unknown, unknown>, () => GraphQLFieldResolver<unknown, unknown>][] = [];
+  const entityPlans: (() => void)[] = [];
   for (const type of Object.values(typeMap)) {
     const kind = kindOf(type);
     if (kind === undefined || type.name.startsWith('__')) continue;
+    if (kind === 'object') {
+      const entityPolicy = readCachedPolicy(type, type.name, entitySite(type as GraphQLObjectType));
+      if (entityPolicy !== undefined) entityPlans.push(planEntity(type as GraphQLObjectType, entityPolicy, { cache, sessionId, keyPrefix, onBypass }, installed));
+    }
     const fields = (type as GraphQLObjectType | GraphQLInterfaceType).getFields();
     for (const field of Object.values(fields) as GraphQLField<unknown, unknown>[]) {
       const coordinate = `${type.name}.${field.name}`;
@@ -123,7 +119,7 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
         checkNotInstalled(field, coordinate);
         plans.push([field, () => invalidatingResolver(field.resolve ?? defaultFieldResolver, coordinate, invalidates, { cache, onInvalidationError })]);
       }
-      const policy = readDirective(field, coordinate, site('cached'));
+      const policy = readCachedPolicy(field, coordinate, site('cached'));
       if (policy === undefined) continue;
       const why = forbidden.get(type);
       if (why !== undefined) throw buildError(`@cached cannot be used on ${coordinate}: ${why}`);
@@ -141,13 +137,14 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
     }
   }
   // Loaders and @cached fields must never share keys: a loader named like the prefix's head would.
-  if (plans.length > 0) cache._reserveNamespace(keyPrefix, `the @cached directive (keyPrefix "${keyPrefix}")`);
+  if (plans.length + entityPlans.length > 0) cache._reserveNamespace(keyPrefix, `the @cached directive (keyPrefix "${keyPrefix}")`);
   // Everything validated before anything is changed: a build error leaves the schema untouched.
   for (const [field, wrap] of plans) {
     const resolve = wrap();
     installed.add(resolve);
     field.resolve = resolve;
   }
+  for (const install of entityPlans) install();
   return schema;
 }
 
@@ -176,7 +173,7 @@ const NO_ARGS = '{}';
 /** Keys remembered per field (see keysByIdentity). */
 const KEY_MEMO_MAX = 4096;
 
-function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: string, policy: FieldPolicy, env: WrapEnv): GraphQLFieldResolver<unknown, unknown> {
+function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: string, policy: CachedPolicy, env: WrapEnv): GraphQLFieldResolver<unknown, unknown> {
   const resolve = field.resolve ?? defaultFieldResolver;
   const { cache, sessionId, identityOf, keyPrefix, onBypass } = env;
   const isPrivate = policy.scope === 'PRIVATE';
@@ -236,43 +233,10 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     } else {
       key = fieldKeyAfter(keyHead, identity, encodedArgs, session);
     }
-    const operation = operationOf(context);
-    const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
-    // A fresh value held in process is returned as it is, not in a promise: graphql-js then
-    // completes the field synchronously, as it does a plain resolver's.
-    if (scope !== undefined) {
-      const answer = scope._read(call, key);
-      if (answer !== NO_ANSWER) return answer;
-    } else {
-      const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);
-      if (entry !== undefined) return entry.value;
-    }
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
-    const fill = () => settleList(resolve(parent, args, context, info));
-    return scope !== undefined ? scope._compute(call, key, fill) : cache._load(call.source, key, fill, call.policy, undefined, undefined);
+    return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)));
   };
-}
-
-/**
- * A resolver may return a list of promises (`ids.map((id) => loader.load(id))`); graphql-js
- * accepts that, but a cache must hold values, not promises (a rejected one would be served on
- * every hit), so the list is awaited. A failing item fails the field, and nothing is cached.
- * A *returned* Error (or an Error item) is an error to graphql-js too: it is thrown, never cached.
- */
-async function settleList(result: unknown): Promise<unknown> {
-  const value = await result;
-  if (value instanceof Error) throw value;
-  const items = Array.isArray(value) && value.some(isThenable) ? await Promise.all(value) : value;
-  if (Array.isArray(items)) {
-    const failed = items.find((item) => item instanceof Error);
-    if (failed !== undefined) throw failed;
-  }
-  return items;
-}
-
-function isThenable(value: unknown): boolean {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 /** graphql-js's defaultFieldResolver, restated so this module needs no runtime graphql import. */
@@ -293,62 +257,4 @@ function propertyOf(name: string): (parent: any) => unknown {
 function kindOf(type: GraphQLNamedType | undefined): 'object' | 'interface' | undefined {
   const tag = type === undefined ? undefined : Object.prototype.toString.call(type);
   return tag === '[object GraphQLObjectType]' ? 'object' : tag === '[object GraphQLInterfaceType]' ? 'interface' : undefined;
-}
-
-/**
- * Reads @cached from the field's SDL. SDL validation checks argument names and required ones but
- * not their values (`ttl: 1.5` and `ttl: "60"` build fine), so every value is checked here.
- */
-function readDirective(field: GraphQLField<unknown, unknown>, coordinate: string, site: TemplateSite): FieldPolicy | undefined {
-  const node = field.astNode?.directives?.find((directive) => directive.name.value === 'cached');
-  if (node === undefined) return undefined;
-  let ttl: number | undefined;
-  let swr = 0;
-  let scope: CacheScope = 'PUBLIC';
-  let tags: TagTemplate[] | undefined;
-  for (const arg of node.arguments ?? []) {
-    const name = arg.name.value;
-    if (name === 'ttl') ttl = seconds(arg, coordinate, false);
-    else if (name === 'swr') swr = (arg.value.kind as string) === 'NullValue' ? 0 : seconds(arg, coordinate, true);
-    else if (name === 'scope') scope = scopeValue(arg, coordinate);
-    else if (name === 'tags') tags = templatesOf(arg.value, site, literal);
-    else throw buildError(`@cached on ${coordinate} has an unknown argument "${name}" (known: ttl, swr, scope, tags)`);
-  }
-  if (ttl === undefined) throw buildError(`@cached on ${coordinate} needs ttl (seconds, a positive integer)`);
-  return { ttlMs: ttl * 1000, swrMs: swr * 1000, scope, tags: tags?.length === 0 ? undefined : tags };
-}
-
-function seconds(arg: ConstArgumentNode, coordinate: string, allowZero: boolean): number {
-  const { value } = arg;
-  const n = (value.kind as string) === 'IntValue' ? Number((value as { value: string }).value) : NaN;
-  if (!Number.isSafeInteger(n) || n < 0 || (!allowZero && n === 0)) {
-    const expected = allowZero ? 'an integer number of seconds >= 0' : 'a positive integer number of seconds';
-    throw buildError(`@cached(${arg.name.value}:) on ${coordinate} must be ${expected}, got ${literal(arg)}`);
-  }
-  // In ms it must stay within what every store keeps (MAX_DURATION): refused at build, not per request.
-  if (n * 1000 > MAX_DURATION) {
-    throw buildError(`@cached(${arg.name.value}:) on ${coordinate} must be at most ${MAX_DURATION / 1000} seconds, got ${literal(arg)}`);
-  }
-  return n;
-}
-
-function scopeValue(arg: ConstArgumentNode, coordinate: string): CacheScope {
-  const { value } = arg;
-  if ((value.kind as string) === 'NullValue') return 'PUBLIC';
-  const name = (value.kind as string) === 'EnumValue' ? (value as { value: string }).value : undefined;
-  if (name === 'PUBLIC' || name === 'PRIVATE') return name;
-  throw buildError(`@cached(scope:) on ${coordinate} must be PUBLIC or PRIVATE, got ${literal(arg)}`);
-}
-
-/** A value as written in the SDL (`1.5`, `"60"`, `-1`). */
-function literal(node: ConstArgumentNode | ConstValueNode): string {
-  const value = (node.kind as string) === 'Argument' ? (node as ConstArgumentNode).value : (node as ConstValueNode);
-  const loc = value.loc;
-  if (loc !== undefined) return loc.source.body.slice(loc.start, loc.end);
-  const raw = (value as { value?: unknown }).value;
-  return raw === undefined ? value.kind : String(raw);
-}
-
-function buildError(message: string): HerdcacheError {
-  return new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: ${message}`);
 }

@@ -9,7 +9,7 @@
  * Server 4 and 5); elsewhere this costs one property read.
  */
 import type { GraphQLResolveInfo } from 'graphql';
-import type { CacheScope } from './directive';
+import type { CacheScope } from './policy';
 
 interface Hint {
   readonly maxAge?: number;

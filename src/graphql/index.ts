@@ -1,8 +1,10 @@
 /**
  * herdcache for GraphQL: the @cached directive, the per-operation context helper and the report
- * the Apollo plugin puts in `response.extensions.cache`. Types only from graphql: it loads without it.
+ * the Apollo plugin puts in `response.extensions.cache`. Loads graphql (its peer) for the directives'
+ * GraphQLDirective objects only (./code-first); every other module imports its types only.
  */
 export { cachedDirectiveTypeDefs } from './sdl';
+export { CacheScopeEnum, cachedDirective, herdcacheDirectives, invalidatesDirective } from './code-first';
 export { cachedDirectiveTransformer, type CacheScope, type CachedDirectiveOptions } from './directive';
 export { DEFAULT_KEY_PREFIX, cachedFieldKey, canonicalArgs, type CachedFieldKeyOptions } from './keys';
 export {

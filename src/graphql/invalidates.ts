@@ -18,6 +18,7 @@
 import type { GraphQLField, GraphQLFieldResolver, ConstArgumentNode, ConstValueNode } from 'graphql';
 import type { Cache } from '../core/cache';
 import { HerdcacheError } from '../core/errors';
+import { findDirective } from './directive-nodes';
 import { type TagTemplate, type TemplateSite, UnfilledTag, fillTemplate, templatesOf } from './tags';
 
 export interface InvalidateEnv {
@@ -26,7 +27,7 @@ export interface InvalidateEnv {
 }
 
 /**
- * Reads @invalidates from the field's SDL: its templates, or undefined without the directive.
+ * Reads @invalidates from the field (its SDL, or extensions.directives in a code-first schema): its templates, or undefined without the directive.
  * Throws a build error naming the field when it is not a Mutation field, has no tags, or a template
  * is invalid (see parseTagTemplate).
  */
@@ -37,7 +38,7 @@ export function readInvalidates(
   site: TemplateSite,
   literal: (node: ConstValueNode) => string,
 ): TagTemplate[] | undefined {
-  const node = field.astNode?.directives?.find((directive) => directive.name.value === 'invalidates');
+  const node = findDirective(field, 'invalidates', coordinate);
   if (node === undefined) return undefined;
   if (!onMutation) {
     throw buildError(`@invalidates cannot be used on ${coordinate}: it runs after a write, so only fields of the Mutation type may carry it`);

@@ -6,6 +6,7 @@
 export const cachedDirectiveTypeDefs = `"""
 Caches the field's value in herdcache: however many requests miss at once, the
 resolver runs once per key. \`ttl\` and \`swr\` are in seconds, as in @cacheControl(maxAge:).
+On a Federation entity type (@key): caches its reference resolution per entity key.
 """
 directive @cached(
   "Seconds the value stays fresh: a positive integer."
@@ -21,7 +22,7 @@ directive @cached(
   no value is resolved without the cache.
   """
   tags: [String!]
-) on FIELD_DEFINITION
+) on FIELD_DEFINITION | OBJECT
 
 "Who shares a @cached value."
 enum CacheScope {

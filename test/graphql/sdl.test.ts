@@ -10,11 +10,11 @@ describe('cachedDirectiveTypeDefs', () => {
     expect(Buffer.from(cachedDirectiveTypeDefs, 'utf8').equals(file)).toBe(true);
   });
 
-  it('declares @cached(ttl: Int!, swr: Int, scope: CacheScope = PUBLIC, tags: [String!]) on FIELD_DEFINITION', () => {
+  it('declares @cached(ttl: Int!, swr: Int, scope: CacheScope = PUBLIC, tags: [String!]) on FIELD_DEFINITION | OBJECT', () => {
     const schema = buildSchema(`${cachedDirectiveTypeDefs}\ntype Query { a: Int @cached(ttl: 5) }`);
     const directive = schema.getDirective('cached');
     expect(directive).toBeInstanceOf(GraphQLDirective);
-    expect(directive!.locations).toEqual(['FIELD_DEFINITION']);
+    expect(directive!.locations).toEqual(['FIELD_DEFINITION', 'OBJECT']);
     expect(directive!.args.map((arg) => [arg.name, String(arg.type), arg.defaultValue])).toEqual([
       ['ttl', 'Int!', undefined],
       ['swr', 'Int', undefined],

@@ -1,0 +1,50 @@
+/**
+ * One keyed call of a @cached field or entity reference, answered through the registry: through the
+ * operation's request scope when the context has one (so the call is counted in the operation's
+ * report and memoized for it), else through the cache directly. Shared by ./directive (fields) and
+ * ./entities (Federation's __resolveReference).
+ */
+import type { Cache } from '../core/cache';
+import { NO_ARG } from '../core/registry';
+import { NO_ANSWER } from '../core/scope';
+import type { Computation } from '../core/registry';
+import { operationOf } from './request';
+
+export function answerKeyed(cache: Cache, call: Computation, key: string, context: unknown, fill: () => Promise<unknown>): unknown {
+  const operation = operationOf(context);
+  const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
+  // A fresh value held in process is returned as it is, not in a promise: graphql-js then
+  // completes the field synchronously, as it does a plain resolver's.
+  if (scope !== undefined) {
+    const answer = scope._read(call, key);
+    if (answer !== NO_ANSWER) return answer;
+  } else {
+    const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);
+    if (entry !== undefined) return entry.value;
+  }
+  // Misses of one tick (the siblings of a list, the representations of one _entities call) leave
+  // in one store read: the registry batches them.
+  return scope !== undefined ? scope._compute(call, key, fill) : cache._load(call.source, key, fill, call.policy, undefined, undefined);
+}
+
+/**
+ * A resolver may return a list of promises (`ids.map((id) => loader.load(id))`); graphql-js
+ * accepts that, but a cache must hold values, not promises (a rejected one would be served on
+ * every hit), so the list is awaited. A failing item fails the field, and nothing is cached.
+ * A *returned* Error (or an Error item) is an error to graphql-js too: it is thrown, never cached.
+ */
+export async function settleList(result: unknown): Promise<unknown> {
+  const value = await result;
+  if (value instanceof Error) throw value;
+  const items = Array.isArray(value) && value.some(isThenable) ? await Promise.all(value) : value;
+  if (Array.isArray(items)) {
+    const failed = items.find((item) => item instanceof Error);
+    if (failed !== undefined) throw failed;
+  }
+  return items;
+}
+
+function isThenable(value: unknown): boolean {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+

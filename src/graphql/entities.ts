@@ -1,0 +1,134 @@
+/**
+ * @cached on a Federation entity type (`type Product @key(fields: "id") @cached(ttl: 60)`): its
+ * reference resolution (`__resolveReference`, which a subgraph's `_entities` field calls once per
+ * representation) goes through the registry like a @cached field's resolver does. So:
+ * - one call per entity key however many `_entities` requests (and gateway replicas, with the
+ *   Redis fill lock) ask for it at once: single-flight;
+ * - the misses of one `_entities` request (its representations are resolved in one synchronous
+ *   loop) leave in one store read (one MGET on Redis), as sibling fields do;
+ * - tags are filled from the representation (`"Product:{id}"`), so `@invalidates` and
+ *   `cache.invalidateTags` drop entities as they drop fields.
+ *
+ * The key is the type and the representation without `__typename`, canonical (keys sorted at every
+ * depth): `gql:Product.__resolveReference:[null,{"id":"1"}]`, what `cachedFieldKey(
+ * 'Product.__resolveReference', { args: { id: '1' } })` gives. A representation that also carries
+ * `@requires` fields is keyed with them: the resolved entity may depend on them.
+ *
+ * Where @apollo/subgraph keeps the function: `type.extensions.apollo.subgraph.resolveReference`
+ * (2.x), or `type.resolveReference` (older builds, and schemas made by hand).
+ */
+import type { GraphQLField, GraphQLObjectType, GraphQLResolveInfo } from 'graphql';
+import type { Cache } from '../core/cache';
+import type { GetOrComputeOptions } from '../core/types';
+import { answerKeyed, settleList } from './cached-call';
+import { findDirective } from './directive-nodes';
+import { cachedFieldHint, restrictCacheHint } from './hints';
+import { canonicalArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
+import { type CachedPolicy, buildError } from './policy';
+import { type BypassReason, operationOf } from './request';
+import { type TemplateSite, UnfilledTag, fillTags } from './tags';
+
+export type ReferenceResolver = (reference: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo) => unknown;
+
+export interface EntityEnv {
+  readonly cache: Cache;
+  readonly sessionId: ((context: any) => string | number | null | undefined) | undefined;
+  readonly keyPrefix: string;
+  readonly onBypass: ((coordinate: string, reason: BypassReason, context: any) => void) | undefined;
+}
+
+/** The coordinate entity values are counted and keyed under. */
+export function entityCoordinate(type: GraphQLObjectType): string {
+  return `${type.name}.__resolveReference`;
+}
+
+/** Where tag templates of a type-level @cached are checked: a parent (the representation), no arguments. */
+export function entitySite(type: GraphQLObjectType): TemplateSite {
+  const field = { name: '__resolveReference', args: [], type } as unknown as GraphQLField<unknown, unknown>;
+  return { directive: 'cached', coordinate: entityCoordinate(type), field, isRoot: false };
+}
+
+/**
+ * Checks a type-level @cached and returns what installs it; throws a build error naming the type
+ * when the type is no entity (no @key) or has no reference resolver to cache.
+ */
+export function planEntity(type: GraphQLObjectType, policy: CachedPolicy, env: EntityEnv, wrapped: WeakSet<object>): () => void {
+  const where = `the type ${type.name}`;
+  if (findDirective(type, 'key', type.name) === undefined) {
+    throw buildError(`@cached on ${where}: on a type, @cached caches a Federation entity's reference resolution (__resolveReference) and needs @key; put @cached on fields otherwise`);
+  }
+  const slot = referenceSlot(type);
+  if (slot === undefined) {
+    throw buildError(`@cached on ${where}: it has no __resolveReference to cache; transform the schema after its resolvers are attached (after buildSubgraphSchema)`);
+  }
+  if (wrapped.has(slot.resolve)) throw buildError(`${entityCoordinate(type)} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`);
+  if (policy.scope === 'PRIVATE' && env.sessionId === undefined) {
+    throw buildError(`@cached(scope: PRIVATE) on ${where} needs the "sessionId" option (a function of the context returning the viewer's session id)`);
+  }
+  if (policy.tags !== undefined) env.cache._checkTagsSupported(`@cached(tags:) on ${where}`);
+  return () => {
+    const resolve = cachedReferenceResolver(type, slot.resolve, policy, env);
+    wrapped.add(resolve);
+    slot.install(resolve);
+  };
+}
+
+function referenceSlot(type: GraphQLObjectType): { resolve: ReferenceResolver; install(resolve: ReferenceResolver): void } | undefined {
+  const extensions = type.extensions as { apollo?: { subgraph?: { resolveReference?: unknown } } } | null | undefined;
+  const apollo = extensions?.apollo;
+  const subgraph = apollo?.subgraph;
+  if (typeof subgraph?.resolveReference === 'function') {
+    return {
+      resolve: subgraph.resolveReference as ReferenceResolver,
+      // New objects, not a write into ones that may be shared with another schema.
+      install: (resolve) => {
+        (type as { extensions: unknown }).extensions = { ...extensions, apollo: { ...apollo, subgraph: { ...subgraph, resolveReference: resolve } } };
+      },
+    };
+  }
+  const legacy = type as unknown as { resolveReference?: unknown };
+  if (typeof legacy.resolveReference === 'function') {
+    return { resolve: legacy.resolveReference as ReferenceResolver, install: (resolve) => void (legacy.resolveReference = resolve) };
+  }
+  return undefined;
+}
+
+function cachedReferenceResolver(type: GraphQLObjectType, resolve: ReferenceResolver, policy: CachedPolicy, env: EntityEnv): ReferenceResolver {
+  const { cache, sessionId, keyPrefix, onBypass } = env;
+  const coordinate = entityCoordinate(type);
+  const base: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
+  const templates = policy.tags;
+  const staticTags = templates?.every((template) => template.placeholders.length === 0) ? (fillTags(templates, { args: undefined }) as string[]) : undefined;
+  const computation = cache._computation(staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
+  const dynamicTags = staticTags === undefined ? templates : undefined;
+  const keyHead = fieldKeyHead(keyPrefix, coordinate);
+  const hint = cachedFieldHint(policy.ttlMs, policy.scope);
+  const isPrivate = policy.scope === 'PRIVATE';
+
+  const bypass = (reference: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
+    operationOf(context)?.countBypass(coordinate);
+    onBypass?.(coordinate, reason, context);
+    return resolve(reference, context, info);
+  };
+
+  return function cachedResolveReference(reference, context, info) {
+    restrictCacheHint(info, hint);
+    if (reference === null || typeof reference !== 'object') return bypass(reference, context, info, 'no_identity');
+    const { __typename: _typename, ...fields } = reference;
+    const encoded = canonicalArgs(fields);
+    if (encoded === undefined || encoded === '{}') return bypass(reference, context, info, encoded === undefined ? 'unkeyable_args' : 'no_identity');
+    let session: string | undefined;
+    if (isPrivate) {
+      session = identityString(sessionId!(context));
+      if (session === undefined) return bypass(reference, context, info, 'no_session');
+    }
+    let call = computation;
+    if (dynamicTags !== undefined) {
+      const tags = fillTags(dynamicTags, { args: undefined, parent: reference });
+      if (tags instanceof UnfilledTag) return bypass(reference, context, info, 'no_tag_value');
+      if (tags.length > 0) call = cache._computation({ ...base, tags });
+    }
+    const key = fieldKeyAfter(keyHead, undefined, encoded, session);
+    return answerKeyed(cache, call, key, context, () => settleList(resolve(reference, context, info)));
+  };
+}
