@@ -3,7 +3,11 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest'] },
+  transform: {
+    // NestJS's decorators (experimental, with their metadata), for examples/nestjs only.
+    '^.+/examples/nestjs/.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true } } }],
+    '^.+\\.(t|j)sx?$': ['@swc/jest'],
+  },
   // The package's own name resolves to the sources, as tsconfig.json's "paths" say (examples use it).
   moduleNameMapper: { '^herdcache$': '<rootDir>/src/core/index.ts', '^herdcache/(redis|graphql|apollo|envelop|prometheus|otel)$': '<rootDir>/src/$1/index.ts' },
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
