@@ -120,7 +120,7 @@ JS
 
 check_entry herdcache "createCache memoryStore manualClock jitteredTtl HerdcacheError Cache Loader RequestScope"
 check_entry herdcache/redis "redisStore tieredStore jsonCodec" ioredis
-check_entry herdcache/graphql "cachedDirectiveTransformer cachedDirectiveTypeDefs herdcacheContext requestScope cacheReport cachedFieldKey" graphql
+check_entry herdcache/graphql "cachedDirectiveTransformer cachedDirectiveTypeDefs herdcacheDirectives cachedDirective invalidatesDirective CacheScopeEnum herdcacheContext requestScope cacheReport cachedFieldKey" graphql
 check_entry herdcache/apollo "herdcachePlugin" @apollo/server graphql prom-client
 check_entry herdcache/envelop "useHerdcache" @envelop/core graphql prom-client
 check_entry herdcache/prometheus "herdcacheMetrics prometheusMetrics" prom-client
@@ -148,4 +148,44 @@ try { require('herdcache').createCache({ ttl: -1 }); } catch (e) {
   if (e.constructor.name !== 'HerdcacheError' || inspect(e).includes('_HerdcacheError')) throw new Error('renamed error class: ' + inspect(e).split('\\n')[0]);
 }
 "
+# Code-first and Federation from the tarball: the GraphQLDirective objects are the installed
+# graphql's (a schema accepts them), @cached is read from extensions.directives, and @cached on an
+# entity type caches __resolveReference under buildSubgraphSchema (20 representations of 5
+# products, 10 concurrent _entities requests: 5 calls). ESM and CJS.
+project graphql-usage graphql @apollo/subgraph
+cat >"$tmp/graphql-usage/usage.mjs" <<'JS'
+import { GraphQLObjectType, GraphQLSchema, GraphQLString, GraphQLDirective, graphql, parse, specifiedDirectives } from 'graphql';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { createCache } from 'herdcache';
+import { cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheDirectives } from 'herdcache/graphql';
+if (!herdcacheDirectives.every((d) => d instanceof GraphQLDirective)) throw new Error('herdcacheDirectives are not the installed graphql\'s GraphQLDirective');
+let calls = 0;
+const codeFirst = new GraphQLSchema({
+  directives: [...specifiedDirectives, ...herdcacheDirectives],
+  query: new GraphQLObjectType({ name: 'Query', fields: { hello: { type: GraphQLString, extensions: { directives: { cached: { ttl: 60 } } }, resolve: () => `hi ${++calls}` } } }),
+});
+cachedDirectiveTransformer(codeFirst, { cache: createCache() });
+await Promise.all(Array.from({ length: 10 }, () => graphql({ schema: codeFirst, source: '{ hello }' })));
+if (calls !== 1) throw new Error(`code-first @cached: ${calls} resolver calls, expected 1`);
+let references = 0;
+const subgraph = buildSubgraphSchema({
+  typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+    ${cachedDirectiveTypeDefs}
+    type Product @key(fields: "id") @cached(ttl: 60, tags: ["Product:{id}"]) { id: ID!, name: String! }
+    type Query { product(id: ID!): Product }`),
+  resolvers: { Product: { __resolveReference: async (ref) => ({ id: ref.id, name: `p${(references++, ref.id)}` }) } },
+});
+cachedDirectiveTransformer(subgraph, { cache: createCache() });
+const representations = Array.from({ length: 20 }, (_, i) => ({ __typename: 'Product', id: String(i % 5) }));
+const source = 'query ($r: [_Any!]!) { _entities(representations: $r) { ... on Product { id name } } }';
+const results = await Promise.all(Array.from({ length: 10 }, () => graphql({ schema: subgraph, source, variableValues: { r: representations } })));
+for (const result of results) if (result.errors) throw new Error(JSON.stringify(result.errors));
+if (references !== 5) throw new Error(`entity @cached: ${references} __resolveReference calls, expected 5`);
+JS
+# The same in CommonJS: requires instead of imports, inside an async function.
+{ echo '(async () => {'; sed "s#^import { \(.*\) } from '\(.*\)';#const { \1 } = require('\2');#" "$tmp/graphql-usage/usage.mjs"
+  echo '})().catch((error) => { console.error(error); process.exit(1); });'; } >"$tmp/graphql-usage/usage.cjs"
+(cd "$tmp/graphql-usage" && node usage.mjs && node usage.cjs) || { echo "code-first / Federation usage failed"; exit 1; }
+echo "code-first directives and Federation entity caching: ok (ESM and CJS, graphql and @apollo/subgraph only)"
+
 echo "pack check ok: $tarball"
