@@ -10,7 +10,7 @@ import { createCache } from '../../src/core/cache';
 import { memoryStore } from '../../src/core/memory';
 import { cachedDirectiveTransformer, cachedDirectiveTypeDefs, cachedFieldKey, herdcacheContext } from '../../src/graphql';
 import { redisStore } from '../../src/redis/redis-store';
-import { asyncStore } from '../helpers';
+import { asyncStore, countingStore } from '../helpers';
 import { connect, randomPrefix } from '../redis/helpers';
 import { PRODUCTS, productsSchema } from './fixtures';
 
@@ -142,6 +142,31 @@ describe('@cached entities across replicas sharing Redis', () => {
   });
   afterAll(async () => {
     await client.quit();
+  });
+
+  /** countingStore, keeping the Redis store's tag versions (the counting wrapper has none). */
+  function counted(prefix: string) {
+    const inner = redisStore({ client, prefix });
+    const counting = countingStore(inner);
+    return { calls: counting.calls, store: { ...counting.store, invalidateTags: inner.invalidateTags.bind(inner), tagVersions: inner.tagVersions.bind(inner) } };
+  }
+
+  it('one cold _entities request (20 representations, 5 products): one store read (MGET) for the 5 keys; warm on another replica: one read, no resolution', async () => {
+    const prefix = randomPrefix('entities-mget');
+    const counting = counted(prefix);
+    const cache = createCache({ store: counting.store });
+    const { schema, calls } = productsSchema(cache);
+    await entities(schema, representations(20), herdcacheContext({ cache }));
+    expect(calls.resolveReference).toBe(PRODUCTS);
+    expect(counting.calls.getMany).toBe(1);
+    expect(counting.calls.getManyKeys[0]).toHaveLength(PRODUCTS);
+    // Another replica, warm: one read, no reference resolution.
+    const other = counted(prefix);
+    const otherCache = createCache({ store: other.store });
+    const second = productsSchema(otherCache);
+    await entities(second.schema, representations(20), herdcacheContext({ cache: otherCache }));
+    expect(second.calls.resolveReference).toBe(0);
+    expect(other.calls.getMany).toBe(1);
   });
 
   it('two subgraph replicas, 20 concurrent _entities requests each (20 representations over 5 products): 5 __resolveReference calls fleet-wide', async () => {
