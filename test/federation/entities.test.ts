@@ -110,6 +110,23 @@ describe('@cached entities on the subgraph', () => {
     expect(resolved).toBe(1);
   });
 
+  it('a type-level @cached given in extensions.directives (code-first) caches the entity too', async () => {
+    const cache = createCache();
+    let resolved = 0;
+    const schema = buildSubgraphSchema({
+      typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+        ${cachedDirectiveTypeDefs}
+        type Product @key(fields: "id") { id: ID!, name: String!, price: Int! }
+        type Query { product(id: ID!): Product }`),
+      resolvers: { Product: { __resolveReference: (reference: { id: string }) => ({ id: reference.id, name: `p${(resolved++, reference.id)}`, price: 1 }) } } as never,
+    });
+    const type = schema.getType('Product') as GraphQLObjectType;
+    (type as { extensions: unknown }).extensions = { ...type.extensions, directives: [{ name: 'cached', args: { ttl: 60, tags: ['Product:{id}'] } }] };
+    cachedDirectiveTransformer(schema, { cache });
+    await Promise.all(Array.from({ length: 10 }, () => entities(schema, representations(20))));
+    expect(resolved).toBe(PRODUCTS);
+  });
+
   describe('build errors name the type', () => {
     const sdl = (type: string) => parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
       ${cachedDirectiveTypeDefs}
