@@ -6,7 +6,7 @@
  * peer), printed and written to bench/RESULTS.md with the machine, Node version and date.
  *
  * The Redis rows use REDIS_URL when it points at this machine, else a throwaway redis-server
- * from PATH on a free 127.0.0.1 port; without either, or without src/stores/redis.ts, they are
+ * from PATH on a free 127.0.0.1 port; without either, they are
  * printed as skipped with the reason. Every loop is bounded in count and time.
  */
 import { execFileSync } from 'node:child_process';

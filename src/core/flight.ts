@@ -242,10 +242,6 @@ export class Flight<V = unknown> {
     );
   }
 
-  get pending(): boolean {
-    return this.#state === PENDING;
-  }
-
   get abandoned(): boolean {
     return this.#state === ABANDONED;
   }

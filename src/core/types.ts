@@ -36,8 +36,6 @@ export interface LockOptions {
   lockWaitTimeout?: number;
 }
 
-export type LoadOutcome = 'hit' | 'miss' | 'coalesced' | 'stale';
-
 /** Observer hooks: called synchronously; a throwing hook is ignored. `source` is the loader name, or "getOrCompute". */
 export interface CacheHooks {
   onHit?(key: string, source: string): void;

@@ -172,16 +172,6 @@ export function pick<T>(items: readonly T[], indices: readonly number[]): T[] {
   return out;
 }
 
-/** Items i at 2j, 2j+1 for each picked index: the per-key argument pairs of a script. */
-export function pickPairs<T>(items: readonly T[], indices: readonly number[]): T[] {
-  const out = new Array<T>(2 * indices.length);
-  for (let j = 0; j < indices.length; j++) {
-    out[2 * j] = items[2 * indices[j]!]!;
-    out[2 * j + 1] = items[2 * indices[j]! + 1]!;
-  }
-  return out;
-}
-
 /** value key, lock key, value key, lock key, … for the picked positions (all when null). */
 export function withLockKeys(valueKeys: readonly string[], indices: readonly number[] | null): string[] {
   const count = indices === null ? valueKeys.length : indices.length;

@@ -22,7 +22,7 @@
  * reads the versions of a fill's tags before the fill (one MGET) and records them in the entry; an
  * entry whose versions are not current is a miss. Nothing is scanned, nothing is deleted, no set of
  * keys per tag is kept: an invalidation is O(tags) and leaves one small expiring key per tag. The
- * expiries, and why they cannot bring an invalidated value back: redis-tags.ts.
+ * expiries, and why they cannot bring an invalidated value back: tags.ts.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError, invalidOption } from '../core/errors';
@@ -67,7 +67,7 @@ export interface RedisStoreOptions {
   /**
    * Milliseconds. A tagged entry is kept at most this long (its PX is clamped to it), and a tag's
    * version key expires 2 × tagTtl after the tag's last invalidation, so a tag invalidated once
-   * costs one key for a bounded time (redis-tags.ts says why both). Default 7 days.
+   * costs one key for a bounded time (tags.ts says why both). Default 7 days.
    */
   tagTtl?: number;
   /**

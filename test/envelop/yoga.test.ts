@@ -7,7 +7,6 @@ import type { AddressInfo } from 'node:net';
 import { createYoga } from 'graphql-yoga';
 import { Registry } from 'prom-client';
 import { useHerdcache } from '../../src/envelop';
-import { herdcachePlugin } from '../../src/apollo';
 import { deferred } from '../helpers';
 import { fixture, reportOf, single, zeros } from '../apollo/fixtures';
 
@@ -142,7 +141,6 @@ describe('useHerdcache on GraphQL Yoga over HTTP', () => {
   it('no extension in production by default; metrics still counted', async () => {
     const before = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
-    let plugin;
     try {
       const registry = new Registry();
       const f = fixture();
@@ -155,11 +153,9 @@ describe('useHerdcache on GraphQL Yoga over HTTP', () => {
       } finally {
         await server.close();
       }
-      plugin = herdcachePlugin({ cache: f.cache });
     } finally {
       process.env.NODE_ENV = before;
     }
-    expect(plugin).toBeDefined();
   });
 
   it('validates its options, naming them', () => {

@@ -12,14 +12,24 @@ describe('memory store', () => {
     expect(store.getSync('a')?.value).toBe('a');
   });
 
-  it('defaults to 10000 entries', async () => {
-    expect(MEMORY_STORE_DEFAULT_MAX).toBe(10_000);
-    const cache = createCache({ ttl: Infinity });
+  it('defaults to 10000 entries, for memoryStore() and for the cache without a store', async () => {
     const store = memoryStore();
     const bounded = createCache({ ttl: Infinity, store });
-    void cache;
-    await Promise.all(Array.from({ length: 10_050 }, (_, i) => bounded.getOrCompute(`k${i}`, async () => i)));
+    const byDefault = createCache({ ttl: Infinity });
+    for (const cache of [bounded, byDefault]) {
+      await Promise.all(Array.from({ length: 10_001 }, (_, i) => cache.getOrCompute(`k${i}`, async () => i)));
+    }
     expect(store.size).toBe(10_000);
+    expect(MEMORY_STORE_DEFAULT_MAX).toBe(store.size);
+    // The default cache's store: the newest key is still there, the oldest was evicted.
+    let fills = 0;
+    const fill = async (): Promise<number> => {
+      fills++;
+      return -1;
+    };
+    expect(await byDefault.getOrCompute('k10000', fill)).toBe(10_000);
+    expect(await byDefault.getOrCompute('k0', fill)).toBe(-1);
+    expect(fills).toBe(1);
   });
 
   it('hits return the stored object itself: no serialization', async () => {
