@@ -7,8 +7,10 @@
  * Label cardinality is bounded: `source` comes from the schema and the code (field coordinates,
  * loader names, getOrCompute labels); `operation` comes from clients, so the first
  * `maxOperationLabels` distinct names are kept and the rest are counted as "other"
- * (anonymous operations as "anonymous").
+ * (anonymous operations as "anonymous"). A client also chooses how long its name is and may spell
+ * a bucket's name: see operationLabelOf.
  */
+import { createHash } from 'node:crypto';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, invalidOption } from '../core/errors';
@@ -27,6 +29,31 @@ export interface PrometheusMetricsOptions {
 }
 
 export const DEFAULT_MAX_OPERATION_LABELS = 100;
+
+/** The buckets' label values: a client's operation name never becomes one (see operationLabelOf). */
+export const OTHER_OPERATIONS = 'other';
+export const ANONYMOUS_OPERATION = 'anonymous';
+
+/** Longest operation name used as its label as it is; longer ones are cut and hashed. */
+export const MAX_OPERATION_LABEL_LENGTH = 64;
+
+/** A GraphQL name (the spec's Name), at most MAX_OPERATION_LABEL_LENGTH characters. */
+const PLAIN_NAME = new RegExp(`^[_A-Za-z][_0-9A-Za-z]{0,${MAX_OPERATION_LABEL_LENGTH - 1}}$`);
+
+/**
+ * The label of a client-supplied operation name, before the cap on distinct values: the name itself
+ * when it is a GraphQL name of at most 64 characters other than a bucket's ("other", "anonymous");
+ * otherwise its first 64 characters (any character outside a GraphQL name as '_'), '~' and the first
+ * 8 hex digits of its sha1. The label is then at most 73 printable characters whatever the client
+ * sent (a 100 KiB name would otherwise be written out on every scrape), and no client reaches a
+ * bucket or another name's label by spelling it: '~' never occurs in a name kept as it is.
+ */
+export function operationLabelOf(name: string | null | undefined): string {
+  if (name === null || name === undefined || name === '') return ANONYMOUS_OPERATION;
+  if (name.length <= MAX_OPERATION_LABEL_LENGTH && name !== OTHER_OPERATIONS && name !== ANONYMOUS_OPERATION && PLAIN_NAME.test(name)) return name;
+  const head = name.slice(0, MAX_OPERATION_LABEL_LENGTH).replace(/[^_0-9A-Za-z]/g, '_');
+  return `${head}~${createHash('sha1').update(name, 'utf8').digest('hex').slice(0, 8)}`;
+}
 
 /** Seconds: from a memory-speed fill to a slow backend call. */
 const FILL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -76,14 +103,19 @@ export class HerdcacheMetrics {
       });
   }
 
-  /** The `operation` label for a client-supplied operation name (capped, see the module comment). */
+  /**
+   * The `operation` label for a client-supplied operation name: operationLabelOf's, while fewer than
+   * maxOperationLabels distinct labels were given out, else "other". Only labels are remembered
+   * (at most 73 characters each), never the names clients sent.
+   */
   operationLabel(name: string | null | undefined): string {
-    if (name === null || name === undefined || name === '') return 'anonymous';
+    const label = operationLabelOf(name);
+    if (label === ANONYMOUS_OPERATION) return label;
     const operations = this.#operations;
-    if (operations.has(name)) return name;
-    if (operations.size >= this.#maxOperations) return 'other';
-    operations.add(name);
-    return name;
+    if (operations.has(label)) return label;
+    if (operations.size >= this.#maxOperations) return OTHER_OPERATIONS;
+    operations.add(label);
+    return label;
   }
 
   /** Adds one operation's report (the plugin calls this once per operation, when the response is sent). */
