@@ -101,3 +101,74 @@ describe('a call with an aborted signal settles', () => {
     expect(await settledWithin(loader.load('bad', { signal: aborted() }))).not.toBe(PENDING);
   });
 });
+
+describe("a request's signal (cache.request({ signal }), herdcacheContext({ signal }))", () => {
+  function slowUsers() {
+    const cache = createCache({ ttl: 60_000 });
+    const gates: { ids: readonly string[]; signal: AbortSignal; release: () => void }[] = [];
+    const users = cache.loader<string, string>({
+      name: 'user',
+      ttl: 60_000,
+      batch: (ids, { signal }) =>
+        new Promise((resolve) => {
+          gates.push({ ids, signal, release: () => resolve(ids.map((id) => `user ${id}`)) });
+        }),
+    });
+    return { cache, users, gates };
+  }
+
+  it("ends every wait of the request when it fires, and a fill only that request wanted is told to stop", async () => {
+    const { cache, users, gates } = slowUsers();
+    const client = new AbortController();
+    const scope = cache.request({ signal: client.signal });
+    const one = scope.loader(users).load('1');
+    const many = scope.loader(users).loadMany(['1', '2']);
+    const computed = scope.getOrCompute('k', () => new Promise<string>(() => {}), { ttl: 1000 });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(gates).toHaveLength(1);
+    const reason = new Error('client left');
+    client.abort(reason);
+    expect(await settledWithin(one)).toEqual({ error: reason });
+    expect(await settledWithin(many)).toEqual({ value: [reason, reason] });
+    expect(await settledWithin(computed)).toEqual({ error: reason });
+    expect(gates[0]!.signal.aborted).toBe(true); // nobody else wanted users 1 and 2
+    expect(cache.inFlight).toBe(0);
+  });
+
+  it("does not disturb another request waiting on the same fill; after it fired, the request's loads reject at once (a value held in process still answers read)", async () => {
+    const { cache, users, gates } = slowUsers();
+    const client = new AbortController();
+    const leaving = cache.request({ signal: client.signal }).loader(users);
+    const staying = cache.request().loader(users);
+    const a = leaving.load('1');
+    const b = staying.load('1');
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    client.abort(new Error('gone'));
+    expect(await settledWithin(a)).toEqual({ error: new Error('gone') });
+    expect(gates[0]!.signal.aborted).toBe(false);
+    gates[0]!.release();
+    await expect(b).resolves.toBe('user 1');
+    expect(await settledWithin(leaving.load('2'))).toEqual({ error: new Error('gone') });
+    expect(await settledWithin(Promise.resolve(leaving.read('1')))).toEqual({ value: 'user 1' });
+    expect(await settledWithin(Promise.resolve(leaving.read('3')))).toEqual({ error: new Error('gone') });
+  });
+
+  it("a load's own signal and the request's: whichever fires first ends the wait", async () => {
+    const { cache, users } = slowUsers();
+    const client = new AbortController();
+    const own = new AbortController();
+    const scoped = cache.request({ signal: client.signal }).loader(users);
+    const first = scoped.load('1', { signal: own.signal });
+    own.abort(new Error('own'));
+    expect(await settledWithin(first)).toEqual({ error: new Error('own') });
+    const second = scoped.load('2', { signal: new AbortController().signal });
+    client.abort(new Error('request'));
+    expect(await settledWithin(second)).toEqual({ error: new Error('request') });
+  });
+
+  it('refuses a signal that is not an AbortSignal, and unknown options, naming them', () => {
+    const cache = createCache();
+    expect(() => cache.request({ signal: 'no' as unknown as AbortSignal })).toThrow(/signal.*"no"/);
+    expect(() => cache.request({ sginal: new AbortController().signal } as never)).toThrow(/sginal/);
+  });
+});

@@ -13,14 +13,14 @@ import { Observers, notify } from './hooks';
 import { LoadPath, nonEmpty } from './load-path';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, givenOr, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
+import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, REQUEST_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, givenOr, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
 import type { FillPipeline, Source } from './pipeline';
 import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
 import { Sources } from './sources';
 import { memoryStore } from './memory';
 import type { Store } from './store';
-import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot } from './types';
+import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot, RequestOptions } from './types';
 
 
 function realSleep(ms: number): Promise<void> {
@@ -138,9 +138,16 @@ export class Cache implements Registry {
     this.#sources.reserve(prefix, owner);
   }
 
-  /** A per-request view: DataLoader memo semantics for one operation, the registry underneath. */
-  request(): RequestScope {
-    return new RequestScope(this);
+  /**
+   * A per-request view: DataLoader memo semantics for one operation, the registry underneath.
+   * `signal`: the request's own (the client left): every load of the request stops waiting when
+   * it fires, and a fill nobody else waits on is told to stop.
+   */
+  request(options?: RequestOptions): RequestScope {
+    if (options === undefined) return new RequestScope(this, undefined);
+    checkSignal(options);
+    checkKnownKeys('cache.request()', options, REQUEST_OPTIONS);
+    return new RequestScope(this, options.signal);
   }
 
   metrics(): MetricsSnapshot {

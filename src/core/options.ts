@@ -3,7 +3,7 @@
  */
 import { HerdcacheError, invalidArgument, invalidOption } from './errors';
 import type { Freshness } from './freshness';
-import type { CacheOptions, FreshnessOptions, GetOrComputeOptions, LoaderOptions, LockOptions } from './types';
+import type { CacheOptions, FreshnessOptions, GetOrComputeOptions, LoaderOptions, LockOptions, RequestOptions } from './types';
 
 export const DEFAULTS = {
   /**
@@ -154,6 +154,7 @@ export const CACHE_OPTIONS = optionNames<CacheOptions>({
   lockTtl: true, lockPollInterval: true, lockWaitTimeout: true,
   store: true, clock: true, maxRefreshes: true, hooks: true,
 });
+export const REQUEST_OPTIONS = optionNames<RequestOptions>({ signal: true });
 export const GET_OR_COMPUTE_OPTIONS = optionNames<GetOrComputeOptions>({ ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true, signal: true, label: true, tags: true });
 export const LOADER_OPTIONS = optionNames<LoaderOptions<unknown, unknown>>({
   ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true,

@@ -28,10 +28,20 @@ export class RequestScope implements Sink {
   #firstScoped: ScopedLoader<unknown, unknown> | undefined;
   #computed: Map<string, Held<unknown>> | undefined;
   #stats: RequestCounters | undefined;
+  /** The request's signal (cache.request({ signal })): every load of the request waits under it. */
+  readonly signal: AbortSignal | undefined;
 
   /** @internal use cache.request() */
-  constructor(registry: Registry) {
+  constructor(registry: Registry, signal: AbortSignal | undefined) {
     this.#registry = registry;
+    this.signal = signal;
+  }
+
+  /** @internal The signal a load of this request waits under: its own, the request's, or either. */
+  _signal(own: AbortSignal | undefined): AbortSignal | undefined {
+    const request = this.signal;
+    if (request === undefined || own === request) return own;
+    return own === undefined ? request : AbortSignal.any([own, request]);
   }
 
   /**
@@ -69,7 +79,8 @@ export class RequestScope implements Sink {
       return Promise.reject(error);
     }
     const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
-    return memoized(computed, key, options?.signal, (signal) => this.#registry._getOrCompute<V>(key, fill, options && { ...options, signal }, this), forgetAlways);
+    const signal = this._signal(options?.signal);
+    return memoized(computed, key, signal, (shared) => this.#registry._getOrCompute<V>(key, fill, shared === undefined ? options : { ...options, signal: shared }, this), forgetAlways);
   }
 
   /**
@@ -80,7 +91,7 @@ export class RequestScope implements Sink {
   _read(computation: Computation, key: string): unknown {
     const computed = this.#computed;
     if (computed !== undefined) {
-      const answer = held(computed, key, undefined, forgetAlways, true);
+      const answer = held(computed, key, this.signal, forgetAlways, true);
       if (answer !== NOTHING) return answer;
     }
     const entry = this.#registry._peek(computation.source, key, NO_ARG, computation.policy, this);
@@ -92,7 +103,7 @@ export class RequestScope implements Sink {
   /** @internal The directive's miss: getOrCompute with its computation resolved at build time. */
   _compute<V>(computation: Computation, key: string, fill: Fill<V>): Promise<V> {
     const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
-    return memoized(computed, key, undefined, () => this.#registry._load<V>(computation.source, key, fill, computation.policy, undefined, this), forgetAlways);
+    return memoized(computed, key, this.signal, (signal) => this.#registry._load<V>(computation.source, key, fill, computation.policy, signal, this), forgetAlways);
   }
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */

@@ -196,14 +196,14 @@ export class ScopedLoader<K, V> implements Sink {
    */
   load(key: K, options?: LoadOptions): Promise<V> {
     const keyString = this.#loader._keyString(key, this);
-    let signal: AbortSignal | undefined;
+    let signal = this.#scope.signal;
     if (options !== undefined) {
       try {
         checkSignal(options);
       } catch (error) {
         return Promise.reject(error);
       }
-      signal = options.signal;
+      signal = this.#scope._signal(options.signal);
     }
     const cached = this.#cached(keyString);
     if (cached !== undefined) {
@@ -230,7 +230,9 @@ export class ScopedLoader<K, V> implements Sink {
     const cached = this.#cached(keyString);
     if (cached !== undefined) {
       const outcome = outcomeOf(cached);
-      return outcome === PENDING_OR_UNKNOWN || outcome instanceof Rejection ? cached : (outcome as V);
+      // Pending: the request's signal (if any) must still end this caller's wait, as in load().
+      if (outcome === PENDING_OR_UNKNOWN) return this.#scope.signal === undefined ? cached : this.load(key);
+      return outcome instanceof Rejection ? cached : (outcome as V);
     }
     const storeKey = this.#loader._storeKey(key, keyString, this);
     const entry = this.#loader._peek(storeKey, key, this);
@@ -238,7 +240,7 @@ export class ScopedLoader<K, V> implements Sink {
       memo.set(keyString, fulfilled(entry as Entry<V>));
       return entry.value as V;
     }
-    return this.#miss(key, keyString, undefined);
+    return this.#miss(key, keyString, this.#scope.signal);
   }
 
   /** As DataLoader's: values and Errors in order, never rejects for a key; a non-array throws a TypeError. */

@@ -139,6 +139,15 @@ export interface LoadOptions {
   signal?: AbortSignal;
 }
 
+export interface RequestOptions {
+  /**
+   * The request's own signal (the client went away): every load of the request stops waiting when
+   * it fires, as if each had been given it, and a fill nobody else waits on is told to stop
+   * (its FillContext.signal). A load's own signal still applies; either one ends its wait.
+   */
+  signal?: AbortSignal;
+}
+
 export interface Counters {
   /** Loads answered with a fresh value from the store. */
   hits: number;

@@ -54,9 +54,9 @@ export class OperationCache {
   readonly scope: RequestScope;
   #bypassed: Map<string, number> | undefined;
 
-  constructor(cache: Cache) {
+  constructor(cache: Cache, signal?: AbortSignal) {
     this.cache = cache;
-    this.scope = cache.request();
+    this.scope = signal === undefined ? cache.request() : cache.request({ signal });
   }
 
   /** @internal the directive resolved `source` without the cache. */
@@ -100,6 +100,12 @@ export interface HerdcacheContextOptions<L extends Record<string, AnyLoader>> {
   cache: Cache;
   /** Registry loaders (created once, at startup, with cache.loader()) to expose per operation as `loaders`. */
   loaders?: L;
+  /**
+   * The request's signal, fired when the client goes away (Yoga: `request.signal`; Node's http:
+   * see the README). The operation's loads and @cached fields stop waiting when it fires, and a
+   * fill no other request waits on is told to stop. Default: none (they wait for their values).
+   */
+  signal?: AbortSignal;
 }
 
 /** What herdcacheContext() returns: spread it into (or return it as) the operation's context. */
@@ -122,9 +128,10 @@ export interface HerdcacheContext<L extends Record<string, AnyLoader> = Record<n
  */
 export function herdcacheContext<L extends Record<string, AnyLoader> = Record<never, AnyLoader>>(options: HerdcacheContextOptions<L>): HerdcacheContext<L> {
   if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object with a "cache"');
-  const { cache, loaders } = options;
+  const { cache, loaders, signal } = options;
   checkCache(cache);
-  const operation = new OperationCache(cache);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidOption('signal', signal, 'an AbortSignal');
+  const operation = new OperationCache(cache, signal);
   const scoped: Record<string, ScopedLoader<unknown, unknown>> = {};
   if (loaders !== undefined) {
     if (loaders === null || typeof loaders !== 'object') throw invalidOption('loaders', loaders, 'an object of loaders (cache.loader(...))');
