@@ -6,7 +6,8 @@
  * One run: a cache on the chosen store (memory, Redis, tiered), three loaders (per-tick batching,
  * a batchScheduleFn window, tags + swr + early refresh), and a stream of operations drawn from the
  * seed: shared and scoped load / loadMany / read / prime / clear / clearAll, getOrCompute shared
- * and scoped, invalidate, invalidateTags, clock moves. Each load may carry a signal aborted before
+ * and scoped, invalidate, invalidateTags, clock moves, new requests (some with a request signal).
+ * Each load may carry a signal aborted before
  * the call, in a microtask, in a later tick or in a timer; fills answer values, Error results,
  * throw, or fail the whole batch, synchronously or after a timer. Operations are issued in bursts
  * separated by a microtask, a tick or a short timer, so they overlap in every way those allow.
@@ -234,7 +235,11 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     () => track('invalidate', cache.invalidate(chance(0.5) ? `c:${keyOf()}` : [pick(loaders).storeKey(keyOf()), `c:${keyOf()}`])),
     () => track('invalidateTags', cache.invalidateTags([`T:${Math.floor(random() * 3)}`])),
     () => clock.advance(Math.floor(random() * 1500)),
-    () => (scope = cache.request()),
+    () => {
+      // A new request; some carry a signal of their own (a client that may leave mid-request).
+      const plan = chance(0.4) ? pick(SIGNAL_PLANS) : 'none';
+      scope = plan === 'none' ? cache.request() : cache.request({ signal: signalFor(plan) });
+    },
   ];
 
   for (let issued = 0; issued < ops; ) {
