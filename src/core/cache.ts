@@ -19,6 +19,7 @@ import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
 import { Sources } from './sources';
 import { memoryStore } from './memory';
+import { isNamespacedKey, reservedKeyError } from './namespaces';
 import type { Store } from './store';
 import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot, RequestOptions } from './types';
 
@@ -90,7 +91,8 @@ export class Cache implements Registry {
    */
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
     // The common call (no options) skips option resolution: the hit path stays a lookup.
-    if (options === undefined && typeof key === 'string' && key.length > 0 && typeof fill === 'function') {
+    // (A key starting with U+0000 is in herdcache's own namespaces: refused below, see ./namespaces.)
+    if (options === undefined && typeof key === 'string' && key.length > 0 && !isNamespacedKey(key) && typeof fill === 'function') {
       return this._load<V>(this.#sources.getOrCompute, key, fill, this.#policy, undefined, undefined);
     }
     return this._getOrCompute(key, fill, options, undefined);
@@ -99,7 +101,7 @@ export class Cache implements Registry {
   /** @internal getOrCompute on behalf of a request scope. */
   _getOrCompute<V>(key: string, fill: Fill<V>, options: GetOrComputeOptions | undefined, sink: Sink | undefined): Promise<V> {
     try {
-      checkKey(key, 'key');
+      checkRawKey(key, 'key');
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
       checkSignal(options);
       if (options !== undefined) checkKnownKeys('getOrCompute()', options, GET_OR_COMPUTE_OPTIONS);
@@ -287,6 +289,12 @@ export function checkKey(key: unknown, name: string): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) {
     throw new HerdcacheError('E_INVALID_KEY', `herdcache: argument "${name}" must be a non-empty string, got ${describe(key)}`);
   }
+}
+
+/** A key the app may compute under: non-empty, and outside herdcache's own namespaces. */
+export function checkRawKey(key: unknown, name: string): asserts key is string {
+  checkKey(key, name);
+  if (isNamespacedKey(key)) throw reservedKeyError(name, key);
 }
 
 /** Creates a registry. One per process is the intended use; two never coalesce with each other. */

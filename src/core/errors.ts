@@ -14,6 +14,11 @@ export type HerdcacheErrorCode =
   | 'E_ABANDONED'
   | 'E_CLOSED'
   | 'E_UNSUPPORTED'
+  /**
+   * A @cached PUBLIC field failed in a computation another session started: its joiners of other
+   * sessions get this error, with the original as its (non-enumerable) `cause`, never the original.
+   */
+  | 'E_SHARED_FAILURE'
   /** A store command did not answer within the store's command timeout. */
   | 'E_STORE_TIMEOUT'
   /** The store's connection is not ready (down, reconnecting); nothing was sent. */

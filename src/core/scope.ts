@@ -10,6 +10,7 @@
  */
 import type { Loader } from './loader';
 import { type Held, NOTHING, forgetAlways, held, memoized } from './memo';
+import { isNamespacedKey, reservedKeyError } from './namespaces';
 import { GET_OR_COMPUTE_OPTIONS, checkKnownKeys, checkSignal } from './options';
 import { type CounterName, RequestCounters, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
@@ -73,6 +74,8 @@ export class RequestScope implements Sink {
   /** getOrCompute, memoized for this request and attributed to its stats. Failures are not memoized. */
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
     try {
+      // Before the memo: it also holds this request's @cached answers, under their own keys.
+      if (typeof key === 'string' && isNamespacedKey(key)) throw reservedKeyError('key', key);
       checkSignal(options);
       if (options !== undefined) checkKnownKeys('scope.getOrCompute()', options, GET_OR_COMPUTE_OPTIONS);
     } catch (error) {

@@ -6,6 +6,7 @@
 import { HerdcacheError, invalidOption } from './errors';
 import type { CounterSet } from './metrics';
 import { runFill } from './fill-call';
+import { isNamespacedKey } from './namespaces';
 import type { Item, Source } from './pipeline';
 
 export const GET_OR_COMPUTE = 'getOrCompute';
@@ -32,8 +33,9 @@ export class Sources {
   /** Checks a new loader's name; `create` makes it once the name is known to be free. */
   addLoader<L extends Source>(name: unknown, create: (name: string) => L): L {
     // No ':' in a name: store keys are `name:key`, so "a" and "a:b" could otherwise share keys.
-    if (typeof name !== 'string' || name.length === 0 || name.includes(':') || name === GET_OR_COMPUTE) {
-      throw invalidOption('name', name, `a non-empty string without ":", other than "${GET_OR_COMPUTE}"`);
+    // No leading U+0000: keys starting with it are herdcache's own (see ./namespaces).
+    if (typeof name !== 'string' || name.length === 0 || name.includes(':') || isNamespacedKey(name) || name === GET_OR_COMPUTE) {
+      throw invalidOption('name', name, `a non-empty string without ":", not starting with U+0000, other than "${GET_OR_COMPUTE}"`);
     }
     if (this.#loaders.has(name)) {
       throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);

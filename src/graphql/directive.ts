@@ -20,8 +20,9 @@ import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
 import { entitySite, planEntity } from './entities';
 import { cachedFieldHint, restrictCacheHint } from './hints';
+import { failedIn, sharedFailureFor } from './failures';
 import { invalidatingResolver, readInvalidates } from './invalidates';
-import { DEFAULT_KEY_PREFIX, canonicalArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
+import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
 import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy } from './policy';
 import { type BypassReason, checkCache, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
@@ -136,8 +137,8 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       plans.push([field, () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass })]);
     }
   }
-  // Loaders and @cached fields must never share keys: a loader named like the prefix's head would.
-  if (plans.length + entityPlans.length > 0) cache._reserveNamespace(keyPrefix, `the @cached directive (keyPrefix "${keyPrefix}")`);
+  // Loaders and @cached fields never share keys whatever the prefix: field keys live in their own
+  // namespace (core/namespaces), which no loader or getOrCompute key can spell.
   // Everything validated before anything is changed: a build error leaves the schema untouched.
   for (const [field, wrap] of plans) {
     const resolve = wrap();
@@ -193,6 +194,16 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
   // A field declaring no arguments is always called with none: nothing to encode per call.
   const takesArgs = field.args.length > 0;
+  // A PUBLIC field whose callers have sessions: a failure is handed only to callers of the
+  // leader's session (PRIVATE keys hold the session, so their flights never mix sessions).
+  const guardFailures = !isPrivate && sessionId !== undefined;
+  const sessionOf = (context: unknown): string | undefined => {
+    try {
+      return identityString(sessionId!(context));
+    } catch {
+      return undefined;
+    }
+  };
 
   // Resolved without the cache, and counted: never answered under a key that could be shared.
   const bypass = (parent: unknown, args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
@@ -213,8 +224,9 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
       session = identityString(sessionId!(context));
       if (session === undefined) return bypass(parent, args, context, info, 'no_session');
     }
-    const encodedArgs = takesArgs ? canonicalArgs(args) : NO_ARGS;
-    if (encodedArgs === undefined) return bypass(parent, args, context, info, 'unkeyable_args');
+    // Bounded before anything is built (size, depth): hostile arguments are resolved uncached.
+    const encodedArgs = takesArgs ? encodeArgs(args) : NO_ARGS;
+    if (encodedArgs === 'unkeyable_args' || encodedArgs === 'args_too_large' || encodedArgs === 'args_too_deep') return bypass(parent, args, context, info, encodedArgs);
     let call = computation;
     if (dynamicTags !== undefined) {
       // Tagged wrongly, the value would survive the invalidation meant for it: not cached at all.
@@ -235,7 +247,20 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     }
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
-    return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)));
+    if (!guardFailures) return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)));
+    // Its failure need not: the error was built for the leader's request (its user, its
+    // authorization), so callers of other sessions get a generic error instead (./failures).
+    const answer = answerKeyed(cache, call, key, context, async () => {
+      try {
+        return await settleList(resolve(parent, args, context, info));
+      } catch (thrown) {
+        throw failedIn(thrown, sessionOf(context));
+      }
+    });
+    if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
+    return answer.then(undefined, (error: unknown) => {
+      throw sharedFailureFor(error, coordinate, sessionOf(context));
+    });
   };
 }
 

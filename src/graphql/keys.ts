@@ -3,93 +3,171 @@
  * arguments, session) tuples must never meet under one key, or one parent's (or one user's) value
  * is served for another's.
  *
- * Shape: `${prefix}${Type.field}:[identity,args]` for PUBLIC fields and
- * `${prefix}${Type.field}:[identity,args,session]` for PRIVATE ones, where `identity` is the
- * parent's identity (null on root fields) and `args` the canonical encoding below. The part after
- * the coordinate is JSON (plus the `n` of bigints, which JSON cannot produce), so it decodes one
- * way only; a coordinate is a GraphQL name pair and contains no `:`.
+ * Shape: `\0field\0${prefix}${Type.field}:[identity,args]` for PUBLIC fields and
+ * `…:[identity,args,session]` for PRIVATE ones, where `\0field\0` is the field namespace (a head
+ * no getOrCompute or loader key can spell, see core/namespaces), `identity` the parent's identity
+ * (null on root fields) and `args` the canonical encoding below. The part after the coordinate is
+ * JSON (plus the `n` of bigints, and `#` + sha256 for long arguments, neither of which JSON can
+ * produce), so it decodes one way only; a coordinate is a GraphQL name pair and contains no `:`.
+ *
+ * Arguments come from the client, so their encoding is bounded before anything is allocated for
+ * it: graphql-js hands a resolver N references to one variable as N references to one string, and
+ * writing each out would let one small request allocate N times a large variable.
  */
+import { createHash, type Hash } from 'node:crypto';
 import { invalidArgument, invalidOption } from '../core/errors';
+import { FIELD_NAMESPACE, namespaceHead } from '../core/namespaces';
+
+/** Encoded arguments longer than this (UTF-16 code units) are keyed by their sha256, streamed part by part. */
+export const ARGS_INLINE_MAX = 1024;
+/**
+ * Encoded arguments longer than this are not keyed at all: the call is resolved without the
+ * cache (bypassed, "args_too_large"). Counted as the encoding is written, so the walk stops there.
+ */
+export const ARGS_MAX_LENGTH = 64 * 1024;
+/** Lists and input objects nested deeper than this are not keyed ("args_too_deep"). */
+export const ARGS_MAX_DEPTH = 64;
+
+/** Why arguments have no key: the @cached directive's bypass reasons. */
+export type UnkeyableArgs = 'unkeyable_args' | 'args_too_large' | 'args_too_deep';
 
 /**
  * Canonical encoding of resolver arguments: JSON with object keys sorted at every depth, so the
- * order in which a client (or a JSON scalar) wrote them does not change the key. Returns
- * `undefined` for what it cannot encode without ambiguity (functions, symbols, non-finite numbers,
- * cycles, Maps, Sets, class instances without toJSON): such a call is not cached at all.
+ * order in which a client (or a JSON scalar) wrote them does not change the key; `-0` is written
+ * `-0` (JSON writes it `0`, and `1 / x` tells them apart). Encodings longer than ARGS_INLINE_MAX
+ * are replaced by `#` and the sha256 (hex) of the encoding. Returns `undefined` for what it
+ * cannot encode without ambiguity (functions, symbols, non-finite numbers, cycles, Maps, Sets,
+ * class instances without toJSON) or within bounds (longer than ARGS_MAX_LENGTH, nested deeper
+ * than ARGS_MAX_DEPTH): such a call is not cached at all.
  */
 export function canonicalArgs(args: unknown): string | undefined {
-  // Most fields take no arguments: graphql-js passes an empty object, encoded without allocating.
-  if (isEmptyRecord(args)) return '{}';
-  const out: string[] = [];
-  return encode(args, out, []) ? out.join('') : undefined;
+  const encoded = encodeArgs(args);
+  return encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep' ? undefined : encoded;
 }
 
-function encode(value: unknown, out: string[], path: object[]): boolean {
+/** canonicalArgs, or why there is none. An encoding never equals a reason (it is JSON, or starts with '#'). */
+export function encodeArgs(args: unknown): string | UnkeyableArgs {
+  // Most fields take no arguments: graphql-js passes an empty object, encoded without allocating.
+  if (isEmptyRecord(args)) return '{}';
+  const out = new KeyWriter();
+  const failure = encode(args, out, []);
+  return failure ?? out.result();
+}
+
+/**
+ * Where the encoding goes: parts kept while short, then a sha256 fed part by part, so the whole
+ * encoding is never one string however long it grows (up to ARGS_MAX_LENGTH).
+ */
+class KeyWriter {
+  length = 0;
+  #parts: string[] = [];
+  #hash: Hash | undefined;
+
+  /** Whether `more` characters still fit: asked before a part is built. */
+  fits(more: number): boolean {
+    return this.length + more <= ARGS_MAX_LENGTH;
+  }
+
+  /** Appends `part`; false when the encoding passes ARGS_MAX_LENGTH. */
+  write(part: string): boolean {
+    this.length += part.length;
+    if (this.length > ARGS_MAX_LENGTH) return false;
+    if (this.#hash !== undefined) {
+      this.#hash.update(part, 'utf8'); // parts are JSON (or ASCII): well-formed, so UTF-8 is injective
+      return true;
+    }
+    this.#parts.push(part);
+    if (this.length > ARGS_INLINE_MAX) {
+      const hash = (this.#hash = createHash('sha256'));
+      for (const kept of this.#parts) hash.update(kept, 'utf8');
+      this.#parts = [];
+    }
+    return true;
+  }
+
+  result(): string {
+    return this.#hash === undefined ? this.#parts.join('') : `#${this.#hash.digest('hex')}`;
+  }
+}
+
+// Depth-first, recursive: `path` (the objects being encoded) bounds the recursion at
+// ARGS_MAX_DEPTH and catches cycles, so the stack never holds more than that many frames.
+function encode(value: unknown, out: KeyWriter, path: object[]): UnkeyableArgs | undefined {
   switch (typeof value) {
     case 'string':
-      out.push(JSON.stringify(value));
-      return true;
+      // A JSON string is at least its length + 2: checked before JSON.stringify allocates it.
+      if (!out.fits(value.length + 2)) return 'args_too_large';
+      return out.write(JSON.stringify(value)) ? undefined : 'args_too_large';
     case 'number':
-      if (!Number.isFinite(value)) return false;
-      out.push(JSON.stringify(value));
-      return true;
+      if (!Number.isFinite(value)) return 'unkeyable_args';
+      // JSON writes -0 as 0, and `1 / x` tells them apart: -0 has its own key.
+      return out.write(Object.is(value, -0) ? '-0' : JSON.stringify(value)) ? undefined : 'args_too_large';
     case 'boolean':
-      out.push(value ? 'true' : 'false');
-      return true;
+      return out.write(value ? 'true' : 'false') ? undefined : 'args_too_large';
     case 'bigint':
       // Not JSON: a bigint 1n and a number 1 or a string "1" must stay apart.
-      out.push(`${value.toString()}n`);
-      return true;
+      return out.write(`${value.toString()}n`) ? undefined : 'args_too_large';
     case 'object':
       break;
     default:
       // undefined (inside a list), functions, symbols: nothing faithful to write.
-      return false;
+      return 'unkeyable_args';
   }
-  if (value === null) {
-    out.push('null');
-    return true;
-  }
-  if (path.includes(value)) return false;
+  if (value === null) return out.write('null') ? undefined : 'args_too_large';
+  if (path.length >= ARGS_MAX_DEPTH) return 'args_too_deep';
+  if (path.includes(value)) return 'unkeyable_args';
   path.push(value);
-  const ok = encodeObject(value, out, path);
+  const failure = encodeObject(value, out, path);
   path.pop();
-  return ok;
+  return failure;
 }
 
-function encodeObject(value: object, out: string[], path: object[]): boolean {
+function encodeObject(value: object, out: KeyWriter, path: object[]): UnkeyableArgs | undefined {
   if (Array.isArray(value)) {
-    out.push('[');
+    if (!out.write('[')) return 'args_too_large';
     for (let i = 0; i < value.length; i++) {
-      if (i > 0) out.push(',');
-      if (!encode(value[i], out, path)) return false;
+      if (i > 0 && !out.write(',')) return 'args_too_large';
+      const failure = encode(value[i], out, path);
+      if (failure !== undefined) return failure;
     }
-    out.push(']');
-    return true;
+    return out.write(']') ? undefined : 'args_too_large';
   }
   const proto = Object.getPrototypeOf(value) as object | null;
   if (proto !== Object.prototype && proto !== null) {
     // Custom scalars (Date, Decimal…) say what they are through toJSON; anything else (Map, Set,
     // a class) would encode as {} and collide, so it is refused.
     const toJSON = (value as { toJSON?: unknown }).toJSON;
-    return typeof toJSON === 'function' ? encode(toJSON.call(value), out, path) : false;
+    return typeof toJSON === 'function' ? encode(toJSON.call(value), out, path) : 'unkeyable_args';
   }
   const record = value as Record<string, unknown>;
-  const keys = Object.keys(record).sort();
-  out.push('{');
+  const keys = Object.keys(record);
+  // Each key is written at least as `"k":` (3 more characters): a record that cannot fit is
+  // refused before its keys are sorted.
+  if (!out.fits(keys.length * 4)) return 'args_too_large';
+  keys.sort();
+  if (!out.write('{')) return 'args_too_large';
   let first = true;
   for (const key of keys) {
     const field = record[key];
     // An absent argument and one set to undefined are the same call (graphql-js never sets undefined).
     if (field === undefined) continue;
-    if (!first) out.push(',');
+    if (!first && !out.write(',')) return 'args_too_large';
     first = false;
-    out.push(JSON.stringify(key), ':');
-    if (!encode(field, out, path)) return false;
+    if (!out.fits(key.length + 3) || !out.write(JSON.stringify(key)) || !out.write(':')) return 'args_too_large';
+    const failure = encode(field, out, path);
+    if (failure !== undefined) return failure;
   }
-  out.push('}');
-  return true;
+  return out.write('}') ? undefined : 'args_too_large';
 }
+
+const UNKEYABLE: Record<UnkeyableArgs, string> = {
+  unkeyable_args: 'hold a value without a faithful encoding',
+  args_too_large: `encode past ${ARGS_MAX_LENGTH} characters`,
+  args_too_deep: `nest deeper than ${ARGS_MAX_DEPTH} levels`,
+};
+
+/** Where every @cached key lives: a namespace getOrCompute and loader keys cannot reach. */
+const FIELD_KEY_HEAD = namespaceHead(FIELD_NAMESPACE);
 
 export const DEFAULT_KEY_PREFIX = 'gql:';
 
@@ -106,7 +184,7 @@ export function fieldKey(prefix: string, coordinate: string, identity: string | 
 
 /** What every key of one field starts with: made once per field, not per call. */
 export function fieldKeyHead(prefix: string, coordinate: string): string {
-  return `${prefix}${coordinate}:[`;
+  return `${FIELD_KEY_HEAD}${prefix}${coordinate}:[`;
 }
 
 /** fieldKey() after its head: one string built per call, identical to fieldKey's. */
@@ -150,8 +228,11 @@ export function cachedFieldKey(coordinate: string, options: CachedFieldKeyOption
     throw invalidArgument('coordinate', coordinate, 'a field coordinate such as "Query.user"');
   }
   const { identity, args = {}, session, keyPrefix = DEFAULT_KEY_PREFIX } = options;
-  const encoded = canonicalArgs(args);
-  if (encoded === undefined) throw invalidOption('args', args, 'arguments that can be keyed (see canonicalArgs)');
+  const encoded = encodeArgs(args);
+  if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep') {
+    // The directive resolves such calls without the cache: there is nothing to invalidate.
+    throw invalidOption('args', args, `arguments that can be keyed (see canonicalArgs): these ${UNKEYABLE[encoded]}`);
+  }
   let id: string | undefined;
   if (identity !== undefined) {
     id = identityString(identity);

@@ -23,6 +23,10 @@ export type BypassReason =
   | 'no_session'
   /** Arguments that cannot be encoded into a key without ambiguity (see canonicalArgs). */
   | 'unkeyable_args'
+  /** Arguments whose canonical encoding passes ARGS_MAX_LENGTH (64 Ki characters): keying them would cost more than resolving. */
+  | 'args_too_large'
+  /** Arguments nested deeper than ARGS_MAX_DEPTH (64). */
+  | 'args_too_deep'
   /** A `tags:` placeholder had no value (null, undefined, an object…): the value could not be tagged rightly. */
   | 'no_tag_value';
 

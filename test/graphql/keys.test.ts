@@ -106,9 +106,9 @@ describe('fieldKey', () => {
       fieldKey('gql:', 'User.posts', '1', '{}', ''),
     ];
     expect(new Set(keys).size).toBe(keys.length);
-    expect(keys[0]).toBe('gql:User.posts:["1",{}]');
-    expect(keys[1]).toBe('gql:User.posts:["1",{},"alice"]');
-    expect(keys[5]).toBe('gql:User.posts:[null,{}]');
+    expect(keys[0]).toBe('\0field\0gql:User.posts:["1",{}]');
+    expect(keys[1]).toBe('\0field\0gql:User.posts:["1",{},"alice"]');
+    expect(keys[5]).toBe('\0field\0gql:User.posts:[null,{}]');
   });
 });
 
@@ -124,9 +124,9 @@ describe('identityString', () => {
 
 describe('cachedFieldKey', () => {
   it('builds the keys the directive uses', () => {
-    expect(cachedFieldKey('Query.user', { args: { id: '1' } })).toBe('gql:Query.user:[null,{"id":"1"}]');
-    expect(cachedFieldKey('User.posts', { identity: 7, args: { first: 2 } })).toBe('gql:User.posts:["7",{"first":2}]');
-    expect(cachedFieldKey('Query.me', { session: 'u1', keyPrefix: 'v2:' })).toBe('v2:Query.me:[null,{},"u1"]');
+    expect(cachedFieldKey('Query.user', { args: { id: '1' } })).toBe('\0field\0gql:Query.user:[null,{"id":"1"}]');
+    expect(cachedFieldKey('User.posts', { identity: 7, args: { first: 2 } })).toBe('\0field\0gql:User.posts:["7",{"first":2}]');
+    expect(cachedFieldKey('Query.me', { session: 'u1', keyPrefix: 'v2:' })).toBe('\0field\0v2:Query.me:[null,{},"u1"]');
   });
 
   it('refuses what would not name a key', () => {

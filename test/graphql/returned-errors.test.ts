@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer } from '../../src/graphql/directive';
+import { cachedFieldKey } from '../../src/graphql/keys';
 import { redisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { makeSchema, run } from './fixtures';
@@ -57,7 +58,7 @@ describe('redis store', () => {
     const cache = createCache({ store: redisStore({ client, prefix: 'derr:' }) });
     const { schema } = schemaFor(cache);
     await run(schema, '{ greeting }');
-    const raw = await client.get('derr:{gql:Query.greeting:[null,{}]}');
+    const raw = await client.get(`derr:{${cachedFieldKey('Query.greeting')}}`);
     expect(raw).toBeNull(); // nothing should have been written for a failed field
   });
 
