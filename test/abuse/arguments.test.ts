@@ -55,13 +55,12 @@ describe('depth', () => {
   });
 
   it('a toJSON that never bottoms out is refused, not followed forever', () => {
-    const endless = { toJSON: (): unknown => new Endless() };
     class Endless {
       toJSON(): unknown {
         return { next: new Endless() };
       }
     }
-    expect(canonicalArgs({ v: endless })).toBeUndefined();
+    expect(canonicalArgs({ v: new Endless() })).toBeUndefined();
   });
 });
 

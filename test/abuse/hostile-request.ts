@@ -43,7 +43,8 @@ async function main(): Promise<void> {
   const storedKeyLengths = client === undefined ? [] : (await client.keys(`hostile${process.pid}:*`)).map((k) => k.length);
   global.gc?.();
   const heapMiB = process.memoryUsage().heapUsed / 2 ** 20;
-  process.stdout.write(`${JSON.stringify({ data: [first.data, second.data], errors: [first.errors?.map((e) => e.message), second.errors?.map((e) => e.message)], calls, bypassed, ms, heapMiB, storedKeyLengths })}\n`);
+  const maxRssMiB = process.resourceUsage().maxRSS / 1024;
+  process.stdout.write(`${JSON.stringify({ data: [first.data, second.data], errors: [first.errors?.map((e) => e.message), second.errors?.map((e) => e.message)], calls, bypassed, ms, heapMiB, maxRssMiB, storedKeyLengths })}\n`);
   if (client !== undefined) {
     await client.del(...(await client.keys(`hostile${process.pid}:*`)), 'none');
     client.disconnect();
