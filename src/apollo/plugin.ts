@@ -15,8 +15,9 @@ import type { Cache } from '../core/cache';
 import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
+import { type Lookup, type ResponseCacheOptions, type ResponseOutcome, type ResponseRequest, ResponseEngine } from '../graphql/response-cache';
 
-export interface HerdcachePluginOptions {
+export interface HerdcachePluginOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
   cache: Cache;
   /**
@@ -29,12 +30,18 @@ export interface HerdcachePluginOptions {
   registry?: Registry;
   /** Distinct `operation` label values before the rest count as "other". Default 100. */
   maxOperationLabels?: number;
+  /**
+   * Caches whole responses too (off by default): `true` or options. A hit is answered before
+   * execution; concurrent identical operations share one execution. See docs/response-cache.md.
+   */
+  responseCache?: boolean | ResponseCacheOptions<TContext>;
 }
 
-const PLUGIN_OPTIONS = optionNames<HerdcachePluginOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true });
+const PLUGIN_OPTIONS = optionNames<HerdcachePluginOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true, responseCache: true });
 
-export function herdcachePlugin<TContext extends BaseContext = BaseContext>(options: HerdcachePluginOptions): ApolloServerPlugin<TContext> {
+export function herdcachePlugin<TContext extends BaseContext = BaseContext>(options: HerdcachePluginOptions<TContext>): ApolloServerPlugin<TContext> {
   checkPluginOptions(options, 'herdcachePlugin', PLUGIN_OPTIONS);
+  const engine = responseEngine(options);
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({ cache: options.cache, extensions: options.extensions, recorder, owner: 'herdcachePlugin' });
 
@@ -51,17 +58,64 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(opti
 
     async requestDidStart({ contextValue }): Promise<GraphQLRequestListener<TContext> | void> {
       const active = reporting.begin(contextValue);
-      if (active === undefined) return; // a context that cannot carry state (frozen, not an object)
+      if (active === undefined && engine === undefined) return; // a context that cannot carry state (frozen, not an object)
+      let lookup: Lookup | undefined;
+      let outcome: ResponseOutcome = 'bypassed';
+      let request: ResponseRequest | undefined;
       return {
-        async willSendResponse({ response, operation: document, operationName }) {
+        async responseForOperation(requestContext) {
+          if (engine === undefined) return null;
+          request = {
+            schema: requestContext.schema,
+            document: requestContext.document,
+            operationName: requestContext.operationName ?? requestContext.request.operationName,
+            variables: requestContext.request.variables,
+            context: requestContext.contextValue,
+          };
+          const plan = engine.plan(request);
+          if (plan === undefined) return null;
+          const { schema, document, operationName } = request;
+          const variableValues = requestContext.request.variables;
+          // Runs the operation apart from this request: a background refresh due after this request
+          // was answered with a stale response (graphql is loaded on first use: an optional peer).
+          const execute = async () => (await import('graphql')).execute({ schema, document, operationName, variableValues, contextValue: requestContext.contextValue });
+          lookup = await engine.lookup(plan, execute);
+          outcome = lookup.outcome;
+          const stored = lookup.response;
+          if (stored === undefined) return null; // this request executes (and shares its result when it can)
+          // Answered before execution, with the Cache-Control the stored policy allows and its age.
+          requestContext.overallCachePolicy.replace({ maxAge: stored.maxAge, scope: stored.scope });
+          const http = requestContext.response.http;
+          http.headers.set('age', String(lookup.age));
+          return { http, body: { kind: 'single', singleResult: { data: stored.data as Record<string, unknown> } } };
+        },
+
+        async willSendResponse({ response, operation: document, operationName, overallCachePolicy }) {
+          const single = response.body.kind === 'single' ? response.body.singleResult : undefined;
+          if (lookup?.complete !== undefined) {
+            // This request executed for everyone waiting on its key: hand its result over (stored
+            // and shared only when it has no errors and its final policy is what the key was made for).
+            await lookup.complete(single ?? { errors: ['incremental delivery'] }, { maxAge: overallCachePolicy.maxAge, scope: overallCachePolicy.scope });
+          }
+          if (engine !== undefined && request !== undefined && document?.operation === 'mutation' && single !== undefined) {
+            await engine.afterMutation(request, single.data);
+          }
+          if (engine !== undefined && document !== undefined) reporting.recordResponse(operationName, outcome);
+          if (active === undefined) return;
           // `document` is undefined when the request did not parse or validate: nothing ran.
           const report = reporting.end(active, operationName, document !== undefined);
-          if (report !== undefined && response.body.kind === 'single') {
-            const result = response.body.singleResult;
-            result.extensions = { ...result.extensions, cache: report };
+          if (report !== undefined && single !== undefined) {
+            const cache = engine === undefined ? report : { ...report, response: outcome, ...(lookup?.response !== undefined ? { age: lookup.age } : {}) };
+            single.extensions = { ...single.extensions, cache };
           }
         },
       };
     },
   };
+}
+
+function responseEngine(options: HerdcachePluginOptions<any>): ResponseEngine | undefined {
+  const { responseCache } = options;
+  if (responseCache === undefined || responseCache === false) return undefined;
+  return new ResponseEngine(options.cache, responseCache);
 }

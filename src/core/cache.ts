@@ -140,6 +140,11 @@ export class Cache implements Registry {
     this.#sources.reserve(prefix, owner);
   }
 
+  /** @internal The registry clock's time (the response layer dates its entries with it). */
+  _now(): number {
+    return this.#clock.now();
+  }
+
   /**
    * A per-request view: DataLoader memo semantics for one operation, the registry underneath.
    * `signal`: the request's own (the client left): every load of the request stops waiting when

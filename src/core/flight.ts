@@ -176,6 +176,8 @@ export class Flight<V = unknown> {
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags. */
   readonly tags: readonly string[] | undefined;
+  /** Its tags are known only when it ends (LateTagged): any tag invalidation abandons it. */
+  lateTags = false;
   /**
    * A background refresh: the entry it replaces, while a caller may still be answered with it
    * (fresh under early refresh, or stale within grace). Callers arriving during the refresh get
@@ -305,7 +307,7 @@ export class FlightTable {
   /** Abandons the flights computing a value that carries one of `tags`. */
   abandonTagged(tags: ReadonlySet<string>, reason: unknown): void {
     for (const flight of [...this.#flights.values()]) {
-      if (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag))) this.abandon(flight, reason);
+      if (flight.lateTags || (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag)))) this.abandon(flight, reason);
     }
   }
 

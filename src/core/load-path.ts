@@ -142,6 +142,7 @@ export class LoadPath {
         return rejected(error);
       }
       flight = this.#flights.start(key, false, tags);
+      if (policy.lateTags === true) flight.lateTags = true;
       this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
     }
     // A waiter whose flight is abandoned starts over from the top (the store may hold a value
@@ -195,8 +196,10 @@ export class LoadPath {
     source.counters.refreshes++;
     const flight = this.#flights.start(key, true, tags);
     // Served to callers meanwhile only if an invalidateTags that could void it also reaches this
-    // flight (abandoning it): the entry's own tags must all be among the flight's.
-    if (replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true)) flight.replacing = replacing;
+    // flight (abandoning it): the entry's own tags must all be among the flight's (a late-tagged
+    // flight is abandoned by any tag).
+    if (policy.lateTags === true) flight.lateTags = true;
+    if (flight.lateTags || replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true)) flight.replacing = replacing;
     const done = () => {
       this.#refreshing--;
     };

@@ -31,6 +31,8 @@ export function storesValues(policy: Freshness): boolean {
 export interface Policy extends Freshness {
   readonly lock: boolean;
   readonly tags?: readonly string[];
+  /** @internal Fills may return LateTagged values: any tag invalidation abandons their flights (see late-tags). */
+  readonly lateTags?: boolean;
 }
 
 /**

@@ -14,6 +14,7 @@ import type { FillLock, LockAttempt, LockWatch, Store, StoreWrite } from './stor
 import type { CacheHooks, Counters, FillInfo } from './types';
 import { WrappedFill, runGroup, wrapped } from './fill-call';
 import { knownVersions, tagsValid, usable } from './validity';
+import { LateTagged } from './late-tags';
 
 /** One key waiting to be read, locked or filled. */
 export interface Item {
@@ -335,6 +336,7 @@ export class FillPipeline {
     const wrap = this.#host.fillWrapper();
     const results = await (wrap === undefined ? runGroup(source, items, run.signal) : wrapped(wrap, new WrappedFill(source, items, run.signal, lockOutcome)));
     const duration = performance.now() - started;
+    const late = results.some((result) => result instanceof LateTagged) ? await this.#lateTags(items, results) : undefined;
     const now = this.#clock.now();
     const writes: StoreWrite[] = [];
     const release: string[] = [];
@@ -355,10 +357,15 @@ export class FillPipeline {
           if (token !== undefined) release.push(item.key);
           continue;
         }
-        const entry = makeEntry(result, now, item.policy, {
+        const tagged = late?.[i];
+        if (tagged !== undefined && tagged.versions?.some(Number.isNaN)) {
+          if (token !== undefined) release.push(item.key);
+          continue;
+        }
+        const entry = makeEntry(results[i], now, item.policy, {
           fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
-          tags: item.tags,
-          tagVersions: item.versions,
+          tags: tagged === undefined ? item.tags : tagged.tags,
+          tagVersions: tagged === undefined ? item.versions : tagged.versions,
         });
         // Without the lock nothing fences this write: `since` lets the store refuse it when the
         // key was invalidated after this fill started (the lockless gap).
@@ -394,6 +401,41 @@ export class FillPipeline {
       else this.#flights.resolve(item.flight, result);
     }
     await written;
+  }
+
+  /**
+   * Unwraps the LateTagged results of a fill in place (`results[i]` becomes the value) and returns,
+   * per position, the entry's tags (the item's own plus the late ones) with their versions: the
+   * item's read before the fill, the late ones read now in one call (see late-tags).
+   */
+  async #lateTags(items: Item[], results: unknown[]): Promise<({ tags: readonly string[] | undefined; versions: readonly number[] | undefined } | undefined)[]> {
+    const out: ({ tags: readonly string[] | undefined; versions: readonly number[] | undefined } | undefined)[] = [];
+    const fresh = new Set<string>();
+    for (let i = 0; i < items.length; i++) {
+      const result = results[i];
+      if (!(result instanceof LateTagged)) continue;
+      results[i] = result.value;
+      const own = items[i]!.tags ?? [];
+      const tags = [...new Set([...own, ...result.tags])];
+      for (const tag of tags) if (!own.includes(tag)) fresh.add(tag);
+      out[i] = { tags: tags.length > 0 ? tags : undefined, versions: undefined };
+    }
+    const store = this.#store;
+    if (store.tagVersions === undefined || fresh.size === 0) return out;
+    const unique = [...fresh];
+    const versions = await this.storeCall('tagVersions', () => store.tagVersions!(unique), items);
+    const byTag = new Map<string, number>();
+    for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions?.[i] ?? NaN);
+    for (let i = 0; i < items.length; i++) {
+      const late = out[i];
+      if (late?.tags === undefined) continue;
+      const item = items[i]!;
+      late.versions = late.tags.map((tag) => {
+        const at = item.tags?.indexOf(tag) ?? -1;
+        return at >= 0 ? (item.versions?.[at] ?? NaN) : (byTag.get(tag) ?? NaN);
+      });
+    }
+    return out;
   }
 
   /**

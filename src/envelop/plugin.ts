@@ -17,8 +17,9 @@ import type { Cache } from '../core/cache';
 import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
+import { type Lookup, type ResponseCacheOptions, type ResponseOutcome, type ResponseRequest, ResponseEngine } from '../graphql/response-cache';
 
-export interface UseHerdcacheOptions {
+export interface UseHerdcacheOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
   cache: Cache;
   /** Adds `extensions.cache` ({ total, sources }) to every result. Default: on outside production (`NODE_ENV`, read at creation). */
@@ -27,12 +28,15 @@ export interface UseHerdcacheOptions {
   registry?: Registry;
   /** Distinct `operation` label values before the rest count as "other". Default 100. */
   maxOperationLabels?: number;
+  /** Caches whole responses too (off by default): `true` or options; a hit skips execution. See docs/response-cache.md. */
+  responseCache?: boolean | ResponseCacheOptions<TContext>;
 }
 
-const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true });
+const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true, responseCache: true });
 
-export function useHerdcache<TContext extends Record<string, any> = {}>(options: UseHerdcacheOptions): Plugin<TContext> {
+export function useHerdcache<TContext extends Record<string, any> = {}>(options: UseHerdcacheOptions<TContext>): Plugin<TContext> {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
+  const engine = options.responseCache === undefined || options.responseCache === false ? undefined : new ResponseEngine(options.cache, options.responseCache);
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({ cache: options.cache, extensions: options.extensions, recorder, owner: 'useHerdcache' });
   // Envelop has no server start hook: prom-client is loaded now, and the operations that end
@@ -44,23 +48,79 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(options:
   }
 
   return {
-    onExecute({ args }) {
+    async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
       const active = reporting.begin(args.contextValue);
-      if (active === undefined) return; // a context that cannot carry state (frozen, not an object)
       const operationName = operationNameOf(args.document, args.operationName);
-      return {
-        onExecuteDone({ result, setResult }) {
-          if (isAsyncIterable(result)) {
-            return { onEnd: () => void reporting.end(active, operationName, true) };
+      let outcome: ResponseOutcome = 'bypassed';
+      let lookup: Lookup | undefined;
+      let request: ResponseRequest | undefined;
+      if (engine !== undefined) {
+        request = { schema: args.schema, document: args.document, operationName: args.operationName, variables: args.variableValues, context: args.contextValue };
+        const plan = engine.plan(request);
+        if (plan !== undefined) {
+          // A background refresh due after this request was answered stale runs the operation on its own.
+          const execute = async () => (await executeFn(args)) as ExecutionResult;
+          lookup = await engine.lookup(plan, execute);
+          outcome = lookup.outcome;
+          const stored = lookup.response;
+          if (stored !== undefined) {
+            // Answered before execution.
+            reporting.recordResponse(operationName, outcome);
+            const report = active === undefined ? undefined : reporting.end(active, operationName, true);
+            const result: ExecutionResult = { data: stored.data as Record<string, unknown> };
+            if (report !== undefined) result.extensions = { cache: { ...report, response: outcome, age: lookup.age } };
+            setResultAndStopExecution(result);
+            return;
           }
-          const report = reporting.end(active, operationName, true);
+          const complete = lookup.complete;
+          if (complete !== undefined) {
+            // An execution that throws never reaches onExecuteDone: its waiters must still be released.
+            setExecuteFn(async (executeArgs) => {
+              try {
+                return await executeFn(executeArgs);
+              } catch (error) {
+                await complete({ errors: [error] });
+                throw error;
+              }
+            });
+          }
+        }
+      }
+      if (active === undefined && engine === undefined) return; // a context that cannot carry state (frozen, not an object)
+      return {
+        async onExecuteDone({ result, setResult }) {
+          if (isAsyncIterable(result)) {
+            // Incremental delivery is never stored: waiters on this key execute themselves.
+            if (lookup?.complete !== undefined) await lookup.complete({ errors: ['incremental delivery'] });
+            if (engine !== undefined) reporting.recordResponse(operationName, outcome);
+            return { onEnd: () => void (active !== undefined && reporting.end(active, operationName, true)) };
+          }
           const single = result as ExecutionResult;
-          if (report !== undefined) setResult({ ...single, extensions: { ...single.extensions, cache: report } });
+          try {
+            if (lookup?.complete !== undefined) await lookup.complete(single);
+          } finally {
+            if (engine !== undefined && request !== undefined && isMutation(args.document, args.operationName)) await engine.afterMutation(request, single.data);
+          }
+          if (engine !== undefined) reporting.recordResponse(operationName, outcome);
+          const report = active === undefined ? undefined : reporting.end(active, operationName, true);
+          if (report !== undefined) {
+            const cache = engine === undefined ? report : { ...report, response: outcome };
+            setResult({ ...single, extensions: { ...single.extensions, cache } });
+          }
           return undefined;
         },
       };
     },
   };
+}
+
+function isMutation(document: DocumentNode, operationName: string | null | undefined): boolean {
+  for (const definition of document.definitions) {
+    if (definition.kind !== ('OperationDefinition' as typeof definition.kind)) continue;
+    const operation = definition as { operation: string; name?: { value: string } };
+    if (!operationName || operation.name?.value === operationName) return operation.operation === 'mutation';
+  }
+  return false;
 }
 
 /** The executed operation's name, as Apollo reports it: the named operation, or the document's only one. */

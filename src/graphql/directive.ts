@@ -245,6 +245,8 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     } else {
       key = fieldKeyAfter(keyHead, identity, encodedArgs, session);
     }
+    // A whole-response entry holding this value must be invalidated with it.
+    if (call.policy.tags !== undefined) operationOf(context)?.noteTags(call.policy.tags);
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
     if (!guardFailures) return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)));

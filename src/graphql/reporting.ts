@@ -19,6 +19,8 @@ import { type CacheReport, type OperationCache, attachOperation, checkCache, det
 /** Where operations' reports go besides the response (herdcache/prometheus's HerdcacheMetrics). */
 export interface OperationRecorder {
   recordOperation(operationName: string | null | undefined, report: CacheReport): void;
+  /** One operation's response-cache outcome (herdcache_responses_total). */
+  recordResponse?(operationName: string | null | undefined, outcome: string): void;
   /** Starts feeding the cache's own events (fill durations); returns the function that stops it. */
   observe(cache: Cache): () => void;
 }
@@ -87,6 +89,15 @@ export class OperationReporting {
       throw new HerdcacheError('E_INVALID_OPTION', `herdcache: the context was made by herdcacheContext() with another cache than ${this.#owner}({ cache })`);
     }
     return { operation, context: context as object, created };
+  }
+
+  /** Counts a response-cache outcome, once the recorder is there (as end() does). */
+  recordResponse(operationName: string | null | undefined, outcome: string): void {
+    const recorder = this.#recorder;
+    if (recorder !== undefined) recorder.recordResponse?.(operationName, outcome);
+    else if (this.#starting !== undefined && this.#loadRecorder !== undefined) {
+      void this.#starting.then(() => this.#recorder?.recordResponse?.(operationName, outcome), () => {});
+    }
   }
 
   /**

@@ -63,6 +63,15 @@ export class OperationCache {
     this.scope = signal === undefined ? cache.request() : cache.request({ signal });
   }
 
+  /** @internal Tags of the @cached values this operation used (the response layer tags its response with them). */
+  tagsSeen: Set<string> | undefined;
+
+  /** @internal */
+  noteTags(tags: readonly string[]): void {
+    const seen = (this.tagsSeen ??= new Set());
+    for (const tag of tags) seen.add(tag);
+  }
+
   /** @internal the directive resolved `source` without the cache. */
   countBypass(source: string): void {
     const bypassed = (this.#bypassed ??= new Map());

@@ -70,6 +70,7 @@ export const COUNTER_METRICS = {
   bypassed: ['herdcache_bypassed_total', '@cached field calls resolved without the cache (no parent identity, no session, unkeyable arguments).'],
 } as const satisfies Record<keyof CacheReportCounters, readonly [string, string]>;
 
+export const RESPONSES_METRIC = 'herdcache_responses_total';
 export const FILL_DURATION_METRIC = 'herdcache_fill_duration_seconds';
 
 type CounterKey = keyof typeof COUNTER_METRICS;
@@ -78,6 +79,7 @@ const COUNTER_KEYS = Object.keys(COUNTER_METRICS) as CounterKey[];
 export class HerdcacheMetrics {
   readonly #counters: Record<CounterKey, Counter<'operation' | 'source'>>;
   readonly #fillDuration: Histogram<'source'>;
+  readonly #responses: Counter<'operation' | 'outcome'>;
   readonly #maxOperations: number;
   readonly #operations = new Set<string>();
   /** Caches observed, with how many users asked for it (two plugins on one cache observe once). */
@@ -92,6 +94,9 @@ export class HerdcacheMetrics {
       counters[key] = reuse(registry, name) ?? new client.Counter({ name, help, labelNames: ['operation', 'source'], registers: [registry] });
     }
     this.#counters = counters;
+    this.#responses =
+      reuse(registry, RESPONSES_METRIC) ??
+      new client.Counter({ name: RESPONSES_METRIC, help: 'Operations by how the response cache answered them (hit, miss, coalesced, stale, bypassed).', labelNames: ['operation', 'outcome'], registers: [registry] });
     this.#fillDuration =
       reuse(registry, FILL_DURATION_METRIC) ??
       new client.Histogram({
@@ -129,6 +134,11 @@ export class HerdcacheMetrics {
         if (n > 0) this.#counters[key].inc({ operation, source }, n);
       }
     }
+  }
+
+  /** Counts one operation's response-cache outcome (responseCache on). */
+  recordResponse(operationName: string | null | undefined, outcome: string): void {
+    this.#responses.inc({ operation: this.operationLabel(operationName), outcome });
   }
 
   /** Records one fill's duration (what the cache's onFill hook reports). */

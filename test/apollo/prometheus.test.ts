@@ -34,6 +34,7 @@ describe('Prometheus metrics', () => {
         'herdcache_hits_total',
         'herdcache_lock_contended_total',
         'herdcache_misses_total',
+        'herdcache_responses_total',
         'herdcache_stale_served_total',
       ]);
       for (const name of names) expect(globalRegistry.getSingleMetric(name)).toBeUndefined();

@@ -1,0 +1,278 @@
+/**
+ * The response layer: a whole operation cached as one value, through the registry like any other
+ * source, so a response gets what a field gets: one execution however many identical operations
+ * arrive together (in the process, and across replicas through the store's fill lock), SWR, tags,
+ * the store's failures absorbed. Both server plugins (herdcache/apollo, herdcache/envelop) drive it
+ * the same way:
+ *
+ *   plan(request)      before execution: the static policy, the key; undefined → not cacheable
+ *   lookup(plan)       a stored or shared response (answered without executing), or "execute":
+ *                      this request runs the operation for everyone waiting on the key, and
+ *                      hands its result to complete() when it ends
+ *   afterMutation()    a mutation's result entities are invalidated before its response leaves
+ *
+ * A response is tagged when it ends with its entities (`Type:id`) and the @cached tags of the
+ * fields it ran (LateTagged: see core/late-tags), so @invalidates, cache.invalidateTags and a
+ * mutation's result entities make it a miss: one invalidation model for fields and responses.
+ *
+ * Safety rule: a request is only given a response it could have been given from the cache. A
+ * PRIVATE operation is keyed by its session; a result whose final policy is stricter than the
+ * static one (a resolver's dynamic hint), or that has errors, is neither stored nor shared: the
+ * requests waiting on it execute themselves.
+ */
+import { createHash } from 'node:crypto';
+import type { DocumentNode, GraphQLSchema } from 'graphql';
+import type { Cache } from '../core/cache';
+import { invalidOption } from '../core/errors';
+import { LateTagged } from '../core/late-tags';
+import type { Sink } from '../core/metrics';
+import { checkKnownKeys, optionNames } from '../core/options';
+import type { Computation } from '../core/registry';
+import { canonicalArgs, identityString } from './keys';
+import { operationOf } from './request';
+import { type StaticPolicy, entityTags, staticPolicy } from './response-policy';
+
+export interface ResponseCacheOptions<TContext = any> {
+  /**
+   * The viewer's session, for PRIVATE operations (given the operation's context value): a stable,
+   * non-secret id. A PRIVATE operation without a session is not cached. Default: none.
+   */
+  sessionId?: (context: TContext) => string | number | null | undefined;
+  /** Request parts that vary the answer (a locale header…): become part of the key. */
+  vary?: (context: TContext) => string | readonly string[] | null | undefined;
+  /** Largest response stored, in bytes of its JSON; larger ones are served, not stored. Default 1 MiB. */
+  maxBytes?: number;
+  /** maxAge (seconds) of root and composite fields without a hint, as Apollo's cache-control `defaultMaxAge`. Default 0. */
+  defaultMaxAge?: number;
+  /** Stale-while-revalidate grace in seconds for every response. Default: the smallest @cached(swr:) of its fields, else 0. */
+  swr?: number;
+  /** A mutation's result entities (`Type:id`) invalidate the responses holding them. Default true. */
+  invalidateViaMutation?: boolean;
+}
+
+/** What an execution returns, as far as the response layer reads it. */
+export interface ExecutedResult {
+  readonly data?: unknown;
+  readonly errors?: readonly unknown[] | undefined;
+}
+
+export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed';
+
+/** What is stored: the data alone (errors are never stored), with the policy it was stored under. */
+export interface StoredResponse {
+  readonly data: unknown;
+  readonly maxAge: number;
+  readonly scope: 'PUBLIC' | 'PRIVATE';
+  /** Registry clock time when it was computed (for the age). */
+  readonly at: number;
+}
+
+export interface ResponseRequest {
+  readonly schema: GraphQLSchema;
+  readonly document: DocumentNode;
+  readonly operationName: string | null | undefined;
+  readonly variables: Record<string, unknown> | null | undefined;
+  readonly context: unknown;
+}
+
+export interface ResponsePlan {
+  readonly request: ResponseRequest;
+  readonly policy: StaticPolicy;
+  readonly key: string;
+}
+
+export interface FinalPolicy {
+  readonly maxAge?: number | undefined;
+  readonly scope?: 'PUBLIC' | 'PRIVATE' | undefined;
+}
+
+export type Lookup =
+  | { readonly outcome: 'hit' | 'stale' | 'coalesced'; readonly response: StoredResponse; readonly age: number; readonly complete?: undefined }
+  | { readonly outcome: 'miss' | 'bypassed'; readonly response?: undefined; complete?(result: ExecutedResult, final?: FinalPolicy): Promise<void> };
+
+const OPTIONS = optionNames<ResponseCacheOptions>({ sessionId: true, vary: true, maxBytes: true, defaultMaxAge: true, swr: true, invalidateViaMutation: true });
+
+/** Head of every response key; reserved in the registry so no loader can write under it. */
+export const RESPONSE_KEY_PREFIX = 'herdcache-response:';
+
+export class ResponseEngine {
+  readonly #cache: Cache;
+  readonly #sessionId: ResponseCacheOptions['sessionId'];
+  readonly #vary: ResponseCacheOptions['vary'];
+  readonly #maxBytes: number;
+  readonly #defaultMaxAge: number;
+  readonly #swr: number | undefined;
+  readonly invalidateViaMutation: boolean;
+  readonly #computations = new Map<string, Computation>();
+  readonly #documents = new WeakMap<DocumentNode, string>();
+
+  constructor(cache: Cache, options: true | ResponseCacheOptions) {
+    const given: ResponseCacheOptions = options === true ? {} : options;
+    if (given === null || typeof given !== 'object') throw invalidOption('responseCache', options, 'true or an options object');
+    checkKnownKeys('responseCache', given, OPTIONS);
+    const { sessionId, vary, maxBytes = 1024 * 1024, defaultMaxAge = 0, swr, invalidateViaMutation = true } = given;
+    if (sessionId !== undefined && typeof sessionId !== 'function') throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
+    if (vary !== undefined && typeof vary !== 'function') throw invalidOption('responseCache.vary', vary, 'a function of the context');
+    if (typeof maxBytes !== 'number' || !(maxBytes > 0)) throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive number of bytes');
+    if (!Number.isSafeInteger(defaultMaxAge) || defaultMaxAge < 0) throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, 'an integer number of seconds >= 0');
+    if (swr !== undefined && (!Number.isSafeInteger(swr) || swr < 0)) throw invalidOption('responseCache.swr', swr, 'an integer number of seconds >= 0');
+    if (typeof invalidateViaMutation !== 'boolean') throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
+    cache._checkTagsSupported('responseCache');
+    cache._reserveNamespace(RESPONSE_KEY_PREFIX, 'the response cache');
+    this.#cache = cache;
+    this.#sessionId = sessionId;
+    this.#vary = vary;
+    this.#maxBytes = maxBytes;
+    this.#defaultMaxAge = defaultMaxAge;
+    this.#swr = swr;
+    this.invalidateViaMutation = invalidateViaMutation;
+  }
+
+  /** The operation's plan, or undefined when it is not cached (not a query, no hint, no session, unkeyable variables). */
+  plan(request: ResponseRequest): ResponsePlan | undefined {
+    const policy = staticPolicy(request.schema, request.document, request.operationName, this.#defaultMaxAge);
+    if (policy === undefined) return undefined;
+    let session: string | null = null;
+    if (policy.scope === 'PRIVATE') {
+      const id = this.#sessionId === undefined ? undefined : identityString(this.#sessionId(request.context));
+      if (id === undefined) return undefined;
+      session = id;
+    }
+    const variables = canonicalArgs(request.variables ?? {});
+    if (variables === undefined) return undefined;
+    let vary: string | readonly string[] | null = null;
+    if (this.#vary !== undefined) {
+      const parts = this.#vary(request.context);
+      vary = parts === undefined || parts === null ? null : typeof parts === 'string' ? parts : [...parts].map(String);
+    }
+    // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
+    // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
+    const key = `${RESPONSE_KEY_PREFIX}${this.#documentHash(request.document)}:${JSON.stringify([request.operationName ?? null, session, vary])}:${variables}`;
+    return { request, policy, key };
+  }
+
+  /** A response without executing (hit, stale, shared), or "execute" with the function that hands the result back. */
+  async lookup(plan: ResponsePlan, execute: () => Promise<ExecutedResult>): Promise<Lookup> {
+    const { policy } = plan;
+    const computation = this.#computation(policy);
+    let release!: (value: LateTagged<StoredResponse> | undefined) => void;
+    const result = new Promise<LateTagged<StoredResponse> | undefined>((resolve) => (release = resolve));
+    let startFill!: () => void;
+    const fillStarted = new Promise<typeof STARTED>((resolve) => (startFill = () => resolve(STARTED)));
+    let fills = 0;
+    let answered = false;
+    // Called by the registry when this request is the one that computes the key. A second call (the
+    // flight was abandoned by an invalidation and this request's load re-contended) must not hand
+    // over the result computed before it: nothing, so its waiters execute themselves. A call after
+    // this request was answered (a stale response served, its background refresh now due) runs
+    // the operation on its own: this request's execution is not going to happen.
+    const fill = (): Promise<LateTagged<StoredResponse> | undefined> | undefined => {
+      if (++fills > 1) return undefined;
+      if (answered) {
+        return execute().then(
+          (executed) => this.#toStored(plan, executed, undefined),
+          () => undefined,
+        );
+      }
+      startFill();
+      return result;
+    };
+    const sink = new OutcomeSink();
+    const loaded = this.#cache._load<StoredResponse | undefined>(computation.source, plan.key, fill, computation.policy, undefined, sink).then(
+      (value) => ({ value }),
+      () => FAILED,
+    );
+    const first: typeof STARTED | typeof FAILED | { value: StoredResponse | undefined } = (await Promise.race([loaded, fillStarted])) as typeof STARTED | typeof FAILED | { value: StoredResponse | undefined };
+    if (first === STARTED) {
+      // Resolves once the registry has the result (its write issued): a read after this request's
+      // response finds it.
+      const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<void> => {
+        release(this.#toStored(plan, executed, final));
+        return loaded.then(() => undefined);
+      };
+      return { outcome: 'miss', complete };
+    }
+    if (first === FAILED) return { outcome: 'bypassed' }; // the cache failed (closed…): execute
+    const value = first.value;
+    if (value === undefined) return { outcome: 'miss' }; // the shared execution was not shareable: execute
+    answered = true;
+    const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
+    return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
+  }
+
+  /** Invalidates the entities of a mutation's result (before its response leaves). */
+  async afterMutation(request: ResponseRequest, data: unknown): Promise<void> {
+    if (!this.invalidateViaMutation || data === null || data === undefined) return;
+    const tags = entityTags(request.schema, request.document, request.operationName, data);
+    if (tags.length === 0) return;
+    try {
+      await this.#cache.invalidateTags(tags);
+    } catch {
+      // Store failures are counted by the registry; the mutation's response is never failed by the cache.
+    }
+  }
+
+  #toStored(plan: ResponsePlan, executed: ExecutedResult, final: FinalPolicy | undefined): LateTagged<StoredResponse> | undefined {
+    if (executed.errors !== undefined && executed.errors.length > 0) return undefined;
+    if (executed.data === null || executed.data === undefined) return undefined;
+    const { policy } = plan;
+    if (final !== undefined) {
+      // A dynamic hint made it stricter than the key was made for: not stored, not shared.
+      if (final.maxAge !== undefined && final.maxAge < policy.maxAge) return undefined;
+      if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return undefined;
+    }
+    let size: number;
+    try {
+      size = Buffer.byteLength(JSON.stringify(executed.data));
+    } catch {
+      return undefined;
+    }
+    if (size > this.#maxBytes) {
+      this.oversized++;
+      return undefined;
+    }
+    const tags = new Set(entityTags(plan.request.schema, plan.request.document, plan.request.operationName, executed.data));
+    for (const tag of operationOf(plan.request.context)?.tagsSeen ?? []) tags.add(tag);
+    return new LateTagged<StoredResponse>({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() }, [...tags]);
+  }
+
+  /** Responses served but not stored because they were larger than maxBytes. */
+  oversized = 0;
+
+  #now(): number {
+    return this.#cache._now();
+  }
+
+  #computation(policy: StaticPolicy): Computation {
+    const swr = this.#swr ?? policy.swr;
+    const memo = `${policy.maxAge}/${swr}`;
+    let computation = this.#computations.get(memo);
+    if (computation === undefined) {
+      const resolved = this.#cache._computation({ ttl: policy.maxAge * 1000, swr: swr * 1000, label: 'response' });
+      computation = { source: resolved.source, policy: { ...resolved.policy, lateTags: true } };
+      if (this.#computations.size < 256) this.#computations.set(memo, computation);
+    }
+    return computation;
+  }
+
+  #documentHash(document: DocumentNode): string {
+    let hash = this.#documents.get(document);
+    if (hash === undefined) {
+      const text = JSON.stringify(document, (name, value: unknown) => (name === 'loc' ? undefined : value));
+      hash = createHash('sha256').update(text).digest('base64url');
+      this.#documents.set(document, hash);
+    }
+    return hash;
+  }
+}
+
+const STARTED: unique symbol = Symbol('started');
+const FAILED: unique symbol = Symbol('failed');
+
+/** How the registry answered one lookup: the last outcome counted for it. */
+class OutcomeSink implements Sink {
+  outcome: string | undefined;
+  count(_source: string, counter: string): void {
+    if (counter === 'hits' || counter === 'misses' || counter === 'coalesced' || counter === 'staleServed') this.outcome = counter;
+  }
+}

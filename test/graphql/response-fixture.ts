@@ -1,0 +1,128 @@
+/** A schema for the response layer (hints from @cacheControl and @cached), its counted resolvers, and HTTP helpers. */
+import { createCache, type Cache } from '../../src/core/cache';
+import type { Store } from '../../src/core/store';
+import { cachedDirectiveTransformer } from '../../src/graphql';
+import { callCounter, makeSchema } from './fixtures';
+
+export const responseTypeDefs = `
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  type Query {
+    products: [Product!]! @cacheControl(maxAge: 60)
+    user(id: ID!): User @cacheControl(maxAge: 60)
+    me: User @cacheControl(maxAge: 60, scope: PRIVATE)
+    slow: Int @cacheControl(maxAge: 60)
+    broken: Int @cacheControl(maxAge: 60)
+    fresh: Int @cacheControl(maxAge: 30)
+    onlyCached: Int @cached(ttl: 60)
+    dynamicPrivate: Int @cacheControl(maxAge: 60)
+    uncached: Int
+  }
+  type Mutation {
+    renameUser(id: ID!, name: String!): User @invalidates(tags: ["User:{args.id}"])
+    renameUserQuietly(id: ID!, name: String!): Boolean
+    renameUserEntity(id: ID!, name: String!): User
+  }
+  type Product @cacheControl(maxAge: 120) { id: ID!, name: String! }
+  type User { id: ID!, name: String! }
+`;
+
+export interface ResponseFixture {
+  cache: Cache;
+  calls: Record<string, number>;
+  names: Map<string, string>;
+  schema: ReturnType<typeof makeSchema>;
+  /** Resolves the `slow` resolver's pending calls. */
+  gate: { wait: Promise<void>; open(): void };
+}
+
+export function responseFixture(options: { store?: Store; cache?: Cache; clock?: Parameters<typeof createCache>[0] extends infer O ? O extends { clock?: infer C } ? C : never : never } = {}): ResponseFixture {
+  const counter = callCounter();
+  const cache = options.cache ?? createCache({ store: options.store, ...(options.clock !== undefined ? { clock: options.clock } : {}) });
+  const names = new Map<string, string>([['1', 'Ada'], ['2', 'Bob']]);
+  let open!: () => void;
+  const gate = { wait: new Promise<void>((resolve) => (open = resolve)), open: () => open() };
+  const user = (id: string) => (names.has(id) ? { id, name: names.get(id)! } : null);
+  const schema = makeSchema(responseTypeDefs, {
+    Query: {
+      products: () => {
+        counter.count('products');
+        return [{ id: 'p1', name: 'Pen' }];
+      },
+      user: (_p, { id }) => {
+        counter.count(`user:${id}`);
+        return user(id);
+      },
+      me: (_p, _a, ctx: { session?: string }) => {
+        counter.count(`me:${ctx.session}`);
+        return { id: `s-${ctx.session}`, name: `viewer ${ctx.session}` };
+      },
+      slow: async () => {
+        counter.count('slow');
+        await gate.wait;
+        return 7;
+      },
+      broken: () => {
+        counter.count('broken');
+        throw new Error('broken');
+      },
+      fresh: () => {
+        counter.count('fresh');
+        return counter.calls.fresh;
+      },
+      dynamicPrivate: (_p, _a, _c, info) => {
+        counter.count('dynamicPrivate');
+        (info as unknown as { cacheControl?: { setCacheHint(h: object): void } }).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+        return 1;
+      },
+      onlyCached: () => {
+        counter.count('onlyCached');
+        return 1;
+      },
+      uncached: () => {
+        counter.count('uncached');
+        return 1;
+      },
+    },
+    Mutation: {
+      renameUser: (_p, { id, name }) => {
+        names.set(id, name);
+        return user(id);
+      },
+      renameUserQuietly: (_p, { id, name }) => {
+        names.set(id, name);
+        return true;
+      },
+      renameUserEntity: (_p, { id, name }) => {
+        names.set(id, name);
+        return user(id);
+      },
+    },
+  });
+  cachedDirectiveTransformer(schema, { cache });
+  return { cache, calls: counter.calls, names, schema, gate };
+}
+
+export interface Posted {
+  status: number;
+  headers: Headers;
+  body: { data?: any; errors?: unknown[]; extensions?: { cache?: { response?: string; age?: number } } };
+}
+
+export async function post(url: string, query: string, options: { session?: string; variables?: Record<string, unknown> } = {}): Promise<Posted> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (options.session !== undefined) headers['x-session'] = options.session;
+  const init = { method: 'POST', headers, body: JSON.stringify({ query, variables: options.variables }) };
+  const response = await fetch(url, init).catch((error: { cause?: { code?: string } }) => {
+    if (error.cause?.code === 'ECONNRESET') return fetch(url, init);
+    throw error;
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: JSON.parse(text) as Posted['body'] };
+}
+
+/** Waits until `check` holds, turning the event loop (bounded: fails rather than hangs). */
+export async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 2000 && !check(); i++) await new Promise<void>((resolve) => setTimeout(resolve, 1));
+  if (!check()) throw new Error(`timed out waiting for ${what}`);
+}
