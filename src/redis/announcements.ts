@@ -27,6 +27,8 @@ import type { LockWatch } from '../core/store';
 import { hashSlot } from './keys';
 import type { RedisLink } from './link';
 
+function noop(): void {}
+
 export interface WakeStats {
   /** Whether the subscriber connection is up (its channels may still be subscribing). */
   readonly listening: boolean;
@@ -88,7 +90,10 @@ function shardChannel(link: RedisLink, slot: number): string {
 }
 
 export class FillAnnouncements {
-  readonly #subscriber: Redis | Cluster;
+  /** The connection, once there is one: the user's (given), or opened here on the first wait. */
+  #subscriber: Redis | Cluster | undefined;
+  /** Whether the connection was opened here: then it is ours to close (close()). */
+  readonly #owned: boolean;
   readonly #link: RedisLink;
   readonly #sharded: boolean;
   /** Channel name as sent to SUBSCRIBE/SSUBSCRIBE (the subscriber adds its keyPrefix to shard channels). */
@@ -96,7 +101,7 @@ export class FillAnnouncements {
   /** Full Redis value key → the waits on it. */
   readonly #waits = new Map<string, Set<Wait>>();
   readonly #standaloneChannel: string;
-  #listening: boolean;
+  #listening = false;
   #closed = false;
   received = 0;
   woken = 0;
@@ -121,18 +126,56 @@ export class FillAnnouncements {
     for (const [name, channel] of this.#channels) if (channel.state !== 'unsupported') this.#subscribe(name);
   };
 
-  constructor(subscriber: Redis | Cluster, link: RedisLink) {
-    this.#subscriber = subscriber;
+  /** The user quit (or gave up on) the store client: a subscriber opened for it goes with it. */
+  readonly #onClientEnd = (): void => {
+    this.close();
+  };
+
+  /**
+   * `subscriber`: the user's connection, used as given (subscribed now: the first stampede is
+   * heard); undefined: the store opens its own, `client.duplicate()` (a Cluster: with sharded
+   * subscribers), the first time a wait needs it, and closes it on close() or when the user's
+   * client ends. A process whose replicas never wait on each other never opens it.
+   */
+  constructor(subscriber: Redis | Cluster | undefined, link: RedisLink) {
     this.#link = link;
     this.#sharded = link.cluster;
     this.#standaloneChannel = standaloneChannel(link);
+    this.#owned = subscriber === undefined;
+    if (subscriber === undefined) {
+      link.client.once('end', this.#onClientEnd);
+      return;
+    }
+    this.#attach(subscriber);
+    // Standalone: one channel for everything, subscribed now so the first stampede is heard.
+    if (!this.#sharded) this.#subscribe(this.#standaloneChannel);
+  }
+
+  /** Whether the store opened (or will open) its own subscriber connection. */
+  get owned(): boolean {
+    return this.#owned;
+  }
+
+  #attach(subscriber: Redis | Cluster): void {
+    this.#subscriber = subscriber;
     this.#listening = subscriber.status === 'ready';
     subscriber.on(this.#sharded ? 'smessage' : 'message', this.#onMessage);
     subscriber.on('close', this.#onLost);
     subscriber.on('end', this.#onLost);
     subscriber.on('ready', this.#onReady);
-    // Standalone: one channel for everything, subscribed now so the first stampede is heard.
+  }
+
+  /** The connection, opened on first use when it is ours. */
+  #connection(): Redis | Cluster {
+    if (this.#subscriber !== undefined) return this.#subscriber;
+    const client = this.#link.client;
+    // Same server(s), options and keyPrefix as the user's client (shard channels carry the keyPrefix).
+    const opened = this.#sharded ? (client as Cluster).duplicate([], { shardedSubscribers: true }) : (client as Redis).duplicate();
+    // Its failures show in its status (deaf waits poll, counted): not an unhandled 'error' event.
+    opened.on('error', noop);
+    this.#attach(opened);
     if (!this.#sharded) this.#subscribe(this.#standaloneChannel);
+    return opened;
   }
 
   stats(): WakeStats {
@@ -143,6 +186,7 @@ export class FillAnnouncements {
 
   /** Starts hearing the announcements of `keys` (cache keys); see LockWatch. */
   watch(keys: readonly string[]): LockWatch {
+    if (!this.#closed) this.#connection();
     const link = this.#link;
     const full = new Array<string>(keys.length);
     const channels = new Set<string>();
@@ -181,11 +225,20 @@ export class FillAnnouncements {
     }
   }
 
-  /** Stops listening; leaves the connection open (it is the user's). */
+  /** Stops listening; closes the connection if it is ours, else leaves it open (it is the user's). */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#listening = false;
+    if (this.#owned) this.#link.client.off('end', this.#onClientEnd);
     const subscriber = this.#subscriber;
+    if (subscriber === undefined) return;
+    if (this.#owned) {
+      // Ours: nothing to unsubscribe one by one, the connection goes (and its listeners with it).
+      subscriber.disconnect();
+      this.#channels.clear();
+      return;
+    }
     subscriber.off(this.#sharded ? 'smessage' : 'message', this.#onMessage);
     subscriber.off('close', this.#onLost);
     subscriber.off('end', this.#onLost);
@@ -202,12 +255,12 @@ export class FillAnnouncements {
   }
 
   #subscribe(name: string): void {
-    if (this.#closed) return;
+    const connection = this.#subscriber as Redis | undefined;
+    if (this.#closed || connection === undefined) return;
     const previous = this.#channels.get(name);
     const channel = { state: 'subscribing' as ChannelState, since: Date.now(), attempt: (previous?.attempt ?? 0) + 1 };
     this.#channels.set(name, channel);
     const attempt = channel.attempt;
-    const connection = this.#subscriber as Redis;
     (this.#sharded ? connection.ssubscribe(name) : connection.subscribe(name)).then(
       () => {
         if (this.#closed || this.#channels.get(name)?.attempt !== attempt) return;

@@ -71,20 +71,23 @@ export interface RedisStoreOptions {
    */
   tagTtl?: number;
   /**
-   * A connection of its own for pub/sub, to wake replicas waiting on a fill lock the moment the
-   * value lands instead of after their poll backoff: pass `client.duplicate()` (a Cluster:
-   * `client.duplicate([], { shardedSubscribers: true })`, for Redis 7 sharded pub/sub). Costs that
-   * one connection per process and one message per locked fill. Without it, waiters poll. The
-   * same connection can serve a tieredStore. Owned by the user: the store subscribes and
-   * unsubscribes (on close()), never quits it. See announcements.ts.
+   * Pub/sub, to wake replicas waiting on a fill lock the moment the value lands instead of after
+   * their poll backoff. Default: the store opens a connection of its own (`client.duplicate()`; a
+   * Cluster: `client.duplicate([], { shardedSubscribers: true })`, Redis 7 sharded pub/sub) the
+   * first time this process waits on another's lock, and closes it on close() (`cache.close()`)
+   * or when `client` ends. A connection given here is used instead and stays the user's (the store
+   * subscribes and unsubscribes, never quits it; the same one can serve a tieredStore). `false`:
+   * no subscriber, waiters poll. See announcements.ts.
    */
-  subscriber?: Redis | Cluster;
+  subscriber?: Redis | Cluster | false;
 }
 
 /** How waiting on other replicas' fill locks went (see RedisStoreOptions.subscriber). */
 export interface RedisWaitStats extends WakeStats {
-  /** Whether a subscriber was given: without one every wait polls. */
+  /** Whether waits listen for announcements (false with `subscriber: false`: every wait polls). */
   readonly enabled: boolean;
+  /** Whether the subscriber connection is the store's own (opened on first wait, closed by close()). */
+  readonly owned: boolean;
 }
 
 export interface RedisStore extends Store {
@@ -116,7 +119,10 @@ export interface RedisStore extends Store {
   publish(channel: string, message: string): Promise<number>;
   /** Waits on other replicas' fill locks: woken by announcements, or polled. */
   waitStats(): RedisWaitStats;
-  /** Stops listening for fill announcements (unsubscribes); leaves both connections open. */
+  /**
+   * Stops listening for fill announcements: closes the store's own subscriber, or unsubscribes a
+   * given one (left open, as the client is: both are the user's).
+   */
   close(): Promise<void>;
 }
 
@@ -175,7 +181,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   if (!Number.isSafeInteger(tagTtl) || tagTtl < 1 || 2 * tagTtl > Number.MAX_SAFE_INTEGER) {
     throw invalidOption('tagTtl', tagTtl, 'a positive integer number of milliseconds');
   }
-  if (subscriber !== undefined) checkSubscriber('subscriber', subscriber, client);
+  if (subscriber !== undefined && subscriber !== false) checkSubscriber('subscriber', subscriber, client);
   let newBreaker: (() => CircuitBreaker) | undefined;
   if (breaker !== false) {
     if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
@@ -191,7 +197,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     newBreaker = () => new CircuitBreaker(threshold, coolDown);
   }
   const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, newBreaker), prefix, codec, maxKeyLength, tagTtl);
-  return new RedisStoreImpl(link, defineScripts(client), invalidationWindow, subscriber === undefined ? undefined : new FillAnnouncements(subscriber, link));
+  return new RedisStoreImpl(link, defineScripts(client), invalidationWindow, subscriber === false ? undefined : new FillAnnouncements(subscriber, link));
 }
 
 /**
@@ -218,8 +224,8 @@ class RedisStoreImpl implements RedisStore {
 
   waitStats(): RedisWaitStats {
     const announcements = this.#announcements;
-    if (announcements === undefined) return { enabled: false, listening: false, channels: 0, received: 0, woken: 0, polled: 0, deaf: 0 };
-    return { enabled: true, ...announcements.stats() };
+    if (announcements === undefined) return { enabled: false, owned: false, listening: false, channels: 0, received: 0, woken: 0, polled: 0, deaf: 0 };
+    return { enabled: true, owned: announcements.owned, ...announcements.stats() };
   }
 
   async close(): Promise<void> {

@@ -140,9 +140,9 @@ describe('herdcacheMetrics', () => {
     try {
       const [holderClient, waiterClient, subscriber] = clients as [Redis, Redis, Redis];
       const prefix = randomPrefix('metrics-wake');
-      const holderStore = redisStore({ client: holderClient, prefix });
+      const holderStore = redisStore({ client: holderClient, prefix, subscriber: false });
       const holder = createCache({ store: holderStore, ttl: 60_000 });
-      // A store without a subscriber only polls: no wait metrics for it.
+      // A store without a subscriber (subscriber: false) only polls: no wait metrics for it.
       const holderCollectors = await herdcacheMetrics({ cache: holder, registry: new Registry(), stores: [holderStore] });
       expect(holderCollectors.names.filter((name) => name.startsWith('herdcache_redis_'))).toEqual([]);
       const store = redisStore({ client: waiterClient, prefix, subscriber });

@@ -99,3 +99,34 @@ it('50 cold siblings across slots: one lock script and one write script per slot
   expect((commands.evalsha ?? 0) + (commands.eval ?? 0)).toBe(2 * slots);
   expect(commands.spublish).toBe(50);
 });
+
+it('redisStore({ client }) in a Cluster: the store opens its own sharded subscriber on first wait, and it wakes the waiter', async () => {
+  const prefix = 'wc3:';
+  const keys = keysInSlots(3);
+  const holder = createCache({ store: redisStore({ client: await local.client(), prefix }), ttl: 60_000 });
+  const waiterStore = redisStore({ client: await local.client(), prefix });
+  const stuck = { now: () => Date.now(), sleep: () => new Promise<void>(() => {}) };
+  const waiter = createCache({ store: waiterStore, ttl: 60_000, clock: stuck, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+  const gate = deferred<void>();
+  const filling = deferred<void>();
+  const holderLoader = holder.loader<string, string>({
+    name: 'items',
+    batch: async (batch) => {
+      filling.resolve();
+      await gate.promise;
+      return batch.map((key) => `${key}-by-holder`);
+    },
+  });
+  const held = holderLoader.loadMany(keys);
+  await filling.promise;
+  const waited = waiter.loader<string, string>({ name: 'items', batch: async (batch) => batch.map((key) => `${key}-by-waiter`) }).loadMany(keys);
+  expect(await eventually(() => waiterStore.waitStats().channels === keys.length, 5000, 2)).toBe(true);
+  gate.resolve();
+  await held;
+  const answered = await Promise.race([waited, new Promise((resolve) => setTimeout(() => resolve('not woken within 5 s'), 5000))]);
+  expect(answered).toEqual(keys.map((key) => `${key}-by-holder`));
+  expect(waiterStore.waitStats()).toMatchObject({ owned: true, polled: 0 });
+  await waiter.close();
+  expect(waiterStore.waitStats()).toMatchObject({ listening: false, channels: 0 });
+  await holder.close();
+});

@@ -156,8 +156,8 @@ it('through a tieredStore: its L2 subscriber (shared with the tier) wakes the wa
   expect(subscriber.status).toBe('ready');
 });
 
-it('without a subscriber the store offers no watch: waiters poll as before', async () => {
-  const store = redisStore({ client: await connection(), prefix: randomPrefix('wake-none') });
+it('subscriber: false: the store offers no watch, waiters poll as before', async () => {
+  const store = redisStore({ client: await connection(), prefix: randomPrefix('wake-none'), subscriber: false });
   expect(store.lock.watch).toBeUndefined();
   expect(store.waitStats()).toMatchObject({ enabled: false, woken: 0, polled: 0 });
 });

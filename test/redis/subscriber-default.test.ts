@@ -1,0 +1,130 @@
+/**
+ * The subscriber by default: `redisStore({ client })`, as a newcomer writes it, wakes its lock
+ * waiters the moment the value lands. The store opens its own connection (`client.duplicate()`)
+ * the first time this process waits on another's lock, owns it and closes it on `cache.close()`
+ * (or when the user's client ends); `subscriber: false` opts out. The waiters here run on a clock
+ * whose poll sleeps never end: without the announcement they are never answered.
+ */
+import { randomBytes } from 'node:crypto';
+import type Redis from 'ioredis';
+import { createCache } from '../../src/core/cache';
+import { redisStore } from '../../src/redis/redis-store';
+import { deferred } from '../helpers';
+import { connect, eventually, randomPrefix } from './helpers';
+
+const connections: Redis[] = [];
+let admin: Redis;
+
+beforeAll(async () => {
+  admin = await connect();
+});
+
+afterAll(async () => {
+  for (const client of connections) if (client.status !== 'end') client.disconnect();
+  admin.disconnect();
+});
+
+/** A client with a name of its own: its duplicate() carries the same name, so CLIENT LIST counts both. */
+async function namedClient(enableOfflineQueue = true): Promise<{ client: Redis; name: string }> {
+  const name = `hc-sub-${randomBytes(4).toString('hex')}`;
+  const client = await connect(undefined, { connectionName: name, enableOfflineQueue });
+  connections.push(client);
+  return { client, name };
+}
+
+async function connectionsNamed(name: string): Promise<number> {
+  const list = (await admin.client('LIST')) as string;
+  return list.split('\n').filter((line) => line.includes(` name=${name} `)).length;
+}
+
+/** A clock whose sleeps (the lock poll's backoff) never end: only an announcement moves a waiter. */
+function stuckClock() {
+  const sleeps: number[] = [];
+  return { now: () => Date.now(), sleeps, sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
+}
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+// enableOfflineQueue: false (the README's client) is copied by duplicate(): the SUBSCRIBE sent
+// while the new connection is still connecting fails, and is sent again once it is ready.
+it.each([true, false])('redisStore({ client }) (enableOfflineQueue %s): the waiter is woken by the announcement through a subscriber the store opened, and closed on cache.close()', async (enableOfflineQueue) => {
+  const prefix = randomPrefix('sub-default');
+  const holderClient = await connect();
+  connections.push(holderClient);
+  const holder = createCache({ store: redisStore({ client: holderClient, prefix }), ttl: 60_000 });
+  const { client, name } = await namedClient(enableOfflineQueue);
+  const store = redisStore({ client, prefix });
+  const clock = stuckClock();
+  const waiter = createCache({ store, ttl: 60_000, clock, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+  // Opened lazily: a store nobody waits through costs no connection.
+  expect(store.waitStats()).toMatchObject({ enabled: true, owned: true, listening: false });
+  await store.getMany(['k']);
+  expect(await connectionsNamed(name)).toBe(1);
+
+  const gate = deferred<string>();
+  const filling = deferred<void>();
+  const held = holder.getOrCompute('k', async () => (filling.resolve(), gate.promise));
+  await filling.promise;
+  let waiterFills = 0;
+  const waited = waiter.getOrCompute('k', async () => (waiterFills++, 'filled-by-waiter'));
+  expect(await eventually(() => store.waitStats().channels === 1, 5000, 2)).toBe(true);
+  expect(await connectionsNamed(name)).toBe(2);
+  gate.resolve('filled-by-holder');
+  expect(await held).toBe('filled-by-holder');
+  expect(await within(waited, 5000, 'the waiter answered by the announcement')).toBe('filled-by-holder');
+  expect(waiterFills).toBe(0);
+  // No poll sleep ever ended (they never do): only announcements moved the waiter.
+  expect(store.waitStats().polled).toBe(0);
+  expect(store.waitStats().woken).toBeGreaterThanOrEqual(1);
+  expect(clock.sleeps.length).toBeGreaterThanOrEqual(1);
+
+  await waiter.close();
+  expect(store.waitStats().listening).toBe(false);
+  expect(await eventually(async () => (await connectionsNamed(name)) === 1, 5000, 10)).toBe(true);
+  expect(client.status).toBe('ready'); // the user's client is left alone
+  await holder.close();
+});
+
+it('subscriber: false opens nothing, and its waiters poll', async () => {
+  const prefix = randomPrefix('sub-false');
+  const holderClient = await connect();
+  connections.push(holderClient);
+  const holder = createCache({ store: redisStore({ client: holderClient, prefix }), ttl: 60_000 });
+  const { client, name } = await namedClient();
+  const store = redisStore({ client, prefix, subscriber: false });
+  expect(store.lock.watch).toBeUndefined();
+  const waiter = createCache({ store, ttl: 60_000, lockPollInterval: 5, lockWaitTimeout: 60_000 });
+  const gate = deferred<string>();
+  const filling = deferred<void>();
+  const held = holder.getOrCompute('k', async () => (filling.resolve(), gate.promise));
+  await filling.promise;
+  const waited = waiter.getOrCompute('k', async () => 'filled-by-waiter');
+  expect(await eventually(() => waiter.metrics().total.lockContended === 1, 5000, 2)).toBe(true);
+  gate.resolve('filled-by-holder');
+  await held;
+  expect(await waited).toBe('filled-by-holder');
+  expect(await connectionsNamed(name)).toBe(1);
+  expect(store.waitStats()).toMatchObject({ enabled: false, owned: false });
+  await waiter.close();
+  await holder.close();
+});
+
+it("the store's own subscriber goes when the user quits the client, without cache.close()", async () => {
+  const prefix = randomPrefix('sub-end');
+  const { client, name } = await namedClient();
+  const store = redisStore({ client, prefix });
+  // A watch opens the connection as a wait would.
+  const watch = store.lock.watch!(['k']);
+  expect(await eventually(() => store.waitStats().channels === 1, 5000, 2)).toBe(true);
+  expect(await connectionsNamed(name)).toBe(2);
+  watch.close();
+  await client.quit();
+  expect(await eventually(async () => (await connectionsNamed(name)) === 0, 5000, 10)).toBe(true);
+  expect(store.waitStats().listening).toBe(false);
+});
