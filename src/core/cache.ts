@@ -13,7 +13,7 @@ import { Observers, notify } from './hooks';
 import { LoadPath, nonEmpty } from './load-path';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, REQUEST_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, givenOr, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues } from './options';
+import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, REQUEST_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, givenOr, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues, NO_TTL_WARNING } from './options';
 import type { FillPipeline, Source } from './pipeline';
 import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
@@ -55,7 +55,10 @@ export class Cache implements Registry {
     this.#clock = clock;
     const hasLock = store.lock !== undefined;
     // `lock: true` on a store without a lock is harmless: the pipeline only locks where a lock exists.
-    this.#policy = resolvePolicy(options, { ttl: DEFAULTS.ttl, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0 });
+    // A store other than the in-process memory store keeps values for other processes: a cache
+    // given one and no ttl most likely forgot it (coalesce-only stores nothing): loads say so once.
+    const ttlUnset = options.ttl === undefined && store.name !== 'memory' ? { ttlUnset: true } : undefined;
+    this.#policy = resolvePolicy(options, { ttl: DEFAULTS.ttl, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0, ...ttlUnset });
     const timing = resolveLockTiming(options);
     const maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
     this.#observers = new Observers(options.hooks);
@@ -251,6 +254,7 @@ export class Cache implements Registry {
 
   /** @internal Registry */
   _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+    if (policy.ttlUnset === true) this.#warnNoTtl(source, key);
     return this.#loads.load<V>(source, key, arg, policy, signal, sink);
   }
 
@@ -265,6 +269,22 @@ export class Cache implements Registry {
   }
 
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────
+
+  /** Sources (loaders, getOrCompute and its labels) already warned that they store nothing. */
+  readonly #warnedNoTtl = new WeakSet<Source>();
+
+  /** Once per loader or getOrCompute label: a load on a shared store with no ttl given stores nothing. */
+  #warnNoTtl(source: Source, key: string): void {
+    if (this.#warnedNoTtl.has(source)) return;
+    this.#warnedNoTtl.add(source);
+    const who = source instanceof Loader
+      ? `loader ${JSON.stringify(source.name)}`
+      : `getOrCompute(${JSON.stringify(key)}${source === this.#sources.getOrCompute ? '' : `, { label: ${JSON.stringify(source.name)} }`})`;
+    process.emitWarning(
+      `herdcache: ${who} stores nothing in the ${this.#store.name} store: no ttl is given (on createCache(), the loader or the call), and without one values are only coalesced in this process (coalesce-only), never written for other replicas. Give a ttl (ms) to cache them, or ttl: 0 to coalesce only on purpose (no warning).`,
+      { code: NO_TTL_WARNING },
+    );
+  }
 
   #storeProblem(counter: CounterName, key: string, error: unknown, operation: string): void {
     this.#counters.count(this.#sources.nameOfKey(key), counter, 1);

@@ -33,7 +33,16 @@ export interface Policy extends Freshness {
   readonly tags?: readonly string[];
   /** @internal Fills may return LateTagged values: any tag invalidation abandons their flights (see late-tags). */
   readonly lateTags?: boolean;
+  /**
+   * @internal No ttl was given anywhere (cache, loader, call) and the store keeps values for other
+   * processes (Redis, tiered): the first load of each loader or getOrCompute warns (NO_TTL_WARNING)
+   * that nothing is stored. An explicit `ttl: 0` drops it: coalescing only on purpose is silent.
+   */
+  readonly ttlUnset?: boolean;
 }
+
+/** The `process.emitWarning` code of a load that stores nothing on a shared store for want of a ttl. */
+export const NO_TTL_WARNING = 'HERDCACHE_NO_TTL';
 
 /**
  * The option names a function accepts, written as an object with one `true` per name of `T`, so
@@ -174,6 +183,7 @@ export function resolvePolicy(options: FreshnessOptions | undefined, base: Polic
     jitter: jitter === undefined ? base.jitter : checkFraction(`${prefix}jitter`, jitter),
     lock: lock === undefined ? base.lock : checkBoolean(`${prefix}lock`, lock),
     beta: earlyRefresh === undefined ? base.beta : checkBeta(`${prefix}earlyRefresh`, earlyRefresh),
+    ...(ttl === undefined && base.ttlUnset === true ? { ttlUnset: true } : undefined),
   };
   // Grace and early refresh act on stored values: asked for where nothing is stored, they are a
   // mistake (most likely a forgotten ttl, since no ttl means coalesce-only), not a no-op.
