@@ -45,11 +45,13 @@ export function loadGraphqlPieces(): GraphqlPieces | string {
   const plugin = join(src, 'apollo', 'plugin.ts');
   if (!existsSync(directive)) return 'src/graphql does not exist yet';
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only if it exists (else the row is skipped)
     const g = require(directive.replace(/\.ts$/, '')) as Partial<GraphqlPieces>;
     if (typeof g.cachedDirectiveTransformer !== 'function' || typeof g.cachedDirectiveTypeDefs !== 'string' || typeof g.herdcacheContext !== 'function') {
       return 'src/graphql lacks cachedDirectiveTransformer, cachedDirectiveTypeDefs or herdcacheContext';
     }
     // The plugin only reports; the directive and the context helper do the caching.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only if it exists
     const p = existsSync(plugin) ? (require(plugin.replace(/\.ts$/, '')) as Partial<GraphqlPieces>) : {};
     return {
       cachedDirectiveTypeDefs: g.cachedDirectiveTypeDefs,

@@ -66,6 +66,7 @@ async function measure(mode: GraphqlMode, seconds: number, warmups: number): Pro
   try {
     const { url, plugin } = await message<{ url: string; plugin: boolean }>(child);
     for (let i = 0; i < warmups; i++) await post(url); // checks the answer, fills the cache, warms the JIT
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded by the rows that use it only
     const autocannon = require('autocannon') as Autocannon;
     const result = await autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body: QUERY, connections: 10, duration: seconds });
     // Queries per request from one probe once the run has drained: counting over the run would

@@ -34,6 +34,7 @@ export interface UseHerdcacheOptions<TContext = any> {
 
 const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true, responseCache: true });
 
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the default envelop's own plugins use (useMaskedErrors, useResponseCache)
 export function useHerdcache<TContext extends Record<string, any> = {}>(options: UseHerdcacheOptions<TContext>): Plugin<TContext> {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
   const engine = options.responseCache === undefined || options.responseCache === false ? undefined : new ResponseEngine(options.cache, options.responseCache);

@@ -89,7 +89,7 @@ describe.each(implementations)('$name', (impl: Implementation) => {
     behaviour('the batch function is called with the loader as this', async () => {
       let self: unknown;
       const loader = impl.perRequest<number, number>(function (this: unknown, ids) {
-        self = this;
+        self = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the receiver is what is checked
         return Promise.resolve(ids.map((id) => id));
       })();
       await loader.load(1);
@@ -322,8 +322,7 @@ describe.each(implementations)('$name', (impl: Implementation) => {
 
     behaviour('clearAll() inside the batch function: unique keys per batch, yet later loads load anew', async () => {
       const calls: number[][] = [];
-      let loader!: ReturnType<ReturnType<Implementation['perRequest']>>;
-      loader = impl.perRequest<number, number>(async (ids) => {
+      const loader: ReturnType<ReturnType<Implementation['perRequest']>> = impl.perRequest<number, number>(async (ids) => {
         loader.clearAll();
         calls.push([...ids]);
         return ids.map((id) => id);
@@ -456,7 +455,7 @@ describe.each(implementations)('$name', (impl: Implementation) => {
       let self: unknown;
       const loader = impl.perRequest<{ id: number }, number>(async (keys) => keys.map((k) => k.id), {
         cacheKeyFn(this: unknown, key) {
-          self = this;
+          self = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the receiver is what is checked
           return String(key.id);
         },
       })();

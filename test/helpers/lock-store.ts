@@ -19,40 +19,39 @@ export class LockingStore implements Store {
   readonly lock: FillLock;
 
   constructor(private readonly clock: Clock) {
-    const self = this;
     this.lock = {
-      async acquire(keys, token, ttlMs): Promise<LockAttempt[]> {
-        self.log.push(`acquire ${keys.join(',')}`);
-        if (self.failAcquire) throw new Error('store unreachable');
-        const now = self.clock.now();
+      acquire: async (keys, token, ttlMs): Promise<LockAttempt[]> => {
+        this.log.push(`acquire ${keys.join(',')}`);
+        if (this.failAcquire) throw new Error('store unreachable');
+        const now = this.clock.now();
         const attempts = keys.map((key) => {
-          const held = self.locks.get(key);
+          const held = this.locks.get(key);
           let won = false;
           if (held === undefined || held.until <= now) {
-            self.locks.set(key, { token, until: now + ttlMs });
+            this.locks.set(key, { token, until: now + ttlMs });
             won = true;
           }
-          return { won, entry: self.entries.getSync(key) };
+          return { won, entry: this.entries.getSync(key) };
         });
-        if (self.timeOutAfterAcquire) throw new Error('command timed out (the script ran anyway)');
+        if (this.timeOutAfterAcquire) throw new Error('command timed out (the script ran anyway)');
         return attempts;
       },
-      async writeAndRelease(writes, token) {
-        self.log.push(`writeAndRelease ${writes.map((w) => w.key).join(',')}`);
-        if (self.failWrite) throw new Error('store unreachable');
-        const now = self.clock.now();
+      writeAndRelease: async (writes, token) => {
+        this.log.push(`writeAndRelease ${writes.map((w) => w.key).join(',')}`);
+        if (this.failWrite) throw new Error('store unreachable');
+        const now = this.clock.now();
         return writes.map((w) => {
-          const held = self.locks.get(w.key);
+          const held = this.locks.get(w.key);
           if (held === undefined || held.token !== token || held.until <= now) return false;
-          self.entries.getSync(w.key); // keep LRU order realistic
-          void self.entries.setMany([w]);
-          self.locks.delete(w.key);
+          this.entries.getSync(w.key); // keep LRU order realistic
+          void this.entries.setMany([w]);
+          this.locks.delete(w.key);
           return true;
         });
       },
-      async release(keys, token) {
-        self.log.push(`release ${keys.join(',')}`);
-        for (const key of keys) if (self.locks.get(key)?.token === token) self.locks.delete(key);
+      release: async (keys, token) => {
+        this.log.push(`release ${keys.join(',')}`);
+        for (const key of keys) if (this.locks.get(key)?.token === token) this.locks.delete(key);
       },
     };
   }
