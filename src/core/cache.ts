@@ -279,7 +279,7 @@ export class Cache implements Registry {
     this.#warnedNoTtl.add(source);
     const who = source instanceof Loader
       ? `loader ${JSON.stringify(source.name)}`
-      : `getOrCompute(${JSON.stringify(key)}${source === this.#sources.getOrCompute ? '' : `, { label: ${JSON.stringify(source.name)} }`})`;
+      : `getOrCompute(${JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key)}${source === this.#sources.getOrCompute ? '' : `, { label: ${JSON.stringify(source.name)} }`})`;
     process.emitWarning(
       `herdcache: ${who} stores nothing in the ${this.#store.name} store: no ttl is given (on createCache(), the loader or the call), and without one values are only coalesced in this process (coalesce-only), never written for other replicas. Give a ttl (ms) to cache them, or ttl: 0 to coalesce only on purpose (no warning).`,
       { code: NO_TTL_WARNING },

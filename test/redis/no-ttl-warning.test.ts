@@ -50,6 +50,15 @@ it('a Redis store and no ttl: the first getOrCompute warns once, naming the key 
   await cache.close();
 });
 
+it('a long (client-derived) key is named by its head only', async () => {
+  const cache = createCache({ store: redisStore({ client, prefix: randomPrefix('no-ttl'), subscriber: false }) });
+  await cache.getOrCompute(`q:${'x'.repeat(100_000)}`, async () => 1);
+  const [warning] = noTtl();
+  expect(warning!.message).toContain(`getOrCompute("q:${'x'.repeat(78)}…")`);
+  expect(warning!.message.length).toBeLessThan(1_000);
+  await cache.close();
+});
+
 it('each loader and label warns once, by name', async () => {
   const cache = createCache({ store: redisStore({ client, prefix: randomPrefix('no-ttl'), subscriber: false }) });
   const users = cache.loader<string, string>({ name: 'users', batch: async (keys) => keys.map((key) => `u${key}`) });
