@@ -9,6 +9,11 @@
  * - a client that was ready and lost its connection fails the call at once (ioredis would
  *   otherwise queue the command offline and answer whenever it reconnects), and so does an open
  *   circuit breaker.
+ * Recovery (breaker.ts): the breaker's cool-down is short and grows only while trials fail; it
+ * ends the moment Redis is known to answer again: a reconnected client (status back to 'ready',
+ * after its ready check) closes every breaker, and the late reply of a call that timed out (a
+ * stall is over) makes the next call the trial. So the fill lock is back within milliseconds of
+ * Redis, not after a fixed cool-down, while a Redis that is down still costs no waiting.
  * After sending: the call rejects with E_STORE_TIMEOUT when the answer takes longer than the
  * timeout. The verdict is deferred past the event loop's poll phase (setImmediate): when the
  * loop was blocked longer than the timeout, the timer and the reply are both due, and timers run
@@ -73,6 +78,8 @@ export class CallGuard {
   /** Until when calls wait for the first `ready` (set by the first call that waits). */
   #readyDeadline = 0;
   #firstReady: Promise<boolean> | undefined;
+  /** A call saw the client not connected (after it had been ready): the next call to see it ready closes the breakers. */
+  #wasDown = false;
 
   constructor(name: string, connection: Connection, timeout: number, readyTimeout: number, newBreaker: (() => CircuitBreaker) | undefined) {
     const breaker = newBreaker?.();
@@ -221,12 +228,24 @@ export class CallGuard {
     return this.#bound(op, send(), breaker, options?.onLate);
   }
 
-  /** Throws instead of letting `op` send when `breaker` is open or the client is not connected. */
+  /**
+   * Throws instead of letting `op` send when `breaker` is open or the client is not connected.
+   * A client seen not connected and now ready again has reconnected and passed its ready check
+   * (ioredis answers 'ready' only then): that is the probe, every breaker closes, and this call and
+   * the next ones take the lock path at once instead of after the cool-down.
+   */
   #check(op: string, breaker: CircuitBreaker | undefined): void {
+    const status = this.#connection.status;
+    if (status !== 'ready') {
+      if (this.#wasReady) this.#wasDown = true;
+    } else if (this.#wasDown) {
+      this.#wasDown = false;
+      this.#breaker?.success();
+      for (const health of this.#nodes.values()) health.breaker?.success();
+    }
     if (breaker !== undefined && !breaker.admit()) {
       throw new HerdcacheError('E_CIRCUIT_OPEN', `herdcache: ${this.#name} ${op} not sent: circuit breaker open after repeated failures`);
     }
-    const status = this.#connection.status;
     if (status !== 'ready') {
       if (status === 'wait') this.#connection.connect().catch(noop);
       breaker?.failure();
@@ -259,7 +278,10 @@ export class CallGuard {
       pending.then(
         (value) => {
           if (settled) {
-            if (timedOut && onLate !== undefined) onLate(value, 0);
+            if (!timedOut) return;
+            // Redis answers again (a stall is over): the cool-down ends, the next call is the trial.
+            breaker?.answered();
+            if (onLate !== undefined) onLate(value, 0);
             return;
           }
           settled = true;

@@ -60,7 +60,11 @@ export interface RedisStoreOptions {
    * that runs longer than this after the invalidation is no longer fenced. Default 60000.
    */
   invalidationWindow?: number;
-  /** Circuit breaker, or `false` for none. Default `{ threshold: 5, coolDown: 5000 }`. */
+  /**
+   * Circuit breaker, or `false` for none. Default `{ threshold: 5, coolDown: 250, maxCoolDown: 5000 }`:
+   * open after 5 consecutive failures, one trial call after 250 ms, doubled after each failed
+   * trial up to 5 s; closed at once when the client reconnects (see guard.ts).
+   */
   breaker?: BreakerOptions | false;
   /** Keys longer than this many characters are stored under a sha256 of the key. Default 256. */
   maxKeyLength?: number;
@@ -132,7 +136,8 @@ const DEFAULTS = {
   readyTimeout: 2000,
   invalidationWindow: 60_000,
   threshold: 5,
-  coolDown: 5000,
+  coolDown: 250,
+  maxCoolDown: 5000,
   maxKeyLength: 256,
   tagTtl: TAG_TTL_DEFAULT,
 } as const;
@@ -150,7 +155,7 @@ const REDIS_STORE_OPTIONS = optionNames<RedisStoreOptions>({
   breaker: true, maxKeyLength: true, tagTtl: true, subscriber: true,
 });
 
-const BREAKER_OPTIONS = optionNames<BreakerOptions>({ threshold: true, coolDown: true });
+const BREAKER_OPTIONS = optionNames<BreakerOptions>({ threshold: true, coolDown: true, maxCoolDown: true });
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
@@ -185,16 +190,21 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   let newBreaker: (() => CircuitBreaker) | undefined;
   if (breaker !== false) {
     if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
-      throw invalidOption('breaker', breaker, 'false or an object { threshold?, coolDown? }');
+      throw invalidOption('breaker', breaker, 'false or an object { threshold?, coolDown?, maxCoolDown? }');
     }
     if (breaker !== undefined) checkNestedKeys('redisStore()', 'breaker', breaker, BREAKER_OPTIONS);
     const { threshold = DEFAULTS.threshold, coolDown = DEFAULTS.coolDown } = breaker ?? {};
+    // The cap defaults to the larger of 5 s and the first cool-down (a long one given alone stays as given).
+    const maxCoolDown = breaker?.maxCoolDown ?? Math.max(DEFAULTS.maxCoolDown, typeof coolDown === 'number' ? coolDown : 0);
     if (!Number.isInteger(threshold) || threshold < 1) throw invalidOption('breaker.threshold', threshold, 'an integer >= 1');
     if (typeof coolDown !== 'number' || !(coolDown >= 0) || !Number.isFinite(coolDown)) {
       throw invalidOption('breaker.coolDown', coolDown, 'a finite number of milliseconds >= 0');
     }
+    if (typeof maxCoolDown !== 'number' || !(maxCoolDown >= coolDown) || !Number.isFinite(maxCoolDown)) {
+      throw invalidOption('breaker.maxCoolDown', maxCoolDown, `a finite number of milliseconds >= coolDown (${coolDown})`);
+    }
     // One per store, and in a Cluster one per master (see CallGuard.runGroups).
-    newBreaker = () => new CircuitBreaker(threshold, coolDown);
+    newBreaker = () => new CircuitBreaker(threshold, coolDown, maxCoolDown);
   }
   const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, newBreaker), prefix, codec, maxKeyLength, tagTtl);
   return new RedisStoreImpl(link, defineScripts(client), invalidationWindow, subscriber === false ? undefined : new FillAnnouncements(subscriber, link));

@@ -51,6 +51,8 @@ describe('options', () => {
       [{ client, breaker: true }, 'breaker'],
       [{ client, breaker: { threshold: 0 } }, 'breaker.threshold'],
       [{ client, breaker: { coolDown: -1 } }, 'breaker.coolDown'],
+      [{ client, breaker: { coolDown: 500, maxCoolDown: 400 } }, 'breaker.maxCoolDown'],
+      [{ client, breaker: { maxCoolDown: Infinity } }, 'breaker.maxCoolDown'],
     ];
     expect.assertions(cases.length * 2);
     for (const [options, name] of cases) {

@@ -101,7 +101,7 @@ describe('jsonCodec', () => {
 describe('CircuitBreaker', () => {
   it('opens after threshold consecutive failures, fails fast for the cool-down, then lets one trial through', () => {
     const clock = manualClock();
-    const breaker = new CircuitBreaker(3, 1000, clock.now);
+    const breaker = new CircuitBreaker(3, 1000, 1000, clock.now);
     breaker.failure();
     breaker.failure();
     breaker.success(); // not consecutive: the count starts again
@@ -123,19 +123,51 @@ describe('CircuitBreaker', () => {
     expect(breaker.admit()).toBe(true);
   });
 
-  it('a failed trial opens it for another full cool-down', () => {
+  it('a failed trial opens it for twice the cool-down, up to the cap; a success starts again from the first', () => {
     const clock = manualClock();
-    const breaker = new CircuitBreaker(1, 1000, clock.now);
+    const breaker = new CircuitBreaker(1, 250, 1000, clock.now);
     breaker.failure();
+    const opened: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      // Open for exactly the current cool-down, then one trial, which fails.
+      let waited = 0;
+      while (!breaker.admit()) {
+        clock.advance(1);
+        waited++;
+      }
+      opened.push(waited);
+      clock.advance(10);
+      breaker.failure();
+    }
+    expect(opened).toEqual([250, 500, 1000, 1000, 1000]);
+    // A straggler failing while open re-arms the cool-down without growing it.
+    breaker.failure();
+    expect(breaker.coolDown).toBe(1000);
     clock.advance(1000);
     expect(breaker.admit()).toBe(true);
-    clock.advance(500);
+    breaker.success();
+    expect(breaker.state).toBe('closed');
     breaker.failure();
-    expect(breaker.state).toBe('open');
-    clock.advance(999);
+    clock.advance(249);
     expect(breaker.admit()).toBe(false);
     clock.advance(1);
     expect(breaker.admit()).toBe(true);
+  });
+
+  it('answered(): a late reply ends the cool-down at once; the next call is the one trial, and only its success closes', () => {
+    const clock = manualClock();
+    const breaker = new CircuitBreaker(2, 5000, 5000, clock.now);
+    breaker.answered(); // closed: nothing to end
+    expect(breaker.state).toBe('closed');
+    breaker.failure();
+    breaker.failure();
+    expect(breaker.admit()).toBe(false);
+    breaker.answered();
+    expect(breaker.state).toBe('half-open');
+    expect(breaker.admit()).toBe(true); // the trial
+    expect(breaker.admit()).toBe(false); // only one
+    breaker.success();
+    expect(breaker.state).toBe('closed');
   });
 });
 
