@@ -2,7 +2,9 @@
  * Figures for docs/security.md: one hostile request (`q(l: [$s, $s, …])`, N references to one
  * large variable) against a plain field and a @cached one, each in a child process with a 512 MiB
  * heap (test/abuse/hostile-request.ts runs it twice: cold, then again), memory store and Redis.
- * Prints time, heap after GC and peak RSS per case, or how the child died.
+ * Prints time, heap after GC and peak RSS per case, or how the child died. Then what the cache
+ * keeps: 200 distinct 1 MiB strings sent through each path that keeps something per key
+ * (test/abuse/retained-request.ts, one child with --expose-gc), the heap growth after GC.
  *
  * npx tsx bench/hostile-keys.ts
  */
@@ -36,6 +38,33 @@ function runCase(args: string[]): Promise<string> {
   });
 }
 
+const RETAINED = ['field-args', 'field-values', 'private-sessions', 'raw-keys', 'coalesce-only', 'loader-keys', 'tags'];
+
+function retained(): Promise<string[]> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--max-old-space-size=1024', '--expose-gc', '--import', 'tsx', join(__dirname, '../test/abuse/retained-request.ts'), RETAINED.join(','), '200', String(1 << 20)],
+      { timeout: 600_000, maxBuffer: 1 << 20 },
+      (error, stdout) => {
+        if (error !== null) {
+          resolve([`died (${error.signal ?? `exit ${String(error.code)}`})`]);
+          return;
+        }
+        resolve(
+          stdout
+            .trim()
+            .split('\n')
+            .map((line) => {
+              const r = JSON.parse(line) as { scenario: string; retainedMiB: number; entries: number; calculatedSize: number; calls: number };
+              return `${r.scenario}: ${r.retainedMiB.toFixed(1)} MiB retained · ${r.entries} entries, ${(r.calculatedSize / 2 ** 20).toFixed(1)} MiB estimated · ${r.calls} calls`;
+            }),
+        );
+      },
+    );
+  });
+}
+
 async function main(): Promise<void> {
   const server = await startRedisServer();
   try {
@@ -47,6 +76,8 @@ async function main(): Promise<void> {
       { name: '@cached, 100 × 300 chars (cached, hashed key), Redis', args: ['cached', '100', '300', server.url] },
     ];
     for (const c of cases) console.log(`- ${c.name}: ${await runCase(c.args)}`);
+    console.log('\nRetained after 200 distinct 1 MiB strings (heap growth after GC, cache alive):');
+    for (const line of await retained()) console.log(`- ${line}`);
   } finally {
     await server.stop();
   }

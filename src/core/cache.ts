@@ -11,6 +11,7 @@ import { FlightTable, rejected } from './flight';
 import { type Clock, type Entry, makeEntry, physicalTtl, systemClock } from './freshness';
 import { Observers, notify } from './hooks';
 import { LoadPath, nonEmpty } from './load-path';
+import { boundedKey, boundedKeys } from './long-keys';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, REQUEST_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, givenOr, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues, NO_TTL_WARNING } from './options';
@@ -187,6 +188,7 @@ export class Cache implements Registry {
 
   /** @internal */
   async _invalidate(keys: readonly string[], source: string, stored = true): Promise<void> {
+    keys = boundedKeys(keys);
     this.#abandon(keys, [], false, 'the key was invalidated while this fill ran');
     this.#counters.count(source, 'invalidations', keys.length);
     if (!stored) return; // a coalesce-only loader's keys are never in the store
@@ -223,6 +225,7 @@ export class Cache implements Registry {
   /** @internal writes a value into the shared store now, with its tags (loader.prime). */
   async _write(source: Source, key: string, value: unknown, policy: Policy, tags: readonly string[] | undefined): Promise<void> {
     if (value === undefined || !storesValues(policy)) return; // coalesce-only: nothing is ever stored
+    key = boundedKey(key);
     // A fill of this key already in flight computed from older data: it must not write over this.
     this.#abandon([key], [], false, 'the key was primed while this fill ran');
     tags = nonEmpty(tags);
@@ -251,21 +254,22 @@ export class Cache implements Registry {
   }
 
   // ── the load path (see LoadPath) ───────────────────────────────────────────────────────
+  // Every key enters it bounded: a long key is held (in flight, in the store) as its digest.
 
   /** @internal Registry */
   _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
     if (policy.ttlUnset === true) this.#warnNoTtl(source, key);
-    return this.#loads.load<V>(source, key, arg, policy, signal, sink);
+    return this.#loads.load<V>(source, boundedKey(key), arg, policy, signal, sink);
   }
 
   /** @internal Registry */
   _peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined {
-    return this.#loads.peek(source, key, arg, policy, sink);
+    return this.#loads.peek(source, boundedKey(key), arg, policy, sink);
   }
 
   /** @internal Registry */
   _loadAlone<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
-    return this.#loads.loadAlone<V>(source, key, arg, policy, signal, sink);
+    return this.#loads.loadAlone<V>(source, boundedKey(key), arg, policy, signal, sink);
   }
 
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────

@@ -4,22 +4,36 @@
  * Hits do not serialize: the entry object is returned by reference, so a caller that mutates a
  * cached value mutates it for everyone (as with DataLoader). Freshness and grace live in the
  * entry and are judged by the registry's clock, so lru-cache's own TTL timers are not used:
- * an entry past its grace is ignored on read and overwritten by the next fill, and memory is
- * bounded by `max` entries.
+ * an entry past its grace is ignored on read and overwritten by the next fill.
+ *
+ * Memory is bounded twice: by `max` entries and by `maxSize` estimated bytes (key, tags and value,
+ * estimated once when the entry is written: see ./sizes). An entry larger than `maxEntrySize` is
+ * not stored at all (counted in `oversized`): the next caller fills again. Keys reach the store
+ * already bounded (long keys are digests, see ./long-keys); tags are indexed by their bounded form.
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
 import { checkKnownKeys, givenOr, optionNames } from './options';
 import type { Entry } from './freshness';
+import { boundedKey } from './long-keys';
+import { entrySize } from './sizes';
 import type { Store, StoreWrite } from './store';
 
 export interface MemoryStoreOptions {
   /** Most entries kept; the least recently used is evicted first. Default 10000. */
   max?: number;
+  /**
+   * Most bytes kept, estimated (key, tags and value; see docs/core.md): the least recently used
+   * entries are evicted first to make room. Default 64 MiB.
+   */
+  maxSize?: number;
+  /** An entry estimated larger than this is not stored (counted in `oversized`). Default maxSize / 8. */
+  maxEntrySize?: number;
 }
 
 export const MEMORY_STORE_DEFAULT_MAX = 10_000;
-const MEMORY_STORE_OPTIONS = optionNames<MemoryStoreOptions>({ max: true });
+export const MEMORY_STORE_DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
+const MEMORY_STORE_OPTIONS = optionNames<MemoryStoreOptions>({ max: true, maxSize: true, maxEntrySize: true });
 
 const done: Promise<void> = Promise.resolve();
 
@@ -31,14 +45,27 @@ export class MemoryStore implements Store {
   readonly #lru: LRUCache<string, Entry>;
   /** tag → keys of the entries carrying it; kept in step with the LRU, so bounded by `max`. */
   readonly #byTag = new Map<string, Set<string>>();
+  readonly #maxEntrySize: number;
+  #oversized = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
     checkKnownKeys('memoryStore()', options, MEMORY_STORE_OPTIONS);
     const max = givenOr(options.max, MEMORY_STORE_DEFAULT_MAX);
     if (!Number.isSafeInteger(max) || max < 1) throw invalidOption('max', max, 'a positive integer');
+    const maxSize = givenOr(options.maxSize, MEMORY_STORE_DEFAULT_MAX_SIZE);
+    if (!Number.isSafeInteger(maxSize) || maxSize < 1) throw invalidOption('maxSize', maxSize, 'a positive integer (bytes)');
+    const maxEntrySize = givenOr(options.maxEntrySize, Math.max(1, Math.floor(maxSize / 8)));
+    if (!Number.isSafeInteger(maxEntrySize) || maxEntrySize < 1 || maxEntrySize > maxSize) {
+      throw invalidOption('maxEntrySize', maxEntrySize, `a positive integer (bytes) no larger than maxSize (${maxSize})`);
+    }
+    this.#maxEntrySize = maxEntrySize;
     this.#lru = new LRUCache<string, Entry>({
       max,
+      maxSize,
+      maxEntrySize,
+      // Every write passes the size it estimated; this only covers a write that would not.
+      sizeCalculation: (entry, key) => entrySize(key, entry),
       // Evicted, deleted or overwritten: the entry leaves the tag index with it.
       dispose: (entry, key) => {
         if (entry.tags !== undefined) this.#unindex(key, entry.tags);
@@ -56,6 +83,16 @@ export class MemoryStore implements Store {
     return this.#lru.size;
   }
 
+  /** Estimated bytes held (see maxSize). */
+  get calculatedSize(): number {
+    return this.#lru.calculatedSize;
+  }
+
+  /** Writes not stored because the entry was estimated larger than maxEntrySize. */
+  get oversized(): number {
+    return this.#oversized;
+  }
+
   getSync(key: string): Entry | undefined {
     // One options object for every read: lru-cache's get otherwise makes one per call.
     return this.#lru.get(key, READ);
@@ -71,12 +108,20 @@ export class MemoryStore implements Store {
   // relies on that so a value is visible to the next caller the moment its flight settles.
   setMany(writes: readonly StoreWrite[]): Promise<void> {
     for (const w of writes) {
-      this.#lru.set(w.key, w.entry);
+      const size = entrySize(w.key, w.entry);
+      if (size > this.#maxEntrySize) {
+        // Not stored, and an older entry of the key is not kept either: it would be older than this.
+        this.#oversized++;
+        this.#lru.delete(w.key);
+        continue;
+      }
+      this.#lru.set(w.key, w.entry, { size });
       const tags = w.entry.tags;
       if (tags !== undefined) {
         for (const tag of tags) {
-          let keys = this.#byTag.get(tag);
-          if (keys === undefined) this.#byTag.set(tag, (keys = new Set()));
+          const indexed = boundedKey(tag);
+          let keys = this.#byTag.get(indexed);
+          if (keys === undefined) this.#byTag.set(indexed, (keys = new Set()));
           keys.add(w.key);
         }
       }
@@ -87,20 +132,22 @@ export class MemoryStore implements Store {
   /** In one process a tag's entries can simply be deleted; the registry abandons fills in flight. */
   invalidateTags(tags: readonly string[]): Promise<void> {
     for (const tag of tags) {
-      const keys = this.#byTag.get(tag);
+      const indexed = boundedKey(tag);
+      const keys = this.#byTag.get(indexed);
       if (keys === undefined) continue;
       for (const key of [...keys]) this.#lru.delete(key);
-      this.#byTag.delete(tag);
+      this.#byTag.delete(indexed);
     }
     return done;
   }
 
   #unindex(key: string, tags: readonly string[]): void {
     for (const tag of tags) {
-      const keys = this.#byTag.get(tag);
+      const indexed = boundedKey(tag);
+      const keys = this.#byTag.get(indexed);
       if (keys === undefined) continue;
       keys.delete(key);
-      if (keys.size === 0) this.#byTag.delete(tag);
+      if (keys.size === 0) this.#byTag.delete(indexed);
     }
   }
 

@@ -23,7 +23,7 @@ import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
 import { findDirective } from './directive-nodes';
 import { cachedFieldHint, restrictCacheHint } from './hints';
-import { canonicalArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
+import { encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
 import { type CachedPolicy, buildError } from './policy';
 import { type BypassReason, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
@@ -115,8 +115,11 @@ function cachedReferenceResolver(type: GraphQLObjectType, resolve: ReferenceReso
     restrictCacheHint(info, hint);
     if (reference === null || typeof reference !== 'object') return bypass(reference, context, info, 'no_identity');
     const { __typename: _typename, ...fields } = reference;
-    const encoded = canonicalArgs(fields);
-    if (encoded === undefined || encoded === '{}') return bypass(reference, context, info, encoded === undefined ? 'unkeyable_args' : 'no_identity');
+    // The representation comes from the client (through the gateway): bounded as @cached
+    // arguments are (size, depth) before anything is built, resolved uncached past the bounds.
+    const encoded = encodeArgs(fields);
+    if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep') return bypass(reference, context, info, encoded);
+    if (encoded === '{}') return bypass(reference, context, info, 'no_identity');
     let session: string | undefined;
     if (isPrivate) {
       session = identityString(sessionId!(context));

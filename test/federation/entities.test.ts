@@ -89,6 +89,30 @@ describe('@cached entities on the subgraph', () => {
     expect(bypassed).toEqual(['Product.__resolveReference no_identity', 'Product.__resolveReference no_identity']);
   });
 
+  it('representations are keyed by the bounded encoder: too large or too deep → resolved uncached, with the reason; long ones hashed, in the field namespace', async () => {
+    const store = memoryStore();
+    const cache = createCache({ store });
+    const bypassed: string[] = [];
+    const { schema, calls } = productsSchema(cache, undefined, { onBypass: (coordinate, reason) => bypassed.push(`${coordinate} ${reason}`) });
+    let deep: unknown = 'x';
+    for (let i = 0; i < 100; i++) deep = { deep };
+    const hostile = [
+      { __typename: 'Product', id: '1', extra: 'y'.repeat(70_000) },
+      { __typename: 'Product', id: '1', extra: deep },
+    ];
+    await graphql({ schema, source: ENTITIES, variableValues: { representations: hostile } });
+    expect(calls.resolveReference).toBe(2);
+    expect(bypassed).toEqual(['Product.__resolveReference args_too_large', 'Product.__resolveReference args_too_deep']);
+    // 2,000 characters: keyed, by the sha256 of the encoding; twice → one resolution.
+    const long = [{ __typename: 'Product', id: '1', extra: 'z'.repeat(2_000) }];
+    await graphql({ schema, source: ENTITIES, variableValues: { representations: long } });
+    await graphql({ schema, source: ENTITIES, variableValues: { representations: long } });
+    expect(calls.resolveReference).toBe(3);
+    const key = cachedFieldKey('Product.__resolveReference', { args: { id: '1', extra: 'z'.repeat(2_000) } });
+    expect(key.startsWith('\0field\0gql:Product.__resolveReference:[null,#')).toBe(true);
+    expect(store.getSync(key)).toBeDefined();
+  });
+
   it('reference resolvers kept on type.resolveReference (older builds, schemas made by hand) are cached too', async () => {
     const cache = createCache();
     const built = buildSubgraphSchema({ typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])

@@ -1,0 +1,90 @@
+/**
+ * Memory bounded in bytes. 200 distinct client-derived strings of 1 MiB each, sent through each
+ * path of the library that keeps something per key (memory store keys and values, PRIVATE sessions
+ * in @cached keys, loader key memos, the tag index), must leave the heap less than 128 MiB larger
+ * after GC, the cache still alive. Before keys were bounded and the store counted bytes, each of
+ * these kept about 200 MiB (a stored loader 400 MiB: its key memo, then the store's key).
+ *
+ * Measured in a child process (test/abuse/retained-request.ts) run with --expose-gc, so the heap
+ * is this scenario's alone; what is counted is calls and heap after GC, never time.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+interface Retained {
+  scenario: string;
+  retainedMiB: number;
+  calls: number;
+  errors: string[];
+  bypassed: string[];
+  entries: number;
+  calculatedSize: number;
+  tagCount: number;
+}
+
+const MIB = 1 << 20;
+const COUNT = 200;
+
+async function retained(scenarios: string[]): Promise<Map<string, Retained>> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--expose-gc', '--max-old-space-size=512', '--import', 'tsx', join(__dirname, 'retained-request.ts'), scenarios.join(','), String(COUNT), String(MIB)],
+    { cwd: join(__dirname, '../..'), timeout: 240_000, maxBuffer: 1 << 20 },
+  );
+  const lines = stdout.trim().split('\n').map((line) => JSON.parse(line) as Retained);
+  return new Map(lines.map((line) => [line.scenario, line]));
+}
+
+describe('200 distinct 1 MiB strings from clients', () => {
+  let results: Map<string, Retained>;
+  beforeAll(async () => {
+    results = await retained(['field-values', 'private-sessions', 'raw-keys', 'coalesce-only', 'loader-keys', 'tags']);
+  }, 300_000);
+
+  it('as 1 MiB values of a @cached field: the memory store keeps its 64 MiB default, not 200 MiB', () => {
+    const r = results.get('field-values')!;
+    expect(r.errors).toEqual([]);
+    expect(r.calls).toBe(COUNT);
+    expect(r.calculatedSize).toBeLessThanOrEqual(64 * MIB);
+    expect(r.entries).toBeLessThan(COUNT); // the oldest were evicted by bytes, not by count
+    expect(r.retainedMiB).toBeLessThan(128);
+  });
+
+  it('as session ids of a PRIVATE @cached field: keys are held as digests', () => {
+    const r = results.get('private-sessions')!;
+    expect(r.errors).toEqual([]);
+    expect(r.calls).toBe(COUNT);
+    expect(r.entries).toBe(COUNT);
+    expect(r.retainedMiB).toBeLessThan(16);
+  });
+
+  it('as getOrCompute keys: keys are held as digests', () => {
+    const r = results.get('raw-keys')!;
+    expect(r.calls).toBe(COUNT);
+    expect(r.entries).toBe(COUNT);
+    expect(r.retainedMiB).toBeLessThan(16);
+  });
+
+  it('as keys of a coalesce-only loader: its key memo keeps no long key', () => {
+    const r = results.get('coalesce-only')!;
+    expect(r.calls).toBe(COUNT);
+    expect(r.entries).toBe(0);
+    expect(r.retainedMiB).toBeLessThan(16);
+  });
+
+  it('as keys of a loader with ttl: neither its key memo nor the store keeps a long key', () => {
+    const r = results.get('loader-keys')!;
+    expect(r.calls).toBe(COUNT);
+    expect(r.entries).toBe(COUNT);
+    expect(r.retainedMiB).toBeLessThan(16);
+  });
+
+  it('as tags: the tag index is keyed by digests, and the entries carrying the tags count them', () => {
+    const r = results.get('tags')!;
+    expect(r.calls).toBe(COUNT);
+    expect(r.calculatedSize).toBeLessThanOrEqual(64 * MIB);
+    expect(r.tagCount).toBe(r.entries);
+    expect(r.retainedMiB).toBeLessThan(128);
+  });
+});
