@@ -136,14 +136,6 @@ export class Cache implements Registry {
     return this.#sources.addLoader(options.name, (name) => new Loader<K, V>(this, options, resolvePolicy(options, this.#policy), this.#counters.of(name)));
   }
 
-  /**
-   * @internal Reserves the key namespace of `prefix` (its head before ':', which a loader of that
-   * name would also write under) for `owner`, so the two can never share keys.
-   */
-  _reserveNamespace(prefix: string, owner: string): void {
-    this.#sources.reserve(prefix, owner);
-  }
-
   /** @internal The registry clock's time (the response layer dates its entries with it). */
   _now(): number {
     return this.#clock.now();

@@ -1,7 +1,7 @@
 /**
- * Who computes values, by name: the loaders, getOrCompute and its labels, and the key namespaces
- * reserved by others (the @cached directive). Each is a Source with its own counters; names are
- * unique per registry, and a loader's keys (`name:key`) never meet another owner's.
+ * Who computes values, by name: the loaders, getOrCompute and its labels. Each is a Source with its
+ * own counters; names are unique per registry, and a loader's keys (`name:key`) never meet another
+ * owner's (herdcache's own entries live in namespaces no loader key can spell: see ./namespaces).
  */
 import { HerdcacheError, invalidOption } from './errors';
 import type { CounterSet } from './metrics';
@@ -14,8 +14,6 @@ export const GET_OR_COMPUTE = 'getOrCompute';
 export class Sources {
   readonly #counters: CounterSet;
   readonly #loaders = new Map<string, Source>();
-  /** Key namespaces (`head:`) taken by something other than a loader, e.g. the @cached directive. */
-  readonly #reserved = new Map<string, string>();
   readonly #labels = new Map<string, Source>();
   /** getOrCompute without a label: one fill call per key. */
   readonly getOrCompute: Source;
@@ -40,25 +38,9 @@ export class Sources {
     if (this.#loaders.has(name)) {
       throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);
     }
-    const owner = this.#reserved.get(name);
-    if (owner !== undefined) throw invalidOption('name', name, `a name whose keys (\`${name}:…\`) are not those of ${owner}`);
     const loader = create(name);
     this.#loaders.set(name, loader);
     return loader;
-  }
-
-  /**
-   * Reserves the key namespace of `prefix` (its head before ':', which a loader of that name
-   * would also write under) for `owner`, so the two can never share keys.
-   */
-  reserve(prefix: string, owner: string): void {
-    const colon = prefix.indexOf(':');
-    if (colon <= 0) return; // no loader key can start like this prefix
-    const head = prefix.slice(0, colon);
-    if (this.#loaders.has(head)) {
-      throw new HerdcacheError('E_INVALID_OPTION', `herdcache: ${owner} writes keys under "${head}:", which the loader named "${head}" uses too; choose another key prefix or loader name`);
-    }
-    this.#reserved.set(head, owner);
   }
 
   /** getOrCompute under a label: its own counters, made once per label. */

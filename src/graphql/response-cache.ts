@@ -26,6 +26,7 @@ import type { Cache } from '../core/cache';
 import { invalidOption } from '../core/errors';
 import { LateTagged } from '../core/late-tags';
 import type { Sink } from '../core/metrics';
+import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { Computation } from '../core/registry';
 import { canonicalArgs, identityString } from './keys';
@@ -92,8 +93,11 @@ export type Lookup =
 
 const OPTIONS = optionNames<ResponseCacheOptions>({ sessionId: true, vary: true, maxBytes: true, defaultMaxAge: true, swr: true, invalidateViaMutation: true });
 
-/** Head of every response key; reserved in the registry so no loader can write under it. */
-export const RESPONSE_KEY_PREFIX = 'herdcache-response:';
+/**
+ * Head of every response key: the response namespace (`\0response\0`, see core/namespaces), which
+ * getOrCompute refuses and no loader key can start with, so no raw key reads or plants a response.
+ */
+export const RESPONSE_KEY_HEAD = namespaceHead(RESPONSE_NAMESPACE);
 
 export class ResponseEngine {
   readonly #cache: Cache;
@@ -118,7 +122,6 @@ export class ResponseEngine {
     if (swr !== undefined && (!Number.isSafeInteger(swr) || swr < 0)) throw invalidOption('responseCache.swr', swr, 'an integer number of seconds >= 0');
     if (typeof invalidateViaMutation !== 'boolean') throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
     cache._checkTagsSupported('responseCache');
-    cache._reserveNamespace(RESPONSE_KEY_PREFIX, 'the response cache');
     this.#cache = cache;
     this.#sessionId = sessionId;
     this.#vary = vary;
@@ -147,14 +150,19 @@ export class ResponseEngine {
     }
     // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
     // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
-    const key = `${RESPONSE_KEY_PREFIX}${this.#documentHash(request.document)}:${JSON.stringify([request.operationName ?? null, session, vary])}:${variables}`;
+    const key = `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${JSON.stringify([request.operationName ?? null, session, vary])}:${variables}`;
     return { request, policy, key };
   }
 
   /** A response without executing (hit, stale, shared), or "execute" with the function that hands the result back. */
   async lookup(plan: ResponsePlan, execute: () => Promise<ExecutedResult>): Promise<Lookup> {
     const { policy } = plan;
-    const computation = this.#computation(policy);
+    let computation: Computation;
+    try {
+      computation = this.#computation(policy);
+    } catch {
+      return { outcome: 'bypassed' }; // the cache cannot take it (closed…): the operation still runs
+    }
     let release!: (value: LateTagged<StoredResponse> | undefined) => void;
     const result = new Promise<LateTagged<StoredResponse> | undefined>((resolve) => (release = resolve));
     let startFill!: () => void;
