@@ -95,7 +95,8 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(opti
           if (lookup?.complete !== undefined) {
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).
-            await lookup.complete(single ?? { errors: ['incremental delivery'] }, { maxAge: overallCachePolicy.maxAge, scope: overallCachePolicy.scope });
+            const completion = await lookup.complete(single ?? { errors: ['incremental delivery'] }, { maxAge: overallCachePolicy.maxAge, scope: overallCachePolicy.scope });
+            if (completion === 'oversized') outcome = 'oversized'; // served, not stored: counted apart
           }
           if (engine !== undefined && request !== undefined && document?.operation === 'mutation' && single !== undefined) {
             await engine.afterMutation(request, single.data);

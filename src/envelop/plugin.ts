@@ -98,7 +98,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(options:
           }
           const single = result as ExecutionResult;
           try {
-            if (lookup?.complete !== undefined) await lookup.complete(single);
+            if (lookup?.complete !== undefined && (await lookup.complete(single)) === 'oversized') outcome = 'oversized'; // served, not stored: counted apart
           } finally {
             if (engine !== undefined && request !== undefined && isMutation(args.document, args.operationName)) await engine.afterMutation(request, single.data);
           }

@@ -57,7 +57,11 @@ export interface ExecutedResult {
   readonly errors?: readonly unknown[] | undefined;
 }
 
-export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed';
+/** `oversized`: executed (a miss), served, not stored: its JSON was larger than maxBytes. */
+export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed' | 'oversized';
+
+/** What became of an executed result handed to complete(). */
+export type Completion = 'stored' | 'oversized' | 'not stored';
 
 /** What is stored: the data alone (errors are never stored), with the policy it was stored under. */
 export interface StoredResponse {
@@ -89,7 +93,7 @@ export interface FinalPolicy {
 
 export type Lookup =
   | { readonly outcome: 'hit' | 'stale' | 'coalesced'; readonly response: StoredResponse; readonly age: number; readonly complete?: undefined }
-  | { readonly outcome: 'miss' | 'bypassed'; readonly response?: undefined; complete?(result: ExecutedResult, final?: FinalPolicy): Promise<void> };
+  | { readonly outcome: 'miss' | 'bypassed'; readonly response?: undefined; complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion> };
 
 const OPTIONS = optionNames<ResponseCacheOptions>({ sessionId: true, vary: true, maxBytes: true, defaultMaxAge: true, swr: true, invalidateViaMutation: true });
 
@@ -178,7 +182,10 @@ export class ResponseEngine {
       if (++fills > 1) return undefined;
       if (answered) {
         return execute().then(
-          (executed) => this.#toStored(plan, executed, undefined),
+          (executed) => {
+            const stored = this.#toStored(plan, executed, undefined);
+            return stored === 'oversized' ? undefined : stored;
+          },
           () => undefined,
         );
       }
@@ -194,9 +201,10 @@ export class ResponseEngine {
     if (first === STARTED) {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
-      const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<void> => {
-        release(this.#toStored(plan, executed, final));
-        return loaded.then(() => undefined);
+      const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
+        const stored = this.#toStored(plan, executed, final);
+        release(stored === 'oversized' ? undefined : stored);
+        return loaded.then(() => (stored === 'oversized' ? 'oversized' : stored === undefined ? 'not stored' : 'stored'));
       };
       return { outcome: 'miss', complete };
     }
@@ -220,7 +228,7 @@ export class ResponseEngine {
     }
   }
 
-  #toStored(plan: ResponsePlan, executed: ExecutedResult, final: FinalPolicy | undefined): LateTagged<StoredResponse> | undefined {
+  #toStored(plan: ResponsePlan, executed: ExecutedResult, final: FinalPolicy | undefined): LateTagged<StoredResponse> | 'oversized' | undefined {
     if (executed.errors !== undefined && executed.errors.length > 0) return undefined;
     if (executed.data === null || executed.data === undefined) return undefined;
     const { policy } = plan;
@@ -235,17 +243,11 @@ export class ResponseEngine {
     } catch {
       return undefined;
     }
-    if (size > this.#maxBytes) {
-      this.oversized++;
-      return undefined;
-    }
+    if (size > this.#maxBytes) return 'oversized';
     const tags = new Set(entityTags(plan.request.schema, plan.request.document, plan.request.operationName, executed.data));
     for (const tag of operationOf(plan.request.context)?.tagsSeen ?? []) tags.add(tag);
     return new LateTagged<StoredResponse>({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() }, [...tags]);
   }
-
-  /** Responses served but not stored because they were larger than maxBytes. */
-  oversized = 0;
 
   #now(): number {
     return this.#cache._now();

@@ -16,6 +16,8 @@ export const responseTypeDefs = `
     fresh: Int @cacheControl(maxAge: 30)
     onlyCached: Int @cached(ttl: 60)
     dynamicPrivate: Int @cacheControl(maxAge: 60)
+    viewerDynamic: String @cacheControl(maxAge: 60)
+    big(size: Int!): String @cacheControl(maxAge: 60)
     uncached: Int
   }
   type Mutation {
@@ -36,10 +38,10 @@ export interface ResponseFixture {
   gate: { wait: Promise<void>; open(): void };
 }
 
-export function responseFixture(options: { store?: Store; cache?: Cache; clock?: Parameters<typeof createCache>[0] extends infer O ? O extends { clock?: infer C } ? C : never : never } = {}): ResponseFixture {
+export function responseFixture(options: { store?: Store; cache?: Cache; names?: Map<string, string>; clock?: Parameters<typeof createCache>[0] extends infer O ? O extends { clock?: infer C } ? C : never : never } = {}): ResponseFixture {
   const counter = callCounter();
   const cache = options.cache ?? createCache({ store: options.store, ...(options.clock !== undefined ? { clock: options.clock } : {}) });
-  const names = new Map<string, string>([['1', 'Ada'], ['2', 'Bob']]);
+  const names = options.names ?? new Map<string, string>([['1', 'Ada'], ['2', 'Bob']]);
   let open!: () => void;
   const gate = { wait: new Promise<void>((resolve) => (open = resolve)), open: () => open() };
   const user = (id: string) => (names.has(id) ? { id, name: names.get(id)! } : null);
@@ -53,8 +55,9 @@ export function responseFixture(options: { store?: Store; cache?: Cache; clock?:
         counter.count(`user:${id}`);
         return user(id);
       },
-      me: (_p, _a, ctx: { session?: string }) => {
+      me: async (_p, _a, ctx: { session?: string }) => {
         counter.count(`me:${ctx.session}`);
+        await new Promise((resolve) => setTimeout(resolve, 2));
         return { id: `s-${ctx.session}`, name: `viewer ${ctx.session}` };
       },
       slow: async () => {
@@ -74,6 +77,17 @@ export function responseFixture(options: { store?: Store; cache?: Cache; clock?:
         counter.count('dynamicPrivate');
         (info as unknown as { cacheControl?: { setCacheHint(h: object): void } }).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
         return 1;
+      },
+      // Declared PUBLIC, made PRIVATE by the resolver (a dynamic hint), and the viewer's own answer.
+      viewerDynamic: async (_p, _a, ctx: { session?: string }, info) => {
+        counter.count('viewerDynamic');
+        (info as unknown as { cacheControl?: { setCacheHint(h: object): void } }).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return `viewer ${ctx.session}`;
+      },
+      big: (_p, { size }: { size: number }) => {
+        counter.count('big');
+        return 'x'.repeat(size);
       },
       onlyCached: () => {
         counter.count('onlyCached');

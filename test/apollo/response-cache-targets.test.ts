@@ -1,0 +1,257 @@
+/**
+ * The response layer's targets, counted (never timed), over HTTP on the real servers: two replicas
+ * (Apollo 5 and Yoga 5) on one real Redis, PRIVATE under seeded random load, read-after-write on
+ * two replicas, SWR expiry under load with an injected clock, oversized responses.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer } from '@apollo/server';
+import { startStandaloneServer } from '@apollo/server/standalone';
+import { createYoga } from 'graphql-yoga';
+import type Redis from 'ioredis';
+import { herdcachePlugin } from '../../src/apollo/plugin';
+import { createCache } from '../../src/core/cache';
+import { manualClock } from '../../src/core/freshness';
+import { useHerdcache } from '../../src/envelop/plugin';
+import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
+import { redisStore } from '../../src/redis';
+import { post, responseFixture, until, type ResponseFixture } from '../graphql/response-fixture';
+import { connect, randomPrefix } from '../redis/helpers';
+
+type Server = 'apollo' | 'yoga';
+type Context = { session?: string };
+const bySession: ResponseCacheOptions<Context> = { sessionId: (ctx) => ctx.session };
+
+async function serve(kind: Server, f: ResponseFixture, responseCache: true | ResponseCacheOptions<Context> = bySession, registry?: import('prom-client').Registry) {
+  if (kind === 'apollo') {
+    const server = new ApolloServer<Context>({ schema: f.schema, plugins: [herdcachePlugin<Context>({ cache: f.cache, extensions: true, responseCache, registry })] });
+    const { url } = await startStandaloneServer(server, {
+      listen: { port: 0, host: '127.0.0.1' },
+      context: async ({ req }) => (typeof req.headers['x-session'] === 'string' ? { session: req.headers['x-session'] } : {}),
+    });
+    return { url, stop: () => server.stop() };
+  }
+  const yoga = createYoga<Context>({
+    schema: f.schema,
+    plugins: [useHerdcache<Context>({ cache: f.cache, extensions: true, responseCache, registry })],
+    context: ({ request }) => {
+      const session = request.headers.get('x-session');
+      return session === null ? {} : { session };
+    },
+    logging: false,
+    maskedErrors: false,
+  });
+  const server = createServer((req, res) => void yoga(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A small seeded generator (mulberry32): the same requests on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const clients: Redis[] = [];
+async function client(): Promise<Redis> {
+  const c = await connect();
+  clients.push(c);
+  return c;
+}
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit()));
+});
+
+/** Two replicas (their own cache and server) on one Redis prefix. */
+async function twoReplicas(kinds: [Server, Server]) {
+  const prefix = randomPrefix('resp2');
+  const a = responseFixture({ store: redisStore({ client: await client(), prefix }) });
+  // One database: a write on either replica is what both read.
+  const b = responseFixture({ store: redisStore({ client: await client(), prefix }), names: a.names });
+  const sa = await serve(kinds[0], a);
+  const sb = await serve(kinds[1], b);
+  return { a, b, sa, sb, stop: () => Promise.all([sa.stop(), sb.stop()]) };
+}
+
+describe('two replicas on one Redis', () => {
+  it.each([
+    ['apollo', 'apollo'],
+    ['apollo', 'yoga'],
+  ] as [Server, Server][])('%s + %s: 200 concurrent cold identical requests, 100 to each, execute once', async (...kinds) => {
+    const r = await twoReplicas(kinds);
+    try {
+      const N = 100;
+      const pending = Array.from({ length: 2 * N }, (_, i) => post(i % 2 === 0 ? r.sa.url : r.sb.url, '{ slow }'));
+      await until(() => (r.a.calls.slow ?? 0) + (r.b.calls.slow ?? 0) === 1, 'the first execution');
+      // Every request reaches its replica's cache while the one execution runs.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      r.a.gate.open();
+      r.b.gate.open();
+      const responses = await Promise.all(pending);
+      for (const response of responses) expect(response.body.data).toEqual({ slow: 7 });
+      expect((r.a.calls.slow ?? 0) + (r.b.calls.slow ?? 0)).toBe(1);
+      const outcomes = responses.map((response) => response.body.extensions?.cache?.response);
+      expect(outcomes.filter((o) => o === 'miss')).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'coalesced' || o === 'hit')).toHaveLength(2 * N - 1);
+    } finally {
+      await r.stop();
+    }
+  });
+
+  it.each([
+    ['apollo', 'apollo'],
+    ['yoga', 'apollo'],
+  ] as [Server, Server][])('%s + %s: read-after-write through @invalidates and a mutation result entity, every read fresh on both', async (...kinds) => {
+    const r = await twoReplicas(kinds);
+    try {
+      const urls = [r.sa.url, r.sb.url];
+      const query = '{ user(id: "1") { id name } }';
+      let expected = 'Ada';
+      let reads = 0;
+      let fresh = 0;
+      let hits = 0;
+      const readBoth = async () => {
+        for (const url of urls) {
+          for (let i = 0; i < 2; i++) {
+            const body = (await post(url, query)).body;
+            reads++;
+            if (body.data.user.name === expected) fresh++;
+            if (body.extensions?.cache?.response === 'hit') hits++;
+          }
+        }
+      };
+      await readBoth();
+      for (let round = 0; round < 10; round++) {
+        const url = urls[round % 2]!; // the write lands on either replica
+        expected = `Ada${round}`;
+        const mutation = round % 4 < 2 ? 'renameUser' : 'renameUserEntity'; // @invalidates, then the result entity alone
+        const written = await post(url, `mutation { ${mutation}(id: "1", name: "${expected}") { id name } }`);
+        expect(written.body.data[mutation].name).toBe(expected);
+        await readBoth();
+      }
+      expect(fresh).toBe(reads);
+      // The reads were cached between writes (each replica read twice per round: the second a hit).
+      expect(hits).toBeGreaterThanOrEqual(11);
+    } finally {
+      await r.stop();
+    }
+  });
+});
+
+describe.each([
+  ['apollo', 'memory'],
+  ['yoga', 'redis'],
+] as [Server, string][])('PRIVATE under seeded random load (%s, %s store)', (kind, storeName) => {
+  it('0 leaks in 2,000 requests over 8 sessions, concurrent joiners included', async () => {
+    const store = storeName === 'redis' ? redisStore({ client: await client(), prefix: randomPrefix('private') }) : undefined;
+    const f = responseFixture({ store });
+    const { url, stop } = await serve(kind, f);
+    // Yoga has no dynamic hints (info.cacheControl is Apollo's): its PUBLIC-declared viewerDynamic would be the schema's own lie.
+    const queries = ['{ me { id name } }', '{ me { name } products { id } }', '{ products { id name } }'];
+    if (kind === 'apollo') queries.push('{ viewerDynamic }', '{ viewerDynamic products { id } }');
+    const sessions = ['s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7'];
+    const random = seeded(18);
+    let sent = 0;
+    let leaks = 0;
+    const outcomes: Record<string, number> = {};
+    try {
+      while (sent < 2000) {
+        // A burst of concurrent requests: often the same query from several sessions (joiners).
+        const size = Math.min(2000 - sent, 1 + Math.floor(random() * 24));
+        const query = queries[Math.floor(random() * queries.length)]!;
+        const burst = Array.from({ length: size }, () => {
+          const session = random() < 0.05 ? undefined : sessions[Math.floor(random() * sessions.length)];
+          const other = random() < 0.2 ? queries[Math.floor(random() * queries.length)]! : query;
+          return { session, query: other };
+        });
+        sent += size;
+        // Now and then everything expires: the next bursts find the keys cold and join executions.
+        if (random() < 0.1) await f.cache.clear();
+        const responses = await Promise.all(burst.map((b) => post(url, b.query, b.session === undefined ? {} : { session: b.session })));
+        responses.forEach((response, i) => {
+          const text = JSON.stringify(response.body.data);
+          const seen = [...text.matchAll(/viewer (\w+)/g)].map((m) => m[1]);
+          const own = String(burst[i]!.session);
+          if (response.body.errors !== undefined || seen.some((viewer) => viewer !== own)) leaks++;
+          const outcome = response.body.extensions?.cache?.response ?? 'none';
+          outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+        });
+      }
+      expect(leaks).toBe(0);
+      // The load did exercise the cache: stored answers and shared executions, not only bypasses.
+      expect(outcomes.hit ?? 0).toBeGreaterThan(100);
+      expect(outcomes.coalesced ?? 0).toBeGreaterThan(0);
+      expect(Object.values(outcomes).reduce((x, y) => x + y, 0)).toBe(2000);
+    } finally {
+      await stop();
+    }
+  });
+});
+
+describe.each(['apollo', 'yoga'] as Server[])('%s: expiry under load with swr', (kind) => {
+  it('no request waits for a refresh, and each expiry is refreshed by one execution', async () => {
+    const clock = manualClock();
+    const f = responseFixture({ cache: createCache({ clock }) });
+    const { url, stop } = await serve(kind, f, { swr: 60 });
+    try {
+      expect((await post(url, '{ fresh }')).body.data).toEqual({ fresh: 1 });
+      const expiries = 5;
+      let waited = 0;
+      for (let expiry = 1; expiry <= expiries; expiry++) {
+        clock.advance(31_000); // past maxAge 30, within swr 60
+        const responses = await Promise.all(Array.from({ length: 40 }, () => post(url, '{ fresh }')));
+        for (const response of responses) {
+          // Served from the cache (the stale value, or the refreshed one once it landed), never an execution awaited.
+          if (response.body.extensions?.cache?.response !== 'stale' && response.body.extensions?.cache?.response !== 'hit') waited++;
+          expect([expiry, expiry + 1]).toContain(response.body.data.fresh);
+        }
+        expect(responses.some((response) => response.body.extensions?.cache?.response === 'stale')).toBe(true);
+        await until(() => f.calls.fresh === expiry + 1, 'the refresh');
+      }
+      expect(waited).toBe(0);
+      expect(f.calls.fresh).toBe(1 + expiries);
+    } finally {
+      await stop();
+    }
+  });
+});
+
+describe.each(['apollo', 'yoga'] as Server[])('%s: an oversized response', (kind) => {
+  it('is served, not stored, and counted', async () => {
+    const { Registry } = await import('prom-client');
+    const registry = new Registry();
+    const f = responseFixture();
+    const { url, stop } = await serve(kind, f, { maxBytes: 1000 }, registry);
+    try {
+      const big = 'query Big($size: Int!) { big(size: $size) }';
+      for (let i = 0; i < 3; i++) {
+        const response = await post(url, big, { variables: { size: 2000 } });
+        expect(response.body.data.big).toHaveLength(2000);
+        expect(response.body.extensions?.cache?.response).toBe('oversized');
+      }
+      expect(f.calls.big).toBe(3);
+      // A small one under the same document is stored.
+      await post(url, big, { variables: { size: 10 } });
+      expect((await post(url, big, { variables: { size: 10 } })).body.extensions?.cache?.response).toBe('hit');
+      expect(f.calls.big).toBe(4);
+      const text = await registry.metrics();
+      expect(text).toContain('herdcache_responses_total{operation="Big",outcome="oversized"} 3');
+      expect(text).toContain('herdcache_responses_total{operation="Big",outcome="hit"} 1');
+    } finally {
+      await stop();
+    }
+  });
+});
