@@ -22,6 +22,7 @@ import { hotHits } from './workloads/hot-hits';
 import { redisBatch } from './workloads/redis-batch';
 import { stampedeChart } from './lib/chart';
 import { replicas } from './workloads/replicas';
+import { responseCaches } from './workloads/response-cache';
 import { stampede } from './workloads/stampede';
 import { swr } from './workloads/swr';
 
@@ -59,6 +60,7 @@ const TITLES = {
   6: ['6. GraphQL end to end', 'req/s · p99, cached vs uncached'],
   7: ['7. GraphQL in process', 'µs per operation'],
   8: ['8. Batch windows (batchScheduleFn) under concurrent requests', 'database batch calls · p50 / p99 request latency'],
+  9: ['9. Whole-response cache over HTTP', 'req/s vs Apollo\'s response cache · varied pages vs fields alone · cold executions'],
 } as const;
 
 async function step(n: keyof typeof TITLES, work: () => Promise<Row>): Promise<Row | undefined> {
@@ -129,6 +131,7 @@ async function main(): Promise<void> {
     push(await step(6, () => graphqlEndToEnd({ quick })));
     push(await step(7, () => graphqlInProcess({ rounds: SIZES.hotRounds, roundMs: SIZES.hotRoundMs })));
     push(await step(8, () => batchWindow({ requests: SIZES.windowRequests, perMs: 4, keysPerRequest: 5, fillMs: 5 })));
+    push(await step(9, () => responseCaches({ quick })));
   } finally {
     await redis?.stop();
   }

@@ -22,7 +22,7 @@ else
 fi
 tarball="$(cd "$root" && npm pack --silent "${pack_flags[@]}" --pack-destination "$tmp" | tail -n 1)"
 echo "packed $tarball"
-for required in LICENSE CHANGELOG.md README.md docs/core.md docs/redis.md docs/graphql.md docs/operations.md schema/cached.graphql dist/index.mjs dist/index.js dist/index.d.ts dist/index.d.mts; do
+for required in LICENSE CHANGELOG.md README.md docs/core.md docs/redis.md docs/graphql.md docs/operations.md docs/response-cache.md schema/cached.graphql dist/index.mjs dist/index.js dist/index.d.ts dist/index.d.mts; do
   tar -tzf "$tmp/$tarball" "package/$required" >/dev/null 2>&1 || { echo "the tarball lacks $required"; exit 1; }
 done
 
@@ -187,5 +187,31 @@ JS
   echo '})().catch((error) => { console.error(error); process.exit(1); });'; } >"$tmp/graphql-usage/usage.cjs"
 (cd "$tmp/graphql-usage" && node usage.mjs && node usage.cjs) || { echo "code-first / Federation usage failed"; exit 1; }
 echo "code-first directives and Federation entity caching: ok (ESM and CJS, graphql and @apollo/subgraph only)"
+
+# The response cache from the tarball, on Apollo Server: a cold then a warm identical query, the
+# second answered from the cache (one resolver call; extensions.cache.response miss, then hit).
+project apollo-usage graphql @apollo/server
+cat >"$tmp/apollo-usage/usage.mjs" <<'JS'
+import { ApolloServer } from '@apollo/server';
+import { buildSchema } from 'graphql';
+import { createCache } from 'herdcache';
+import { herdcachePlugin } from 'herdcache/apollo';
+let calls = 0;
+const schema = buildSchema(`directive @cacheControl(maxAge: Int) on FIELD_DEFINITION | OBJECT
+  type Query { hello: String @cacheControl(maxAge: 60) }`);
+schema.getQueryType().getFields().hello.resolve = () => `hi ${++calls}`;
+const server = new ApolloServer({ schema, plugins: [herdcachePlugin({ cache: createCache(), extensions: true, responseCache: true })] });
+await server.start();
+const outcomes = [];
+for (let i = 0; i < 2; i++) {
+  const { body } = await server.executeOperation({ query: '{ hello }' });
+  if (body.singleResult.data?.hello !== 'hi 1') throw new Error(`response cache: ${JSON.stringify(body.singleResult)}`);
+  outcomes.push(body.singleResult.extensions?.cache?.response);
+}
+await server.stop();
+if (calls !== 1 || outcomes.join(',') !== 'miss,hit') throw new Error(`response cache: ${calls} resolver calls, outcomes ${outcomes.join(',')}; expected 1, miss,hit`);
+JS
+(cd "$tmp/apollo-usage" && node usage.mjs) || { echo "response cache usage failed"; exit 1; }
+echo "response cache on Apollo Server: ok (cold miss, warm hit, one execution)"
 
 echo "pack check ok: $tarball"

@@ -11,6 +11,7 @@ export const SYSTEMS = {
   dataloaderShared: 'DataLoader shared',
   asyncCacheDedupe: 'async-cache-dedupe',
   bentocache: 'bentocache',
+  responseCaches: 'Apollo / Envelop response cache',
   limit: 'physical limit',
 } as const;
 

@@ -19,3 +19,4 @@ export {
   type OperationCache,
   type ScopedLoaders,
 } from './request';
+export type { ResponseCacheOptions, ResponseOutcome } from './response-cache';

@@ -109,7 +109,7 @@ describe('two replicas on one Redis', () => {
     } finally {
       await r.stop();
     }
-  });
+  }, 120_000);
 
   it.each([
     ['apollo', 'apollo'],
@@ -148,7 +148,7 @@ describe('two replicas on one Redis', () => {
     } finally {
       await r.stop();
     }
-  });
+  }, 120_000);
 });
 
 describe.each([
@@ -198,7 +198,7 @@ describe.each([
     } finally {
       await stop();
     }
-  });
+  }, 300_000); // 2,000 requests over HTTP: minutes on a loaded machine (nothing here is timed)
 });
 
 describe.each(['apollo', 'yoga'] as Server[])('%s: expiry under load with swr', (kind) => {

@@ -1,0 +1,196 @@
+/**
+ * Workload 9, whole-response caches over HTTP (servers in child processes, NODE_ENV=production):
+ *   (a) one identical query, warm: req/s of herdcache's response layer vs Apollo's response-cache
+ *       plugin (autocannon, 10 connections);
+ *   (b) 1,000 varied pages, each requested once (cold for the response layer, fields warm): req/s
+ *       of the response layer + @cached fields vs the @cached fields alone (what the layer costs
+ *       on misses);
+ *   (c) 100 concurrent cold identical queries: executions of the operation (root resolver calls)
+ *       with herdcache, Apollo's plugin, and Envelop's plugin, on Apollo 5 and on Yoga 5.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { skippedRow, type Row } from '../lib/report';
+import { count, ratio } from '../lib/stats';
+import type { ResponseMode } from './response-server';
+
+export interface ResponseCacheOptions {
+  readonly quick: boolean;
+}
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
+
+const IDENTICAL = '{ items { id name detail { id text } } }';
+const COLD = '{ items { id name } }';
+const headers = { 'content-type': 'application/json' };
+
+function message<T>(child: ChildProcess): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`the response-cache server exited with code ${code}`));
+    child.once('exit', onExit);
+    child.once('message', (m) => {
+      child.off('exit', onExit);
+      const error = (m as { error?: string }).error;
+      if (error !== undefined) reject(new Error(error));
+      else resolve(m as T);
+    });
+  });
+}
+
+/** Runs `work` against a fresh server in `mode`, then stops it. */
+async function withServer<T>(mode: ResponseMode, work: (url: string, stats: () => Promise<{ executions: number; dbQueries: number }>) => Promise<T>): Promise<T> {
+  const child = fork(join(__dirname, 'response-server.ts'), [], {
+    env: { ...process.env, HERDCACHE_BENCH_MODE: mode, NODE_ENV: 'production' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  try {
+    const { url } = await message<{ url: string }>(child);
+    const stats = () => {
+      const reply = message<{ executions: number; dbQueries: number }>(child);
+      child.send('stats');
+      return reply;
+    };
+    return await work(url, stats);
+  } finally {
+    if (child.connected) child.disconnect();
+    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  }
+}
+
+interface Item {
+  id: string;
+  detail?: { text: string };
+}
+interface Body {
+  data?: { items: Item[] };
+}
+
+async function post(url: string, query: string, variables?: Record<string, unknown>): Promise<Required<Body>> {
+  const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
+  const body = (await response.json()) as Body & { errors?: unknown };
+  if (!response.ok || body.errors !== undefined || body.data === undefined) throw new Error(`unexpected GraphQL response: ${JSON.stringify(body).slice(0, 300)}`);
+  return body as Required<Body>;
+}
+
+function failures(result: AutocannonResult): number {
+  return result.errors + result.timeouts + result.non2xx;
+}
+
+/** (a) warm identical query: req/s. */
+async function identical(mode: ResponseMode, seconds: number): Promise<{ rps: number; failed: number; queries: number }> {
+  return withServer(mode, async (url, stats) => {
+    for (let i = 0; i < 3; i++) {
+      const body = await post(url, IDENTICAL);
+      if (body.data.items.length !== 100 || typeof body.data.items[99]?.detail?.text !== 'string') throw new Error('unexpected items');
+    }
+    const before = (await stats()).dbQueries;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded by the row that uses it only (no types shipped)
+    const autocannon = require('autocannon') as Autocannon;
+    const result = await autocannon({ url, method: 'POST', headers, body: JSON.stringify({ query: IDENTICAL }), connections: 10, duration: seconds });
+    return { rps: result.requests.average, failed: failures(result), queries: (await stats()).dbQueries - before };
+  });
+}
+
+const PAGE = (name: string) => `query ${name}($n: Int!) { page(n: $n) { id name detail { id text } } }`;
+
+/** (b) `pages` distinct pages once each, after a warm-up that fills every field (under another operation name). */
+async function variedPages(mode: ResponseMode, pages: number, trials: number): Promise<{ rps: number[]; failed: number; queries: number }> {
+  return withServer(mode, async (url, stats) => {
+    // Warm the fields (every Item.detail the pages hold) under an operation no trial uses.
+    for (let n = 0; n < pages; n += 10) await Promise.all(Array.from({ length: Math.min(10, pages - n) }, (_, i) => post(url, PAGE('Warm'), { n: n + i })));
+    const before = (await stats()).dbQueries;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded by the row that uses it only (no types shipped)
+    const autocannon = require('autocannon') as Autocannon;
+    const rps: number[] = [];
+    let failed = 0;
+    for (let trial = 0; trial < trials; trial++) {
+      // Each trial its own operation name: every request is a page the response layer has not seen.
+      const query = PAGE(`Page${trial}`);
+      let next = 0;
+      const started = process.hrtime.bigint();
+      const result = await autocannon({
+        url,
+        connections: 10,
+        amount: pages,
+        requests: [{ method: 'POST', headers, setupRequest: (request: object) => ({ ...request, body: JSON.stringify({ query, variables: { n: next++ % pages } }) }) }],
+      });
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      rps.push(result.requests.total / seconds);
+      failed += failures(result);
+    }
+    return { rps, failed, queries: (await stats()).dbQueries - before };
+  });
+}
+
+/** (c) `n` concurrent cold identical queries: executions of the operation. */
+async function coldExecutions(mode: ResponseMode, n: number): Promise<number> {
+  return withServer(mode, async (url, stats) => {
+    const bodies = await Promise.all(Array.from({ length: n }, () => post(url, COLD)));
+    for (const body of bodies) if (body.data.items.length !== 100) throw new Error('unexpected items');
+    return (await stats()).executions;
+  });
+}
+
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
+  const title = '9. Whole-response cache over HTTP';
+  const measureText = '(a) identical query req/s vs Apollo\'s response cache · (b) varied pages (1,000) req/s, response layer + fields vs fields alone · (c) executions for 100 concurrent cold identical queries';
+  for (const peer of ['@apollo/server-plugin-response-cache', '@envelop/response-cache', 'graphql-yoga', 'autocannon']) {
+    try {
+      require.resolve(peer);
+    } catch {
+      return skippedRow(title, measureText, `${peer} is not installed`);
+    }
+  }
+  const seconds = o.quick ? 1 : 5;
+  const trials = o.quick ? 1 : 3;
+  const pages = o.quick ? 100 : 1_000;
+  // (a), interleaved so a slower moment of the shared machine does not land on one system only.
+  const herdA = [];
+  const peerA = [];
+  for (let i = 0; i < (o.quick ? 1 : 2); i++) {
+    herdA.push(await identical('apollo-herd-response', seconds));
+    peerA.push(await identical('apollo-peer', seconds));
+  }
+  const herdRps = Math.max(...herdA.map((x) => x.rps));
+  const peerRps = Math.max(...peerA.map((x) => x.rps));
+  // (b)
+  const both = await variedPages('apollo-herd-response', pages, trials);
+  const fields = await variedPages('apollo-herd-fields', pages, trials);
+  const bothRps = median(both.rps);
+  const fieldsRps = median(fields.rps);
+  // (c)
+  const cold = 100;
+  const executions = {
+    apolloHerd: await coldExecutions('apollo-herd-response', cold),
+    apolloPeer: await coldExecutions('apollo-peer', cold),
+    yogaHerd: await coldExecutions('yoga-herd-response', cold),
+    yogaPeer: await coldExecutions('yoga-peer', cold),
+  };
+  const failed = [...herdA, ...peerA].reduce((sum, x) => sum + x.failed, 0) + both.failed + fields.failed;
+  const identicalRatio = herdRps / peerRps;
+  const pagesRatio = bothRps / fieldsRps;
+  return {
+    workload: title,
+    measure: measureText,
+    cells: {
+      herdcache: `(a) ${count(Math.round(herdRps))} req/s · (b) ${count(Math.round(bothRps))} req/s (fields alone ${count(Math.round(fieldsRps))}) · (c) ${executions.apolloHerd} execution on Apollo, ${executions.yogaHerd} on Yoga`,
+      responseCaches: `(a) Apollo's: ${count(Math.round(peerRps))} req/s · (c) Apollo's: ${executions.apolloPeer} executions, Envelop's (Yoga): ${executions.yogaPeer}`,
+    },
+    ratio: `(a) req/s ${ratio(identicalRatio)} Apollo's response cache (target ≥ 1.0×)<br>(b) req/s ${ratio(pagesRatio)} fields alone (target ≥ 0.95×)<br>(c) executions ${executions.apolloHerd} / ${executions.apolloPeer} (Apollo), ${executions.yogaHerd} / ${executions.yogaPeer} (Yoga)`,
+    notes: [
+      `Servers in child processes (NODE_ENV=production), load from the bench process over HTTP on 127.0.0.1. Schema: \`items: [Item!]!\` (100 items, one 10 ms database read, counted as the operation's executions) and \`page(n: Int!)\` (20 items built in memory), \`Item.detail\` a 10 ms database read; @cacheControl(maxAge: 60) on the root fields and types, the peers' policy source; herdcache's modes add \`@cached(ttl: 60)\` on Item.detail.`,
+      `(a) \`${IDENTICAL}\`, 3 checked requests first (they fill the caches), then autocannon, 10 connections, ${seconds} s, best of ${herdA.length} runs per system, interleaved: herdcachePlugin({ cache, responseCache: true }) ${herdA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s vs ApolloServerPluginResponseCache() ${peerA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s (database reads during the runs: herdcache ${herdA.reduce((s, x) => s + x.queries, 0)}, Apollo's ${peerA.reduce((s, x) => s + x.queries, 0)}). Target ≥ 1.0×: ${identicalRatio >= 1 ? 'met' : 'missed'} (${ratio(identicalRatio)}).`,
+      `(b) \`page(n)\` for n = 0…${pages - 1}, each once per trial (a fresh operation name per trial, so every request is a response-layer miss; every Item.detail warm from a warm-up under another name), autocannon 10 connections; req/s = requests / wall time, median of ${trials} trial(s): response layer + fields ${both.rps.map((x) => count(Math.round(x))).join(' / ')} vs herdcachePlugin({ cache }) with the same @cached fields ${fields.rps.map((x) => count(Math.round(x))).join(' / ')} (database reads during the trials: ${both.queries} and ${fields.queries}). Target ≥ 0.95×: ${pagesRatio >= 0.95 ? 'met' : 'missed'} (${ratio(pagesRatio)}).`,
+      `(c) ${cold} concurrent \`${COLD}\` to a fresh server, executions = calls of the root resolver: herdcache ${executions.apolloHerd} (Apollo 5) and ${executions.yogaHerd} (Yoga 5, useHerdcache); @apollo/server-plugin-response-cache 5: ${executions.apolloPeer}; @envelop/response-cache 9 (useResponseCache({ session: () => null, ttl: 60_000 }) on Yoga 5): ${executions.yogaPeer}.`,
+      ...(failed > 0 ? [`${failed} requests failed during the load runs.`] : []),
+    ],
+  };
+}
