@@ -141,7 +141,8 @@ const median = (values: readonly number[]): number => [...values].sort((a, b) =>
 
 export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
   const title = '9. Whole-response cache over HTTP';
-  const measureText = '(a) identical query req/s vs Apollo\'s response cache · (b) varied pages (1,000) req/s, response layer + fields vs fields alone · (c) executions for 100 concurrent cold identical queries';
+  const pages = o.quick ? 100 : 1_000;
+  const measureText = `(a) identical query req/s vs Apollo's response cache · (b) ${count(pages)} varied pages req/s, response layer + fields vs fields alone · (c) executions for 100 concurrent cold identical queries`;
   for (const peer of ['@apollo/server-plugin-response-cache', '@envelop/response-cache', 'graphql-yoga', 'autocannon']) {
     try {
       require.resolve(peer);
@@ -151,7 +152,6 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
   }
   const seconds = o.quick ? 1 : 5;
   const trials = o.quick ? 1 : 3;
-  const pages = o.quick ? 100 : 1_000;
   // (a), interleaved so a slower moment of the shared machine does not land on one system only.
   const herdA = [];
   const peerA = [];
