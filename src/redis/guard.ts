@@ -29,6 +29,8 @@ import type { BreakerState, CircuitBreaker } from './breaker';
 /** The part of an ioredis client the guard looks at. */
 export interface Connection {
   readonly status: string;
+  /** A standalone client's socket (replaced on each reconnection); none on a Cluster. */
+  readonly stream?: unknown;
   connect(): Promise<unknown>;
   once(event: 'ready', listener: () => void): unknown;
   off(event: 'ready', listener: () => void): unknown;
@@ -80,6 +82,10 @@ export class CallGuard {
   #firstReady: Promise<boolean> | undefined;
   /** A call saw the client not connected (after it had been ready): the next call to see it ready closes the breakers. */
   #wasDown = false;
+  /** The socket of a standalone client when a call last saw it ready: a new one is a reconnection. */
+  #stream: unknown;
+  /** Called (in a microtask) when a call finds the client reconnected: the fill lock re-sends its recent releases. */
+  onReconnect: (() => void) | undefined;
 
   constructor(name: string, connection: Connection, timeout: number, readyTimeout: number, newBreaker: (() => CircuitBreaker) | undefined) {
     const breaker = newBreaker?.();
@@ -228,6 +234,14 @@ export class CallGuard {
     return this.#bound(op, send(), breaker, options?.onLate);
   }
 
+  #reconnected(): void {
+    this.#wasDown = false;
+    this.#breaker?.success();
+    for (const health of this.#nodes.values()) health.breaker?.success();
+    const onReconnect = this.onReconnect;
+    if (onReconnect !== undefined) queueMicrotask(onReconnect);
+  }
+
   /**
    * Throws instead of letting `op` send when `breaker` is open or the client is not connected.
    * A client seen not connected and now ready again has reconnected and passed its ready check
@@ -238,10 +252,14 @@ export class CallGuard {
     const status = this.#connection.status;
     if (status !== 'ready') {
       if (this.#wasReady) this.#wasDown = true;
-    } else if (this.#wasDown) {
-      this.#wasDown = false;
-      this.#breaker?.success();
-      for (const health of this.#nodes.values()) health.breaker?.success();
+    } else {
+      // A reconnection no call saw happen (it was quick: a failover's disconnect) shows as a new socket.
+      const stream = this.#connection.stream;
+      if (stream !== this.#stream) {
+        if (this.#stream !== undefined) this.#wasDown = true;
+        this.#stream = stream;
+      }
+      if (this.#wasDown) this.#reconnected();
     }
     if (breaker !== undefined && !breaker.admit()) {
       throw new HerdcacheError('E_CIRCUIT_OPEN', `herdcache: ${this.#name} ${op} not sent: circuit breaker open after repeated failures`);

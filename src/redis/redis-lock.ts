@@ -12,6 +12,7 @@ import type { FillLock, LockAttempt, LockWatch, StoreWrite } from '../core/store
 import { announceChannel, type FillAnnouncements } from './announcements';
 import { LOCK_SUFFIX, pick, withLockKeys } from './keys';
 import { toPx, type Raw, type RedisLink } from './link';
+import { ReleaseLedger } from './release-ledger';
 import type { LockScripts } from './scripts';
 
 const RELEASES = { releases: true } as const;
@@ -22,6 +23,8 @@ export class RedisFillLock implements FillLock {
   readonly #link: RedisLink;
   readonly #scripts: LockScripts;
   #pending: WriteBatch | undefined;
+  /** Releases of the last lockTtl, sent again when they failed or the client reconnected: release-ledger.ts. */
+  readonly #ledger: ReleaseLedger;
   /** Only a store that hears announcements offers it: without it the registry just polls. */
   readonly watch: ((keys: readonly string[]) => LockWatch) | undefined;
 
@@ -29,12 +32,20 @@ export class RedisFillLock implements FillLock {
     this.#link = link;
     this.#scripts = scripts;
     this.watch = announcements === undefined ? undefined : (keys) => announcements.watch(keys);
+    const ledger = (this.#ledger = new ReleaseLedger((keys, token) => this.#release(keys, token), () => link.client.status === 'ready'));
+    link.guard.onReconnect = () => ledger.reconnected();
+  }
+
+  /** Releases kept to be sent again (see release-ledger.ts): how many, how many still failing. */
+  get unreleased(): { readonly releases: number; readonly failed: number } {
+    return this.#ledger.pending;
   }
 
   async acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
     const n = keys.length;
     if (n === 0) return [];
     this.flushWrites();
+    this.#ledger.acquired(token, ttlMs);
     const link = this.#link;
     const valueKeys = link.valueKeys(keys);
     const groups = link.slotGroups(valueKeys);
@@ -82,6 +93,9 @@ export class RedisFillLock implements FillLock {
    */
   writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
     if (writes.length === 0) return Promise.resolve([]);
+    // A failed write is released by the registry (release() below, which retries); one that landed
+    // on a master lost right after is released again when the client reconnects.
+    this.#ledger.sent(writes.map((write) => write.key), token);
     let batch = this.#pending;
     if (batch === undefined) {
       batch = this.#pending = new WriteBatch();
@@ -142,9 +156,20 @@ export class RedisFillLock implements FillLock {
   }
 
   async release(keys: readonly string[], token: string): Promise<void> {
-    const n = keys.length;
-    if (n === 0) return;
+    if (keys.length === 0) return;
     this.flushWrites();
+    const sent = this.#ledger.sent(keys, token);
+    try {
+      await this.#release(keys, token);
+    } catch (error) {
+      // Not sent, the client not connected (a failover, a restart): sent once it is, while the lock may exist.
+      if (notConnected(error)) this.#ledger.failed(sent);
+      throw error;
+    }
+  }
+
+  async #release(keys: readonly string[], token: string): Promise<void> {
+    const n = keys.length;
     const link = this.#link;
     const lockKeys = new Array<string>(n);
     for (let i = 0; i < n; i++) lockKeys[i] = link.valueKey(keys[i]!) + LOCK_SUFFIX;
@@ -171,6 +196,12 @@ export class RedisFillLock implements FillLock {
     for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
     if (won.length > 0) this.release(won, token).catch(noop);
   }
+}
+
+/** The call was not sent because the client was not connected (in a Cluster: for some slot groups at least). */
+function notConnected(error: unknown): boolean {
+  const failure = error instanceof StorePartialError ? error.failure : error;
+  return (failure as { code?: unknown } | null)?.code === 'E_STORE_UNAVAILABLE';
 }
 
 /** Items 3i, 3i+1, 3i+2 for each picked index: the per-key arguments of the write script. */

@@ -27,7 +27,9 @@ end`;
  * filling a key another replica wrote between this replica's MGET and its lock.
  * Re-entrant for the same token: a retry after a timed-out acquire (which may have run on the
  * server) wins its own lock instead of waiting out the lock ttl behind itself. A lock key found
- * without expiry is given the lock ttl (it is lost otherwise: nobody would ever release it).
+ * without expiry is taken over: herdcache sets a PX on every lock it takes (SET NX PX, PEXPIRE),
+ * so such a key is nobody's lock (foreign, typed by hand, left by an old version, another type) and
+ * nobody would ever release it; waiting on it would cost a load lockWaitTimeout for nothing.
  */
 const ACQUIRE = `
 ${SAFE_GET}
@@ -40,9 +42,9 @@ for i = 1, #KEYS, 2 do
       redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
       won = true
     elseif redis.call('PTTL', KEYS[i + 1]) == -1 then
-      -- A lock that never expires (foreign, or left by an old version) would make every fill
-      -- wait lockWaitTimeout, forever: it gets the lock's ttl and clears by itself.
-      redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
+      -- Not a lock of ours (ours always expire): taken over, whatever its type.
+      redis.call('SET', KEYS[i + 1], token, 'PX', ARGV[2])
+      won = true
     end
   end
   out[i] = won and 1 or 0
