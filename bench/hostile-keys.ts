@@ -38,7 +38,7 @@ function runCase(args: string[]): Promise<string> {
   });
 }
 
-const RETAINED = ['field-args', 'field-values', 'private-sessions', 'raw-keys', 'coalesce-only', 'loader-keys', 'tags'];
+const RETAINED = ['field-args', 'field-values', 'private-sessions', 'field-identities', 'raw-keys', 'coalesce-only', 'loader-keys', 'tags'];
 
 function retained(): Promise<string[]> {
   return new Promise((resolve) => {

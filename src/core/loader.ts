@@ -14,6 +14,7 @@ import type { Entry } from './freshness';
 import type { Policy } from './options';
 import type { Registry } from './registry';
 import { checkPositiveInteger, checkSignal, checkTags, storesValues } from './options';
+import { MEMO_KEY_MAX } from './long-keys';
 import { type BatchScheduleFn, afterPromiseJobs, checkBatchScheduleFn } from './tick';
 import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
 
@@ -42,11 +43,6 @@ export function loadEach<K, V>(name: string, keys: ArrayLike<K>, load: (key: K) 
 
 /** Store keys remembered per loader for primitive keys. */
 const KEY_MEMO_MAX = 4096;
-/**
- * Only keys this short are remembered: a key is client input as often as not, and the memo outlives
- * requests, so 4096 long keys (and their `name:key`) would be held for nothing but a cheap hit.
- */
-export const KEY_MEMO_KEY_MAX = 256;
 
 function defaultKey(key: unknown): string {
   if (typeof key === 'string') return key;
@@ -135,14 +131,15 @@ export class Loader<K, V> implements Source {
   _storeKey(key: K, keyString: string | undefined, holder: object): string {
     // Building `name:key` makes a new string that the store must hash again on every load; for
     // short primitive keys the built key is remembered (bounded: the memo is dropped when full; a
-    // key function may map a short key to a long string, which is not remembered either).
-    const short = typeof key === 'number' || (typeof key === 'string' && key.length <= KEY_MEMO_KEY_MAX);
+    // long key, or a short one its key function maps to a long string, is not remembered: see
+    // MEMO_KEY_MAX).
+    const short = typeof key === 'number' || (typeof key === 'string' && key.length <= MEMO_KEY_MAX);
     if (short) {
       const known = this.#keyMemo.get(key);
       if (known !== undefined) return known;
     }
     const storeKey = this.#prefix + (keyString ?? this._keyString(key, holder));
-    if (short && storeKey.length <= KEY_MEMO_KEY_MAX + this.#prefix.length) {
+    if (short && storeKey.length <= MEMO_KEY_MAX + this.#prefix.length) {
       if (this.#keyMemo.size >= KEY_MEMO_MAX) this.#keyMemo.clear();
       this.#keyMemo.set(key, storeKey);
     }

@@ -19,6 +19,13 @@ import { createHash } from 'node:crypto';
 /** Keys (and tags) longer than this many UTF-16 code units are held as their digest. */
 export const LONG_KEY_MAX = 1024;
 
+/**
+ * Longest key (or key part) a process-wide memo remembers (a loader's `name:key` per key, a
+ * @cached field's key per parent identity): such memos outlive requests, and their keys are client
+ * input as often as not, so a long one is rebuilt per call instead of held.
+ */
+export const MEMO_KEY_MAX = 256;
+
 /** How many leading characters of a long key its digest keeps, readable. */
 const HEAD = 64;
 /** '…' (U+2026) then '#': what separates the readable head from the digest. */

@@ -15,6 +15,7 @@
 import type { GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
+import { MEMO_KEY_MAX } from '../core/long-keys';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
@@ -189,7 +190,8 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   // Keys of the field's calls without arguments or session (most calls), by parent identity ("" on
   // a root field: identities are never empty). Building `prefix…[identity,{}]` anew costs each
   // call a string to build and then hash in the store's and the request's maps; a key kept here
-  // is built and hashed once. Bounded: dropped when full, as a loader's key memo is.
+  // is built and hashed once. Bounded: dropped when full, as a loader's key memo is, and only
+  // identities of up to MEMO_KEY_MAX characters (a parent's id may come from the client).
   const keysByIdentity = new Map<string, string>();
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
   // A field declaring no arguments is always called with none: nothing to encode per call.
@@ -235,7 +237,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
       if (tags.length > 0) call = cache._computation({ ...base, tags });
     }
     let key: string | undefined;
-    if (encodedArgs === NO_ARGS && session === undefined) {
+    if (encodedArgs === NO_ARGS && session === undefined && (identity === undefined || identity.length <= MEMO_KEY_MAX)) {
       key = keysByIdentity.get(identity ?? '');
       if (key === undefined) {
         key = fieldKeyAfter(keyHead, identity, encodedArgs, undefined);

@@ -10,6 +10,8 @@
  * - field-args:  `q(s: String): Int @cached`, one request per distinct `$s`
  * - field-values: `v(n: Int): String @cached`, distinct `n`, each value `length` characters
  * - private-sessions: a PRIVATE @cached field, one request per distinct session id of `length`
+ * - field-identities: `item(id: String): Item` (plain) and `Item.n: Int @cached`, keyed by the
+ *   parent's identity, one request per distinct `$id`
  * - raw-keys: cache.getOrCompute(distinct long key, small value)
  * - coalesce-only: a loader without ttl (stores nothing), distinct long keys
  * - loader-keys: a loader with ttl, distinct long keys, small values
@@ -55,6 +57,11 @@ async function measure(scenario: string, count: number, filler: string): Promise
       q(s: String): Int @cached(ttl: 60000)
       v(n: Int): String @cached(ttl: 60000)
       me: Int @cached(ttl: 60000, scope: PRIVATE)
+      item(id: String): Item
+    }
+    type Item {
+      id: String
+      n: Int @cached(ttl: 60000)
     }`,
     {
       Query: {
@@ -67,7 +74,9 @@ async function measure(scenario: string, count: number, filler: string): Promise
           return distinct(n, filler);
         },
         me: () => ++calls,
+        item: (_p, { id }: { id: string }) => ({ id }),
       },
+      Item: { n: () => ++calls },
     },
   );
   cachedDirectiveTransformer(schema, { cache, sessionId: (context: { session: string }) => context.session, onBypass: (_c, reason) => bypassed.push(reason) });
@@ -91,6 +100,11 @@ async function measure(scenario: string, count: number, filler: string): Promise
       }
       case 'private-sessions': {
         const result = await graphql({ schema, source: '{ me }', contextValue: { ...herdcacheContext({ cache }), session: distinct(i, filler) } });
+        if (result.errors) errors.push(result.errors[0]!.message);
+        break;
+      }
+      case 'field-identities': {
+        const result = await graphql({ schema, source: 'query($id: String) { item(id: $id) { n } }', variableValues: { id: distinct(i, filler) }, contextValue: herdcacheContext({ cache }) });
         if (result.errors) errors.push(result.errors[0]!.message);
         break;
       }
