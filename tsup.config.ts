@@ -16,7 +16,9 @@ export const entries = {
 export default defineConfig({
   entry: entries,
   format: ['cjs', 'esm'],
-  dts: true,
+  // Members and declarations marked /** @internal */ are left out of the published .d.ts files
+  // (scripts/pack-check.sh checks that none is left and that the types still compile for a user).
+  dts: { compilerOptions: { stripInternal: true } },
   splitting: true,
   sourcemap: true,
   clean: true,

@@ -30,6 +30,13 @@ done
 mkdir "$tmp/install" && cd "$tmp/install"
 npm init -y >/dev/null
 npm install --no-audit --no-fund --silent --prefer-offline "$tmp/$tarball"
+
+# The published types carry no internals: members marked /** @internal */ (the registry's `_`
+# members, a source's run/groups, a sink's count) are stripped (tsup: stripInternal).
+internal='\b(_load|_peek|_computation|_reserveNamespace|_read|_compute|_loadAlone|_getOrCompute)\b|^\s+(readonly\s+)?_[A-Za-z]\w*\??[<(:]'
+if grep -nE "$internal" node_modules/herdcache/dist/*.d.ts node_modules/herdcache/dist/*.d.mts; then
+  echo "internal members in the published types (mark them /** @internal */)"; exit 1
+fi
 for peer in graphql @apollo/server ioredis prom-client @envelop/core @opentelemetry/api; do
   test ! -e "node_modules/$peer" || { echo "npm installed the optional peer $peer"; exit 1; }
 done

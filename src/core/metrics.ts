@@ -59,8 +59,9 @@ export function addCounters(into: Counters, from: Counters): void {
  * attribute hits, misses and fills to the operation that caused them.
  */
 export interface Sink {
+  /** @internal */
   count(source: string, counter: CounterName, n: number): void;
-  /** The loader object the caller holds (a scoped loader): batch and key functions get it as `this`. */
+  /** @internal The loader object the caller holds (a scoped loader): batch and key functions get it as `this`. */
   readonly holder?: object;
 }
 

@@ -44,13 +44,13 @@ export interface Item {
 export interface Source {
   readonly name: string;
   readonly counters: Counters;
-  /** Splits the items to fill into calls of the user's function (batches, or one per key). */
+  /** @internal Splits the items to fill into calls of the user's function (batches, or one per key). */
   groups(items: Item[]): Item[][];
-  /** Runs one call; returns per item a value, `undefined` (nothing to cache), or a Failure. */
+  /** @internal Runs one call; returns per item a value, `undefined` (nothing to cache), or a Failure. */
   run(items: Item[], signal: AbortSignal): Promise<unknown[]>;
-  /** Tags of the value for `arg` (a loader's tags option); computed on a miss only. */
+  /** @internal Tags of the value for `arg` (a loader's tags option); computed on a miss only. */
   tagsOf?(arg: unknown): readonly string[] | undefined;
-  /** The source's own batch window (a loader's batchScheduleFn); default: one dispatch per tick for all. */
+  /** @internal The source's own batch window (a loader's batchScheduleFn); default: one dispatch per tick for all. */
   readonly schedule?: (dispatch: () => void) => void;
 }
 
