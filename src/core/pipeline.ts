@@ -392,6 +392,11 @@ export class FillPipeline {
               if (unsure.length > 0) void this.storeCall('lock.release', () => lock.release(unsure.map((w) => w.key), token), items);
             })
           : this.storeCall('setMany', () => this.#store.setMany(writes), items);
+      // A lock that gathers writes for a moment (redisStore: to the end of the event-loop turn, so
+      // the fills finishing in one turn share one call) says when they are on the connection; the
+      // callers are answered after that, so the order above holds for them too.
+      const sent = token === undefined ? undefined : lock?.sent?.();
+      if (sent !== undefined) await sent;
     }
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;

@@ -52,6 +52,13 @@ export interface FillLock {
    * was removed by an invalidation, writes nothing.
    */
   writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]>;
+  /**
+   * Optional, for a lock that gathers fenced writes before sending them (redisStore: the writes of
+   * one event-loop turn go in one call): settles once the writes issued so far are handed to the
+   * connection, or undefined when none wait. The registry answers a fill's callers after it, so
+   * whatever they do next (a read, a delete, closing the client) comes after the write. Never rejects.
+   */
+  sent?(): Promise<void> | undefined;
   /** Releases locks still held by `token` (compare-and-delete); others' locks are untouched. */
   release(keys: readonly string[], token: string): Promise<void>;
   /**

@@ -83,13 +83,16 @@ export class RedisFillLock implements FillLock {
   }
 
   /**
-   * Fenced writes are gathered for one promise job and sent as one script call (per hash slot in
-   * a Cluster): the fills of one dispatch finish one by one (a batch per loader, a call per
-   * getOrCompute key), and without this each would pay its own round trip. The fills that finish
-   * together (their promises settle in the same round of jobs) reach this before the job queued
-   * by the first of them runs, and share its call. The registry issues a write before it answers
-   * the fill's callers, so the job that sends it runs before anything those callers do next; and
-   * every other command of the store sends the pending writes first anyway.
+   * Fenced writes are gathered for one turn of the event loop and sent as one script call (per
+   * hash slot in a Cluster), flushed by setImmediate: the fills of one dispatch finish one by one
+   * (a batch per loader, a call per getOrCompute key), and without this each would pay its own
+   * round trip. Node drains the promise jobs between timer and I/O callbacks, so fills answered by
+   * one burst of timers or database replies finish in separate checkpoints of one turn: a
+   * microtask flush sent one script each, the check phase after them sends one for all. The wait
+   * is the rest of the turn (the loop's own work, no timer): well under a millisecond. The
+   * registry issues a write before it answers the fill's callers, and every other command of the
+   * store (and close()) sends the pending writes first, so whatever those callers do next through
+   * the store still reaches Redis after it.
    */
   writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
     if (writes.length === 0) return Promise.resolve([]);
@@ -99,9 +102,14 @@ export class RedisFillLock implements FillLock {
     let batch = this.#pending;
     if (batch === undefined) {
       batch = this.#pending = new WriteBatch();
-      queueMicrotask(this.#flushPending);
+      setImmediate(this.#flushPending);
     }
     return batch.add(writes, token);
+  }
+
+  /** Settles when the gathered writes are handed to the client (see FillLock.sent). */
+  sent(): Promise<void> | undefined {
+    return this.#pending?.sent;
   }
 
   /** Sends the gathered writes now, if any: called before the store's other commands, to keep their order. */
@@ -113,10 +121,12 @@ export class RedisFillLock implements FillLock {
     const batch = this.#pending;
     if (batch === undefined) return;
     this.#pending = undefined;
+    // #send hands the script to the client before its first await: the writes are on the connection.
     this.#send(batch).then(
       (landed) => batch.settle(landed),
       (error: unknown) => batch.fail(error),
     );
+    batch.markSent();
   };
 
   async #send(batch: WriteBatch): Promise<boolean[]> {
@@ -220,6 +230,15 @@ function pickTriples<T>(items: readonly T[], indices: readonly number[]): T[] {
 class WriteBatch {
   readonly writes: StoreWrite[] = [];
   readonly tokens: string[] = [];
+  /** Settles when the batch is handed to the client (FillLock.sent). */
+  readonly sent: Promise<void>;
+  markSent: () => void = noop;
+
+  constructor() {
+    this.sent = new Promise((resolve) => {
+      this.markSent = resolve;
+    });
+  }
   readonly #callers: { start: number; count: number; resolve: (landed: boolean[]) => void; reject: (error: unknown) => void }[] = [];
 
   add(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {

@@ -239,6 +239,8 @@ class RedisStoreImpl implements RedisStore {
   }
 
   async close(): Promise<void> {
+    // Writes gathered for this turn leave now: their callers' promises settle (bounded, as any call).
+    this.lock.flushWrites();
     this.#announcements?.close();
   }
 

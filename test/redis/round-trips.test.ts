@@ -105,6 +105,47 @@ it('50 cold siblings through the registry: one MGET, one lock script, one write 
   expect(cache.metrics().total).toMatchObject({ fills: 50, lockAcquired: 50 });
 });
 
+it('50 cold siblings whose fills finish one by one in one turn (each in its own callback): one lock script, one write script', async () => {
+  const cache = createCache({ store, ttl: 60_000 });
+  const siblings = Array.from({ length: 50 }, (_, i) => `turn:${i}`);
+  let values: unknown[] = [];
+  // Each fill is answered from a callback of its own, all run in one phase of the loop (as timers
+  // due together, or the replies of one database read burst): the promise jobs are drained between
+  // callbacks, so each fill finishes in its own microtask checkpoint. A flush per checkpoint sent
+  // 50 write scripts. (Immediates rather than timers: 5 ms timers started across a millisecond
+  // boundary are due in two turns, which would make the count depend on the machine.)
+  const { commands } = await measure(async () => {
+    values = await Promise.all(siblings.map((key, i) => cache.getOrCompute(key, () => new Promise((resolve) => setImmediate(() => resolve(i))))));
+    await store.getMany(['turn:0']);
+  });
+  expect(values).toEqual(siblings.map((_, i) => i));
+  expect(commands.evalsha).toBe(2); // lock.acquire + one lock.writeAndRelease for the 50
+  expect(commands.set).toBe(100); // 50 SET NX (locks) + 50 SET (values)
+  expect(cache.metrics().total).toMatchObject({ fills: 50, lockAcquired: 50 });
+  expect((await store.getMany(siblings)).map((found) => found?.value)).toEqual(siblings.map((_, i) => i));
+});
+
+it('fenced writes gathered for the turn leave on close(), and their promises settle', async () => {
+  // A client of its own: defining the scripts again on `client` would make its next calls EVAL.
+  const own = await connect(server.url);
+  const other = redisStore({ client: own, prefix: 'rt-close:', subscriber: false });
+  await other.lock.acquire(['x'], 'tok-x', 10_000);
+  const written = other.lock.writeAndRelease([{ key: 'x', entry: entry('x'), ttl: 60_000 }], 'tok-x');
+  await other.close();
+  expect(await written).toEqual([true]);
+  expect((await other.getMany(['x']))[0]?.value).toBe('x');
+  own.disconnect();
+});
+
+it('a gathered write whose client is gone settles (rejects), it does not hang', async () => {
+  const lost = await connect(server.url, { enableOfflineQueue: false });
+  const gone = redisStore({ client: lost, prefix: 'rt-gone:', subscriber: false, breaker: false });
+  await gone.lock.acquire(['y'], 'tok-y', 10_000);
+  const written = gone.lock.writeAndRelease([{ key: 'y', entry: entry('y'), ttl: 60_000 }], 'tok-y');
+  lost.disconnect();
+  await expect(written).rejects.toMatchObject({ code: expect.stringMatching(/^E_STORE_/) });
+});
+
 it('releases 100 locks in one script call', async () => {
   await store.lock.acquire(keys, 'tok2', 10_000);
   const { commands, writes } = await measure(() => store.lock.release(keys, 'tok2'));
