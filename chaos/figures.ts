@@ -32,6 +32,8 @@ export interface Figures {
   /** Longest load minus the fill time (what a load that fills pays anyway), ms. */
   readonly maxAddedLatencyMs: number;
   readonly locksLeft: number;
+  /** Loads that waited on a lock until lockWaitTimeout, fleet-wide. */
+  readonly lockTimeouts: number;
   readonly storeErrors: Readonly<Record<string, number>>;
   /** The window as measured, relative to the start of the load (ms), for the notes. */
   readonly window?: { readonly from: number; readonly to: number };
@@ -95,6 +97,7 @@ export function figures(input: FigureInput): Figures {
     faultMaxFills,
     maxAddedLatencyMs: Math.max(0, Math.max(...reports.map((r) => r.maxLatencyMs)) - fillMs),
     locksLeft: input.locksLeft,
+    lockTimeouts: sum(reports, (r) => r.lockTimeouts),
     storeErrors,
     window: window === undefined ? undefined : { from: window.from - input.startedAt, to: window.to - input.startedAt },
   };

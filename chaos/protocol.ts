@@ -53,7 +53,7 @@ export interface LoadPlan {
   readonly blockLoopMs: number;
   readonly blockEveryMs: number;
   /** Cache options (lockWaitTimeout…); the store keeps its defaults. */
-  readonly cache: { readonly lockWaitTimeout?: number; readonly lockTtl?: number };
+  readonly cache: { readonly lockWaitTimeout?: number; readonly lockTtl?: number; readonly ttl?: number };
 }
 
 export interface LoadReport {
@@ -70,6 +70,8 @@ export interface LoadReport {
   readonly storeErrorCodes: Readonly<Record<string, number>>;
   /** How many times the loop was blocked on purpose. */
   readonly blocks: number;
+  /** Waits on another replica's lock that reached lockWaitTimeout (a lock whose holder was done, or gone). */
+  readonly lockTimeouts: number;
 }
 
 export type ToReplica =

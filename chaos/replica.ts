@@ -9,9 +9,19 @@
  */
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
-import { createCache, type Cache } from '../src/core';
-import { redisStore } from '../src/redis';
+import type { Cache } from '../src/core';
+import { PACKAGE_ENV } from './packed';
 import type { ChaosValue, FromReplica, LoadPlan, LoadReport, ToReplica } from './protocol';
+
+/**
+ * The library under test: this checkout's sources, or (chaos --packed) the package installed from
+ * the tarball, resolved from the directory the runner names.
+ */
+const packageDir = process.env[PACKAGE_ENV];
+/* eslint-disable @typescript-eslint/no-require-imports -- which module to load is decided at run time */
+const { createCache } = (packageDir === undefined ? require('../src/core') : require(require.resolve('herdcache', { paths: [packageDir] }))) as typeof import('../src/core');
+const { redisStore } = (packageDir === undefined ? require('../src/redis') : require(require.resolve('herdcache/redis', { paths: [packageDir] }))) as typeof import('../src/redis');
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 const MAX_FAILURES_KEPT = 5;
 
@@ -80,6 +90,7 @@ class Run {
       storeErrorTimes: this.#storeErrorTimes,
       storeErrorCodes: this.#storeErrorCodes,
       blocks: this.#blocks,
+      lockTimeouts: this.#cache!.metrics().total.lockTimeouts,
     };
     await this.#cache!.close();
     this.#client!.disconnect();

@@ -1,5 +1,5 @@
 /**
- * npm run chaos [-- --quick] [-- --only name,name] [-- --strict]
+ * npm run chaos [-- --quick] [-- --only name,name] [-- --strict] [-- --packed]
  *
  * The fleet guarantee under real faults: real redis-server processes (started here, on free
  * 127.0.0.1 ports), a fleet of replica processes under steady load, and one fault per scenario.
@@ -10,25 +10,30 @@
  * scenario ran. "1 fill per key where the lock is reachable" is flagged when it does not hold, and
  * fails the run with --strict.
  *
+ * --packed: the replicas load the package from the tarball `npm pack` makes (packed.ts), not src/.
+ *
  * Bounded: every scenario's load runs a fixed time (--quick: about 40 s in all), the whole run
  * has a deadline, and every process started here is killed when the run ends, however it ends.
  */
 import { startFleet, type Replica } from './fleet';
 import { GARBAGE_SCENARIOS } from './garbage';
 import type { Figures } from './figures';
+import { installPacked } from './packed';
 import { killAll } from './processes';
+import { RECOVERY_SCENARIOS } from './recovery';
 import { SCENARIOS, type Outcome, type Scenario } from './scenarios';
 import { settleRound } from './settle';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const strict = args.includes('--strict');
+const packed = args.includes('--packed');
 const onlyIndex = args.indexOf('--only');
 const only = onlyIndex === -1 ? undefined : (args[onlyIndex + 1] ?? '').split(',').map((name) => name.trim().toLowerCase());
 
 const DEADLINE_MS = quick ? 180_000 : 600_000;
 
-const ALL: readonly Scenario[] = [...SCENARIOS, ...GARBAGE_SCENARIOS];
+const ALL: readonly Scenario[] = [...SCENARIOS, ...RECOVERY_SCENARIOS, ...GARBAGE_SCENARIOS];
 
 const COLUMNS = ['scenario', 'loads', 'failed', 'fills/key ok', 'fills/key fault', '+latency', 'locks left'] as const;
 const WIDTHS = [28, 7, 7, 16, 22, 10, 10];
@@ -70,6 +75,8 @@ async function main(): Promise<number> {
   const started = Date.now();
   // Every promise settles (seeded, in process): first, as it needs no fleet.
   const settleFailures = wantsSettle ? await settleRound(quick) : [];
+  // Before the fleet is forked: the replicas read where the package is from the environment.
+  if (packed) console.log(`replicas load the packed package: ${installPacked()}`);
   const fleet: Replica[] = scenarios.length === 0 ? [] : await startFleet(Math.max(...scenarios.map((s) => s.replicas)));
   console.log(`herdcache chaos (${quick ? 'quick' : 'full'}): ${scenarios.length} scenarios, ${fleet.length} replica processes, library defaults`);
   console.log(row(COLUMNS));
@@ -96,6 +103,7 @@ async function main(): Promise<number> {
       ...outcome.notes,
       window === undefined ? undefined : `lock out of reach +${(window.from / 1000).toFixed(1)}..+${(window.to / 1000).toFixed(1)} s`,
       codes === '' ? 'no store errors' : `store errors: ${codes}`,
+      `${outcome.figures.lockTimeouts} lock waits timed out`,
       `${((Date.now() - began) / 1000).toFixed(1)} s`,
     ].filter((note) => note !== undefined);
     console.log(`    ${detail.join('; ')}`);

@@ -2,7 +2,7 @@
  * The chaos scenarios: each starts its own redis-server(s), runs a steady load from the fleet,
  * does one bad thing to it while the load runs, and returns the figures (figures.ts).
  *
- * The replicas use the library's defaults (commandTimeout 250 ms, breaker 5 failures / 5 s,
+ * The replicas use the library's defaults (commandTimeout 250 ms, breaker 5 failures / 250 ms growing to 5 s,
  * lockTtl 10 s, lockWaitTimeout 5 s) unless a scenario says otherwise: the figures are what a user
  * who changed nothing would see.
  */
@@ -145,7 +145,7 @@ const redisPaused: Scenario = {
   replicas: 3,
   run: (context) =>
     withServer({}, async (server) => {
-      // Long enough to see the breaker close again (5 s cool-down) and loads run on a healthy Redis.
+      // Long enough to see the breaker close again and loads run on a healthy Redis.
       // Keys are read again for a second after their epoch: a lock the stall left behind would
       // make those reads wait (lockWaitTimeout) and show as latency.
       const p = plan(url(server), 'chaos:paused:', duration(context, 8000), { revisitShare: 0.3, revisitEpochs: 4 });

@@ -1,0 +1,165 @@
+/**
+ * Recovery: how fast the fill lock protects Redis again once it answers. Two replicas load 20 hot
+ * keys with a 200 ms ttl, steadily (each key refilled about every ttl + fill, by one replica: the
+ * steady fill rate), Redis fails mid-run and comes back. The figure is the fleet's fill rate in the
+ * first second after Redis answers again, relative to the steady rate before the fault: 1× is
+ * "the lock is back at once"; without the lock every load of an expired key fills.
+ *
+ * "Redis answers again": the DEBUG SLEEP returned (stall), the restarted server accepts
+ * connections (kill + empty restart), the sentinel names the new master (failover). Flagged above
+ * TARGET; a failed load fails the run as everywhere else.
+ */
+import { figures, type FaultWindow } from './figures';
+import { runLoad } from './fleet';
+import { admin, redisServer, sentinel, sleep, until } from './processes';
+import type { Connection, LoadPlan, LoadReport } from './protocol';
+import { plan, type Outcome, type Scenario, type ScenarioContext } from './scenarios';
+
+const KEYS = Array.from({ length: 20 }, (_, i) => `hot${i}`);
+/** Fill rate in the first second after Redis answers, relative to steady: the target. */
+const TARGET = 1.5;
+
+function recoveryPlan(connection: Connection, prefix: string, durationMs: number): LoadPlan {
+  return plan(connection, prefix, durationMs, { fixedKeys: KEYS, fillMs: 30, cache: { ttl: 200 } });
+}
+
+/** When the fault starts, counted from the start of the load: the steady rate is measured before. */
+function faultAt(context: ScenarioContext): number {
+  return context.quick ? 2500 : 5000;
+}
+
+/** Fills per key per second, fleet-wide, of fills started in [from, to). */
+function rate(reports: readonly LoadReport[], from: number, to: number): number {
+  let fills = 0;
+  for (const report of reports) for (const starts of Object.values(report.fills)) for (const start of starts) if (start >= from && start < to) fills++;
+  return fills / KEYS.length / ((to - from) / 1000);
+}
+
+function outcome(reports: LoadReport[], startedAt: number, fault: FaultWindow, locksLeft: number, note: string): Outcome {
+  const steady = rate(reports, startedAt + 500, fault.from);
+  const first = rate(reports, fault.to, fault.to + 1000);
+  const second = rate(reports, fault.to + 1000, fault.to + 2000);
+  const ratio = steady === 0 ? Infinity : first / steady;
+  const f = figures({ reports, startedAt, fillMs: 30, window: fault, unreachable: new Set(KEYS), locksLeft });
+  const flags: string[] = [];
+  if (ratio > TARGET) flags.push(`fill rate ${ratio.toFixed(2)}x steady in the first second after Redis answered (target <= ${TARGET}x)`);
+  // A wait that reached lockWaitTimeout here is a wait on a lock whose holder was done (its release lost).
+  if (f.lockTimeouts > 0) flags.push(`${f.lockTimeouts} loads waited lockWaitTimeout on a lock`);
+  return {
+    figures: f,
+    notes: [
+      note,
+      `steady ${steady.toFixed(2)} fills/key/s; first 1 s after Redis answered ${first.toFixed(2)} (${ratio.toFixed(2)}x), next 1 s ${second.toFixed(2)} (${(steady === 0 ? Infinity : second / steady).toFixed(2)}x)`,
+    ],
+    flags: flags.length > 0 ? flags : undefined,
+  };
+}
+
+const stall: Scenario = {
+  name: 'recovery: stall',
+  replicas: 2,
+  run: async (context) => {
+    const server = await redisServer();
+    try {
+      const p = recoveryPlan({ url: server.url }, 'chaos:rec-stall:', faultAt(context) + 2000 + 4000);
+      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
+        const client = await admin(server.port);
+        try {
+          await sleep(startedAt + faultAt(context) - Date.now());
+          const from = Date.now();
+          await client.call('DEBUG', 'SLEEP', '2');
+          return { from, to: Date.now() };
+        } finally {
+          client.disconnect();
+        }
+      });
+      return outcome(reports, startedAt, fault, await locksLeft(server.port, p.prefix), 'DEBUG SLEEP 2; 2 replicas, 20 keys, ttl 200 ms');
+    } finally {
+      await server.stop('SIGKILL');
+    }
+  },
+};
+
+const restart: Scenario = {
+  name: 'recovery: killed+restarted',
+  replicas: 2,
+  run: async (context) => {
+    let server = await redisServer();
+    try {
+      const p = recoveryPlan({ url: server.url }, 'chaos:rec-restart:', faultAt(context) + 1000 + 5000);
+      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
+        await sleep(startedAt + faultAt(context) - Date.now());
+        const from = Date.now();
+        await server.stop('SIGKILL');
+        await sleep(1000);
+        server = await redisServer({ port: server.port });
+        return { from, to: Date.now() };
+      });
+      return outcome(reports, startedAt, fault, await locksLeft(server.port, p.prefix), 'SIGKILL, restarted empty 1 s later; 2 replicas, 20 keys, ttl 200 ms');
+    } finally {
+      await server.stop('SIGKILL');
+    }
+  },
+};
+
+const MASTER_NAME = 'recovery';
+
+const failover: Scenario = {
+  name: 'recovery: sentinel (kill)',
+  replicas: 2,
+  run: async (context) => {
+    const master = await redisServer();
+    const replica = await redisServer({ extraArgs: ['--replicaof', '127.0.0.1', String(master.port)] });
+    const watcher = await sentinel(MASTER_NAME, master);
+    const sentinelAdmin = await admin(watcher.port);
+    try {
+      const replicaAdmin = await admin(replica.port);
+      await until('the replica to sync', 10_000, async () => (await replicaAdmin.info('replication')).includes('master_link_status:up'));
+      replicaAdmin.disconnect();
+      await until('the sentinel to see the replica', 15_000, async () => {
+        const replicas = (await sentinelAdmin.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as string[][];
+        return replicas.some((fields) => fields[fields.indexOf('flags') + 1] === 'slave');
+      });
+      const connection: Connection = { sentinels: [{ host: '127.0.0.1', port: watcher.port }], name: MASTER_NAME };
+      // The master dies: the sentinel sees it down (down-after 1 s), promotes the replica, and the
+      // clients, reconnecting through the sentinel, find it. Releases sent meanwhile were not sent
+      // (client not connected): the locks they were for reached the replica and are still there.
+      const p = recoveryPlan(connection, 'chaos:rec-failover:', faultAt(context) + 9000);
+      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
+        await sleep(startedAt + faultAt(context) - Date.now());
+        const from = Date.now();
+        await master.stop('SIGKILL');
+        await until('the sentinel to name the new master', 15_000, async () => {
+          const [, port] = (await sentinelAdmin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[];
+          return Number(port) === replica.port;
+        });
+        return { from, to: Date.now() };
+      });
+      return outcome(
+        reports,
+        startedAt,
+        fault,
+        await locksLeft(replica.port, p.prefix),
+        `master SIGKILLed at +${(faultAt(context) / 1000).toFixed(1)} s, the replica promoted ("Redis answered") ${((fault.to - fault.from) / 1000).toFixed(1)} s later; 2 replicas via 1 sentinel, 20 keys, ttl 200 ms`,
+      );
+    } finally {
+      sentinelAdmin.disconnect();
+      for (const server of [watcher, replica, master]) await server.stop('SIGKILL');
+    }
+  },
+};
+
+/** Lock keys left under `prefix` once the fleet is idle (the load ended, 500 ms to release). */
+async function locksLeft(port: number, prefix: string): Promise<number> {
+  await sleep(500);
+  const client = await admin(port);
+  try {
+    let left = 0;
+    for (const key of KEYS) left += await client.exists(`${prefix}{${key}}:lock`);
+    return left;
+  } finally {
+    client.disconnect();
+  }
+}
+
+export const RECOVERY_SCENARIOS: readonly Scenario[] = [stall, restart, failover];
