@@ -40,6 +40,8 @@ export class Cache implements Registry {
   readonly #counters = new CounterSet();
   readonly #sources = new Sources(this.#counters);
   readonly #loads: LoadPath;
+  /** The last getOrCompute options resolved, by value (see #computationOf). */
+  #recent: (Omit<GetOrComputeOptions, 'signal' | 'tags'> & { readonly computation: Computation }) | undefined;
   /** The miss pipeline (the load path's): every store call goes through its storeCall. */
   readonly #pipeline: FillPipeline;
 
@@ -109,7 +111,7 @@ export class Cache implements Registry {
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
       checkSignal(options);
       if (options !== undefined) checkKnownKeys('getOrCompute()', options, GET_OR_COMPUTE_OPTIONS);
-      const { source, policy } = options === undefined ? this._computation(undefined) : this._computation(options);
+      const { source, policy } = options === undefined ? this._computation(undefined) : this.#computationOf(options);
       return this._load<V>(source, key, fill, policy, options?.signal, sink);
     } catch (error) {
       return rejected(error);
@@ -126,6 +128,24 @@ export class Cache implements Registry {
     if (options.tags !== undefined) policy = { ...policy, tags: this.#checkTags('tags', options.tags) };
     const label = options.label;
     return { source: label === undefined ? this.#sources.getOrCompute : this.#sources.label(label), policy };
+  }
+
+  /**
+   * A call's options resolved: the last resolution is reused while a call's options hold the same
+   * values (compared one by one on every call, so a mutated or new options object never gets a
+   * stale policy; tags, an array, are resolved on every call).
+   */
+  #computationOf(options: GetOrComputeOptions): Computation {
+    if (options.tags !== undefined) return this._computation(options);
+    const { ttl, swr, jitter, lock, earlyRefresh, label } = options;
+    const recent = this.#recent;
+    if (recent !== undefined && recent.ttl === ttl && recent.swr === swr && recent.jitter === jitter && recent.lock === lock && recent.earlyRefresh === earlyRefresh && recent.label === label) {
+      return recent.computation;
+    }
+    const given = { ttl, swr, jitter, lock, earlyRefresh, label };
+    const computation = this._computation(given);
+    this.#recent = { ...given, computation };
+    return computation;
   }
 
   /** A batching loader shared by every request of this process. Names are unique per registry. */

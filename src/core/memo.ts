@@ -105,3 +105,69 @@ export function forgetUnlessKeyError(error: unknown): boolean {
 }
 
 export const forgetAlways = () => true;
+
+/** MemoKeys made so far: each gets the next number (exact in a double up to 2^53). */
+let memoKeys = 0;
+
+/**
+ * @internal A key reused across requests (a @cached field's key, per parent identity), numbered
+ * once, so a request can remember its synchronous answer for it in a SlotMemo instead of a Map.
+ */
+export class MemoKey {
+  readonly id = ++memoKeys;
+  constructor(readonly key: string) {}
+}
+
+/**
+ * @internal A request's synchronous answers by MemoKey: open addressing on the key's number, in
+ * plain arrays, so remembering a warm field's answer hashes no string and grows no Map (a Map per
+ * request cost a warm @cached field about as much as the rest of its hit path). Never shrinks,
+ * lives as long as its request.
+ */
+export class SlotMemo {
+  /** Key at 2i, its answer at 2i + 1: one array to allocate and grow. */
+  #table: (MemoKey | Entry | undefined)[] = new Array<MemoKey | Entry | undefined>(2 * SLOTS).fill(undefined);
+  #mask = SLOTS - 1;
+  #size = 0;
+
+  get(memoKey: MemoKey): Entry | undefined {
+    const table = this.#table;
+    const mask = this.#mask;
+    for (let i = memoKey.id & mask; ; i = (i + 1) & mask) {
+      const at = table[2 * i];
+      if (at === memoKey) return table[2 * i + 1] as Entry;
+      if (at === undefined) return undefined;
+    }
+  }
+
+  /** Remembers `entry` for a key not held yet (get returned undefined). */
+  set(memoKey: MemoKey, entry: Entry): void {
+    // Grown fourfold at 3/4 full: probes stay short, and a request of 100 warm fields grows it once.
+    if (4 * (this.#size + 1) > 3 * (this.#mask + 1)) this.#grow();
+    this.#insert(memoKey, entry);
+    this.#size++;
+  }
+
+  #insert(memoKey: MemoKey, entry: Entry | undefined): void {
+    const table = this.#table;
+    const mask = this.#mask;
+    let i = memoKey.id & mask;
+    while (table[2 * i] !== undefined) i = (i + 1) & mask;
+    table[2 * i] = memoKey;
+    table[2 * i + 1] = entry;
+  }
+
+  #grow(): void {
+    const table = this.#table;
+    const slots = 4 * (this.#mask + 1);
+    this.#table = new Array<MemoKey | Entry | undefined>(2 * slots).fill(undefined);
+    this.#mask = slots - 1;
+    for (let i = 0; i < table.length; i += 2) {
+      const memoKey = table[i] as MemoKey | undefined;
+      if (memoKey !== undefined) this.#insert(memoKey, table[i + 1] as Entry);
+    }
+  }
+}
+
+/** A SlotMemo's first size (a power of two). */
+const SLOTS = 64;

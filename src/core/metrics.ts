@@ -117,8 +117,11 @@ export class RequestCounters implements Sink {
   #others: Map<string, Partial<Counters>> | undefined = undefined;
 
   count(source: string, counter: CounterName, n: number): void {
-    const counts = this.#of(source);
-    counts[counter] = (counts[counter] ?? 0) + n;
+    const counts = source === this.#firstName ? this.#first! : this.#of(source);
+    // A named property for the hit (most of a request's events): the keyed access costs a warm
+    // @cached field about a tenth of its hit path.
+    if (counter === 'hits') counts.hits = (counts.hits ?? 0) + n;
+    else counts[counter] = (counts[counter] ?? 0) + n;
   }
 
   #of(source: string): Partial<Counters> {

@@ -9,7 +9,7 @@
  * forgotten so the next load retries.
  */
 import type { Loader } from './loader';
-import { type Held, NOTHING, forgetAlways, held, memoized } from './memo';
+import { type Held, type MemoKey, NOTHING, SlotMemo, forgetAlways, held, memoized } from './memo';
 import { isNamespacedKey, reservedKeyError } from './namespaces';
 import { GET_OR_COMPUTE_OPTIONS, checkKnownKeys, checkSignal } from './options';
 import { type CounterName, RequestCounters, type Sink } from './metrics';
@@ -28,6 +28,8 @@ export class RequestScope implements Sink {
   #firstLoader: Loader<unknown, unknown> | undefined;
   #firstScoped: ScopedLoader<unknown, unknown> | undefined;
   #computed: Map<string, Held<unknown>> | undefined;
+  /** Synchronous answers for MemoKeys (the @cached fields' keys), made on the first. */
+  #slots: SlotMemo | undefined;
   #stats: RequestCounters | undefined;
   /** The request's signal (cache.request({ signal })): every load of the request waits under it. */
   readonly signal: AbortSignal | undefined;
@@ -100,6 +102,31 @@ export class RequestScope implements Sink {
     const entry = this.#registry._peek(computation.source, key, NO_ARG, computation.policy, this);
     if (entry === undefined) return NOTHING;
     (this.#computed ??= new Map()).set(key, entry);
+    return entry.value;
+  }
+
+  /**
+   * @internal _read for a MemoKey (a @cached field's key, reused across requests): the same
+   * answers, a synchronous hit remembered in the request's SlotMemo rather than in a Map.
+   */
+  _readKey(computation: Computation, memoKey: MemoKey): unknown {
+    const slots = this.#slots;
+    if (slots !== undefined) {
+      const entry = slots.get(memoKey);
+      if (entry !== undefined) {
+        const signal = this.signal;
+        return signal?.aborted ? Promise.reject(signal.reason) : entry.value;
+      }
+    }
+    const key = memoKey.key;
+    const computed = this.#computed;
+    if (computed !== undefined) {
+      const answer = held(computed, key, this.signal, forgetAlways, true);
+      if (answer !== NOTHING) return answer;
+    }
+    const entry = this.#registry._peek(computation.source, key, NO_ARG, computation.policy, this);
+    if (entry === undefined) return NOTHING;
+    (slots ?? (this.#slots = new SlotMemo())).set(memoKey, entry);
     return entry.value;
   }
 

@@ -6,17 +6,19 @@
  */
 import type { Cache } from '../core/cache';
 import { NO_ARG } from '../core/registry';
+import type { MemoKey } from '../core/memo';
 import { NO_ANSWER } from '../core/scope';
 import type { Computation } from '../core/registry';
 import { operationOf } from './request';
 
-export function answerKeyed(cache: Cache, call: Computation, key: string, context: unknown, fill: () => Promise<unknown>): unknown {
+/** `memoKey`: the key as a MemoKey when the caller keeps one per key (a field's calls without arguments). */
+export function answerKeyed(cache: Cache, call: Computation, key: string, context: unknown, fill: () => Promise<unknown>, memoKey?: MemoKey): unknown {
   const operation = operationOf(context);
   const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
   // A fresh value held in process is returned as it is, not in a promise: graphql-js then
   // completes the field synchronously, as it does a plain resolver's.
   if (scope !== undefined) {
-    const answer = scope._read(call, key);
+    const answer = memoKey === undefined ? scope._read(call, key) : scope._readKey(call, memoKey);
     if (answer !== NO_ANSWER) return answer;
   } else {
     const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);

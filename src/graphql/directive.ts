@@ -16,6 +16,7 @@ import type { GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLN
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
 import { MEMO_KEY_MAX } from '../core/long-keys';
+import { MemoKey } from '../core/memo';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
@@ -190,9 +191,10 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   // Keys of the field's calls without arguments or session (most calls), by parent identity ("" on
   // a root field: identities are never empty). Building `prefix…[identity,{}]` anew costs each
   // call a string to build and then hash in the store's and the request's maps; a key kept here
-  // is built and hashed once. Bounded: dropped when full, as a loader's key memo is, and only
-  // identities of up to MEMO_KEY_MAX characters (a parent's id may come from the client).
-  const keysByIdentity = new Map<string, string>();
+  // is built and hashed once, and numbered (a MemoKey) so the request remembers its answer
+  // without a Map. Bounded: the first KEY_MEMO_MAX identities only, and only identities of up to
+  // MEMO_KEY_MAX characters (a parent's id may come from the client).
+  const keysByIdentity = new Map<string, MemoKey>();
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
   // A field declaring no arguments is always called with none: nothing to encode per call.
   const takesArgs = field.args.length > 0;
@@ -236,13 +238,16 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
       if (tags instanceof UnfilledTag) return bypass(parent, args, context, info, 'no_tag_value');
       if (tags.length > 0) call = cache._computation({ ...base, tags });
     }
-    let key: string | undefined;
+    let key: string;
+    let memoKey: MemoKey | undefined;
     if (encodedArgs === NO_ARGS && session === undefined && (identity === undefined || identity.length <= MEMO_KEY_MAX)) {
-      key = keysByIdentity.get(identity ?? '');
-      if (key === undefined) {
+      memoKey = keysByIdentity.get(identity ?? '');
+      if (memoKey !== undefined) key = memoKey.key;
+      else {
         key = fieldKeyAfter(keyHead, identity, encodedArgs, undefined);
-        if (keysByIdentity.size >= KEY_MEMO_MAX) keysByIdentity.clear();
-        keysByIdentity.set(identity ?? '', key);
+        // Never dropped: a request remembers its answer by the MemoKey object, so a key must keep
+        // one object, or none, for good. Keys past the bound go by their string (a Map per request).
+        if (keysByIdentity.size < KEY_MEMO_MAX) keysByIdentity.set(identity ?? '', (memoKey = new MemoKey(key)));
       }
     } else {
       key = fieldKeyAfter(keyHead, identity, encodedArgs, session);
@@ -251,7 +256,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     if (call.policy.tags !== undefined) operationOf(context)?.noteTags(call.policy.tags);
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
-    if (!guardFailures) return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)));
+    if (!guardFailures) return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)), memoKey);
     // Its failure need not: the error was built for the leader's request (its user, its
     // authorization), so callers of other sessions get a generic error instead (./failures).
     const answer = answerKeyed(cache, call, key, context, async () => {
@@ -260,7 +265,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
       } catch (thrown) {
         throw failedIn(thrown, sessionOf(context));
       }
-    });
+    }, memoKey);
     if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
     return answer.then(undefined, (error: unknown) => {
       throw sharedFailureFor(error, coordinate, sessionOf(context));

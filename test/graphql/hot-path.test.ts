@@ -115,6 +115,41 @@ describe('@cached: the synchronous hit', () => {
     expect(detail({ id: '1' }, {}, ctx, info)).toBe(first);
   });
 
+  it('an operation reading many keys (its memo grows) repeats each first answer and counts each key once', async () => {
+    const { cache, field, bump } = setup();
+    const detail = field('Item', 'detail');
+    const ids = Array.from({ length: 300 }, (_, i) => String(i));
+    for (const id of ids) await detail({ id }, {}, {}, info);
+    const ctx = herdcacheContext({ cache });
+    const firsts = ids.map((id) => detail({ id }, {}, ctx, info));
+    // Another operation, interleaved, reads the same keys: each operation keeps its own answers.
+    const other = herdcacheContext({ cache });
+    for (const id of ids) detail({ id }, {}, other, info);
+    bump();
+    await cache.invalidate(ids.map((id) => cachedFieldKey('Item.detail', { identity: id })));
+    for (const id of ids) await detail({ id }, {}, {}, info); // refilled with v2
+    ids.forEach((id, i) => expect(detail({ id }, {}, ctx, info)).toBe(firsts[i]));
+    expect(firsts[299]).toEqual({ text: 'detail 299 v1' });
+    expect(detail({ id: '299' }, {}, herdcacheContext({ cache }), info)).toEqual({ text: 'detail 299 v2' });
+    expect(cacheReport(ctx)!.sources['Item.detail']).toMatchObject({ hits: 300, misses: 0 });
+    expect(cacheReport(other)!.sources['Item.detail']).toMatchObject({ hits: 300, misses: 0 });
+  });
+
+  it('past the per-field key bound (4096 identities) a key keeps one memo: the same answer, counted once', async () => {
+    const { cache, field, bump } = setup();
+    const detail = field('Item', 'detail');
+    const ids = Array.from({ length: 4200 }, (_, i) => String(i));
+    const ctx = herdcacheContext({ cache });
+    for (const id of ids) await detail({ id }, {}, {}, info);
+    const firsts = ids.map((id) => detail({ id }, {}, ctx, info));
+    bump();
+    await cache.invalidate(ids.map((id) => cachedFieldKey('Item.detail', { identity: id })));
+    for (const id of ids) await detail({ id }, {}, {}, info);
+    ids.forEach((id, i) => expect(detail({ id }, {}, ctx, info)).toBe(firsts[i]));
+    expect(firsts[4199]).toEqual({ text: 'detail 4199 v1' });
+    expect(cacheReport(ctx)!.sources['Item.detail']).toMatchObject({ hits: 4200, misses: 0 });
+  });
+
   it('keys of calls without arguments are the keys cachedFieldKey gives (invalidation reaches them)', async () => {
     const { cache, field, calls } = setup();
     const detail = field('Item', 'detail');
