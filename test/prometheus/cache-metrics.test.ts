@@ -10,7 +10,7 @@ import { redisStore } from '../../src/redis';
 import { BREAKER_METRIC, CACHE_COUNTER_METRICS, IN_FLIGHT_METRIC, LOCK_WAITS_METRIC, NODE_BREAKER_METRIC, herdcacheMetrics } from '../../src/prometheus';
 import { deferred } from '../helpers';
 import { connect, eventually, randomPrefix } from '../redis/helpers';
-import { replica } from '../tiered/helpers';
+import { replica } from '../redis/tiered/helpers';
 
 /** `name{labels} value` lines of a scrape, as a map. */
 async function scrape(registry: Registry): Promise<Map<string, number>> {

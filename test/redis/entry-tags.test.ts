@@ -7,7 +7,7 @@ import type Redis from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
 import { memoryStore } from '../../src/core/memory';
 import { redisStore } from '../../src/redis/redis-store';
-import { replica as tieredReplica, type Replica } from '../tiered/helpers';
+import { replica as tieredReplica, type Replica } from './tiered/helpers';
 import { connect, randomPrefix } from './helpers';
 
 let client: Redis;

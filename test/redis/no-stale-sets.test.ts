@@ -1,5 +1,5 @@
 /**
- * No stale sets on Redis, randomized: the model of test/no-stale-sets.test.ts over two replicas
+ * No stale sets on Redis, randomized: the model of test/core/no-stale-sets.test.ts over two replicas
  * (two registries with their own connections) sharing one Redis, with the Redis store and with the
  * tiered store (L1 + L2 + pub/sub). Up to 1,000 schedules each in the suite within a time budget,
  * at least 100 (see ScheduleBudget); HERDCACHE_NSS_SCHEDULES=10000 runs exactly that many (about
@@ -11,7 +11,7 @@ import { memoryStore } from '../../src/core/memory';
 import { redisStore } from '../../src/redis/redis-store';
 import { tieredStore, type TieredStore } from '../../src/redis/tiered';
 import { flush } from '../helpers';
-import { ioIdle, ioSettle, lockOptions, observedCache, pollingClock, report, run, SEED, timeoutFor, type ScheduleBudget, type Tallies, type World } from '../tiered/interleavings';
+import { ioIdle, ioSettle, lockOptions, observedCache, pollingClock, report, run, SEED, timeoutFor, type ScheduleBudget, type Tallies, type World } from './tiered/interleavings';
 import { connect, randomPrefix } from './helpers';
 
 /**

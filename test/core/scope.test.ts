@@ -1,0 +1,145 @@
+import { createCache, manualClock } from '../../src/core';
+import { flush } from '../helpers';
+
+describe('request scope: DataLoader semantics per operation', () => {
+  function setup() {
+    const clock = manualClock();
+    const cache = createCache({ ttl: Infinity, clock });
+    let version = 1;
+    const batches: string[][] = [];
+    const users = cache.loader<string, { id: string; v: number }>({
+      name: 'user',
+      ttl: 1000,
+      swr: 60_000,
+      batch: async (ids) => {
+        batches.push([...ids]);
+        return ids.map((id) => (id === 'bad' ? new Error(`no user ${id}`) : { id, v: version }));
+      },
+    });
+    return { cache, clock, users, batches, bump: () => version++ };
+  }
+
+  it('the same key within a request reaches the batch once and gives the same value (a repeat waits with the batch, as DataLoader >= 2.1)', async () => {
+    const { cache, users, batches } = setup();
+    const scope = cache.request().loader(users);
+    const a = scope.load('1');
+    const again = scope.load('1');
+    expect(again).not.toBe(a); // DataLoader >= 2.1 also answers a cache hit with a new promise
+    expect(await again).toBe(await a);
+    expect(await scope.load('1')).toBe(await a);
+    expect(batches).toEqual([['1']]);
+    // Another request has its own memo: its load goes to the registry (and joins the fill in
+    // flight, if one is).
+    const otherRequest = cache.request();
+    const b = otherRequest.loader(users).load('2');
+    const c = scope.load('2');
+    await expect(b).resolves.toBe(await c);
+    expect(otherRequest.stats().sources.user?.misses).toBe(1);
+    expect(batches).toEqual([['1'], ['2']]);
+  });
+
+  it('the same key gives the same answer within a request even if the shared entry is refreshed mid-request', async () => {
+    const { cache, clock, users, bump } = setup();
+    const scope = cache.request();
+    const first = await scope.load(users, '1');
+    clock.advance(2000); // stale: the next shared read refreshes it
+    bump();
+    await users.load('1'); // another request triggers the refresh
+    await flush();
+    expect(await users.load('1')).toEqual({ id: '1', v: 2 });
+    expect(await scope.load(users, '1')).toBe(first);
+    expect(first.v).toBe(1);
+  });
+
+  it('loadMany returns values and Errors in order, like DataLoader', async () => {
+    const { cache, users } = setup();
+    const results = await cache.request().loader(users).loadMany(['1', 'bad', '2']);
+    expect(results[0]).toEqual({ id: '1', v: 1 });
+    expect(results[1]).toBeInstanceOf(Error);
+    expect(results[2]).toEqual({ id: '2', v: 1 });
+  });
+
+  it('prime keeps an existing entry, fills an empty one, and primes Errors as rejections', async () => {
+    const { cache, users, batches } = setup();
+    const scope = cache.request().loader(users);
+    const loaded = await scope.load('1');
+    scope.prime('1', { id: '1', v: 99 });
+    expect(await scope.load('1')).toBe(loaded);
+    scope.prime('2', { id: '2', v: 42 });
+    expect(await scope.load('2')).toEqual({ id: '2', v: 42 });
+    scope.prime('3', new Error('primed failure'));
+    await expect(scope.load('3')).rejects.toThrow('primed failure');
+    expect(batches).toEqual([['1']]);
+    // prime is request-local: the shared loader never saw 2.
+    expect(await users.load('2')).toEqual({ id: '2', v: 1 });
+  });
+
+  it('clear and clearAll forget the request memo only', async () => {
+    const { cache, users, bump } = setup();
+    const request = cache.request();
+    const scope = request.loader(users);
+    const a = scope.load('1');
+    await a;
+    expect(scope.clear('1').load('1')).not.toBe(a);
+    expect(request.stats().sources.user?.hits).toBe(1); // asked the registry again
+    const first = scope.load('2');
+    scope.clearAll();
+    const again = scope.load('2');
+    await Promise.all([first, again]);
+    // Asked again, joined its own fill (counted once the flight's read found nothing: a fill ran).
+    expect(request.stats().sources.user?.coalesced).toBe(1);
+    bump();
+    // The shared entry is untouched by a scope's clear: still the first value.
+    expect((await scope.load('1')).v).toBe(1);
+  });
+
+  it('a per-key Error stays memoized for the request; a whole-batch failure is forgotten', async () => {
+    const cache = createCache({ ttl: Infinity });
+    let mode: 'key' | 'batch' | 'ok' = 'key';
+    const loader = cache.loader<number, number>({
+      name: 'n',
+      batch: async (ids) => {
+        if (mode === 'batch') throw new Error('batch down');
+        return ids.map((id) => (mode === 'key' ? new Error(`key ${id} failed`) : id));
+      },
+    });
+    const scope = cache.request().loader(loader);
+    await expect(scope.load(1)).rejects.toThrow('key 1 failed');
+    mode = 'ok';
+    await expect(scope.load(1)).rejects.toThrow('key 1 failed'); // memoized, as DataLoader
+    mode = 'batch';
+    await expect(scope.load(2)).rejects.toThrow('batch down');
+    mode = 'ok';
+    await flush();
+    expect(await scope.load(2)).toBe(2); // forgotten: retried
+  });
+
+  it('getOrCompute on a scope is memoized and attributed to the request', async () => {
+    const cache = createCache({ ttl: Infinity });
+    const scope = cache.request();
+    const fill = jest.fn(async () => 'v');
+    const a = scope.getOrCompute('k', fill, { label: 'Query.thing' });
+    expect(scope.getOrCompute('k', fill)).toBe(a);
+    await a;
+    const other = cache.request();
+    await other.getOrCompute('k', fill, { label: 'Query.thing' });
+    expect(fill).toHaveBeenCalledTimes(1);
+    expect(scope.stats().sources['Query.thing']).toMatchObject({ misses: 1, fills: 1, hits: 0 });
+    expect(other.stats().sources['Query.thing']).toMatchObject({ hits: 1, misses: 0, fills: 0 });
+    expect(cache.metrics().sources['Query.thing']).toMatchObject({ hits: 1, misses: 1 });
+  });
+
+  it('stats count each load of the request once: hits + misses + coalesced + stale = loads', async () => {
+    const { cache, users } = setup();
+    await users.load('warm');
+    const a = cache.request();
+    const b = cache.request();
+    await Promise.all([a.loader(users).loadMany(['warm', 'x', 'y']), b.loader(users).loadMany(['x', 'y', 'z'])]);
+    const sa = a.stats().total;
+    const sb = b.stats().total;
+    expect(sa.hits + sa.misses + sa.coalesced + sa.staleServed).toBe(3);
+    expect(sb.hits + sb.misses + sb.coalesced + sb.staleServed).toBe(3);
+    expect(sa).toMatchObject({ hits: 1, misses: 2 });
+    expect(sb).toMatchObject({ coalesced: 2, misses: 1 });
+  });
+});
