@@ -3,7 +3,7 @@
  * same: a mutated options object, or a new one, never gets the policy of the values it had before.
  * Counted in fills, on a manual clock.
  */
-import { HerdcacheError, createCache, manualClock } from '../src/core';
+import { HerdcacheError, createCache, manualClock } from '../../src/core';
 
 describe('getOrCompute options: resolution reused by value, never stale', () => {
   it('a mutated ttl applies from the next call', async () => {
