@@ -5,10 +5,7 @@
  * ./entities (Federation's __resolveReference).
  */
 import type { Cache } from '../core/cache';
-import { NO_ARG } from '../core/registry';
-import type { MemoKey } from '../core/memo';
-import { NO_ANSWER } from '../core/scope';
-import type { Computation } from '../core/registry';
+import { LATER, type Computation, type MemoKey, answerLater, answerNow } from '../core/internal';
 import { operationOf } from './request';
 
 /** `memoKey`: the key as a MemoKey when the caller keeps one per key (a field's calls without arguments). */
@@ -17,16 +14,11 @@ export function answerKeyed(cache: Cache, call: Computation, key: string, contex
   const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
   // A fresh value held in process is returned as it is, not in a promise: graphql-js then
   // completes the field synchronously, as it does a plain resolver's.
-  if (scope !== undefined) {
-    const answer = memoKey === undefined ? scope._read(call, key) : scope._readKey(call, memoKey);
-    if (answer !== NO_ANSWER) return answer;
-  } else {
-    const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);
-    if (entry !== undefined) return entry.value;
-  }
+  const answer = answerNow(cache, scope, call, key, memoKey);
+  if (answer !== LATER) return answer;
   // Misses of one tick (the siblings of a list, the representations of one _entities call) leave
   // in one store read: the registry batches them.
-  return scope !== undefined ? scope._compute(call, key, fill) : cache._load(call.source, key, fill, call.policy, undefined, undefined);
+  return answerLater(cache, scope, call, key, fill);
 }
 
 /**

@@ -15,8 +15,8 @@
 import type { GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
+import { MemoKey, checkTagsSupported, computationOf } from '../core/internal';
 import { MEMO_KEY_MAX } from '../core/long-keys';
-import { MemoKey } from '../core/memo';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
@@ -118,7 +118,7 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       const site = (directive: 'cached' | 'invalidates'): TemplateSite => ({ directive, coordinate, field, isRoot });
       const invalidates = readInvalidates(field, coordinate, type === mutationType && kind === 'object', site('invalidates'), literal);
       if (invalidates !== undefined) {
-        cache._checkTagsSupported(`@invalidates on ${coordinate}`);
+        checkTagsSupported(cache, `@invalidates on ${coordinate}`);
         checkNotInstalled(field, coordinate);
         plans.push([field, () => invalidatingResolver(field.resolve ?? defaultFieldResolver, coordinate, invalidates, { cache, onInvalidationError })]);
       }
@@ -135,7 +135,7 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       checkNotInstalled(field, coordinate);
       const id = identity[type.name];
       const identityOf = isRoot ? undefined : typeof id === 'function' ? id : propertyOf(typeof id === 'string' ? id : 'id');
-      if (policy.tags !== undefined) cache._checkTagsSupported(`@cached(tags:) on ${coordinate}`);
+      if (policy.tags !== undefined) checkTagsSupported(cache, `@cached(tags:) on ${coordinate}`);
       plans.push([field, () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass })]);
     }
   }
@@ -185,7 +185,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   const base: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
   const templates = policy.tags;
   const staticTags = templates?.every((template) => template.placeholders.length === 0) ? (fillTags(templates, { args: undefined }) as string[]) : undefined;
-  const computation = cache._computation(staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
+  const computation = computationOf(cache, staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
   const dynamicTags = staticTags === undefined ? templates : undefined;
   const keyHead = fieldKeyHead(keyPrefix, coordinate);
   // Keys of the field's calls without arguments or session (most calls), by parent identity ("" on
@@ -236,7 +236,7 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
       // Tagged wrongly, the value would survive the invalidation meant for it: not cached at all.
       const tags = fillTags(dynamicTags, { args, parent });
       if (tags instanceof UnfilledTag) return bypass(parent, args, context, info, 'no_tag_value');
-      if (tags.length > 0) call = cache._computation({ ...base, tags });
+      if (tags.length > 0) call = computationOf(cache, { ...base, tags });
     }
     let key: string;
     let memoKey: MemoKey | undefined;

@@ -19,6 +19,7 @@
  */
 import type { GraphQLField, GraphQLObjectType, GraphQLResolveInfo } from 'graphql';
 import type { Cache } from '../core/cache';
+import { checkTagsSupported, computationOf } from '../core/internal';
 import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
 import { findDirective } from './directive-nodes';
@@ -65,7 +66,7 @@ export function planEntity(type: GraphQLObjectType, policy: CachedPolicy, env: E
   if (policy.scope === 'PRIVATE' && env.sessionId === undefined) {
     throw buildError(`@cached(scope: PRIVATE) on ${where} needs the "sessionId" option (a function of the context returning the viewer's session id)`);
   }
-  if (policy.tags !== undefined) env.cache._checkTagsSupported(`@cached(tags:) on ${where}`);
+  if (policy.tags !== undefined) checkTagsSupported(env.cache, `@cached(tags:) on ${where}`);
   return () => {
     const resolve = cachedReferenceResolver(type, slot.resolve, policy, env);
     wrapped.add(resolve);
@@ -99,7 +100,7 @@ function cachedReferenceResolver(type: GraphQLObjectType, resolve: ReferenceReso
   const base: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
   const templates = policy.tags;
   const staticTags = templates?.every((template) => template.placeholders.length === 0) ? (fillTags(templates, { args: undefined }) as string[]) : undefined;
-  const computation = cache._computation(staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
+  const computation = computationOf(cache, staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
   const dynamicTags = staticTags === undefined ? templates : undefined;
   const keyHead = fieldKeyHead(keyPrefix, coordinate);
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
@@ -129,7 +130,7 @@ function cachedReferenceResolver(type: GraphQLObjectType, resolve: ReferenceReso
     if (dynamicTags !== undefined) {
       const tags = fillTags(dynamicTags, { args: undefined, parent: reference });
       if (tags instanceof UnfilledTag) return bypass(reference, context, info, 'no_tag_value');
-      if (tags.length > 0) call = cache._computation({ ...base, tags });
+      if (tags.length > 0) call = computationOf(cache, { ...base, tags });
     }
     const key = fieldKeyAfter(keyHead, undefined, encoded, session);
     return answerKeyed(cache, call, key, context, () => settleList(resolve(reference, context, info)));

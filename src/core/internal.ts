@@ -1,0 +1,53 @@
+/**
+ * @internal The core's interface for herdcache's own integrations (src/graphql, src/apollo,
+ * src/envelop): everything they may do with a Cache or a RequestScope beyond the public API, in one
+ * place, as functions. Integrations import these, never the `_`-members or the core's sentinels,
+ * so the core's classes can change shape behind this file. Not exported from any entry point.
+ */
+import type { Cache } from './cache';
+import type { MemoKey } from './memo';
+import { NO_ARG, type Computation } from './registry';
+import { NO_ANSWER, type RequestScope } from './scope';
+import type { GetOrComputeOptions } from './types';
+
+export { MemoKey } from './memo';
+export type { Computation } from './registry';
+
+/** What answerNow returns when the answer needs a load (then call answerLater). */
+export const LATER: typeof NO_ANSWER = NO_ANSWER;
+
+/** getOrCompute's options resolved and validated once (per @cached field, at build time). */
+export function computationOf(cache: Cache, options: Omit<GetOrComputeOptions, 'signal'> | undefined): Computation {
+  return cache._computation(options);
+}
+
+/** Throws E_UNSUPPORTED naming `option` unless the cache's store can invalidate tags. */
+export function checkTagsSupported(cache: Cache, option: string): void {
+  cache._checkTagsSupported(option);
+}
+
+/** Reserves the key namespace of `prefix` for `owner` (no loader may write under it). */
+export function reserveNamespace(cache: Cache, prefix: string, owner: string): void {
+  cache._reserveNamespace(prefix, owner);
+}
+
+/** The registry clock's time. */
+export function nowOf(cache: Cache): number {
+  return cache._now();
+}
+
+/**
+ * A keyed call's answer without a load: the request's earlier answer for the key, or the value of
+ * a fresh entry held in process (counted as a hit, and remembered by the request); LATER otherwise.
+ * `memoKey`: the key as a MemoKey when the caller keeps one per key (it is then `key`).
+ */
+export function answerNow(cache: Cache, scope: RequestScope | undefined, call: Computation, key: string, memoKey: MemoKey | undefined): unknown {
+  if (scope !== undefined) return memoKey === undefined ? scope._read(call, key) : scope._readKey(call, memoKey);
+  const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);
+  return entry === undefined ? LATER : entry.value;
+}
+
+/** The keyed call's load, after answerNow said LATER: memoized for the request when there is one. */
+export function answerLater(cache: Cache, scope: RequestScope | undefined, call: Computation, key: string, fill: () => Promise<unknown>): Promise<unknown> {
+  return scope !== undefined ? scope._compute(call, key, fill) : cache._load(call.source, key, fill, call.policy, undefined, undefined);
+}
