@@ -26,11 +26,6 @@ export function checkTagsSupported(cache: Cache, option: string): void {
   cache._checkTagsSupported(option);
 }
 
-/** Reserves the key namespace of `prefix` for `owner` (no loader may write under it). */
-export function reserveNamespace(cache: Cache, prefix: string, owner: string): void {
-  cache._reserveNamespace(prefix, owner);
-}
-
 /** The registry clock's time. */
 export function nowOf(cache: Cache): number {
   return cache._now();

@@ -28,7 +28,7 @@ import { LateTagged } from '../core/late-tags';
 import type { Sink } from '../core/metrics';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
-import type { Computation } from '../core/registry';
+import { type Computation, checkTagsSupported, computationOf, nowOf } from '../core/internal';
 import { canonicalArgs, identityString } from './keys';
 import { operationOf } from './request';
 import { type StaticPolicy, entityTags, staticPolicy } from './response-policy';
@@ -125,7 +125,7 @@ export class ResponseEngine {
     if (!Number.isSafeInteger(defaultMaxAge) || defaultMaxAge < 0) throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, 'an integer number of seconds >= 0');
     if (swr !== undefined && (!Number.isSafeInteger(swr) || swr < 0)) throw invalidOption('responseCache.swr', swr, 'an integer number of seconds >= 0');
     if (typeof invalidateViaMutation !== 'boolean') throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
-    cache._checkTagsSupported('responseCache');
+    checkTagsSupported(cache, 'responseCache');
     this.#cache = cache;
     this.#sessionId = sessionId;
     this.#vary = vary;
@@ -250,7 +250,7 @@ export class ResponseEngine {
   }
 
   #now(): number {
-    return this.#cache._now();
+    return nowOf(this.#cache);
   }
 
   #computation(policy: StaticPolicy): Computation {
@@ -258,7 +258,7 @@ export class ResponseEngine {
     const memo = `${policy.maxAge}/${swr}`;
     let computation = this.#computations.get(memo);
     if (computation === undefined) {
-      const resolved = this.#cache._computation({ ttl: policy.maxAge * 1000, swr: swr * 1000, label: 'response' });
+      const resolved = computationOf(this.#cache, { ttl: policy.maxAge * 1000, swr: swr * 1000, label: 'response' });
       computation = { source: resolved.source, policy: { ...resolved.policy, lateTags: true } };
       if (this.#computations.size < 256) this.#computations.set(memo, computation);
     }
