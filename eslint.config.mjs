@@ -12,7 +12,10 @@ export default tseslint.config(
     files: ['**/*.ts'],
     languageOptions: {
       // One program per tsconfig (the nestjs example has its own: decorators).
-      parserOptions: { project: ['./tsconfig.json', './examples/nestjs/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        project: ['./tsconfig.json', './examples/nestjs/tsconfig.json'],
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

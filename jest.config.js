@@ -5,11 +5,22 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     // NestJS's decorators (experimental, with their metadata), for examples/nestjs only.
-    '^.+/examples/nestjs/.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true } } }],
+    '^.+/examples/nestjs/.+\\.ts$': [
+      '@swc/jest',
+      {
+        jsc: {
+          parser: { syntax: 'typescript', decorators: true },
+          transform: { legacyDecorator: true, decoratorMetadata: true },
+        },
+      },
+    ],
     '^.+\\.(t|j)sx?$': ['@swc/jest'],
   },
   // The package's own name resolves to the sources, as tsconfig.json's "paths" say (examples use it).
-  moduleNameMapper: { '^herdcache$': '<rootDir>/src/core/index.ts', '^herdcache/(redis|graphql|apollo|envelop|prometheus|otel)$': '<rootDir>/src/$1/index.ts' },
+  moduleNameMapper: {
+    '^herdcache$': '<rootDir>/src/core/index.ts',
+    '^herdcache/(redis|graphql|apollo|envelop|prometheus|otel)$': '<rootDir>/src/$1/index.ts',
+  },
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   // A timeout catches a hang, not slowness: tests count things, and a loaded machine (a shared CI

@@ -27,5 +27,13 @@ export default defineConfig({
   // keep their names without it as long as no class body names its own class (esbuild then renames
   // it, e.g. _HerdcacheError); scripts/pack-check.sh checks the error classes' names.
   // Peer dependencies stay external: the user brings them.
-  external: ['graphql', '@apollo/server', 'ioredis', 'prom-client', '@opentelemetry/api', 'graphql-yoga', '@envelop/core'],
+  external: [
+    'graphql',
+    '@apollo/server',
+    'ioredis',
+    'prom-client',
+    '@opentelemetry/api',
+    'graphql-yoga',
+    '@envelop/core',
+  ],
 });

@@ -23,28 +23,63 @@ function runCase(args: string[]): Promise<string> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--max-old-space-size=512', '--expose-gc', '--import', 'tsx', join(__dirname, '../test/abuse/hostile-request.ts'), ...args],
+      [
+        '--max-old-space-size=512',
+        '--expose-gc',
+        '--import',
+        'tsx',
+        join(__dirname, '../test/abuse/hostile-request.ts'),
+        ...args,
+      ],
       { timeout: 60_000, maxBuffer: 1 << 20 },
       (error, stdout) => {
         const wall = ((performance.now() - started) / 1000).toFixed(1);
         if (error !== null) {
-          resolve(`died after ${wall} s (${error.signal ?? `exit ${String(error.code)}`}${error.killed ? ', killed at the 60 s bound' : ''})`);
+          resolve(
+            `died after ${wall} s (${error.signal ?? `exit ${String(error.code)}`}${error.killed ? ', killed at the 60 s bound' : ''})`,
+          );
           return;
         }
-        const r = JSON.parse(stdout.trim().split('\n').pop()!) as { ms: number; heapMiB: number; maxRssMiB: number; bypassed: string[]; calls: number };
-        resolve(`2 requests in ${r.ms.toFixed(0)} ms · heap after GC ${r.heapMiB.toFixed(1)} MiB · peak RSS ${r.maxRssMiB.toFixed(0)} MiB · resolver calls ${r.calls} · bypassed ${JSON.stringify(r.bypassed)} (child wall ${wall} s)`);
+        const r = JSON.parse(stdout.trim().split('\n').pop()!) as {
+          ms: number;
+          heapMiB: number;
+          maxRssMiB: number;
+          bypassed: string[];
+          calls: number;
+        };
+        resolve(
+          `2 requests in ${r.ms.toFixed(0)} ms · heap after GC ${r.heapMiB.toFixed(1)} MiB · peak RSS ${r.maxRssMiB.toFixed(0)} MiB · resolver calls ${r.calls} · bypassed ${JSON.stringify(r.bypassed)} (child wall ${wall} s)`,
+        );
       },
     );
   });
 }
 
-const RETAINED = ['field-args', 'field-values', 'private-sessions', 'field-identities', 'raw-keys', 'coalesce-only', 'loader-keys', 'tags'];
+const RETAINED = [
+  'field-args',
+  'field-values',
+  'private-sessions',
+  'field-identities',
+  'raw-keys',
+  'coalesce-only',
+  'loader-keys',
+  'tags',
+];
 
 function retained(): Promise<string[]> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--max-old-space-size=1024', '--expose-gc', '--import', 'tsx', join(__dirname, '../test/abuse/retained-request.ts'), RETAINED.join(','), '200', String(1 << 20)],
+      [
+        '--max-old-space-size=1024',
+        '--expose-gc',
+        '--import',
+        'tsx',
+        join(__dirname, '../test/abuse/retained-request.ts'),
+        RETAINED.join(','),
+        '200',
+        String(1 << 20),
+      ],
       { timeout: 600_000, maxBuffer: 1 << 20 },
       (error, stdout) => {
         if (error !== null) {
@@ -56,7 +91,13 @@ function retained(): Promise<string[]> {
             .trim()
             .split('\n')
             .map((line) => {
-              const r = JSON.parse(line) as { scenario: string; retainedMiB: number; entries: number; calculatedSize: number; calls: number };
+              const r = JSON.parse(line) as {
+                scenario: string;
+                retainedMiB: number;
+                entries: number;
+                calculatedSize: number;
+                calls: number;
+              };
               return `${r.scenario}: ${r.retainedMiB.toFixed(1)} MiB retained · ${r.entries} entries, ${(r.calculatedSize / 2 ** 20).toFixed(1)} MiB estimated · ${r.calls} calls`;
             }),
         );

@@ -37,13 +37,22 @@ async function oneWritePerTurn(url: string): Promise<void> {
   for (let run = 0; run < 20; run++) {
     await admin.config('RESETSTAT');
     const siblings = Array.from({ length: 50 }, (_, i) => `sibling:${run}:${i}`);
-    await Promise.all(siblings.map((key, i) => cache.getOrCompute(key, () => new Promise((resolve) => setTimeout(() => resolve(i), 5)))));
+    await Promise.all(
+      siblings.map((key, i) =>
+        cache.getOrCompute(key, () => new Promise((resolve) => setTimeout(() => resolve(i), 5))),
+      ),
+    );
     await store.getMany(['flush']);
     writeScripts.push(((await commandCalls(admin)).evalsha ?? 0) - 1);
   }
   const runs = new Map<number, number>();
   for (const n of writeScripts) runs.set(n, (runs.get(n) ?? 0) + 1);
-  console.log(`50 cold siblings, fills awaiting a 5 ms timer, 20 runs: 1 lock script + write scripts per run ${[...runs].sort((a, b) => a[0] - b[0]).map(([n, count]) => `${n} (${count}×)`).join(', ')}`);
+  console.log(
+    `50 cold siblings, fills awaiting a 5 ms timer, 20 runs: 1 lock script + write scripts per run ${[...runs]
+      .sort((a, b) => a[0] - b[0])
+      .map(([n, count]) => `${n} (${count}×)`)
+      .join(', ')}`,
+  );
 
   const rounds = 3000;
   const timings = { turn: [] as number[], now: [] as number[] };
@@ -53,7 +62,16 @@ async function oneWritePerTurn(url: string): Promise<void> {
       const token = `t${round}`;
       await store.lock.acquire([key], token, 10_000);
       const started = performance.now();
-      const written = store.lock.writeAndRelease([{ key, entry: { value: round, freshUntil: Date.now() + 60_000, staleUntil: Date.now() + 60_000 }, ttl: 60_000 }], token);
+      const written = store.lock.writeAndRelease(
+        [
+          {
+            key,
+            entry: { value: round, freshUntil: Date.now() + 60_000, staleUntil: Date.now() + 60_000 },
+            ttl: 60_000,
+          },
+        ],
+        token,
+      );
       if (mode === 'now') (store.lock as unknown as { flushWrites(): void }).flushWrites();
       await written;
       timings[mode].push(performance.now() - started);
@@ -61,7 +79,9 @@ async function oneWritePerTurn(url: string): Promise<void> {
   }
   const turn = latency(timings.turn);
   const now = latency(timings.now);
-  console.log(`lone fenced write, ${rounds} each, interleaved: end of turn p50 ${turn.p50.toFixed(3)} ms p99 ${turn.p99.toFixed(3)} ms; sent at once p50 ${now.p50.toFixed(3)} ms p99 ${now.p99.toFixed(3)} ms; added p50 ${(turn.p50 - now.p50).toFixed(3)} ms (ratio ${(turn.p50 / now.p50).toFixed(2)})`);
+  console.log(
+    `lone fenced write, ${rounds} each, interleaved: end of turn p50 ${turn.p50.toFixed(3)} ms p99 ${turn.p99.toFixed(3)} ms; sent at once p50 ${now.p50.toFixed(3)} ms p99 ${now.p99.toFixed(3)} ms; added p50 ${(turn.p50 - now.p50).toFixed(3)} ms (ratio ${(turn.p50 / now.p50).toFixed(2)})`,
+  );
   await cache.close();
   client.disconnect();
   admin.disconnect();

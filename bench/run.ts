@@ -33,13 +33,36 @@ const only = onlyArg === undefined ? undefined : new Set(onlyArg.replace('--only
 
 /** Sizes: the full run as issue 5 specifies; --quick shrinks counts and times, not the shape. */
 const SIZES = quick
-  ? { stampedeLoads: 2_000, replicaLoads: 200, replicaTrials: 1, hotRounds: 3, hotRoundMs: 40, batchRequests: 100, swrDurationMs: 2_200, windowRequests: 200 }
-  : { stampedeLoads: 10_000, replicaLoads: 1_000, replicaTrials: 3, hotRounds: 7, hotRoundMs: 250, batchRequests: 500, swrDurationMs: 3_500, windowRequests: 1_000 };
+  ? {
+      stampedeLoads: 2_000,
+      replicaLoads: 200,
+      replicaTrials: 1,
+      hotRounds: 3,
+      hotRoundMs: 40,
+      batchRequests: 100,
+      swrDurationMs: 2_200,
+      windowRequests: 200,
+    }
+  : {
+      stampedeLoads: 10_000,
+      replicaLoads: 1_000,
+      replicaTrials: 3,
+      hotRounds: 7,
+      hotRoundMs: 250,
+      batchRequests: 500,
+      swrDurationMs: 3_500,
+      windowRequests: 1_000,
+    };
 
 /** The commit measured, and whether src/ differs from it (others edit the same tree). */
 function revision(): string {
   try {
-    const git = (...a: string[]) => execFileSync('git', a, { cwd: join(__dirname, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...a: string[]) =>
+      execFileSync('git', a, {
+        cwd: join(__dirname, '..'),
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
     const dirty = git('status', '--porcelain', '--', 'src').length > 0;
     return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes in src/' : ''}`;
   } catch {
@@ -59,8 +82,14 @@ const TITLES = {
   5: ['5. Expiry under load (SWR)', 'requests that waited on a refill · fills'],
   6: ['6. GraphQL end to end', 'req/s · p99, cached vs uncached'],
   7: ['7. GraphQL in process', 'µs per operation'],
-  8: ['8. Batch windows (batchScheduleFn) under concurrent requests', 'database batch calls · p50 / p99 request latency'],
-  9: ['9. Whole-response cache over HTTP', 'req/s vs Apollo\'s response cache · varied pages vs fields alone · cold executions'],
+  8: [
+    '8. Batch windows (batchScheduleFn) under concurrent requests',
+    'database batch calls · p50 / p99 request latency',
+  ],
+  9: [
+    '9. Whole-response cache over HTTP',
+    "req/s vs Apollo's response cache · varied pages vs fields alone · cold executions",
+  ],
 } as const;
 
 async function step(n: keyof typeof TITLES, work: () => Promise<Row>): Promise<Row | undefined> {
@@ -69,7 +98,9 @@ async function step(n: keyof typeof TITLES, work: () => Promise<Row>): Promise<R
   log(`${TITLES[n][0]} …`);
   try {
     const row = await work();
-    log(`${TITLES[n][0]}: ${row.skipped === undefined ? 'done' : `skipped (${row.skipped})`} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    log(
+      `${TITLES[n][0]}: ${row.skipped === undefined ? 'done' : `skipped (${row.skipped})`} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     return row;
   } catch (error) {
     // One broken workload must not hide the others: its row says what failed.
@@ -112,7 +143,13 @@ async function main(): Promise<void> {
     push(
       await step(2, async () =>
         redis !== undefined && store !== undefined
-          ? replicas({ url: redis.url, replicas: 4, loads: SIZES.replicaLoads, fillMs: 20, trials: SIZES.replicaTrials })
+          ? replicas({
+              url: redis.url,
+              replicas: 4,
+              loads: SIZES.replicaLoads,
+              fillMs: 20,
+              trials: SIZES.replicaTrials,
+            })
           : skippedRow(...TITLES[2], noRedis ?? 'no Redis'),
       ),
     );
@@ -125,7 +162,15 @@ async function main(): Promise<void> {
     );
     push(
       await step(5, () =>
-        swr({ keys: 5, fillMs: 20, ttlMs: 1_000, swrMs: 2_000, durationMs: SIZES.swrDurationMs, perTick: 5, tickMs: 2 }),
+        swr({
+          keys: 5,
+          fillMs: 20,
+          ttlMs: 1_000,
+          swrMs: 2_000,
+          durationMs: SIZES.swrDurationMs,
+          perTick: 5,
+          tickMs: 2,
+        }),
       ),
     );
     push(await step(6, () => graphqlEndToEnd({ quick })));
@@ -184,4 +229,3 @@ main().then(
     process.exit(1);
   },
 );
-

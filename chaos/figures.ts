@@ -60,10 +60,12 @@ export function figures(input: FigureInput): Figures {
       if (all === undefined) fills.set(key, [...starts]);
       else all.push(...starts);
     }
-    for (const [code, count] of Object.entries(report.storeErrorCodes)) storeErrors[code] = (storeErrors[code] ?? 0) + count;
+    for (const [code, count] of Object.entries(report.storeErrorCodes))
+      storeErrors[code] = (storeErrors[code] ?? 0) + count;
     for (const time of report.storeErrorTimes) if (time > lastStoreError) lastStoreError = time;
   }
-  const window = input.window === undefined ? undefined : { from: input.window.from, to: Math.max(input.window.to, lastStoreError) };
+  const window =
+    input.window === undefined ? undefined : { from: input.window.from, to: Math.max(input.window.to, lastStoreError) };
 
   let reachableKeys = 0;
   let reachableMaxFills = 0;
@@ -74,7 +76,8 @@ export function figures(input: FigureInput): Figures {
   for (const [key, starts] of fills) {
     const first = Math.min(...starts);
     const last = Math.max(...starts) + fillMs;
-    const inFault = input.unreachable?.has(key) === true || (window !== undefined && first <= window.to && last >= window.from);
+    const inFault =
+      input.unreachable?.has(key) === true || (window !== undefined && first <= window.to && last >= window.from);
     if (inFault) {
       faultKeys++;
       faultFills += starts.length;

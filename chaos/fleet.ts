@@ -45,7 +45,10 @@ export class Replica {
         : await new Promise<FromReplica>((resolve) => {
             const timer = setTimeout(() => {
               this.#waiter = undefined;
-              resolve({ type: 'error', message: `replica ${this.#child.pid} did not answer "${type}" within ${ANSWER_TIMEOUT} ms` });
+              resolve({
+                type: 'error',
+                message: `replica ${this.#child.pid} did not answer "${type}" within ${ANSWER_TIMEOUT} ms`,
+              });
             }, ANSWER_TIMEOUT);
             this.#waiter = (received) => {
               clearTimeout(timer);
@@ -53,7 +56,8 @@ export class Replica {
             };
           }));
     if (message.type === 'error') throw new Error(message.message);
-    if (message.type !== type) throw new Error(`replica ${this.#child.pid} answered "${message.type}", expected "${type}"`);
+    if (message.type !== type)
+      throw new Error(`replica ${this.#child.pid} answered "${message.type}", expected "${type}"`);
     return message as Extract<FromReplica, { type: T }>;
   }
 
@@ -91,7 +95,11 @@ export async function startFleet(size: number): Promise<Replica[]> {
  * Runs one load plan on `replicas`, every replica starting at once. `during` runs alongside, from
  * the moment the loads start (it is given that moment): the scenario's fault.
  */
-export async function runLoad<T>(replicas: readonly Replica[], plans: readonly LoadPlan[], during: (startedAt: number) => Promise<T>): Promise<{ reports: LoadReport[]; fault: T; startedAt: number }> {
+export async function runLoad<T>(
+  replicas: readonly Replica[],
+  plans: readonly LoadPlan[],
+  during: (startedAt: number) => Promise<T>,
+): Promise<{ reports: LoadReport[]; fault: T; startedAt: number }> {
   await Promise.all(replicas.map((replica, i) => replica.prepare(plans[i] ?? plans[0]!)));
   const startedAt = Date.now();
   const reports = Promise.all(replicas.map((replica) => replica.go()));

@@ -33,8 +33,18 @@ const PLANTS: readonly Plant[] = [
 ];
 const plantOf = (index: number): Plant => PLANTS[index % PLANTS.length]!;
 
-function garbagePlan(server: RedisServer, prefix: string, context: ScenarioContext, overrides: Partial<LoadPlan>): LoadPlan {
-  return plan({ url: server.url }, prefix, context.quick ? 1500 : 4500, { epochMs: 1000, keysPerEpoch: 1, fixedKeys: KEYS, ...overrides });
+function garbagePlan(
+  server: RedisServer,
+  prefix: string,
+  context: ScenarioContext,
+  overrides: Partial<LoadPlan>,
+): LoadPlan {
+  return plan({ url: server.url }, prefix, context.quick ? 1500 : 4500, {
+    epochMs: 1000,
+    keysPerEpoch: 1,
+    fixedKeys: KEYS,
+    ...overrides,
+  });
 }
 
 async function plantAll(port: number, keyOf: (key: string) => string): Promise<Set<string>> {
@@ -75,7 +85,12 @@ function garbageScenario(name: string, where: 'value' | 'lock' | 'tag', note: st
       const server = await redisServer();
       try {
         const prefix = `chaos:garbage-${where}:`;
-        const keyOf = (key: string) => (where === 'value' ? `${prefix}{${key}}` : where === 'lock' ? `${prefix}{${key}}:lock` : `${prefix}tag:{tag:${key}}`);
+        const keyOf = (key: string) =>
+          where === 'value'
+            ? `${prefix}{${key}}`
+            : where === 'lock'
+              ? `${prefix}{${key}}:lock`
+              : `${prefix}tag:{tag:${key}}`;
         const planted = await plantAll(server.port, keyOf);
         const p = garbagePlan(server, prefix, context, where === 'tag' ? { tagged: true, invalidateEveryMs: 100 } : {});
         const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
@@ -91,7 +106,10 @@ function garbageScenario(name: string, where: 'value' | 'lock' | 'tag', note: st
         const lost = where === 'tag' ? (f.storeErrors.E_STORE_ERROR ?? 0) : 0;
         const flags: string[] = [];
         if (lost > 0) flags.push(`${lost} invalidateTags calls failed: invalidations lost`);
-        if (where === 'lock' && f.maxAddedLatencyMs >= LOCK_GARBAGE_MAX_MS) flags.push(`a load behind garbage at its lock key took ${f.maxAddedLatencyMs} ms beyond its fill (target < ${LOCK_GARBAGE_MAX_MS} ms)`);
+        if (where === 'lock' && f.maxAddedLatencyMs >= LOCK_GARBAGE_MAX_MS)
+          flags.push(
+            `a load behind garbage at its lock key took ${f.maxAddedLatencyMs} ms beyond its fill (target < ${LOCK_GARBAGE_MAX_MS} ms)`,
+          );
         return { figures: f, notes: [note], flags: flags.length > 0 ? flags : undefined };
       } finally {
         await server.stop('SIGKILL');
@@ -101,7 +119,19 @@ function garbageScenario(name: string, where: 'value' | 'lock' | 'tag', note: st
 }
 
 export const GARBAGE_SCENARIOS: readonly Scenario[] = [
-  garbageScenario('garbage at value keys', 'value', '24 keys: non-JSON, other format version, empty, binary, list, hash, zset, set'),
-  garbageScenario('garbage at lock keys', 'lock', '24 lock keys: foreign strings without expiry, binary, list, hash, zset, set'),
-  garbageScenario('garbage at tag keys', 'tag', '24 tag version keys: non-integers, list, hash, zset, set (replaced by the next invalidateTags); invalidateTags every 100 ms'),
+  garbageScenario(
+    'garbage at value keys',
+    'value',
+    '24 keys: non-JSON, other format version, empty, binary, list, hash, zset, set',
+  ),
+  garbageScenario(
+    'garbage at lock keys',
+    'lock',
+    '24 lock keys: foreign strings without expiry, binary, list, hash, zset, set',
+  ),
+  garbageScenario(
+    'garbage at tag keys',
+    'tag',
+    '24 tag version keys: non-integers, list, hash, zset, set (replaced by the next invalidateTags); invalidateTags every 100 ms',
+  ),
 ];

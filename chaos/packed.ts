@@ -17,12 +17,22 @@ export function installPacked(): string {
   const dir = mkdtempSync(join(tmpdir(), 'herdcache-chaos-packed-'));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   // A dist/ newer than every source is packed as it is (prepack would rebuild it: a minute on a busy machine).
-  const flags = builtAfter(join(root, 'dist', 'index.mjs'), [join(root, 'src'), join(root, 'package.json')]) ? ['--ignore-scripts'] : [];
-  const tarball = execFileSync('npm', ['pack', '--silent', ...flags, '--pack-destination', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop()!;
+  const flags = builtAfter(join(root, 'dist', 'index.mjs'), [join(root, 'src'), join(root, 'package.json')])
+    ? ['--ignore-scripts']
+    : [];
+  const tarball = execFileSync('npm', ['pack', '--silent', ...flags, '--pack-destination', dir], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+    .trim()
+    .split('\n')
+    .pop()!;
   const installed = join(dir, 'node_modules', 'herdcache');
   mkdirSync(installed, { recursive: true });
   execFileSync('tar', ['-xzf', join(dir, tarball), '-C', installed, '--strip-components=1']);
-  for (const dependency of ['ioredis', 'lru-cache']) symlinkSync(join(root, 'node_modules', dependency), join(dir, 'node_modules', dependency));
+  for (const dependency of ['ioredis', 'lru-cache'])
+    symlinkSync(join(root, 'node_modules', dependency), join(dir, 'node_modules', dependency));
   process.env[PACKAGE_ENV] = dir;
   return join(dir, tarball);
 }

@@ -37,7 +37,10 @@ export async function redisServer(options: StartOptions = {}): Promise<RedisServ
   const server = await startRedisServer({
     ...options,
     // DEBUG SLEEP is refused by Redis 7 unless enabled.
-    extraArgs: [...(options.sentinelConfig === undefined ? ['--enable-debug-command', 'yes'] : []), ...(options.extraArgs ?? [])],
+    extraArgs: [
+      ...(options.sentinelConfig === undefined ? ['--enable-debug-command', 'yes'] : []),
+      ...(options.extraArgs ?? []),
+    ],
   });
   own(server.process);
   return server;
@@ -63,7 +66,12 @@ export async function sentinel(name: string, master: RedisServer): Promise<Redis
 
 /** A short-lived admin connection that never retries or queues: a chaos action fails loudly. */
 export async function admin(port: number): Promise<Redis> {
-  const client = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const client = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   client.on('error', () => {});
   await client.connect();
   return client;

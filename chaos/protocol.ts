@@ -5,8 +5,7 @@
 
 /** How a replica reaches Redis: a URL, or a sentinel that names the current master. */
 export type Connection =
-  | { readonly url: string }
-  | { readonly sentinels: readonly { host: string; port: number }[]; readonly name: string };
+  { readonly url: string } | { readonly sentinels: readonly { host: string; port: number }[]; readonly name: string };
 
 export interface LoadPlan {
   readonly connection: Connection;
@@ -75,9 +74,7 @@ export interface LoadReport {
 }
 
 export type ToReplica =
-  | { readonly type: 'prepare'; readonly plan: LoadPlan }
-  | { readonly type: 'go' }
-  | { readonly type: 'exit' };
+  { readonly type: 'prepare'; readonly plan: LoadPlan } | { readonly type: 'go' } | { readonly type: 'exit' };
 
 export type FromReplica =
   | { readonly type: 'ready' }

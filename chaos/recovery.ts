@@ -31,18 +31,27 @@ function faultAt(context: ScenarioContext): number {
 /** Fills per key per second, fleet-wide, of fills started in [from, to). */
 function rate(reports: readonly LoadReport[], from: number, to: number): number {
   let fills = 0;
-  for (const report of reports) for (const starts of Object.values(report.fills)) for (const start of starts) if (start >= from && start < to) fills++;
+  for (const report of reports)
+    for (const starts of Object.values(report.fills))
+      for (const start of starts) if (start >= from && start < to) fills++;
   return fills / KEYS.length / ((to - from) / 1000);
 }
 
-function outcome(reports: LoadReport[], startedAt: number, fault: FaultWindow, locksLeft: number, note: string): Outcome {
+function outcome(
+  reports: LoadReport[],
+  startedAt: number,
+  fault: FaultWindow,
+  locksLeft: number,
+  note: string,
+): Outcome {
   const steady = rate(reports, startedAt + 500, fault.from);
   const first = rate(reports, fault.to, fault.to + 1000);
   const second = rate(reports, fault.to + 1000, fault.to + 2000);
   const ratio = steady === 0 ? Infinity : first / steady;
   const f = figures({ reports, startedAt, fillMs: 30, window: fault, unreachable: new Set(KEYS), locksLeft });
   const flags: string[] = [];
-  if (ratio > TARGET) flags.push(`fill rate ${ratio.toFixed(2)}x steady in the first second after Redis answered (target <= ${TARGET}x)`);
+  if (ratio > TARGET)
+    flags.push(`fill rate ${ratio.toFixed(2)}x steady in the first second after Redis answered (target <= ${TARGET}x)`);
   // A wait that reached lockWaitTimeout here is a wait on a lock whose holder was done (its release lost).
   if (f.lockTimeouts > 0) flags.push(`${f.lockTimeouts} loads waited lockWaitTimeout on a lock`);
   return {
@@ -62,18 +71,28 @@ const stall: Scenario = {
     const server = await redisServer();
     try {
       const p = recoveryPlan({ url: server.url }, 'chaos:rec-stall:', faultAt(context) + 2000 + 4000);
-      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
-        const client = await admin(server.port);
-        try {
-          await sleep(startedAt + faultAt(context) - Date.now());
-          const from = Date.now();
-          await client.call('DEBUG', 'SLEEP', '2');
-          return { from, to: Date.now() };
-        } finally {
-          client.disconnect();
-        }
-      });
-      return outcome(reports, startedAt, fault, await locksLeft(server.port, p.prefix), 'DEBUG SLEEP 2; 2 replicas, 20 keys, ttl 200 ms');
+      const { reports, startedAt, fault } = await runLoad(
+        context.fleet.slice(0, 2),
+        [p],
+        async (startedAt): Promise<FaultWindow> => {
+          const client = await admin(server.port);
+          try {
+            await sleep(startedAt + faultAt(context) - Date.now());
+            const from = Date.now();
+            await client.call('DEBUG', 'SLEEP', '2');
+            return { from, to: Date.now() };
+          } finally {
+            client.disconnect();
+          }
+        },
+      );
+      return outcome(
+        reports,
+        startedAt,
+        fault,
+        await locksLeft(server.port, p.prefix),
+        'DEBUG SLEEP 2; 2 replicas, 20 keys, ttl 200 ms',
+      );
     } finally {
       await server.stop('SIGKILL');
     }
@@ -87,15 +106,25 @@ const restart: Scenario = {
     let server = await redisServer();
     try {
       const p = recoveryPlan({ url: server.url }, 'chaos:rec-restart:', faultAt(context) + 1000 + 5000);
-      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
-        await sleep(startedAt + faultAt(context) - Date.now());
-        const from = Date.now();
-        await server.stop('SIGKILL');
-        await sleep(1000);
-        server = await redisServer({ port: server.port });
-        return { from, to: Date.now() };
-      });
-      return outcome(reports, startedAt, fault, await locksLeft(server.port, p.prefix), 'SIGKILL, restarted empty 1 s later; 2 replicas, 20 keys, ttl 200 ms');
+      const { reports, startedAt, fault } = await runLoad(
+        context.fleet.slice(0, 2),
+        [p],
+        async (startedAt): Promise<FaultWindow> => {
+          await sleep(startedAt + faultAt(context) - Date.now());
+          const from = Date.now();
+          await server.stop('SIGKILL');
+          await sleep(1000);
+          server = await redisServer({ port: server.port });
+          return { from, to: Date.now() };
+        },
+      );
+      return outcome(
+        reports,
+        startedAt,
+        fault,
+        await locksLeft(server.port, p.prefix),
+        'SIGKILL, restarted empty 1 s later; 2 replicas, 20 keys, ttl 200 ms',
+      );
     } finally {
       await server.stop('SIGKILL');
     }
@@ -114,7 +143,9 @@ const failover: Scenario = {
     const sentinelAdmin = await admin(watcher.port);
     try {
       const replicaAdmin = await admin(replica.port);
-      await until('the replica to sync', 10_000, async () => (await replicaAdmin.info('replication')).includes('master_link_status:up'));
+      await until('the replica to sync', 10_000, async () =>
+        (await replicaAdmin.info('replication')).includes('master_link_status:up'),
+      );
       replicaAdmin.disconnect();
       await until('the sentinel to see the replica', 15_000, async () => {
         const replicas = (await sentinelAdmin.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as string[][];
@@ -125,16 +156,20 @@ const failover: Scenario = {
       // clients, reconnecting through the sentinel, find it. Releases sent meanwhile were not sent
       // (client not connected): the locks they were for reached the replica and are still there.
       const p = recoveryPlan(connection, 'chaos:rec-failover:', faultAt(context) + 9000);
-      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
-        await sleep(startedAt + faultAt(context) - Date.now());
-        const from = Date.now();
-        await master.stop('SIGKILL');
-        await until('the sentinel to name the new master', 15_000, async () => {
-          const [, port] = (await sentinelAdmin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[];
-          return Number(port) === replica.port;
-        });
-        return { from, to: Date.now() };
-      });
+      const { reports, startedAt, fault } = await runLoad(
+        context.fleet.slice(0, 2),
+        [p],
+        async (startedAt): Promise<FaultWindow> => {
+          await sleep(startedAt + faultAt(context) - Date.now());
+          const from = Date.now();
+          await master.stop('SIGKILL');
+          await until('the sentinel to name the new master', 15_000, async () => {
+            const [, port] = (await sentinelAdmin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[];
+            return Number(port) === replica.port;
+          });
+          return { from, to: Date.now() };
+        },
+      );
       return outcome(
         reports,
         startedAt,

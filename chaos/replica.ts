@@ -19,8 +19,14 @@ import type { ChaosValue, FromReplica, LoadPlan, LoadReport, ToReplica } from '.
  */
 const packageDir = process.env[PACKAGE_ENV];
 /* eslint-disable @typescript-eslint/no-require-imports -- which module to load is decided at run time */
-const { createCache } = (packageDir === undefined ? require('../src/core') : require(require.resolve('herdcache', { paths: [packageDir] }))) as typeof import('../src/core');
-const { redisStore } = (packageDir === undefined ? require('../src/redis') : require(require.resolve('herdcache/redis', { paths: [packageDir] }))) as typeof import('../src/redis');
+const { createCache } = (
+  packageDir === undefined ? require('../src/core') : require(require.resolve('herdcache', { paths: [packageDir] }))
+) as typeof import('../src/core');
+const { redisStore } = (
+  packageDir === undefined
+    ? require('../src/redis')
+    : require(require.resolve('herdcache/redis', { paths: [packageDir] }))
+) as typeof import('../src/redis');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 const MAX_FAILURES_KEPT = 5;
@@ -133,7 +139,8 @@ class Run {
   #blockAfterLockCalls(client: Redis): void {
     const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     const acquire = commands.herdcacheLockAcquire1;
-    if (typeof acquire !== 'function') throw new Error('redisStore no longer defines herdcacheLockAcquire1: update chaos/replica.ts');
+    if (typeof acquire !== 'function')
+      throw new Error('redisStore no longer defines herdcacheLockAcquire1: update chaos/replica.ts');
     const plan = this.#plan;
     commands.herdcacheLockAcquire1 = (...args: unknown[]) => {
       const pending = acquire.apply(client, args);
@@ -153,7 +160,8 @@ class Run {
     const plan = this.#plan;
     if (plan.fixedKeys !== undefined) return plan.fixedKeys[Math.floor(Math.random() * plan.fixedKeys.length)]!;
     let epoch = Math.floor(Date.now() / plan.epochMs);
-    if (plan.revisitShare > 0 && Math.random() < plan.revisitShare) epoch -= 1 + Math.floor(Math.random() * plan.revisitEpochs);
+    if (plan.revisitShare > 0 && Math.random() < plan.revisitShare)
+      epoch -= 1 + Math.floor(Math.random() * plan.revisitEpochs);
     return `e${epoch}:${Math.floor(Math.random() * plan.keysPerEpoch)}`;
   }
 
@@ -223,7 +231,9 @@ process.on('message', (message: ToReplica) => {
       send({ type: 'report', report });
     }
   };
-  reply().catch((error: unknown) => send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }));
+  reply().catch((error: unknown) =>
+    send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+  );
 });
 
 // The runner is gone (crashed, killed): so is this replica.

@@ -29,7 +29,8 @@ const quick = args.includes('--quick');
 const strict = args.includes('--strict');
 const packed = args.includes('--packed');
 const onlyIndex = args.indexOf('--only');
-const only = onlyIndex === -1 ? undefined : (args[onlyIndex + 1] ?? '').split(',').map((name) => name.trim().toLowerCase());
+const only =
+  onlyIndex === -1 ? undefined : (args[onlyIndex + 1] ?? '').split(',').map((name) => name.trim().toLowerCase());
 
 const DEADLINE_MS = quick ? 180_000 : 600_000;
 
@@ -44,7 +45,10 @@ function row(cells: readonly string[]): string {
 
 function describe(f: Figures): string[] {
   const ok = f.reachableKeys === 0 ? '-' : `${f.reachableMaxFills} (${f.reachableKeys} keys)`;
-  const fault = f.faultKeys === 0 ? '-' : `max ${f.faultMaxFills}, +${((f.faultFills - f.faultKeys) / f.faultKeys).toFixed(2)}/key (${f.faultKeys})`;
+  const fault =
+    f.faultKeys === 0
+      ? '-'
+      : `max ${f.faultMaxFills}, +${((f.faultFills - f.faultKeys) / f.faultKeys).toFixed(2)}/key (${f.faultKeys})`;
   return [String(f.loads), String(f.failed), ok, fault, `${f.maxAddedLatencyMs} ms`, String(f.locksLeft)];
 }
 
@@ -59,17 +63,26 @@ function judge(name: string, outcome: Outcome): Verdict {
   const flags: string[] = [];
   if (f.loads === 0) hard.push(`${name}: no load ran`);
   if (f.failed > 0) hard.push(`${name}: ${f.failed} failed loads (${f.failures.join(' | ')})`);
-  if (f.locksLeft > 0) (outcome.locksExplained === undefined ? hard : flags).push(`${name}: ${outcome.locksExplained ?? `${f.locksLeft} locks left behind`}`);
+  if (f.locksLeft > 0)
+    (outcome.locksExplained === undefined ? hard : flags).push(
+      `${name}: ${outcome.locksExplained ?? `${f.locksLeft} locks left behind`}`,
+    );
   for (const flag of outcome.flags ?? []) flags.push(`${name}: ${flag}`);
-  if (f.reachableMaxFills > 1) flags.push(`${name}: ${f.reachableOver} of ${f.reachableKeys} keys filled more than once (max ${f.reachableMaxFills}) while the lock was reachable`);
+  if (f.reachableMaxFills > 1)
+    flags.push(
+      `${name}: ${f.reachableOver} of ${f.reachableKeys} keys filled more than once (max ${f.reachableMaxFills}) while the lock was reachable`,
+    );
   return { hard, flags };
 }
 
 async function main(): Promise<number> {
-  const scenarios = only === undefined ? ALL : ALL.filter((s) => only.some((name) => s.name.toLowerCase().includes(name)));
+  const scenarios =
+    only === undefined ? ALL : ALL.filter((s) => only.some((name) => s.name.toLowerCase().includes(name)));
   const wantsSettle = only === undefined || only.includes('settle');
   if (scenarios.length === 0 && !wantsSettle) {
-    console.error(`no scenario matches --only ${only?.join(',')}; scenarios: settle, ${ALL.map((s) => s.name).join(', ')}`);
+    console.error(
+      `no scenario matches --only ${only?.join(',')}; scenarios: settle, ${ALL.map((s) => s.name).join(', ')}`,
+    );
     return 2;
   }
   const started = Date.now();
@@ -77,8 +90,11 @@ async function main(): Promise<number> {
   const settleFailures = wantsSettle ? await settleRound(quick) : [];
   // Before the fleet is forked: the replicas read where the package is from the environment.
   if (packed) console.log(`replicas load the packed package: ${installPacked()}`);
-  const fleet: Replica[] = scenarios.length === 0 ? [] : await startFleet(Math.max(...scenarios.map((s) => s.replicas)));
-  console.log(`herdcache chaos (${quick ? 'quick' : 'full'}): ${scenarios.length} scenarios, ${fleet.length} replica processes, library defaults`);
+  const fleet: Replica[] =
+    scenarios.length === 0 ? [] : await startFleet(Math.max(...scenarios.map((s) => s.replicas)));
+  console.log(
+    `herdcache chaos (${quick ? 'quick' : 'full'}): ${scenarios.length} scenarios, ${fleet.length} replica processes, library defaults`,
+  );
   console.log(row(COLUMNS));
   const hard: string[] = [...settleFailures];
   const flags: string[] = [];
@@ -97,11 +113,15 @@ async function main(): Promise<number> {
     flags.push(...verdict.flags);
     const mark = verdict.hard.length > 0 ? '  FAIL' : verdict.flags.length > 0 ? '  FLAG' : '';
     console.log(row([scenario.name, ...describe(outcome.figures)]) + mark);
-    const codes = Object.entries(outcome.figures.storeErrors).map(([code, count]) => `${code} ${count}`).join(', ');
+    const codes = Object.entries(outcome.figures.storeErrors)
+      .map(([code, count]) => `${code} ${count}`)
+      .join(', ');
     const window = outcome.figures.window;
     const detail = [
       ...outcome.notes,
-      window === undefined ? undefined : `lock out of reach +${(window.from / 1000).toFixed(1)}..+${(window.to / 1000).toFixed(1)} s`,
+      window === undefined
+        ? undefined
+        : `lock out of reach +${(window.from / 1000).toFixed(1)}..+${(window.to / 1000).toFixed(1)} s`,
       codes === '' ? 'no store errors' : `store errors: ${codes}`,
       `${outcome.figures.lockTimeouts} lock waits timed out`,
       `${((Date.now() - began) / 1000).toFixed(1)} s`,

@@ -44,7 +44,12 @@ function duration(context: ScenarioContext, quickMs: number): number {
 }
 
 /** The load every scenario starts from (garbage.ts too); a scenario overrides what it is about. */
-export function plan(connection: Connection, prefix: string, durationMs: number, overrides: Partial<LoadPlan> = {}): LoadPlan {
+export function plan(
+  connection: Connection,
+  prefix: string,
+  durationMs: number,
+  overrides: Partial<LoadPlan> = {},
+): LoadPlan {
   return {
     connection,
     prefix,
@@ -99,7 +104,10 @@ async function locksLeft(port: number, prefix: string, planted?: ReadonlySet<str
   }
 }
 
-async function withServer<T>(options: Parameters<typeof redisServer>[0], work: (server: RedisServer) => Promise<T>): Promise<T> {
+async function withServer<T>(
+  options: Parameters<typeof redisServer>[0],
+  work: (server: RedisServer) => Promise<T>,
+): Promise<T> {
   const server = await redisServer(options);
   try {
     return await work(server);
@@ -120,7 +128,10 @@ const startupBurst: Scenario = {
       // Created at `go` and loaded at once: the client is still connecting when the traffic arrives.
       const p = plan(url(server), 'chaos:startup:', duration(context, 1500), { connectFirst: false, burst: 150 });
       const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
-      return { figures: reachableOnly(reports, startedAt, p.fillMs, await locksLeft(server.port, p.prefix)), notes: ['3 replicas, each fires 150 loads before its client is ready'] };
+      return {
+        figures: reachableOnly(reports, startedAt, p.fillMs, await locksLeft(server.port, p.prefix)),
+        notes: ['3 replicas, each fires 150 loads before its client is ready'],
+      };
     }),
 };
 
@@ -149,24 +160,36 @@ const redisPaused: Scenario = {
       // Keys are read again for a second after their epoch: a lock the stall left behind would
       // make those reads wait (lockWaitTimeout) and show as latency.
       const p = plan(url(server), 'chaos:paused:', duration(context, 8000), { revisitShare: 0.3, revisitEpochs: 4 });
-      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 3), [p], async (startedAt): Promise<FaultWindow> => {
-        const client = await admin(server.port);
-        try {
-          await sleep(startedAt + 1500 - Date.now());
-          const from = Date.now();
-          await client.call('DEBUG', 'SLEEP', '2');
-          return { from, to: Date.now() };
-        } finally {
-          client.disconnect();
-        }
-      });
+      const { reports, startedAt, fault } = await runLoad(
+        context.fleet.slice(0, 3),
+        [p],
+        async (startedAt): Promise<FaultWindow> => {
+          const client = await admin(server.port);
+          try {
+            await sleep(startedAt + 1500 - Date.now());
+            const from = Date.now();
+            await client.call('DEBUG', 'SLEEP', '2');
+            return { from, to: Date.now() };
+          } finally {
+            client.disconnect();
+          }
+        },
+      );
       const locks = await locksLeft(server.port, p.prefix);
-      return { figures: figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks }), notes: ['DEBUG SLEEP 2 at +1.5 s'] };
+      return {
+        figures: figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks }),
+        notes: ['DEBUG SLEEP 2 at +1.5 s'],
+      };
     }),
 };
 
 /** Kills Redis at +1.5 s and restarts it (empty: no persistence) on the same port after `downMs`. */
-async function killAndRestart(server: RedisServer, startedAt: number, downMs: number, beforeKill: () => Promise<void>): Promise<{ window: FaultWindow; server: RedisServer }> {
+async function killAndRestart(
+  server: RedisServer,
+  startedAt: number,
+  downMs: number,
+  beforeKill: () => Promise<void>,
+): Promise<{ window: FaultWindow; server: RedisServer }> {
   await sleep(startedAt + 1500 - Date.now());
   await beforeKill();
   const from = Date.now();
@@ -189,7 +212,10 @@ const redisRestarted: Scenario = {
         return window;
       });
       const locks = await locksLeft(server.port, p.prefix);
-      return { figures: figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks }), notes: ['SIGKILL at +1.5 s, restarted empty 1 s later'] };
+      return {
+        figures: figures({ reports, startedAt, fillMs: p.fillMs, window: fault, locksLeft: locks }),
+        notes: ['SIGKILL at +1.5 s, restarted empty 1 s later'],
+      };
     } finally {
       await server.stop('SIGKILL');
     }
@@ -209,7 +235,11 @@ const restartedEmptyUnderLock: Scenario = {
         const { window, server: restarted } = await killAndRestart(server, startedAt, 0, async () => {
           const client = await admin(server.port);
           try {
-            await until('a fill lock to be held', 5000, async () => (heldAtRestart = (await lockKeys(client, p.prefix)).length) > 0);
+            await until(
+              'a fill lock to be held',
+              5000,
+              async () => (heldAtRestart = (await lockKeys(client, p.prefix)).length) > 0,
+            );
           } finally {
             client.disconnect();
           }
@@ -232,31 +262,41 @@ const eviction: Scenario = {
   name: 'maxmemory eviction',
   replicas: 3,
   run: (context) =>
-    withServer({ extraArgs: ['--maxmemory', '4mb', '--maxmemory-policy', 'allkeys-lru', '--notify-keyspace-events', 'Ee'] }, async (server) => {
-      // 20 kB values, 80 new keys a second: several times maxmemory over the run.
-      const p = plan(url(server), 'chaos:evicted:', duration(context, 2500), { valueBytes: 20_000, epochMs: 100, keysPerEpoch: 8 });
-      // Which keys Redis evicted, as it says (keyspace events): a key whose value was evicted is
-      // filled again by design. An evicted lock is not excused: it shows as a second fill.
-      const events = await admin(server.port);
-      const evictedValues = new Set<string>();
-      let evictedLocks = 0;
-      events.on('message', (_channel: string, key: string) => {
-        if (key.endsWith(':lock')) evictedLocks++;
-        else if (key.startsWith(p.prefix)) evictedValues.add(key.slice(p.prefix.length + 1, -1));
-      });
-      await events.subscribe('__keyevent@0__:evicted');
-      try {
-        const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
-        const locks = await locksLeft(server.port, p.prefix);
-        if (evictedValues.size === 0) throw new Error('maxmemory eviction: Redis evicted nothing, the scenario did not happen');
-        return {
-          figures: figures({ reports, startedAt, fillMs: p.fillMs, unreachable: evictedValues, locksLeft: locks }),
-          notes: [`maxmemory 4mb allkeys-lru, 20 kB values: ${evictedValues.size} values and ${evictedLocks} locks evicted (keys with an evicted value count as in the fault)`],
-        };
-      } finally {
-        events.disconnect();
-      }
-    }),
+    withServer(
+      { extraArgs: ['--maxmemory', '4mb', '--maxmemory-policy', 'allkeys-lru', '--notify-keyspace-events', 'Ee'] },
+      async (server) => {
+        // 20 kB values, 80 new keys a second: several times maxmemory over the run.
+        const p = plan(url(server), 'chaos:evicted:', duration(context, 2500), {
+          valueBytes: 20_000,
+          epochMs: 100,
+          keysPerEpoch: 8,
+        });
+        // Which keys Redis evicted, as it says (keyspace events): a key whose value was evicted is
+        // filled again by design. An evicted lock is not excused: it shows as a second fill.
+        const events = await admin(server.port);
+        const evictedValues = new Set<string>();
+        let evictedLocks = 0;
+        events.on('message', (_channel: string, key: string) => {
+          if (key.endsWith(':lock')) evictedLocks++;
+          else if (key.startsWith(p.prefix)) evictedValues.add(key.slice(p.prefix.length + 1, -1));
+        });
+        await events.subscribe('__keyevent@0__:evicted');
+        try {
+          const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
+          const locks = await locksLeft(server.port, p.prefix);
+          if (evictedValues.size === 0)
+            throw new Error('maxmemory eviction: Redis evicted nothing, the scenario did not happen');
+          return {
+            figures: figures({ reports, startedAt, fillMs: p.fillMs, unreachable: evictedValues, locksLeft: locks }),
+            notes: [
+              `maxmemory 4mb allkeys-lru, 20 kB values: ${evictedValues.size} values and ${evictedLocks} locks evicted (keys with an evicted value count as in the fault)`,
+            ],
+          };
+        } finally {
+          events.disconnect();
+        }
+      },
+    ),
 };
 
 const MASTER_NAME = 'mymaster';
@@ -271,7 +311,9 @@ const sentinelFailover: Scenario = {
     const sentinelAdmin = await admin(watcher.port);
     try {
       const replicaAdmin = await admin(replica.port);
-      await until('the replica to sync', 10_000, async () => (await replicaAdmin.info('replication')).includes('master_link_status:up'));
+      await until('the replica to sync', 10_000, async () =>
+        (await replicaAdmin.info('replication')).includes('master_link_status:up'),
+      );
       replicaAdmin.disconnect();
       // SENTINEL FAILOVER refuses until the sentinel has found a replica to promote.
       await until('the sentinel to see the replica', 15_000, async () => {
@@ -282,16 +324,20 @@ const sentinelFailover: Scenario = {
       // Keys are read again for a second after their epoch, as hot keys are: what a lock or a value
       // lost in the switch costs shows up as waits and extra fills.
       const p = plan(connection, 'chaos:failover:', duration(context, 7000), { revisitShare: 0.3, revisitEpochs: 20 });
-      const { reports, startedAt, fault } = await runLoad(context.fleet.slice(0, 2), [p], async (startedAt): Promise<FaultWindow> => {
-        await sleep(startedAt + 2000 - Date.now());
-        const from = Date.now();
-        await sentinelAdmin.call('SENTINEL', 'FAILOVER', MASTER_NAME);
-        await until('the sentinel to name the new master', 15_000, async () => {
-          const [, port] = (await sentinelAdmin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[];
-          return Number(port) === replica.port;
-        });
-        return { from, to: Date.now() };
-      });
+      const { reports, startedAt, fault } = await runLoad(
+        context.fleet.slice(0, 2),
+        [p],
+        async (startedAt): Promise<FaultWindow> => {
+          await sleep(startedAt + 2000 - Date.now());
+          const from = Date.now();
+          await sentinelAdmin.call('SENTINEL', 'FAILOVER', MASTER_NAME);
+          await until('the sentinel to name the new master', 15_000, async () => {
+            const [, port] = (await sentinelAdmin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[];
+            return Number(port) === replica.port;
+          });
+          return { from, to: Date.now() };
+        },
+      );
       await sleep(SETTLE_MS);
       const newMaster = await admin(replica.port);
       const left = await lockKeys(newMaster, p.prefix);
@@ -303,11 +349,16 @@ const sentinelFailover: Scenario = {
       const extra = f.faultKeys === 0 ? 0 : (f.faultFills - f.faultKeys) / f.faultKeys;
       return {
         figures: f,
-        notes: [`2 replicas via 1 sentinel; failover at +2 s; ${f.faultFills - f.faultKeys} extra fills over ${f.faultKeys} keys in the failover (${extra.toFixed(2)}/key)`],
+        notes: [
+          `2 replicas via 1 sentinel; failover at +2 s; ${f.faultFills - f.faultKeys} extra fills over ${f.faultKeys} keys in the failover (${extra.toFixed(2)}/key)`,
+        ],
         // Replication is asynchronous: a lock taken on the old master reached the replica, its
         // release (with the value) was written to the old master after the replica was promoted
         // and is lost with it. Such a lock lives until lockTtl on the new master.
-        locksExplained: left.length === 0 ? undefined : `${left.length} lock(s) whose release the old master took after the promotion (lost with it); they expire within lockTtl`,
+        locksExplained:
+          left.length === 0
+            ? undefined
+            : `${left.length} lock(s) whose release the old master took after the promotion (lost with it); they expire within lockTtl`,
       };
     } finally {
       sentinelAdmin.disconnect();
@@ -316,4 +367,12 @@ const sentinelFailover: Scenario = {
   },
 };
 
-export const SCENARIOS: readonly Scenario[] = [startupBurst, blockedLoop, redisPaused, redisRestarted, restartedEmptyUnderLock, eviction, sentinelFailover];
+export const SCENARIOS: readonly Scenario[] = [
+  startupBurst,
+  blockedLoop,
+  redisPaused,
+  redisRestarted,
+  restartedEmptyUnderLock,
+  eviction,
+  sentinelFailover,
+];

@@ -24,7 +24,9 @@ export async function settleRound(quick: boolean): Promise<string[]> {
       totals.ops += report.issued;
       totals.rejected += report.rejected;
       if (report.pending.length + report.wrong.length + report.unhandled.length + report.inFlightAfter > 0) {
-        failures.push(`settle: ${summary(report)}: ${[...report.pending, ...report.wrong, ...report.unhandled].slice(0, 5).join(' | ')}`);
+        failures.push(
+          `settle: ${summary(report)}: ${[...report.pending, ...report.wrong, ...report.unhandled].slice(0, 5).join(' | ')}`,
+        );
       }
     }
   } finally {
@@ -32,6 +34,8 @@ export async function settleRound(quick: boolean): Promise<string[]> {
     subscriber.disconnect();
     await server.stop('SIGKILL');
   }
-  console.log(`settle stress: ${totals.runs} seeded runs (memory, redis, tiered), ${totals.ops} operations (${totals.rejected} rejected), ${failures.length} runs with an operation left pending or wrong, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `settle stress: ${totals.runs} seeded runs (memory, redis, tiered), ${totals.ops} operations (${totals.rejected} rejected), ${failures.length} runs with an operation left pending or wrong, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
   return failures;
 }

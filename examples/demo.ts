@@ -27,7 +27,12 @@ import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { burst, sleep } from '../bench/lib/stats';
 import { createCache, manualClock, type Cache, type Counters } from 'herdcache';
 import { herdcachePlugin } from 'herdcache/apollo';
-import { type CacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from 'herdcache/graphql';
+import {
+  type CacheReport,
+  cachedDirectiveTransformer,
+  cachedDirectiveTypeDefs,
+  herdcacheContext,
+} from 'herdcache/graphql';
 import { redisStore } from 'herdcache/redis';
 
 const REQUESTS = 5_000;
@@ -60,7 +65,6 @@ class SlowDatabase {
     return ids.map((id) => ({ id, name: `user ${id}` }));
   }
 }
-
 
 /** Request i asks for one of the hot users. */
 function hotKey(i: number): string {
@@ -109,7 +113,12 @@ function delta(after: Counters, before: Counters): Counters {
   return out;
 }
 
-function row(scenario: string, latencies: number[], dbCalls: string, counters?: Pick<Counters, 'hits' | 'coalesced' | 'staleServed'>): Row {
+function row(
+  scenario: string,
+  latencies: number[],
+  dbCalls: string,
+  counters?: Pick<Counters, 'hits' | 'coalesced' | 'staleServed'>,
+): Row {
   return {
     scenario,
     requests: latencies.length,
@@ -133,11 +142,16 @@ const COLUMNS = {
   p99: 'p99',
 } as const;
 
-function printTable(title: string, rows: Row[], columns: readonly (keyof Row)[] = Object.keys(COLUMNS) as (keyof Row)[]): void {
+function printTable(
+  title: string,
+  rows: Row[],
+  columns: readonly (keyof Row)[] = Object.keys(COLUMNS) as (keyof Row)[],
+): void {
   const head = columns.map((c) => COLUMNS[c]);
   const body = rows.map((r) => columns.map((c) => String(r[c])));
   const widths = head.map((h, c) => Math.max(h.length, ...body.map((b) => b[c]!.length)));
-  const line = (cells: string[]) => cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ');
   console.log(`\n${title}\n`);
   console.log(line(head));
   console.log(widths.map((w) => '─'.repeat(w)).join('  '));
@@ -191,13 +205,22 @@ async function inMemory(): Promise<void> {
   {
     const before = cache.metrics().total;
     const latencies = await viaScopes();
-    rows.push(row('herdcache loader + request scopes, cold', latencies, calls(swrDb), delta(cache.metrics().total, before)));
+    rows.push(
+      row('herdcache loader + request scopes, cold', latencies, calls(swrDb), delta(cache.metrics().total, before)),
+    );
   }
   {
     const before = cache.metrics().total;
     const dbBefore = { ...swrDb };
     const latencies = await viaScopes();
-    rows.push(row('herdcache loader + request scopes, warm', latencies, calls(swrDb, dbBefore), delta(cache.metrics().total, before)));
+    rows.push(
+      row(
+        'herdcache loader + request scopes, warm',
+        latencies,
+        calls(swrDb, dbBefore),
+        delta(cache.metrics().total, before),
+      ),
+    );
   }
 
   clock.advance(TTL_MS + 1);
@@ -210,7 +233,9 @@ async function inMemory(): Promise<void> {
       const id = hotKey(i);
       return plain.getOrCompute(`user:${id}`, () => db.user(id));
     });
-    rows.push(row('getOrCompute, TTL expired, no swr', latencies, calls(db, dbBefore), delta(plain.metrics().total, before)));
+    rows.push(
+      row('getOrCompute, TTL expired, no swr', latencies, calls(db, dbBefore), delta(plain.metrics().total, before)),
+    );
   }
 
   // 5. Past the TTL with swr: the stale value is served at once; one background refresh.
@@ -219,7 +244,9 @@ async function inMemory(): Promise<void> {
     const dbBefore = { ...swrDb };
     const latencies = await viaScopes();
     await settled(cache);
-    rows.push(row('loader + scopes, TTL expired, swr', latencies, calls(swrDb, dbBefore), delta(cache.metrics().total, before)));
+    rows.push(
+      row('loader + scopes, TTL expired, swr', latencies, calls(swrDb, dbBefore), delta(cache.metrics().total, before)),
+    );
   }
 
   printTable(
@@ -259,8 +286,11 @@ interface GraphQLAnswer {
 
 /** An Apollo Server on 127.0.0.1 (a free port) over `db`: the user field @cached or not. */
 async function startGraphQL(db: SlowDatabase, cached: boolean): Promise<{ url: URL; stop: () => Promise<void> }> {
-  const schema = buildSchema(`${cachedDirectiveTypeDefs}\n${cached ? GRAPHQL_SDL : GRAPHQL_SDL.replace(/@cached\([^)]*\)/, '')}`);
-  (schema.getType('Query') as GraphQLObjectType).getFields().user!.resolve = (_parent, { id }: { id: string }) => db.user(id);
+  const schema = buildSchema(
+    `${cachedDirectiveTypeDefs}\n${cached ? GRAPHQL_SDL : GRAPHQL_SDL.replace(/@cached\([^)]*\)/, '')}`,
+  );
+  (schema.getType('Query') as GraphQLObjectType).getFields().user!.resolve = (_parent, { id }: { id: string }) =>
+    db.user(id);
   const cache = createCache();
   if (cached) cachedDirectiveTransformer(schema, { cache });
   const server = new ApolloServer({ schema, plugins: cached ? [herdcachePlugin({ cache, extensions: true })] : [] });
@@ -281,7 +311,14 @@ function postQuery(agent: Agent, url: URL, id: string): Promise<GraphQLAnswer & 
   return new Promise((resolve, reject) => {
     let sent = NaN;
     const req = httpRequest(
-      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -293,7 +330,12 @@ function postQuery(agent: Agent, url: URL, id: string): Promise<GraphQLAnswer & 
           } catch {
             // reported below with the body
           }
-          if (res.statusCode !== 200 || answer === undefined || answer.errors !== undefined || answer.data?.user?.id !== id) {
+          if (
+            res.statusCode !== 200 ||
+            answer === undefined ||
+            answer.errors !== undefined ||
+            answer.data?.user?.id !== id
+          ) {
             reject(new Error(`HTTP ${res.statusCode} for user ${id}: ${text.slice(0, 300)}`));
           } else {
             resolve({ ...answer, sent });
@@ -405,7 +447,12 @@ async function child(): Promise<void> {
       // Start together: every replica waits for the same wall-clock instant.
       await sleep(Math.max(0, message.at - Date.now()));
       const latencies = await stampede(message.requests, request);
-      const result: ChildResult = { calls: db.calls, rows: db.rows, latencies, lockContended: cache?.metrics().total.lockContended ?? 0 };
+      const result: ChildResult = {
+        calls: db.calls,
+        rows: db.rows,
+        latencies,
+        lockContended: cache?.metrics().total.lockContended ?? 0,
+      };
       process.send!(result);
     })().catch((error: unknown) => {
       console.error(error);
@@ -421,28 +468,47 @@ async function child(): Promise<void> {
 async function fleet(url: string, replicas: number): Promise<void> {
   const perReplica = Math.ceil(REQUESTS / replicas);
   const children = Array.from({ length: replicas }, () =>
-    fork(__filename, ['--child'], { env: { ...process.env, HERDCACHE_DEMO_REDIS: url }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    fork(__filename, ['--child'], {
+      env: { ...process.env, HERDCACHE_DEMO_REDIS: url },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
   );
   try {
-    await Promise.all(children.map((c) => new Promise<void>((resolve, reject) => {
-      c.once('message', () => resolve());
-      c.once('exit', (code) => reject(new Error(`a replica exited (code ${code}) before it was ready`)));
-    })));
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve, reject) => {
+            c.once('message', () => resolve());
+            c.once('exit', (code) => reject(new Error(`a replica exited (code ${code}) before it was ready`)));
+          }),
+      ),
+    );
     const rows: Row[] = [];
     const run = `demo:${process.pid}:${Date.now().toString(36)}`;
     for (const mode of MODES) {
       const at = Date.now() + 100;
       const prefix = `${run}:${mode.replace(/\W+/g, '-')}:`;
-      const results = await Promise.all(children.map((c) => new Promise<ChildResult>((resolve) => {
-        c.once('message', (m) => resolve(m as ChildResult));
-        c.send({ mode, prefix, requests: perReplica, at });
-      })));
+      const results = await Promise.all(
+        children.map(
+          (c) =>
+            new Promise<ChildResult>((resolve) => {
+              c.once('message', (m) => resolve(m as ChildResult));
+              c.send({ mode, prefix, requests: perReplica, at });
+            }),
+        ),
+      );
       const total = { calls: 0, rows: 0 };
       for (const r of results) {
         total.calls += r.calls;
         total.rows += r.rows;
       }
-      rows.push(row(mode === 'no cache' ? 'no cache' : `herdcache, ${mode}`, results.flatMap((r) => r.latencies), calls(total)));
+      rows.push(
+        row(
+          mode === 'no cache' ? 'no cache' : `herdcache, ${mode}`,
+          results.flatMap((r) => r.latencies),
+          calls(total),
+        ),
+      );
     }
     printTable(
       `fleet: ${replicas} replicas sharing ${url}, ${perReplica.toLocaleString('en-US')} concurrent requests each for ${HOT_KEYS} hot keys (database calls summed fleet-wide)`,
@@ -487,9 +553,11 @@ async function main(): Promise<void> {
   const url = argument('--redis') ?? process.env.REDIS_URL;
   const replicasArg = argument('--replicas');
   const replicas = replicasArg === undefined ? 4 : Number(replicasArg);
-  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 32) throw new Error(`--replicas must be an integer in [1, 32], got ${replicasArg}`);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 32)
+    throw new Error(`--replicas must be an integer in [1, 32], got ${replicasArg}`);
   if (url !== undefined) await fleet(url, replicas);
-  else if (replicasArg !== undefined) console.log('\n(--replicas needs a Redis: pass --redis redis://127.0.0.1:6379 or set REDIS_URL)');
+  else if (replicasArg !== undefined)
+    console.log('\n(--replicas needs a Redis: pass --redis redis://127.0.0.1:6379 or set REDIS_URL)');
 }
 
 main().catch((error: unknown) => {

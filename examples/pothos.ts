@@ -20,7 +20,10 @@ import { type CacheScope, cachedDirectiveTransformer, herdcacheContext, herdcach
 
 /** The directives as Pothos types them (ttl and swr in seconds, as in SDL). */
 type HerdcacheDirectiveTypes = {
-  cached: { locations: 'FIELD_DEFINITION' | 'OBJECT'; args: { ttl: number; swr?: number; scope?: CacheScope; tags?: string[] } };
+  cached: {
+    locations: 'FIELD_DEFINITION' | 'OBJECT';
+    args: { ttl: number; swr?: number; scope?: CacheScope; tags?: string[] };
+  };
   invalidates: { locations: 'FIELD_DEFINITION'; args: { tags: string[] } };
 };
 
@@ -96,8 +99,14 @@ export function pothosSchema(cache: Cache, db: ReturnType<typeof bookDatabase>):
 /** Starts the server; resolves with its URL and a stop function. */
 export async function start(port = Number(process.env.PORT ?? 4000)) {
   const cache = createCache();
-  const server = new ApolloServer({ schema: pothosSchema(cache, bookDatabase()), plugins: [herdcachePlugin({ cache, extensions: true })] });
-  const { url } = await startStandaloneServer(server, { listen: { port, host: process.env.HOST ?? '127.0.0.1' }, context: async () => herdcacheContext({ cache }) });
+  const server = new ApolloServer({
+    schema: pothosSchema(cache, bookDatabase()),
+    plugins: [herdcachePlugin({ cache, extensions: true })],
+  });
+  const { url } = await startStandaloneServer(server, {
+    listen: { port, host: process.env.HOST ?? '127.0.0.1' },
+    context: async () => herdcacheContext({ cache }),
+  });
   return { url, stop: () => server.stop() };
 }
 

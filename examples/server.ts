@@ -21,13 +21,25 @@ import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { createCache, type Store } from 'herdcache';
 import { herdcachePlugin } from 'herdcache/apollo';
-import { type HerdcacheContext, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from 'herdcache/graphql';
+import {
+  type HerdcacheContext,
+  cachedDirectiveTransformer,
+  cachedDirectiveTypeDefs,
+  herdcacheContext,
+} from 'herdcache/graphql';
 import { herdcacheMetrics } from 'herdcache/prometheus';
 
 const typeDefs = /* GraphQL */ `
   # Apollo's cache-control directive: @cached caps it (maxAge at most the ttl; PRIVATE stays private).
-  enum CacheControlScope { PUBLIC PRIVATE }
-  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  enum CacheControlScope {
+    PUBLIC
+    PRIVATE
+  }
+  directive @cacheControl(
+    maxAge: Int
+    scope: CacheControlScope
+    inheritMaxAge: Boolean
+  ) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
 
   type Query {
     "Every book: cached 10 s, then served stale for up to 60 s while one refresh runs (header: max-age=10)."
@@ -125,7 +137,12 @@ async function main(): Promise<void> {
       book: (_parent, { id }: { id: string }) => backend.call(backend.books.find((book) => book.id === id) ?? null),
       // Resolved only with a user: without one, PRIVATE is not cached and this returns null.
       me: (_parent, _args, { user }) =>
-        user === undefined ? null : backend.call({ name: user, recommendations: backend.books.filter((book) => (user.length + Number(book.id)) % 2 === 0) }),
+        user === undefined
+          ? null
+          : backend.call({
+              name: user,
+              recommendations: backend.books.filter((book) => (user.length + Number(book.id)) % 2 === 0),
+            }),
     },
     Book: {
       author: (book: BookRow, _args, ctx) => ctx.loaders.author.load(book.authorId),
@@ -152,7 +169,10 @@ async function main(): Promise<void> {
     listen: { port, host },
     context: async ({ req }) => {
       const user = req.headers['x-user'];
-      return { ...herdcacheContext({ cache, loaders }), user: typeof user === 'string' && user !== '' ? user : undefined };
+      return {
+        ...herdcacheContext({ cache, loaders }),
+        user: typeof user === 'string' && user !== '' ? user : undefined,
+      };
     },
   });
 

@@ -14,7 +14,9 @@ import { createCache, memoryStore } from 'herdcache';
 import { tracedStore, tracingHooks } from 'herdcache/otel';
 
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new ConsoleSpanExporter())] }));
+trace.setGlobalTracerProvider(
+  new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new ConsoleSpanExporter())] }),
+);
 
 // tracedStore matters most for a store on the network (redisStore, tieredStore); the memory store shows the shape.
 const cache = createCache({ store: tracedStore(memoryStore()), hooks: tracingHooks(), ttl: 60_000 });
@@ -23,7 +25,9 @@ async function main(): Promise<void> {
   const tracer = trace.getTracer('example');
   await tracer.startActiveSpan('GET /products/42', async (request) => {
     // 20 concurrent callers, one computation: one herdcache.fill span with herdcache.callers = 20.
-    const results = await Promise.all(Array.from({ length: 20 }, () => cache.getOrCompute('product:42', async () => ({ id: 42, name: 'Lamp' }))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => cache.getOrCompute('product:42', async () => ({ id: 42, name: 'Lamp' }))),
+    );
     console.log(`20 callers got ${JSON.stringify(results[0])}`);
     request.end();
   });

@@ -42,7 +42,8 @@ const schema = buildSchema(`${cachedDirectiveTypeDefs}
 `);
 const query = schema.getType('Query') as GraphQLObjectType;
 query.getFields().top!.resolve = async () => [...users.values()];
-query.getFields().user!.resolve = (_parent, { id }: { id: string }, ctx: ReturnType<typeof context>) => ctx.loaders.user.load(id);
+query.getFields().user!.resolve = (_parent, { id }: { id: string }, ctx: ReturnType<typeof context>) =>
+  ctx.loaders.user.load(id);
 cachedDirectiveTransformer(schema, { cache });
 
 const context = () => herdcacheContext({ cache, loaders });

@@ -17,7 +17,8 @@ const ALLOWED = new Set([
 const files = readdirSync(src, { recursive: true })
   .filter((f) => f.endsWith('.ts'))
   .map((f) => join(src, f));
-const IMPORT = /(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*['"](\.[^'"]*)['"]|(?:^|\n)\s*import\s*['"](\.[^'"]*)['"]/g;
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*['"](\.[^'"]*)['"]|(?:^|\n)\s*import\s*['"](\.[^'"]*)['"]/g;
 
 function resolve(from, spec) {
   const base = join(dirname(from), spec);
@@ -67,5 +68,7 @@ for (const component of components) {
   if (!ALLOWED.has(name)) failed = true;
 }
 for (const name of ALLOWED) if (!seen.has(name)) console.log(`gone (remove it from ALLOWED): ${name}`);
-console.log(`${files.length} files in ${relative(root, src) || '.'}, ${components.length} import cycle(s)${failed ? '' : ', none unexpected'}`);
+console.log(
+  `${files.length} files in ${relative(root, src) || '.'}, ${components.length} import cycle(s)${failed ? '' : ', none unexpected'}`,
+);
 process.exit(failed ? 1 : 0);

@@ -4,7 +4,14 @@
  */
 import { SYSTEMS, type Row, type SystemId } from './report';
 
-const ORDER: SystemId[] = ['noCache', 'dataloaderPerRequest', 'dataloaderShared', 'asyncCacheDedupe', 'bentocache', 'herdcache'];
+const ORDER: SystemId[] = [
+  'noCache',
+  'dataloaderPerRequest',
+  'dataloaderShared',
+  'asyncCacheDedupe',
+  'bentocache',
+  'herdcache',
+];
 const BAR = 18;
 const GAP = 6;
 const LABEL = 190;
@@ -43,7 +50,10 @@ export function stampedeChart(rows: readonly Row[]): string | undefined {
   const ticks: string[] = [];
   for (let d = 0; d <= decades; d++) {
     const tx = LABEL + (d / decades) * PLOT;
-    ticks.push(`<line x1="${tx}" y1="24" x2="${tx}" y2="${y - 24}" stroke="#e0e0e0"/>`, `<text x="${tx}" y="18" text-anchor="middle" fill="#757575">${(10 ** d).toLocaleString('en-US')}</text>`);
+    ticks.push(
+      `<line x1="${tx}" y1="24" x2="${tx}" y2="${y - 24}" stroke="#e0e0e0"/>`,
+      `<text x="${tx}" y="18" text-anchor="middle" fill="#757575">${(10 ** d).toLocaleString('en-US')}</text>`,
+    );
   }
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${y}" font-family="sans-serif" font-size="12">`,

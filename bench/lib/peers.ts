@@ -42,7 +42,11 @@ export interface Shared {
 const HOUR = 3_600_000;
 
 function duration(ms: number): string {
-  return ms >= HOUR && ms % HOUR === 0 ? `${ms / HOUR} h` : ms >= 1000 && ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+  return ms >= HOUR && ms % HOUR === 0
+    ? `${ms / HOUR} h`
+    : ms >= 1000 && ms % 1000 === 0
+      ? `${ms / 1000} s`
+      : `${ms} ms`;
 }
 
 const nothing = async () => {};
@@ -76,7 +80,10 @@ export function dataloaderShared(db: SlowDb, clearEveryMs?: number): Contender {
   const timer = clearEveryMs === undefined ? undefined : setInterval(() => loader.clearAll(), clearEveryMs);
   return {
     system: 'dataloaderShared',
-    label: clearEveryMs === undefined ? 'one DataLoader per process' : `one DataLoader per process, clearAll() every ${clearEveryMs} ms (its only expiry)`,
+    label:
+      clearEveryMs === undefined
+        ? 'one DataLoader per process'
+        : `one DataLoader per process, clearAll() every ${clearEveryMs} ms (its only expiry)`,
     request: () => load,
     close: async () => clearInterval(timer),
   };
@@ -85,8 +92,15 @@ export function dataloaderShared(db: SlowDb, clearEveryMs?: number): Contender {
 export function asyncCacheDedupe(db: SlowDb, freshness: Freshness = {}, redis?: Shared): Contender {
   const ttl = seconds(freshness.ttlMs ?? HOUR, 'ttl');
   const stale = freshness.swrMs === undefined ? undefined : seconds(freshness.swrMs, 'swr');
-  const storage = redis === undefined ? { type: 'memory' as const, options: { size: 10_000 } } : { type: 'redis' as const, options: { client: redis.client } };
-  const cache = createDedupe({ ttl, stale, storage }).define('item', { serialize: (id: string) => (redis === undefined ? id : `${redis.prefix}${id}`) }, (id: string) => db.get(id));
+  const storage =
+    redis === undefined
+      ? { type: 'memory' as const, options: { size: 10_000 } }
+      : { type: 'redis' as const, options: { client: redis.client } };
+  const cache = createDedupe({ ttl, stale, storage }).define(
+    'item',
+    { serialize: (id: string) => (redis === undefined ? id : `${redis.prefix}${id}`) },
+    (id: string) => db.get(id),
+  );
   const load: Load = (id) => cache.item(id);
   return {
     system: 'asyncCacheDedupe',
@@ -96,11 +110,16 @@ export function asyncCacheDedupe(db: SlowDb, freshness: Freshness = {}, redis?: 
   };
 }
 
-export function bentocache(db: SlowDb, freshness: Freshness = {}, layers: { l1: boolean; l2?: Shared } = { l1: true }): Contender {
+export function bentocache(
+  db: SlowDb,
+  freshness: Freshness = {},
+  layers: { l1: boolean; l2?: Shared } = { l1: true },
+): Contender {
   const store = bentostore();
   if (layers.l1) store.useL1Layer(memoryDriver({ maxItems: 10_000 }));
   // Its own connection: disconnectAll() quits the client it was given.
-  if (layers.l2 !== undefined) store.useL2Layer(redisDriver({ connection: layers.l2.client.duplicate(), prefix: layers.l2.prefix }));
+  if (layers.l2 !== undefined)
+    store.useL2Layer(redisDriver({ connection: layers.l2.client.duplicate(), prefix: layers.l2.prefix }));
   const ttl = freshness.ttlMs ?? HOUR;
   const grace = freshness.swrMs ?? false;
   const bento = new BentoCache({ default: 'bench', stores: { bench: store }, ttl, grace });
@@ -123,10 +142,21 @@ export interface HerdcacheOptions extends Freshness {
 }
 
 export function herdcache(db: SlowDb, options: HerdcacheOptions = {}): Contender {
-  const cache = createCache({ store: options.store, ttl: options.ttlMs ?? HOUR, swr: options.swrMs, earlyRefresh: options.earlyRefresh });
+  const cache = createCache({
+    store: options.store,
+    ttl: options.ttlMs ?? HOUR,
+    swr: options.swrMs,
+    earlyRefresh: options.earlyRefresh,
+  });
   if (options.api === 'getOrCompute') {
     const load: Load = (id) => cache.getOrCompute(id, () => db.get(id));
-    return { system: 'herdcache', label: 'cache.getOrCompute(key, fill)', request: () => load, cache, close: () => cache.close() };
+    return {
+      system: 'herdcache',
+      label: 'cache.getOrCompute(key, fill)',
+      request: () => load,
+      cache,
+      close: () => cache.close(),
+    };
   }
   const items = cache.loader({ name: 'item', batch: (ids: readonly string[]) => db.getMany(ids) });
   return {

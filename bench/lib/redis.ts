@@ -70,7 +70,8 @@ export async function checkRedisStore(factory: RedisStoreFactory, url: string): 
     await store.setMany([{ key: 'k', entry, ttl: 10_000 }]);
     const [read] = await store.getMany(['k']);
     await store.delete(['k']);
-    if ((read?.value as { ok?: boolean } | undefined)?.ok !== true) return 'redisStore() did not read back what it wrote';
+    if ((read?.value as { ok?: boolean } | undefined)?.ok !== true)
+      return 'redisStore() did not read back what it wrote';
     return undefined;
   } catch (error) {
     return `redisStore() failed a round trip: ${(error as Error).message}`;

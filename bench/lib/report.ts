@@ -47,7 +47,10 @@ export function markdownTable(rows: readonly Row[]): string {
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const row of rows) {
     const title = `**${row.workload}**<br>${row.measure}`;
-    const cells = row.skipped !== undefined ? [`skipped (${row.skipped})`, ...ids.slice(1).map(() => ''), ''] : [...ids.map((id) => row.cells[id] ?? 'n/a'), row.ratio];
+    const cells =
+      row.skipped !== undefined
+        ? [`skipped (${row.skipped})`, ...ids.slice(1).map(() => ''), '']
+        : [...ids.map((id) => row.cells[id] ?? 'n/a'), row.ratio];
     lines.push(`| ${[title, ...cells].map(escapeCell).join(' | ')} |`);
   }
   return lines.join('\n');

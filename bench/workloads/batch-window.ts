@@ -34,10 +34,10 @@ type Request = (ids: readonly string[]) => Promise<unknown>;
 async function arrivals(options: BatchWindowOptions, request: () => Request): Promise<number[]> {
   const space = options.perMs * options.keysPerRequest * 50;
   let seed = 42;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const latencies: number[] = [];
   const pending: Promise<void>[] = [];
-  for (let sent = 0; sent < options.requests; ) {
+  for (let sent = 0; sent < options.requests;) {
     for (let i = 0; i < options.perMs && sent < options.requests; i++, sent++) {
       const ids = Array.from({ length: options.keysPerRequest }, () => `k${Math.floor(random() * space)}`);
       const started = performance.now();
@@ -55,7 +55,9 @@ async function herdcache(options: BatchWindowOptions, windowMs: number | undefin
   const items = cache.loader<string, Item>({
     name: 'item',
     batch: (ids) => db.getMany(ids),
-    ...(windowMs === undefined ? {} : { batchScheduleFn: (dispatch: () => void) => void setTimeout(dispatch, windowMs) }),
+    ...(windowMs === undefined
+      ? {}
+      : { batchScheduleFn: (dispatch: () => void) => void setTimeout(dispatch, windowMs) }),
   });
   const latencies = await arrivals(options, () => {
     const scoped = cache.request().loader(items);
@@ -69,7 +71,10 @@ async function dataloaderPerRequest(options: BatchWindowOptions, windowMs: numbe
   const db = new SlowDb(options.fillMs);
   const schedule = windowMs === undefined ? undefined : (callback: () => void) => void setTimeout(callback, windowMs);
   const latencies = await arrivals(options, () => {
-    const loader = new DataLoader<string, Item>((ids) => db.getMany(ids), schedule === undefined ? undefined : { batchScheduleFn: schedule });
+    const loader = new DataLoader<string, Item>(
+      (ids) => db.getMany(ids),
+      schedule === undefined ? undefined : { batchScheduleFn: schedule },
+    );
     return (ids) => loader.loadMany(ids);
   });
   return { calls: db.calls, rows: db.rows, latency: latency(latencies) };
@@ -97,7 +102,7 @@ export async function batchWindow(options: BatchWindowOptions): Promise<Row> {
     ratio: `calls, 5 ms window / per tick: ${ratio(window5.calls / perTick.calls)}; p50 ${ratio(window5.latency.p50 / perTick.latency.p50)}`,
     notes: [
       `${count(options.requests)} requests arriving ${options.perMs} per ~1 ms timer tick, each loading ${options.keysPerRequest} keys (random, from ${count(options.perMs * options.keysPerRequest * 50)}) through its own request scope of a coalesce-only loader (no ttl: every key reaches the database); one database batch call takes ${options.fillMs} ms.`,
-      'herdcache per tick: each tick\'s keys of every request in one call. With `batchScheduleFn: (dispatch) => setTimeout(dispatch, W)` on the shared loader, the keys of every request arriving within W ms share one call: fewer, bigger calls, for up to W ms more latency.',
+      "herdcache per tick: each tick's keys of every request in one call. With `batchScheduleFn: (dispatch) => setTimeout(dispatch, W)` on the shared loader, the keys of every request arriving within W ms share one call: fewer, bigger calls, for up to W ms more latency.",
       'DataLoader per request: a batch never spans requests, so its calls do not shrink with a window; the window only adds latency.',
     ],
   };

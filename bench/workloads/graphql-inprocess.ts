@@ -51,7 +51,8 @@ async function child(options: GraphqlInProcessOptions): Promise<Record<Mode, num
     const detail = (schema.getType('Item') as GraphQLObjectType).getFields().detail!;
     detail.resolve =
       mode === 'dataloader'
-        ? (item: { id: string }, _args, context: { details: DataLoaderType<string, Detail> }) => context.details.load(item.id)
+        ? (item: { id: string }, _args, context: { details: DataLoaderType<string, Detail> }) =>
+            context.details.load(item.id)
         : (item: { id: string }) => detailOf(item.id);
     return schema;
   };
@@ -62,7 +63,12 @@ async function child(options: GraphqlInProcessOptions): Promise<Record<Mode, num
   const cached = g.cachedDirectiveTransformer(build('cached'), { cache });
   const run: Record<Mode, () => unknown> = {
     plain: () => execute({ schema: plain, document }),
-    dataloader: () => execute({ schema: dataloader, document, contextValue: { details: new DataLoader<string, Detail>(async (ids) => ids.map(detailOf)) } }),
+    dataloader: () =>
+      execute({
+        schema: dataloader,
+        document,
+        contextValue: { details: new DataLoader<string, Detail>(async (ids) => ids.map(detailOf)) },
+      }),
     cached: () => execute({ schema: cached, document, contextValue: g.herdcacheContext({ cache }) }),
   };
   // Checks the answer (and warms the cache) before anything is timed.
@@ -112,14 +118,20 @@ async function child(options: GraphqlInProcessOptions): Promise<Record<Mode, num
   }
   // Every cached op was answered from the cache: no fill happened while timing.
   const metrics = cache.metrics().total;
-  if (metrics.fills !== ITEMS || metrics.hits <= hits) throw new Error(`graphql-inprocess: the cached schema filled ${metrics.fills} times`);
+  if (metrics.fills !== ITEMS || metrics.hits <= hits)
+    throw new Error(`graphql-inprocess: the cached schema filled ${metrics.fills} times`);
   return { plain: median(samples.plain), dataloader: median(samples.dataloader), cached: median(samples.cached) };
 }
 
 export async function graphqlInProcess(options: GraphqlInProcessOptions): Promise<Row> {
   const result = await new Promise<Record<Mode, number>>((resolve, reject) => {
-    const worker = fork(__filename, [], { env: { ...process.env, NODE_ENV: 'production', HERDCACHE_BENCH_INPROCESS: JSON.stringify(options) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    worker.once('message', (m: { error?: string; result?: Record<Mode, number> }) => (m.error === undefined ? resolve(m.result!) : reject(new Error(m.error))));
+    const worker = fork(__filename, [], {
+      env: { ...process.env, NODE_ENV: 'production', HERDCACHE_BENCH_INPROCESS: JSON.stringify(options) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    worker.once('message', (m: { error?: string; result?: Record<Mode, number> }) =>
+      m.error === undefined ? resolve(m.result!) : reject(new Error(m.error)),
+    );
     worker.once('exit', (code) => reject(new Error(`graphql-inprocess worker exited with code ${code}`)));
   });
   const us = (x: number) => `${x.toFixed(0)} µs/op`;

@@ -47,7 +47,11 @@ export function loadGraphqlPieces(): GraphqlPieces | string {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only if it exists (else the row is skipped)
     const g = require(directive.replace(/\.ts$/, '')) as Partial<GraphqlPieces>;
-    if (typeof g.cachedDirectiveTransformer !== 'function' || typeof g.cachedDirectiveTypeDefs !== 'string' || typeof g.herdcacheContext !== 'function') {
+    if (
+      typeof g.cachedDirectiveTransformer !== 'function' ||
+      typeof g.cachedDirectiveTypeDefs !== 'string' ||
+      typeof g.herdcacheContext !== 'function'
+    ) {
       return 'src/graphql lacks cachedDirectiveTransformer, cachedDirectiveTypeDefs or herdcacheContext';
     }
     // The plugin only reports; the directive and the context helper do the caching.
@@ -79,7 +83,8 @@ class PooledDb {
       return compute();
     } finally {
       const next = this.#queue.shift();
-      if (next !== undefined) next(); // hand the connection over
+      if (next !== undefined)
+        next(); // hand the connection over
       else this.#busy--;
     }
   }
@@ -106,7 +111,7 @@ async function main(): Promise<void> {
     ${pieces?.cachedDirectiveTypeDefs ?? ''}
   `;
   const schema = buildSchema(sdl);
-  (schema.getQueryType()!.getFields().items!).resolve = () => items;
+  schema.getQueryType()!.getFields().items!.resolve = () => items;
   const detail = (schema.getType('Item') as GraphQLObjectType).getFields().detail!;
   type Context = { details?: DataLoader<string, Detail> };
   detail.resolve =

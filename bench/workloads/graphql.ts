@@ -43,7 +43,12 @@ async function post(url: string): Promise<void> {
   const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: QUERY });
   const body = (await response.json()) as { data?: { items?: { detail?: { text?: string } }[] }; errors?: unknown };
   const items = body.data?.items;
-  if (!response.ok || body.errors !== undefined || items?.length !== ITEMS || typeof items[ITEMS - 1]?.detail?.text !== 'string') {
+  if (
+    !response.ok ||
+    body.errors !== undefined ||
+    items?.length !== ITEMS ||
+    typeof items[ITEMS - 1]?.detail?.text !== 'string'
+  ) {
     throw new Error(`unexpected GraphQL response: ${JSON.stringify(body).slice(0, 300)}`);
   }
 }
@@ -68,7 +73,14 @@ async function measure(mode: GraphqlMode, seconds: number, warmups: number): Pro
     for (let i = 0; i < warmups; i++) await post(url); // checks the answer, fills the cache, warms the JIT
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded by the rows that use it only
     const autocannon = require('autocannon') as Autocannon;
-    const result = await autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body: QUERY, connections: 10, duration: seconds });
+    const result = await autocannon({
+      url,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: QUERY,
+      connections: 10,
+      duration: seconds,
+    });
     // Queries per request from one probe once the run has drained: counting over the run would
     // charge the queries of requests still in flight when autocannon stopped.
     await sleep(200);
@@ -132,9 +144,11 @@ export async function graphqlEndToEnd(o: GraphqlOptions): Promise<Row> {
     notes: [
       `The server runs in a child process; autocannon (10 connections, ${seconds} s per mode) in the bench process. 3 checked requests first (answers verified; they also warm the cache). The list itself is static: only Item.detail reaches the database.`,
       'Database queries per request: counted over one probe request after the run (warm).',
-      'Database model: 10 ms per query, at most 10 queries at once (a connection pool, node-postgres\' default size); queries beyond that queue. Uncached: 100 queries per request; DataLoader per operation: 1 query per request (a batch); @cached(ttl: 60): warm, no queries.',
+      "Database model: 10 ms per query, at most 10 queries at once (a connection pool, node-postgres' default size); queries beyond that queue. Uncached: 100 queries per request; DataLoader per operation: 1 query per request (a batch); @cached(ttl: 60): warm, no queries.",
       `herdcache: cachedDirectiveTransformer(schema, { cache }) on \`detail: Detail! @cached(ttl: 60)\`, context herdcacheContext({ cache }) per operation, ${herd.plugin ? 'herdcachePlugin({ cache, extensions: false })' : 'no Apollo plugin (src/apollo not there yet)'}; the in-memory store.`,
-      ...modes.map(([id, mode]) => `${mode}: ${cell(outcomes.get(id)!)} (${count(outcomes.get(id)!.requests)} requests)`),
+      ...modes.map(
+        ([id, mode]) => `${mode}: ${cell(outcomes.get(id)!)} (${count(outcomes.get(id)!.requests)} requests)`,
+      ),
       `Target: cached ≥ 10× uncached req/s: ${vsUncached >= 10 ? 'met' : 'missed'} (${ratio(vsUncached)}).`,
     ],
   };

@@ -65,10 +65,16 @@ async function subjects(): Promise<Subject[]> {
   const shared = new DataLoader<string, Item>(async (ids) => ids.map(item));
   await shared.loadMany(keys);
 
-  const dedupe = createDedupe({ ttl: 3600, storage: { type: 'memory', options: { size: 10_000 } } }).define('item', fetch);
+  const dedupe = createDedupe({ ttl: 3600, storage: { type: 'memory', options: { size: 10_000 } } }).define(
+    'item',
+    fetch,
+  );
   for (const k of keys) await dedupe.item(k);
 
-  const bento = new BentoCache({ default: 'm', stores: { m: bentostore().useL1Layer(memoryDriver({ maxItems: 10_000 })) } });
+  const bento = new BentoCache({
+    default: 'm',
+    stores: { m: bentostore().useL1Layer(memoryDriver({ maxItems: 10_000 })) },
+  });
   const bentoFactory = () => undefined as unknown as Item;
   for (const k of keys) await bento.getOrSet({ key: k, factory: () => fetch(k), ttl: HOUR });
 
@@ -147,7 +153,8 @@ async function subjects(): Promise<Subject[]> {
       name: 'bentocache',
       loop: async (n) => {
         let sum = 0;
-        for (let i = 0; i < n; i++) sum += (await bento.getOrSet({ key: keys[i & MASK]!, factory: bentoFactory, ttl: HOUR })).n;
+        for (let i = 0; i < n; i++)
+          sum += (await bento.getOrSet({ key: keys[i & MASK]!, factory: bentoFactory, ttl: HOUR })).n;
         return sum;
       },
     },
@@ -167,7 +174,8 @@ async function calibrate(loop: Loop, targetMs: number): Promise<number> {
   let n = 1_000;
   for (;;) {
     const elapsedNs = await timed(loop, n);
-    if (elapsedNs >= 20e6 || n >= 4_000_000) return Math.min(20_000_000, Math.max(10_000, Math.round((n * targetMs * 1e6) / elapsedNs)));
+    if (elapsedNs >= 20e6 || n >= 4_000_000)
+      return Math.min(20_000_000, Math.max(10_000, Math.round((n * targetMs * 1e6) / elapsedNs)));
     n *= 4;
   }
 }

@@ -39,7 +39,13 @@ function fromContender(contender: Contender): Request {
   };
 }
 
-async function measure(stats: Redis, label: string, request: Request, ids: readonly string[], requests: number): Promise<Outcome> {
+async function measure(
+  stats: Redis,
+  label: string,
+  request: Request,
+  ids: readonly string[],
+  requests: number,
+): Promise<Outcome> {
   for (let i = 0; i < Math.min(50, requests); i++) await request(ids); // warm: values in place, JIT warm
   await sleep(20); // writes of the warm-up have landed
   const before = await commandCalls(stats);
@@ -52,7 +58,9 @@ async function measure(stats: Redis, label: string, request: Request, ids: reado
   const delta = commandDelta(before, await commandCalls(stats));
   let total = 0;
   for (const calls of delta.values()) total += calls;
-  const byCommand = [...delta].map(([command, calls]) => `${(calls / requests).toFixed(calls % requests === 0 ? 0 : 2)} ${command.toUpperCase()}`).join(' + ');
+  const byCommand = [...delta]
+    .map(([command, calls]) => `${(calls / requests).toFixed(calls % requests === 0 ? 0 : 2)} ${command.toUpperCase()}`)
+    .join(' + ');
   const l = latency(latencies);
   return { commands: total / requests, byCommand: byCommand || 'none', p50: l.p50, p99: l.p99, label };
 }
@@ -78,28 +86,69 @@ export async function redisBatch(o: RedisBatchOptions): Promise<Row> {
     // Physical limit: one MGET of the 100 keys, as raw strings.
     const rawKeys = ids.map((id) => `${run}:raw:${id}`);
     await client.mset(...rawKeys.flatMap((k, i) => [k, JSON.stringify(item(ids[i]!))]));
-    outcomes.set('limit', await measure(stats, 'one ioredis MGET of the 100 keys (strings, no decoding)', () => client.mget(rawKeys), ids, o.requests));
-    const parsed = await measure(stats, 'MGET + JSON.parse of each value', async (keys) => (await client.mget(rawKeys)).map((raw) => JSON.parse(raw!) as Item).length === keys.length, ids, o.requests);
+    outcomes.set(
+      'limit',
+      await measure(
+        stats,
+        'one ioredis MGET of the 100 keys (strings, no decoding)',
+        () => client.mget(rawKeys),
+        ids,
+        o.requests,
+      ),
+    );
+    const parsed = await measure(
+      stats,
+      'MGET + JSON.parse of each value',
+      async (keys) => (await client.mget(rawKeys)).map((raw) => JSON.parse(raw!) as Item).length === keys.length,
+      ids,
+      o.requests,
+    );
     extra.push(`Raw MGET + JSON.parse per value: ${cell(parsed)}.`);
 
     // DataLoader per request over the same strings: its batch function is the MGET.
     const dataloader: Request = (keys) => {
-      const loader = new DataLoader<string, Item>(async (batch) => (await client.mget(batch.map((id) => `${run}:raw:${id}`))).map((raw) => JSON.parse(raw!) as Item));
+      const loader = new DataLoader<string, Item>(async (batch) =>
+        (await client.mget(batch.map((id) => `${run}:raw:${id}`))).map((raw) => JSON.parse(raw!) as Item),
+      );
       return loader.loadMany(keys);
     };
-    outcomes.set('dataloaderPerRequest', await measure(stats, 'new DataLoader per request, batch = one MGET + JSON.parse', dataloader, ids, o.requests));
+    outcomes.set(
+      'dataloaderPerRequest',
+      await measure(stats, 'new DataLoader per request, batch = one MGET + JSON.parse', dataloader, ids, o.requests),
+    );
 
     const shared = { client, prefix: `${run}:acd:` };
-    outcomes.set('asyncCacheDedupe', await measure(stats, 'async-cache-dedupe, redis storage', fromContender(contender(asyncCacheDedupe(db, {}, shared))), ids, o.requests));
+    outcomes.set(
+      'asyncCacheDedupe',
+      await measure(
+        stats,
+        'async-cache-dedupe, redis storage',
+        fromContender(contender(asyncCacheDedupe(db, {}, shared))),
+        ids,
+        o.requests,
+      ),
+    );
 
     const bentoL2 = contender(bentocache(db, {}, { l1: false, l2: { client, prefix: `${run}:bento` } }));
-    outcomes.set('bentocache', await measure(stats, `bentocache ${bentoL2.label}`, fromContender(bentoL2), ids, o.requests));
+    outcomes.set(
+      'bentocache',
+      await measure(stats, `bentocache ${bentoL2.label}`, fromContender(bentoL2), ids, o.requests),
+    );
     const bentoTiered = contender(bentocache(db, {}, { l1: true, l2: { client, prefix: `${run}:bento2` } }));
-    const tiered = await measure(stats, 'bentocache, memory L1 + Redis L2', fromContender(bentoTiered), ids, o.requests);
+    const tiered = await measure(
+      stats,
+      'bentocache, memory L1 + Redis L2',
+      fromContender(bentoTiered),
+      ids,
+      o.requests,
+    );
     extra.push(`bentocache with its memory L1 in front (warm L1, Redis untouched): ${cell(tiered)}.`);
 
     const herd = contender(herdcache(db, { store: o.store({ client, prefix: `${run}:herd:` }) }));
-    outcomes.set('herdcache', await measure(stats, 'herdcache loader via request scope, redisStore', fromContender(herd), ids, o.requests));
+    outcomes.set(
+      'herdcache',
+      await measure(stats, 'herdcache loader via request scope, redisStore', fromContender(herd), ids, o.requests),
+    );
   } finally {
     for (const c of closing) await c.close();
     await deleteMatching(client, `${run}*`);

@@ -4,7 +4,15 @@
  * agreed start instant, fires its burst of loads of the cold key, and reports fills and latencies.
  */
 import { SlowDb } from '../lib/db';
-import { asyncCacheDedupe, bentocache, dataloaderPerRequest, dataloaderShared, herdcache, noCache, type Contender } from '../lib/peers';
+import {
+  asyncCacheDedupe,
+  bentocache,
+  dataloaderPerRequest,
+  dataloaderShared,
+  herdcache,
+  noCache,
+  type Contender,
+} from '../lib/peers';
 import { connect, loadRedisStore } from '../lib/redis';
 import type { SystemId } from '../lib/report';
 import { burst, sleep } from '../lib/stats';
@@ -17,7 +25,8 @@ export interface WorkerTask {
 }
 
 /** Parent → worker: build and warm a system, then (every replica ready) fire at `at`. */
-export type WorkerMessage = { readonly type: 'prepare'; readonly task: WorkerTask } | { readonly type: 'go'; readonly at: number };
+export type WorkerMessage =
+  { readonly type: 'prepare'; readonly task: WorkerTask } | { readonly type: 'go'; readonly at: number };
 
 export interface WorkerReport {
   readonly fills: number;
@@ -105,7 +114,13 @@ async function main(): Promise<void> {
     const latencies = await burst(task.loads, () => contender.request()('hot'));
     const lastAnsweredAt = epochNow();
     await contender.close();
-    const report: WorkerReport = { fills: db.rows, latencies, label: contender.label, fillEndedAt: db.fillEndedAt, lastAnsweredAt };
+    const report: WorkerReport = {
+      fills: db.rows,
+      latencies,
+      label: contender.label,
+      fillEndedAt: db.fillEndedAt,
+      lastAnsweredAt,
+    };
     process.send!(report);
   };
   process.on('message', (message: WorkerMessage) => {

@@ -57,12 +57,22 @@ function ask<T>(child: ChildProcess, message: WorkerMessage): Promise<T> {
 export async function replicas(o: ReplicasOptions): Promise<Row> {
   const worker = join(__dirname, 'replica-worker.ts');
   const children = Array.from({ length: o.replicas }, () =>
-    fork(worker, [], { env: { ...process.env, HERDCACHE_BENCH_REDIS: o.url }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    fork(worker, [], {
+      env: { ...process.env, HERDCACHE_BENCH_REDIS: o.url },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
   );
   const run = `bench:replicas:${process.pid}:${Date.now().toString(36)}`;
   try {
     await Promise.all(children.map((c) => nextMessage<string>(c)));
-    const systems: SystemId[] = ['noCache', 'dataloaderPerRequest', 'dataloaderShared', 'asyncCacheDedupe', 'bentocache', 'herdcache'];
+    const systems: SystemId[] = [
+      'noCache',
+      'dataloaderPerRequest',
+      'dataloaderShared',
+      'asyncCacheDedupe',
+      'bentocache',
+      'herdcache',
+    ];
     const outcomes = new Map<SystemId, Outcome>();
     for (const system of systems) {
       const fills: number[] = [];
@@ -81,7 +91,14 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
         label = reports[0]!.label;
       }
       const l = latency(latencies);
-      outcomes.set(system, { fills, mean: fills.reduce((a, b) => a + b, 0) / fills.length, p50: l.p50, p99: l.p99, label, wake });
+      outcomes.set(system, {
+        fills,
+        mean: fills.reduce((a, b) => a + b, 0) / fills.length,
+        p50: l.p50,
+        p99: l.p99,
+        label,
+        wake,
+      });
     }
     const cleanup = await connect(o.url);
     await deleteMatching(cleanup, `*${run}*`);
@@ -89,7 +106,9 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
 
     const cell = (x: Outcome) => {
       const same = x.fills.every((f) => f === x.fills[0]);
-      const fills = same ? `${count(x.fills[0]!)} fill${x.fills[0] === 1 ? '' : 's'}${x.fills.length > 1 ? ` (each of ${x.fills.length} trials)` : ''}` : `fills ${x.fills.map(count).join(' / ')} (per trial)`;
+      const fills = same
+        ? `${count(x.fills[0]!)} fill${x.fills[0] === 1 ? '' : 's'}${x.fills.length > 1 ? ` (each of ${x.fills.length} trials)` : ''}`
+        : `fills ${x.fills.map(count).join(' / ')} (per trial)`;
       return `${fills} · ${ms(x.p50)} / ${ms(x.p99)}`;
     };
     const herd = outcomes.get('herdcache')!;
@@ -114,7 +133,7 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
       notes: [
         `${o.replicas} child processes; per system ${o.trials} trials, each on a fresh key: every replica builds and warms the system on a key of its own, then all fire their burst at the same wall-clock instant. Latencies merged over replicas and trials.`,
         ...[...outcomes.values()].map((x) => `${x.label}: ${cell(x)}`),
-        'herdcache: redisStore with its fill lock and a subscriber connection per replica: replicas that lose the lock wait for the holder\'s announcement of its write (pub/sub), then read the value in one round trip; polling (50 ms, doubling) is only the fallback.',
+        "herdcache: redisStore with its fill lock and a subscriber connection per replica: replicas that lose the lock wait for the holder's announcement of its write (pub/sub), then read the value in one round trip; polling (50 ms, doubling) is only the fallback.",
         `herdcache, from the fill's return (its write issued) to the last load answered fleet-wide, per trial: ${herd.wake.map((x) => ms(x)).join(' / ')} (target ≤ 5 ms).`,
         'bentocache, async-cache-dedupe and DataLoader have no distributed lock: when they fill fewer than once per replica, it is timing (a replica read the L2 after another wrote it), not coordination.',
         `Target: herdcache fills = 1 fleet-wide: ${herd.fills.every((f) => f === 1) ? 'met' : 'missed'} (${herd.fills.join(' / ')}).`,

@@ -44,7 +44,10 @@ function message<T>(child: ChildProcess): Promise<T> {
 }
 
 /** Runs `work` against a fresh server in `mode`, then stops it. */
-async function withServer<T>(mode: ResponseMode, work: (url: string, stats: () => Promise<{ executions: number; dbQueries: number }>) => Promise<T>): Promise<T> {
+async function withServer<T>(
+  mode: ResponseMode,
+  work: (url: string, stats: () => Promise<{ executions: number; dbQueries: number }>) => Promise<T>,
+): Promise<T> {
   const child = fork(join(__dirname, 'response-server.ts'), [], {
     env: { ...process.env, HERDCACHE_BENCH_MODE: mode, NODE_ENV: 'production' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -74,7 +77,8 @@ interface Body {
 async function post(url: string, query: string, variables?: Record<string, unknown>): Promise<Required<Body>> {
   const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
   const body = (await response.json()) as Body & { errors?: unknown };
-  if (!response.ok || body.errors !== undefined || body.data === undefined) throw new Error(`unexpected GraphQL response: ${JSON.stringify(body).slice(0, 300)}`);
+  if (!response.ok || body.errors !== undefined || body.data === undefined)
+    throw new Error(`unexpected GraphQL response: ${JSON.stringify(body).slice(0, 300)}`);
   return body as Required<Body>;
 }
 
@@ -83,16 +87,27 @@ function failures(result: AutocannonResult): number {
 }
 
 /** (a) warm identical query: req/s. */
-async function identical(mode: ResponseMode, seconds: number): Promise<{ rps: number; failed: number; queries: number }> {
+async function identical(
+  mode: ResponseMode,
+  seconds: number,
+): Promise<{ rps: number; failed: number; queries: number }> {
   return withServer(mode, async (url, stats) => {
     for (let i = 0; i < 3; i++) {
       const body = await post(url, IDENTICAL);
-      if (body.data.items.length !== 100 || typeof body.data.items[99]?.detail?.text !== 'string') throw new Error('unexpected items');
+      if (body.data.items.length !== 100 || typeof body.data.items[99]?.detail?.text !== 'string')
+        throw new Error('unexpected items');
     }
     const before = (await stats()).dbQueries;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded by the row that uses it only (no types shipped)
     const autocannon = require('autocannon') as Autocannon;
-    const result = await autocannon({ url, method: 'POST', headers, body: JSON.stringify({ query: IDENTICAL }), connections: 10, duration: seconds });
+    const result = await autocannon({
+      url,
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ query: IDENTICAL }),
+      connections: 10,
+      duration: seconds,
+    });
     return { rps: result.requests.average, failed: failures(result), queries: (await stats()).dbQueries - before };
   });
 }
@@ -100,10 +115,17 @@ async function identical(mode: ResponseMode, seconds: number): Promise<{ rps: nu
 const PAGE = (name: string) => `query ${name}($n: Int!) { page(n: $n) { id name detail { id text } } }`;
 
 /** (b) `pages` distinct pages once each, after a warm-up that fills every field (under another operation name). */
-async function variedPages(mode: ResponseMode, pages: number, trials: number): Promise<{ rps: number[]; failed: number; queries: number }> {
+async function variedPages(
+  mode: ResponseMode,
+  pages: number,
+  trials: number,
+): Promise<{ rps: number[]; failed: number; queries: number }> {
   return withServer(mode, async (url, stats) => {
     // Warm the fields (every Item.detail the pages hold) under an operation no trial uses.
-    for (let n = 0; n < pages; n += 10) await Promise.all(Array.from({ length: Math.min(10, pages - n) }, (_, i) => post(url, PAGE('Warm'), { n: n + i })));
+    for (let n = 0; n < pages; n += 10)
+      await Promise.all(
+        Array.from({ length: Math.min(10, pages - n) }, (_, i) => post(url, PAGE('Warm'), { n: n + i })),
+      );
     const before = (await stats()).dbQueries;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded by the row that uses it only (no types shipped)
     const autocannon = require('autocannon') as Autocannon;
@@ -118,7 +140,16 @@ async function variedPages(mode: ResponseMode, pages: number, trials: number): P
         url,
         connections: 10,
         amount: pages,
-        requests: [{ method: 'POST', headers, setupRequest: (request: object) => ({ ...request, body: JSON.stringify({ query, variables: { n: next++ % pages } }) }) }],
+        requests: [
+          {
+            method: 'POST',
+            headers,
+            setupRequest: (request: object) => ({
+              ...request,
+              body: JSON.stringify({ query, variables: { n: next++ % pages } }),
+            }),
+          },
+        ],
       });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       rps.push(result.requests.total / seconds);
@@ -143,7 +174,12 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
   const title = '9. Whole-response cache over HTTP';
   const pages = o.quick ? 100 : 1_000;
   const measureText = `(a) identical query req/s vs Apollo's response cache · (b) ${count(pages)} varied pages req/s, response layer + fields vs fields alone · (c) executions for 100 concurrent cold identical queries`;
-  for (const peer of ['@apollo/server-plugin-response-cache', '@envelop/response-cache', 'graphql-yoga', 'autocannon']) {
+  for (const peer of [
+    '@apollo/server-plugin-response-cache',
+    '@envelop/response-cache',
+    'graphql-yoga',
+    'autocannon',
+  ]) {
     try {
       require.resolve(peer);
     } catch {

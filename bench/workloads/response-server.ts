@@ -25,7 +25,8 @@ import { useHerdcache } from '../../src/envelop';
 import * as graphqlPieces from '../../src/graphql';
 import { sleep } from '../lib/stats';
 
-export type ResponseMode = 'apollo-herd-response' | 'apollo-herd-fields' | 'apollo-peer' | 'yoga-herd-response' | 'yoga-peer';
+export type ResponseMode =
+  'apollo-herd-response' | 'apollo-herd-fields' | 'apollo-peer' | 'yoga-herd-response' | 'yoga-peer';
 
 const PAGE_ITEMS = 20;
 const POOL_ITEMS = 1_000;
@@ -61,8 +62,10 @@ async function main(): Promise<void> {
     executions++;
     return db(() => Array.from({ length: 100 }, (_, i) => item(i + 1)));
   };
-  query.page!.resolve = (_root, { n }: { n: number }) => Array.from({ length: PAGE_ITEMS }, (_, i) => item((n * 37 + i) % POOL_ITEMS));
-  (schema.getType('Item') as GraphQLObjectType).getFields().detail!.resolve = (parent: { id: string }) => db(() => detailOf(parent.id));
+  query.page!.resolve = (_root, { n }: { n: number }) =>
+    Array.from({ length: PAGE_ITEMS }, (_, i) => item((n * 37 + i) % POOL_ITEMS));
+  (schema.getType('Item') as GraphQLObjectType).getFields().detail!.resolve = (parent: { id: string }) =>
+    db(() => detailOf(parent.id));
 
   const cache = createCache();
   if (herd) schema = graphqlPieces.cachedDirectiveTransformer(schema, { cache });
@@ -71,7 +74,8 @@ async function main(): Promise<void> {
   let stop: () => Promise<void>;
   if (mode.startsWith('apollo')) {
     const plugins: ApolloServerPlugin[] = [];
-    if (mode === 'apollo-herd-response') plugins.push(herdcachePlugin({ cache, extensions: false, responseCache: true }));
+    if (mode === 'apollo-herd-response')
+      plugins.push(herdcachePlugin({ cache, extensions: false, responseCache: true }));
     if (mode === 'apollo-herd-fields') plugins.push(herdcachePlugin({ cache, extensions: false }));
     if (mode === 'apollo-peer') plugins.push(ApolloServerPluginResponseCache());
     const server = new ApolloServer({ schema, plugins });

@@ -6,7 +6,15 @@
  * stampede on another key (not counted) so the figures are steady state, not JIT compilation.
  */
 import { SlowDb } from '../lib/db';
-import { asyncCacheDedupe, bentocache, dataloaderPerRequest, dataloaderShared, herdcache, noCache, type Contender } from '../lib/peers';
+import {
+  asyncCacheDedupe,
+  bentocache,
+  dataloaderPerRequest,
+  dataloaderShared,
+  herdcache,
+  noCache,
+  type Contender,
+} from '../lib/peers';
 import type { Row, SystemId } from '../lib/report';
 import { burst, count, latency, ms, ratio, type Latency } from '../lib/stats';
 
@@ -20,7 +28,10 @@ interface Outcome {
   readonly latency: Latency;
 }
 
-async function measure(make: (db: SlowDb) => Contender, options: StampedeOptions): Promise<Outcome & { label: string }> {
+async function measure(
+  make: (db: SlowDb) => Contender,
+  options: StampedeOptions,
+): Promise<Outcome & { label: string }> {
   const db = new SlowDb(options.fillMs);
   const contender = make(db);
   try {

@@ -7,7 +7,15 @@
  * half the fill time: a hit answers in microseconds, a wait takes the fill's `fillMs`.
  */
 import { SlowDb } from '../lib/db';
-import { asyncCacheDedupe, bentocache, dataloaderPerRequest, dataloaderShared, herdcache, noCache, type Contender } from '../lib/peers';
+import {
+  asyncCacheDedupe,
+  bentocache,
+  dataloaderPerRequest,
+  dataloaderShared,
+  herdcache,
+  noCache,
+  type Contender,
+} from '../lib/peers';
 import type { Row, SystemId } from '../lib/report';
 import { count, latency, ms, ratio, sleep } from '../lib/stats';
 
@@ -48,7 +56,11 @@ async function measure(make: (db: SlowDb) => Contender, o: SwrOptions): Promise<
         for (let j = 0; j < o.perTick; j++) {
           const key = keys[next++ % keys.length]!;
           const t0 = performance.now();
-          pending.push(contender.request()(key).then(() => void latencies.push(performance.now() - t0)));
+          pending.push(
+            contender
+              .request()(key)
+              .then(() => void latencies.push(performance.now() - t0)),
+          );
         }
         if (Date.now() - started >= o.durationMs) {
           clearInterval(timer);

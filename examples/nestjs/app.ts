@@ -11,7 +11,20 @@ import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Inject, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Args, Directive, Field, Float, GraphQLModule, ID, Mutation, ObjectType, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import {
+  Args,
+  Directive,
+  Field,
+  Float,
+  GraphQLModule,
+  ID,
+  Mutation,
+  ObjectType,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
 import { type Cache, createCache } from 'herdcache';
 import { herdcachePlugin } from 'herdcache/apollo';
 import { cachedDirectiveTransformer, herdcacheContext, herdcacheDirectives } from 'herdcache/graphql';
@@ -75,7 +88,10 @@ export class BookResolver {
 
   @Mutation(() => Book, { nullable: true })
   @Directive('@invalidates(tags: ["Book:{args.id}"])')
-  retitleBook(@Args('id', { type: () => ID }) id: string, @Args('title', { type: () => String }) title: string): Promise<Book | null> {
+  retitleBook(
+    @Args('id', { type: () => ID }) id: string,
+    @Args('title', { type: () => String }) title: string,
+  ): Promise<Book | null> {
     return this.db.retitle(id, title);
   }
 }

@@ -12,7 +12,18 @@ import 'reflect-metadata';
 import { ApolloFederationDriver, type ApolloFederationDriverConfig } from '@nestjs/apollo';
 import { Inject, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Args, Directive, Field, GraphQLModule, ID, Int, ObjectType, Query, ResolveReference, Resolver } from '@nestjs/graphql';
+import {
+  Args,
+  Directive,
+  Field,
+  GraphQLModule,
+  ID,
+  Int,
+  ObjectType,
+  Query,
+  ResolveReference,
+  Resolver,
+} from '@nestjs/graphql';
 import { type Cache, createCache } from 'herdcache';
 import { herdcachePlugin } from 'herdcache/apollo';
 import { cachedDirectiveTransformer, herdcacheContext, herdcacheDirectives } from 'herdcache/graphql';
@@ -83,7 +94,9 @@ if (require.main === module) {
   (async () => {
     const app = await NestFactory.create(subgraphModule(createCache(), new Catalogue()), { logger: ['error', 'warn'] });
     await app.listen(Number(process.env.PORT ?? 3001), process.env.HOST ?? '127.0.0.1');
-    console.log(`GraphQL subgraph (NestJS) on http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}/graphql`);
+    console.log(
+      `GraphQL subgraph (NestJS) on http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}/graphql`,
+    );
   })().catch((error: unknown) => {
     console.error(error);
     process.exit(1);

@@ -15,7 +15,13 @@ import type { Cache } from '../core/cache';
 import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
-import { type Lookup, type ResponseCacheOptions, type ResponseOutcome, type ResponseRequest, ResponseEngine } from '../graphql/response-cache';
+import {
+  type Lookup,
+  type ResponseCacheOptions,
+  type ResponseOutcome,
+  type ResponseRequest,
+  ResponseEngine,
+} from '../graphql/response-cache';
 
 export interface HerdcachePluginOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -37,13 +43,26 @@ export interface HerdcachePluginOptions<TContext = any> {
   responseCache?: boolean | ResponseCacheOptions<TContext>;
 }
 
-const PLUGIN_OPTIONS = optionNames<HerdcachePluginOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true, responseCache: true });
+const PLUGIN_OPTIONS = optionNames<HerdcachePluginOptions>({
+  cache: true,
+  extensions: true,
+  registry: true,
+  maxOperationLabels: true,
+  responseCache: true,
+});
 
-export function herdcachePlugin<TContext extends BaseContext = BaseContext>(options: HerdcachePluginOptions<TContext>): ApolloServerPlugin<TContext> {
+export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
+  options: HerdcachePluginOptions<TContext>,
+): ApolloServerPlugin<TContext> {
   checkPluginOptions(options, 'herdcachePlugin', PLUGIN_OPTIONS);
   const engine = responseEngine(options);
   const recorder = operationRecorder(options);
-  const reporting = new OperationReporting({ cache: options.cache, extensions: options.extensions, recorder, owner: 'herdcachePlugin' });
+  const reporting = new OperationReporting({
+    cache: options.cache,
+    extensions: options.extensions,
+    recorder,
+    owner: 'herdcachePlugin',
+  });
 
   return {
     async serverWillStart() {
@@ -78,7 +97,14 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(opti
           const variableValues = requestContext.request.variables;
           // Runs the operation apart from this request: a background refresh due after this request
           // was answered with a stale response (graphql is loaded on first use: an optional peer).
-          const execute = async () => (await import('graphql')).execute({ schema, document, operationName, variableValues, contextValue: requestContext.contextValue });
+          const execute = async () =>
+            (await import('graphql')).execute({
+              schema,
+              document,
+              operationName,
+              variableValues,
+              contextValue: requestContext.contextValue,
+            });
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
           const stored = lookup.response;
@@ -95,10 +121,18 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(opti
           if (lookup?.complete !== undefined) {
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).
-            const completion = await lookup.complete(single ?? { errors: ['incremental delivery'] }, { maxAge: overallCachePolicy.maxAge, scope: overallCachePolicy.scope });
+            const completion = await lookup.complete(single ?? { errors: ['incremental delivery'] }, {
+              maxAge: overallCachePolicy.maxAge,
+              scope: overallCachePolicy.scope,
+            });
             if (completion === 'oversized') outcome = 'oversized'; // served, not stored: counted apart
           }
-          if (engine !== undefined && request !== undefined && document?.operation === 'mutation' && single !== undefined) {
+          if (
+            engine !== undefined &&
+            request !== undefined &&
+            document?.operation === 'mutation' &&
+            single !== undefined
+          ) {
             await engine.afterMutation(request, single.data);
           }
           if (engine !== undefined && document !== undefined) reporting.recordResponse(operationName, outcome);
@@ -106,7 +140,10 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(opti
           // `document` is undefined when the request did not parse or validate: nothing ran.
           const report = reporting.end(active, operationName, document !== undefined);
           if (report !== undefined && single !== undefined) {
-            const cache = engine === undefined ? report : { ...report, response: outcome, ...(lookup?.response !== undefined ? { age: lookup.age } : {}) };
+            const cache =
+              engine === undefined
+                ? report
+                : { ...report, response: outcome, ...(lookup?.response !== undefined ? { age: lookup.age } : {}) };
             single.extensions = { ...single.extensions, cache };
           }
         },

@@ -14,7 +14,23 @@ import { LoadPath, nonEmpty } from './load-path';
 import { boundedKey, boundedKeys } from './long-keys';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
-import { CACHE_OPTIONS, DEFAULTS, GET_OR_COMPUTE_OPTIONS, LOADER_OPTIONS, REQUEST_OPTIONS, type Policy, checkKnownKeys, checkPositiveInteger, givenOr, checkSignal, checkTags, resolveLockTiming, resolvePolicy, storesValues, NO_TTL_WARNING } from './options';
+import {
+  CACHE_OPTIONS,
+  DEFAULTS,
+  GET_OR_COMPUTE_OPTIONS,
+  LOADER_OPTIONS,
+  REQUEST_OPTIONS,
+  type Policy,
+  checkKnownKeys,
+  checkPositiveInteger,
+  givenOr,
+  checkSignal,
+  checkTags,
+  resolveLockTiming,
+  resolvePolicy,
+  storesValues,
+  NO_TTL_WARNING,
+} from './options';
 import type { FillPipeline, Source } from './pipeline';
 import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
@@ -22,8 +38,15 @@ import { Sources } from './sources';
 import { memoryStore } from './memory';
 import { isNamespacedKey, reservedKeyError } from './namespaces';
 import type { Store } from './store';
-import type { CacheHooks, CacheOptions, Fill, GetOrComputeOptions, LoaderOptions, MetricsSnapshot, RequestOptions } from './types';
-
+import type {
+  CacheHooks,
+  CacheOptions,
+  Fill,
+  GetOrComputeOptions,
+  LoaderOptions,
+  MetricsSnapshot,
+  RequestOptions,
+} from './types';
 
 function realSleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -49,7 +72,12 @@ export class Cache implements Registry {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
     checkKnownKeys('createCache()', options, CACHE_OPTIONS);
     const store: Store = options.store === undefined ? memoryStore() : options.store; // null is refused below
-    if (store === null || typeof store !== 'object' || typeof store.getMany !== 'function' || typeof store.setMany !== 'function') {
+    if (
+      store === null ||
+      typeof store !== 'object' ||
+      typeof store.getMany !== 'function' ||
+      typeof store.setMany !== 'function'
+    ) {
       throw invalidOption('store', store, 'a Store (memoryStore(), redisStore(...))');
     }
     this.#store = store;
@@ -61,9 +89,19 @@ export class Cache implements Registry {
     // A store other than the in-process memory store keeps values for other processes: a cache
     // given one and no ttl most likely forgot it (coalesce-only stores nothing): loads say so once.
     const ttlUnset = options.ttl === undefined && store.name !== 'memory' ? { ttlUnset: true } : undefined;
-    this.#policy = resolvePolicy(options, { ttl: DEFAULTS.ttl, swr: DEFAULTS.swr, jitter: DEFAULTS.jitter, lock: hasLock, beta: 0, ...ttlUnset });
+    this.#policy = resolvePolicy(options, {
+      ttl: DEFAULTS.ttl,
+      swr: DEFAULTS.swr,
+      jitter: DEFAULTS.jitter,
+      lock: hasLock,
+      beta: 0,
+      ...ttlUnset,
+    });
     const timing = resolveLockTiming(options);
-    const maxRefreshes = options.maxRefreshes === undefined ? DEFAULTS.maxRefreshes : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
+    const maxRefreshes =
+      options.maxRefreshes === undefined
+        ? DEFAULTS.maxRefreshes
+        : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
     this.#observers = new Observers(options.hooks);
     this.#loads = new LoadPath({
       store,
@@ -82,7 +120,8 @@ export class Cache implements Registry {
       decodeError: (key, error) => this.#storeProblem('decodeErrors', key, error, 'decode'),
       // Another replica invalidated: a caller arriving after the news must not join a fill here
       // that started before it.
-      remoteInvalidation: (keys, tags, all) => this.#abandon(keys, tags, all, 'another replica invalidated this value while it was filled'),
+      remoteInvalidation: (keys, tags, all) =>
+        this.#abandon(keys, tags, all, 'another replica invalidated this value while it was filled'),
     });
   }
 
@@ -98,14 +137,25 @@ export class Cache implements Registry {
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
     // The common call (no options) skips option resolution: the hit path stays a lookup.
     // (A key starting with U+0000 is in herdcache's own namespaces: refused below, see ./namespaces.)
-    if (options === undefined && typeof key === 'string' && key.length > 0 && !isNamespacedKey(key) && typeof fill === 'function') {
+    if (
+      options === undefined &&
+      typeof key === 'string' &&
+      key.length > 0 &&
+      !isNamespacedKey(key) &&
+      typeof fill === 'function'
+    ) {
       return this._load<V>(this.#sources.getOrCompute, key, fill, this.#policy, undefined, undefined);
     }
     return this._getOrCompute(key, fill, options, undefined);
   }
 
   /** @internal getOrCompute on behalf of a request scope. */
-  _getOrCompute<V>(key: string, fill: Fill<V>, options: GetOrComputeOptions | undefined, sink: Sink | undefined): Promise<V> {
+  _getOrCompute<V>(
+    key: string,
+    fill: Fill<V>,
+    options: GetOrComputeOptions | undefined,
+    sink: Sink | undefined,
+  ): Promise<V> {
     try {
       checkRawKey(key, 'key');
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
@@ -139,7 +189,15 @@ export class Cache implements Registry {
     if (options.tags !== undefined) return this._computation(options);
     const { ttl, swr, jitter, lock, earlyRefresh, label } = options;
     const recent = this.#recent;
-    if (recent !== undefined && recent.ttl === ttl && recent.swr === swr && recent.jitter === jitter && recent.lock === lock && recent.earlyRefresh === earlyRefresh && recent.label === label) {
+    if (
+      recent !== undefined &&
+      recent.ttl === ttl &&
+      recent.swr === swr &&
+      recent.jitter === jitter &&
+      recent.lock === lock &&
+      recent.earlyRefresh === earlyRefresh &&
+      recent.label === label
+    ) {
       return recent.computation;
     }
     const given = { ttl, swr, jitter, lock, earlyRefresh, label };
@@ -153,7 +211,10 @@ export class Cache implements Registry {
     this.#assertOpen();
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
     checkKnownKeys('cache.loader()', options, LOADER_OPTIONS);
-    return this.#sources.addLoader(options.name, (name) => new Loader<K, V>(this, options, resolvePolicy(options, this.#policy), this.#counters.of(name)));
+    return this.#sources.addLoader(
+      options.name,
+      (name) => new Loader<K, V>(this, options, resolvePolicy(options, this.#policy), this.#counters.of(name)),
+    );
   }
 
   /** @internal The registry clock's time (the response layer dates its entries with it). */
@@ -183,7 +244,8 @@ export class Cache implements Registry {
    * so a load still reads one hook per event.
    */
   observe(hooks: CacheHooks): () => void {
-    if (hooks === null || typeof hooks !== 'object') throw invalidArgument('hooks', hooks, 'an object of hook functions');
+    if (hooks === null || typeof hooks !== 'object')
+      throw invalidArgument('hooks', hooks, 'an object of hook functions');
     return this.#observers.add(hooks);
   }
 
@@ -225,7 +287,10 @@ export class Cache implements Registry {
   /** @internal validates tags and that the store can invalidate them. */
   _checkTagsSupported(option: string): void {
     if (this.#store.invalidateTags === undefined) {
-      throw new HerdcacheError('E_UNSUPPORTED', `herdcache: option "${option}" needs a store with invalidateTags (memoryStore, redisStore, tieredStore); "${this.#store.name}" has none`);
+      throw new HerdcacheError(
+        'E_UNSUPPORTED',
+        `herdcache: option "${option}" needs a store with invalidateTags (memoryStore, redisStore, tieredStore); "${this.#store.name}" has none`,
+      );
     }
   }
 
@@ -235,7 +300,13 @@ export class Cache implements Registry {
   }
 
   /** @internal writes a value into the shared store now, with its tags (loader.prime). */
-  async _write(source: Source, key: string, value: unknown, policy: Policy, tags: readonly string[] | undefined): Promise<void> {
+  async _write(
+    source: Source,
+    key: string,
+    value: unknown,
+    policy: Policy,
+    tags: readonly string[] | undefined,
+  ): Promise<void> {
     if (value === undefined || !storesValues(policy)) return; // coalesce-only: nothing is ever stored
     key = boundedKey(key);
     // A fill of this key already in flight computed from older data: it must not write over this.
@@ -249,7 +320,11 @@ export class Cache implements Registry {
     }
     const now = this.#clock.now();
     const entry = makeEntry(value, now, policy, { tags, tagVersions });
-    await this.#pipeline.storeCall('setMany', () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]), source);
+    await this.#pipeline.storeCall(
+      'setMany',
+      () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]),
+      source,
+    );
   }
 
   /** Empties the store and abandons every fill in flight (their waiters start over). */
@@ -269,7 +344,14 @@ export class Cache implements Registry {
   // Every key enters it bounded: a long key is held (in flight, in the store) as its digest.
 
   /** @internal Registry */
-  _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+  _load<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V> {
     if (policy.ttlUnset === true) this.#warnNoTtl(source, key);
     return this.#loads.load<V>(source, boundedKey(key), arg, policy, signal, sink);
   }
@@ -280,7 +362,14 @@ export class Cache implements Registry {
   }
 
   /** @internal Registry */
-  _loadAlone<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+  _loadAlone<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V> {
     return this.#loads.loadAlone<V>(source, boundedKey(key), arg, policy, signal, sink);
   }
 
@@ -293,9 +382,10 @@ export class Cache implements Registry {
   #warnNoTtl(source: Source, key: string): void {
     if (this.#warnedNoTtl.has(source)) return;
     this.#warnedNoTtl.add(source);
-    const who = source instanceof Loader
-      ? `loader ${JSON.stringify(source.name)}`
-      : `getOrCompute(${JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key)}${source === this.#sources.getOrCompute ? '' : `, { label: ${JSON.stringify(source.name)} }`})`;
+    const who =
+      source instanceof Loader
+        ? `loader ${JSON.stringify(source.name)}`
+        : `getOrCompute(${JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key)}${source === this.#sources.getOrCompute ? '' : `, { label: ${JSON.stringify(source.name)} }`})`;
     process.emitWarning(
       `herdcache: ${who} stores nothing in the ${this.#store.name} store: no ttl is given (on createCache(), the loader or the call), and without one values are only coalesced in this process (coalesce-only), never written for other replicas. Give a ttl (ms) to cache them, or ttl: 0 to coalesce only on purpose (no warning).`,
       { code: NO_TTL_WARNING },
@@ -328,7 +418,10 @@ export class Cache implements Registry {
 
 export function checkKey(key: unknown, name: string): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) {
-    throw new HerdcacheError('E_INVALID_KEY', `herdcache: argument "${name}" must be a non-empty string, got ${describe(key)}`);
+    throw new HerdcacheError(
+      'E_INVALID_KEY',
+      `herdcache: argument "${name}" must be a non-empty string, got ${describe(key)}`,
+    );
   }
 }
 

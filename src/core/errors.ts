@@ -45,7 +45,10 @@ export class HerdcacheError extends Error {
   static override [Symbol.hasInstance](value: unknown): boolean {
     // `this` is HerdcacheError itself when its parent is Error (not a subclass). Not written as
     // `this === HerdcacheError`: a class naming itself in its body is renamed by the bundler.
-    return Function.prototype[Symbol.hasInstance].call(this, value) || (Object.getPrototypeOf(this) === Error && value instanceof HerdcacheKeyError);
+    return (
+      Function.prototype[Symbol.hasInstance].call(this, value) ||
+      (Object.getPrototypeOf(this) === Error && value instanceof HerdcacheKeyError)
+    );
   }
 }
 
@@ -83,7 +86,8 @@ export class StorePartialError extends HerdcacheError {
 /** Renders a user-supplied value for an error message: short, and safe for symbols and cycles. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return `${String(value)}${typeof value === 'bigint' ? 'n' : ''}`;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
+    return `${String(value)}${typeof value === 'bigint' ? 'n' : ''}`;
   if (value === null || value === undefined) return String(value);
   if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
   if (typeof value === 'symbol') return value.toString();
@@ -92,9 +96,15 @@ export function describe(value: unknown): string {
 }
 
 export function invalidOption(name: string, value: unknown, expected: string): HerdcacheError {
-  return new HerdcacheError('E_INVALID_OPTION', `herdcache: option "${name}" must be ${expected}, got ${describe(value)}`);
+  return new HerdcacheError(
+    'E_INVALID_OPTION',
+    `herdcache: option "${name}" must be ${expected}, got ${describe(value)}`,
+  );
 }
 
 export function invalidArgument(name: string, value: unknown, expected: string): HerdcacheError {
-  return new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: argument "${name}" must be ${expected}, got ${describe(value)}`);
+  return new HerdcacheError(
+    'E_INVALID_ARGUMENT',
+    `herdcache: argument "${name}" must be ${expected}, got ${describe(value)}`,
+  );
 }

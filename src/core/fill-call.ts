@@ -56,7 +56,8 @@ export class WrappedFill implements FillInfo {
 export function wrapped(wrap: NonNullable<CacheHooks['wrapFill']>, fill: WrappedFill): Promise<unknown[]> {
   try {
     const out = wrap(fill.call, fill);
-    if (out !== null && typeof out === 'object' && typeof (out as Promise<unknown>).then === 'function') (out as Promise<unknown>).then(undefined, ignore);
+    if (out !== null && typeof out === 'object' && typeof (out as Promise<unknown>).then === 'function')
+      (out as Promise<unknown>).then(undefined, ignore);
   } catch {
     // Observers never break loads.
   }

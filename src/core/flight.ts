@@ -29,7 +29,9 @@ export class Failure {
 /** User errors pass through untouched; a thrown non-Error is wrapped so callers get a stack and a code. */
 export function asError(thrown: unknown): unknown {
   if (thrown instanceof Error) return thrown;
-  return new HerdcacheError('E_FILL_NON_ERROR', `herdcache: a fill threw a non-Error value: ${describe(thrown)}`, { cause: thrown });
+  return new HerdcacheError('E_FILL_NON_ERROR', `herdcache: a fill threw a non-Error value: ${describe(thrown)}`, {
+    cause: thrown,
+  });
 }
 
 /** Rejection reason that tells a waiter to re-contend instead of failing. Never leaks to users. */
@@ -74,7 +76,12 @@ export class FillRun {
  * fires twice, so a listener added now would wait forever), and whichever side comes first
  * decides; the other is ignored.
  */
-export function raceAbort<V>(promise: Promise<V>, signal: AbortSignal, leave: () => void, retry?: () => Promise<V>): Promise<V> {
+export function raceAbort<V>(
+  promise: Promise<V>,
+  signal: AbortSignal,
+  leave: () => void,
+  retry?: () => Promise<V>,
+): Promise<V> {
   if (signal.aborted) {
     leave();
     return Promise.reject(signal.reason);
@@ -96,7 +103,8 @@ export function raceAbort<V>(promise: Promise<V>, signal: AbortSignal, leave: ()
       (reason: unknown) => {
         signal.removeEventListener('abort', onAbort);
         if (left) return; // already rejected with the abort reason
-        if (signal.aborted) onAbort(); // aborted, its event not dispatched yet (a dependent signal)
+        if (signal.aborted)
+          onAbort(); // aborted, its event not dispatched yet (a dependent signal)
         else if (reason === RETRY && retry !== undefined) retry().then(resolve, reject);
         else reject(reason);
       },
@@ -225,7 +233,9 @@ export class Flight<V = unknown> {
   share(retry: () => Promise<V>): Promise<V> {
     this.waiters++;
     if (this.#joined !== undefined) return this.#joined;
-    const joined = this.promise.then(undefined, (reason: unknown) => (reason === RETRY ? retry() : Promise.reject(reason)));
+    const joined = this.promise.then(undefined, (reason: unknown) =>
+      reason === RETRY ? retry() : Promise.reject(reason),
+    );
     recordOutcome(joined);
     this.#joined = joined;
     return joined;
@@ -307,7 +317,8 @@ export class FlightTable {
   /** Abandons the flights computing a value that carries one of `tags`. */
   abandonTagged(tags: ReadonlySet<string>, reason: unknown): void {
     for (const flight of [...this.#flights.values()]) {
-      if (flight.lateTags || (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag)))) this.abandon(flight, reason);
+      if (flight.lateTags || (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag))))
+        this.abandon(flight, reason);
     }
   }
 

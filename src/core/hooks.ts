@@ -75,7 +75,9 @@ function ignoreRejection(result: unknown): void {
 function fanOut(sets: readonly CacheHooks[]): CacheHooks {
   const out: Record<string, (...args: unknown[]) => void> = {};
   for (const name of HOOK_NAMES) {
-    const fns = sets.map((set) => set[name] as ((...args: unknown[]) => void) | undefined).filter((fn) => typeof fn === 'function');
+    const fns = sets
+      .map((set) => set[name] as ((...args: unknown[]) => void) | undefined)
+      .filter((fn) => typeof fn === 'function');
     if (fns.length === 0) continue;
     if (name === 'wrapFill') {
       out[name] = nestWrappers(fns as NonNullable<CacheHooks['wrapFill']>[]) as (...args: unknown[]) => void;

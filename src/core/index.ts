@@ -10,7 +10,13 @@ export { RequestScope, ScopedLoader, type CacheMapLike, type ScopedLoaderOptions
 export type { BatchScheduleFn } from './tick';
 export { HerdcacheError, HerdcacheKeyError, StorePartialError, type HerdcacheErrorCode } from './errors';
 export { jitteredTtl, manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
-export { MemoryStore, memoryStore, MEMORY_STORE_DEFAULT_MAX, MEMORY_STORE_DEFAULT_MAX_SIZE, type MemoryStoreOptions } from './memory';
+export {
+  MemoryStore,
+  memoryStore,
+  MEMORY_STORE_DEFAULT_MAX,
+  MEMORY_STORE_DEFAULT_MAX_SIZE,
+  type MemoryStoreOptions,
+} from './memory';
 export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
 export type {
   BatchContext,

@@ -36,13 +36,27 @@ export function nowOf(cache: Cache): number {
  * a fresh entry held in process (counted as a hit, and remembered by the request); LATER otherwise.
  * `memoKey`: the key as a MemoKey when the caller keeps one per key (it is then `key`).
  */
-export function answerNow(cache: Cache, scope: RequestScope | undefined, call: Computation, key: string, memoKey: MemoKey | undefined): unknown {
+export function answerNow(
+  cache: Cache,
+  scope: RequestScope | undefined,
+  call: Computation,
+  key: string,
+  memoKey: MemoKey | undefined,
+): unknown {
   if (scope !== undefined) return memoKey === undefined ? scope._read(call, key) : scope._readKey(call, memoKey);
   const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);
   return entry === undefined ? LATER : entry.value;
 }
 
 /** The keyed call's load, after answerNow said LATER: memoized for the request when there is one. */
-export function answerLater(cache: Cache, scope: RequestScope | undefined, call: Computation, key: string, fill: () => Promise<unknown>): Promise<unknown> {
-  return scope !== undefined ? scope._compute(call, key, fill) : cache._load(call.source, key, fill, call.policy, undefined, undefined);
+export function answerLater(
+  cache: Cache,
+  scope: RequestScope | undefined,
+  call: Computation,
+  key: string,
+  fill: () => Promise<unknown>,
+): Promise<unknown> {
+  return scope !== undefined
+    ? scope._compute(call, key, fill)
+    : cache._load(call.source, key, fill, call.policy, undefined, undefined);
 }

@@ -14,7 +14,10 @@ import { NO_ARG } from './registry';
 import type { Store } from './store';
 import { afterPromiseJobs, scheduleOnce } from './tick';
 
-export interface LoadPathOptions extends Omit<PipelineHost, 'record' | 'settled' | 'count' | 'refresh' | 'hook' | 'fillWrapper'> {
+export interface LoadPathOptions extends Omit<
+  PipelineHost,
+  'record' | 'settled' | 'count' | 'refresh' | 'hook' | 'fillWrapper'
+> {
   readonly store: Store;
   readonly clock: Clock;
   readonly flights: FlightTable;
@@ -61,7 +64,14 @@ export class LoadPath {
    * A load: hit, else join the key's flight, else start one. With a synchronous store a hit costs
    * one map lookup, one clock read and no allocation: the entry's settled promise is made once.
    */
-  load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+  load<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V> {
     const entry = this.peek(source, key, arg, policy, sink);
     if (entry !== undefined) return fulfilled(entry) as Promise<V>;
     return this.#miss<V>(source, key, arg, policy, signal, sink, false);
@@ -81,7 +91,15 @@ export class LoadPath {
    * Answers from an entry found by a synchronous read: fresh → hit; stale within grace → served
    * at once and one background refresh scheduled; expired → undefined (a miss, not counted here).
    */
-  #answer(source: Source, key: string, entry: Entry, arg: unknown, policy: Policy, sink: Sink | undefined, counted: boolean): Entry | undefined {
+  #answer(
+    source: Source,
+    key: string,
+    entry: Entry,
+    arg: unknown,
+    policy: Policy,
+    sink: Sink | undefined,
+    counted: boolean,
+  ): Entry | undefined {
     const freshUntil = entry.freshUntil;
     if (freshUntil === Infinity) {
       if (!counted) this.#hit(source, key, sink);
@@ -107,7 +125,14 @@ export class LoadPath {
   }
 
   /** A caller re-contending after its flight was abandoned: its load was counted when it arrived. */
-  #again<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+  #again<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V> {
     const entry = policy.ttl === 0 ? undefined : this.#getSync?.(key);
     const answer = entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true);
     if (answer !== undefined) return fulfilled(answer) as Promise<V>;
@@ -115,7 +140,15 @@ export class LoadPath {
   }
 
   /** Joins the key's flight, or starts one and queues it for the next dispatch. */
-  #miss<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined, counted: boolean): Promise<V> {
+  #miss<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+    counted: boolean,
+  ): Promise<V> {
     if (this.closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
     if (signal?.aborted) return rejected(signal.reason);
     let flight = this.#flights.get(key);
@@ -147,8 +180,12 @@ export class LoadPath {
     }
     // A waiter whose flight is abandoned starts over from the top (the store may hold a value
     // now); its load was counted once already, when it first arrived.
-    if (signal === undefined) return (flight.join() ?? flight.share(() => this.#again(source, key, arg, policy, undefined, sink))) as Promise<V>;
-    return flight.joinWithSignal(signal, this.#abandonLeft, () => this.#again(source, key, arg, policy, signal, sink)) as Promise<V>;
+    if (signal === undefined)
+      return (flight.join() ??
+        flight.share(() => this.#again(source, key, arg, policy, undefined, sink))) as Promise<V>;
+    return flight.joinWithSignal(signal, this.#abandonLeft, () =>
+      this.#again(source, key, arg, policy, signal, sink),
+    ) as Promise<V>;
   }
 
   /**
@@ -156,7 +193,14 @@ export class LoadPath {
    * (a scoped loader with `cache: false`, as DataLoader's): its key reaches the batch function,
    * batched with the tick's other keys, even when the same key is already in flight.
    */
-  loadAlone<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V> {
+  loadAlone<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V> {
     if (this.closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
     if (signal?.aborted) return rejected(signal.reason);
     let tags: readonly string[] | undefined;
@@ -175,7 +219,10 @@ export class LoadPath {
 
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
   readonly #abandonLeft = (flight: Flight): void => {
-    this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'));
+    this.#flights.abandon(
+      flight,
+      new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'),
+    );
   };
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
@@ -199,12 +246,23 @@ export class LoadPath {
     // flight (abandoning it): the entry's own tags must all be among the flight's (a late-tagged
     // flight is abandoned by any tag).
     if (policy.lateTags === true) flight.lateTags = true;
-    if (flight.lateTags || replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true)) flight.replacing = replacing;
+    if (flight.lateTags || replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true))
+      flight.replacing = replacing;
     const done = () => {
       this.#refreshing--;
     };
     flight.promise.then(done, done);
-    this.#enqueue({ source, key, flight, arg, policy, sink: undefined, replaces: replacing.freshUntil, tags, counted: true });
+    this.#enqueue({
+      source,
+      key,
+      flight,
+      arg,
+      policy,
+      sink: undefined,
+      replaces: replacing.freshUntil,
+      tags,
+      counted: true,
+    });
   }
 
   #enqueue(item: Item): void {
@@ -270,7 +328,9 @@ export class LoadPath {
       if (hook !== undefined) for (let i = 0; i < n; i++) notify(hook, [flight.key, source.name]);
     }
     const joiners = flight.joiners;
-    if (joiners !== undefined) for (let i = 0; i < joiners.length; i += 2) this.record(joiners[i] as Source, outcome, flight.key, joiners[i + 1] as Sink | undefined);
+    if (joiners !== undefined)
+      for (let i = 0; i < joiners.length; i += 2)
+        this.record(joiners[i] as Source, outcome, flight.key, joiners[i + 1] as Sink | undefined);
     flight.joinSource = undefined;
     flight.joiners = undefined;
   }
@@ -285,15 +345,28 @@ export class LoadPath {
   }
 
   /** Counts a load's outcome and tells its observer. */
-  record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void {
+  record(
+    source: Source,
+    counter: 'hits' | 'misses' | 'coalesced' | 'staleServed',
+    key: string,
+    sink: Sink | undefined,
+  ): void {
     this.count(source, counter, sink);
     const hook = this.#hookFor(counter);
     if (hook !== undefined) notify(hook, [key, source.name]);
   }
 
-  #hookFor(counter: 'hits' | 'misses' | 'coalesced' | 'staleServed'): ((key: string, source: string) => void) | undefined {
+  #hookFor(
+    counter: 'hits' | 'misses' | 'coalesced' | 'staleServed',
+  ): ((key: string, source: string) => void) | undefined {
     const hooks = this.#observers.current;
-    return counter === 'hits' ? hooks.onHit : counter === 'misses' ? hooks.onMiss : counter === 'coalesced' ? hooks.onCoalesced : hooks.onStale;
+    return counter === 'hits'
+      ? hooks.onHit
+      : counter === 'misses'
+        ? hooks.onMiss
+        : counter === 'coalesced'
+          ? hooks.onCoalesced
+          : hooks.onStale;
   }
 
   count(source: Source, counter: CounterName, sink: Sink | undefined): void {

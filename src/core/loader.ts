@@ -26,7 +26,10 @@ function isArrayLike(value: unknown): value is ArrayLike<unknown> {
   if (Array.isArray(value)) return true;
   if (typeof value !== 'object' || value === null) return false;
   const length = (value as { length?: unknown }).length;
-  return typeof length === 'number' && (length === 0 || (length > 0 && Object.prototype.hasOwnProperty.call(value, length - 1)));
+  return (
+    typeof length === 'number' &&
+    (length === 0 || (length > 0 && Object.prototype.hasOwnProperty.call(value, length - 1)))
+  );
 }
 
 /**
@@ -35,9 +38,13 @@ function isArrayLike(value: unknown): value is ArrayLike<unknown> {
  * an array throws a TypeError at once (a programming error, not a failed load).
  */
 export function loadEach<K, V>(name: string, keys: ArrayLike<K>, load: (key: K) => Promise<V>): Promise<(V | Error)[]> {
-  if (!isArrayLike(keys)) throw new HerdcacheKeyError(`herdcache: loader "${name}": loadMany() must be called with an array of keys, got ${describe(keys)}`);
+  if (!isArrayLike(keys))
+    throw new HerdcacheKeyError(
+      `herdcache: loader "${name}": loadMany() must be called with an array of keys, got ${describe(keys)}`,
+    );
   const loads: Promise<V | Error>[] = [];
-  for (let i = 0; i < keys.length; i++) loads.push(load(keys[i]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
+  for (let i = 0; i < keys.length; i++)
+    loads.push(load(keys[i]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
   return Promise.all(loads);
 }
 
@@ -80,20 +87,23 @@ export class Loader<K, V> implements Source {
   /** @internal use cache.loader(...) */
   constructor(registry: Registry, options: LoaderOptions<K, V>, policy: Policy, counters: Counters) {
     if (typeof options.batch !== 'function') throw invalidOption('batch', options.batch, 'a function');
-    if (options.key !== undefined && typeof options.key !== 'function') throw invalidOption('key', options.key, 'a function');
+    if (options.key !== undefined && typeof options.key !== 'function')
+      throw invalidOption('key', options.key, 'a function');
     this.name = options.name;
     this.counters = counters;
     this.#registry = registry;
     this.#batch = options.batch;
     this.#keyOf = options.key ?? (defaultKey as (key: K) => string);
     this.#prefix = `${options.name}:`;
-    this.#maxBatchSize = options.maxBatchSize === undefined ? Infinity : checkPositiveInteger('maxBatchSize', options.maxBatchSize, true);
+    this.#maxBatchSize =
+      options.maxBatchSize === undefined ? Infinity : checkPositiveInteger('maxBatchSize', options.maxBatchSize, true);
     this.#policy = policy;
     this.#unstored = storesValues(policy) ? { ...policy, ttl: 0 } : policy;
     this.schedule = checkBatchScheduleFn(options.batchScheduleFn);
     this.batchSchedule = this.schedule ?? afterPromiseJobs;
     if (options.tags !== undefined) {
-      if (typeof options.tags !== 'function') throw invalidOption('tags', options.tags, 'a function of the key returning an array of tags');
+      if (typeof options.tags !== 'function')
+        throw invalidOption('tags', options.tags, 'a function of the key returning an array of tags');
       registry._checkTagsSupported('tags');
     }
     this.#tags = options.tags;
@@ -116,13 +126,17 @@ export class Loader<K, V> implements Source {
    */
   _keyString(key: K, holder: object): string {
     if (key === null || key === undefined) {
-      throw new HerdcacheKeyError(`herdcache: loader "${this.name}": load() must be called with a key, got ${String(key)}`);
+      throw new HerdcacheKeyError(
+        `herdcache: loader "${this.name}": load() must be called with a key, got ${String(key)}`,
+      );
     }
     if (this.#keyOf === defaultKey && typeof key === 'string' && key.length > 0) return key;
     const k = this.#keyOf.call(holder, key);
     if (typeof k !== 'string' || k.length === 0) {
       const hint = typeof key === 'object' && this.#keyOf === defaultKey ? `. ${keyFunctionHint(this.name, key)}` : '';
-      throw new HerdcacheKeyError(`herdcache: loader "${this.name}" got key ${describe(key)}, which maps to ${describe(k)}; keys must map to non-empty strings${hint}`);
+      throw new HerdcacheKeyError(
+        `herdcache: loader "${this.name}" got key ${describe(key)}, which maps to ${describe(k)}; keys must map to non-empty strings${hint}`,
+      );
     }
     return k;
   }
@@ -210,7 +224,11 @@ export class Loader<K, V> implements Source {
   /** clear() for many keys at once (one store call). */
   async clearMany(keys: readonly K[]): Promise<void> {
     if (!Array.isArray(keys)) throw invalidArgument('keys', keys, 'an array');
-    await this.#registry._invalidate(keys.map((k) => this.storeKey(k)), this.name, storesValues(this.#policy));
+    await this.#registry._invalidate(
+      keys.map((k) => this.storeKey(k)),
+      this.name,
+      storesValues(this.#policy),
+    );
   }
 
   /** @internal Source: batches of at most maxBatchSize keys. */
@@ -239,7 +257,10 @@ export class Loader<K, V> implements Source {
     if (!Array.isArray(values)) {
       return this.#failAll(
         keys.length,
-        new HerdcacheError('E_BATCH_NOT_ARRAY', `herdcache: loader "${this.name}": batch must return an array (or a promise of one), got ${describe(values)}`),
+        new HerdcacheError(
+          'E_BATCH_NOT_ARRAY',
+          `herdcache: loader "${this.name}": batch must return an array (or a promise of one), got ${describe(values)}`,
+        ),
       );
     }
     if (values.length !== keys.length) {

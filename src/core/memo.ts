@@ -59,7 +59,13 @@ export const NOTHING: unique symbol = Symbol('herdcache.nothing');
  * that failed in a way `forget` accepts is dropped here, when next looked at, rather than by a
  * handler per load: the next caller retries.
  */
-export function held<V>(memo: Map<string, Held<V>>, key: string, signal: AbortSignal | undefined, forget: (error: unknown) => boolean, sync: boolean): V | Promise<V> | typeof NOTHING {
+export function held<V>(
+  memo: Map<string, Held<V>>,
+  key: string,
+  signal: AbortSignal | undefined,
+  forget: (error: unknown) => boolean,
+  sync: boolean,
+): V | Promise<V> | typeof NOTHING {
   const answer = memo.get(key);
   if (answer === undefined) return NOTHING;
   if (answer instanceof Shared) return answer.join(signal);
@@ -82,7 +88,13 @@ export function held<V>(memo: Map<string, Held<V>>, key: string, signal: AbortSi
 export function ignore(): void {}
 
 /** Memoizes the registry load `start` under `key` for the request, or joins the one it holds. */
-export function memoized<V>(memo: Map<string, Held<V>>, key: string, signal: AbortSignal | undefined, start: (signal: AbortSignal | undefined) => Promise<V>, forget: (error: unknown) => boolean): Promise<V> {
+export function memoized<V>(
+  memo: Map<string, Held<V>>,
+  key: string,
+  signal: AbortSignal | undefined,
+  start: (signal: AbortSignal | undefined) => Promise<V>,
+  forget: (error: unknown) => boolean,
+): Promise<V> {
   const answer = held(memo, key, signal, forget, false);
   if (answer !== NOTHING) return answer as Promise<V>;
   if (signal?.aborted) return Promise.reject(signal.reason);

@@ -54,10 +54,15 @@ export class MemoryStore implements Store {
     const max = givenOr(options.max, MEMORY_STORE_DEFAULT_MAX);
     if (!Number.isSafeInteger(max) || max < 1) throw invalidOption('max', max, 'a positive integer');
     const maxSize = givenOr(options.maxSize, MEMORY_STORE_DEFAULT_MAX_SIZE);
-    if (!Number.isSafeInteger(maxSize) || maxSize < 1) throw invalidOption('maxSize', maxSize, 'a positive integer (bytes)');
+    if (!Number.isSafeInteger(maxSize) || maxSize < 1)
+      throw invalidOption('maxSize', maxSize, 'a positive integer (bytes)');
     const maxEntrySize = givenOr(options.maxEntrySize, Math.max(1, Math.floor(maxSize / 8)));
     if (!Number.isSafeInteger(maxEntrySize) || maxEntrySize < 1 || maxEntrySize > maxSize) {
-      throw invalidOption('maxEntrySize', maxEntrySize, `a positive integer (bytes) no larger than maxSize (${maxSize})`);
+      throw invalidOption(
+        'maxEntrySize',
+        maxEntrySize,
+        `a positive integer (bytes) no larger than maxSize (${maxSize})`,
+      );
     }
     this.#maxEntrySize = maxEntrySize;
     this.#lru = new LRUCache<string, Entry>({

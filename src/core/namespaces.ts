@@ -28,7 +28,10 @@ export function isNamespacedKey(key: string): boolean {
  */
 export function namespaceHead(name: string): string {
   if (typeof name !== 'string' || name.length === 0 || name.includes(NAMESPACE_MARK)) {
-    throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: a key namespace must be a non-empty string without U+0000, got ${describe(name)}`);
+    throw new HerdcacheError(
+      'E_INVALID_ARGUMENT',
+      `herdcache: a key namespace must be a non-empty string without U+0000, got ${describe(name)}`,
+    );
   }
   return NAMESPACE_MARK + name + NAMESPACE_MARK;
 }

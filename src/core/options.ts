@@ -3,7 +3,14 @@
  */
 import { HerdcacheError, invalidArgument, invalidOption } from './errors';
 import type { Freshness } from './freshness';
-import type { CacheOptions, FreshnessOptions, GetOrComputeOptions, LoaderOptions, LockOptions, RequestOptions } from './types';
+import type {
+  CacheOptions,
+  FreshnessOptions,
+  GetOrComputeOptions,
+  LoaderOptions,
+  LockOptions,
+  RequestOptions,
+} from './types';
 
 export const DEFAULTS = {
   /**
@@ -76,7 +83,10 @@ function unknownOption(where: string, name: string, known: ReadonlySet<string>, 
   const close = [...known].filter((candidate) => isCloseName(name, candidate));
   const hint = close.length === 1 ? `\nDid you mean "${path}${close[0]}"?` : '';
   const names = [...known].map((candidate) => path + candidate).join(', ');
-  return new HerdcacheError('E_INVALID_OPTION', `herdcache: ${where}: unknown option ${JSON.stringify(path + name)}.${hint}\nKnown options: ${names}.`);
+  return new HerdcacheError(
+    'E_INVALID_OPTION',
+    `herdcache: ${where}: unknown option ${JSON.stringify(path + name)}.${hint}\nKnown options: ${names}.`,
+  );
 }
 
 /** A likely typo: same name ignoring case, or at most one edit (two for longer names) away. */
@@ -91,7 +101,8 @@ function isCloseName(name: string, candidate: string): boolean {
     for (let j = 1; j <= candidate.length; j++) {
       const cost = name[i - 1] === candidate[j - 1] ? 0 : 1;
       let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && name[i - 1] === candidate[j - 2] && name[i - 2] === candidate[j - 1]) best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && name[i - 1] === candidate[j - 2] && name[i - 2] === candidate[j - 1])
+        best = Math.min(best, d[i - 2]![j - 2]! + 1);
       d[i]![j] = best;
     }
   }
@@ -138,8 +149,18 @@ export const MAX_TIMER = 2 ** 31 - 1;
  * A duration in ms: finite, within MAX_DURATION (`max` when lower), > 0 unless `allowZero`;
  * Infinity only with `allowInfinity` (a ttl or grace that never ends: stored without expiry).
  */
-export function checkDuration(name: string, value: unknown, allowZero: boolean, allowInfinity = false, max = MAX_DURATION): number {
-  if (typeof value === 'number' && ((value >= 0 && value <= max && (allowZero || value > 0)) || (allowInfinity && value === Infinity))) return value;
+export function checkDuration(
+  name: string,
+  value: unknown,
+  allowZero: boolean,
+  allowInfinity = false,
+  max = MAX_DURATION,
+): number {
+  if (
+    typeof value === 'number' &&
+    ((value >= 0 && value <= max && (allowZero || value > 0)) || (allowInfinity && value === Infinity))
+  )
+    return value;
   const range = `${allowZero ? '>= 0' : '> 0'} and at most ${max === MAX_DURATION ? '1e15' : max}`;
   throw invalidOption(name, value, `a number of milliseconds ${range}${allowInfinity ? ', or Infinity' : ''}`);
 }
@@ -156,27 +177,65 @@ export function checkBoolean(name: string, value: unknown): boolean {
 }
 
 export function checkPositiveInteger(name: string, value: unknown, allowInfinity = false): number {
-  if (typeof value === 'number' && ((allowInfinity && value === Infinity) || (Number.isSafeInteger(value) && value >= 1))) return value;
+  if (
+    typeof value === 'number' &&
+    ((allowInfinity && value === Infinity) || (Number.isSafeInteger(value) && value >= 1))
+  )
+    return value;
   throw invalidOption(name, value, allowInfinity ? 'a positive integer or Infinity' : 'a positive integer');
 }
 
 export const CACHE_OPTIONS = optionNames<CacheOptions>({
-  ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true,
-  lockTtl: true, lockPollInterval: true, lockWaitTimeout: true,
-  store: true, clock: true, maxRefreshes: true, hooks: true,
+  ttl: true,
+  swr: true,
+  jitter: true,
+  lock: true,
+  earlyRefresh: true,
+  lockTtl: true,
+  lockPollInterval: true,
+  lockWaitTimeout: true,
+  store: true,
+  clock: true,
+  maxRefreshes: true,
+  hooks: true,
 });
 export const REQUEST_OPTIONS = optionNames<RequestOptions>({ signal: true });
-export const GET_OR_COMPUTE_OPTIONS = optionNames<GetOrComputeOptions>({ ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true, signal: true, label: true, tags: true });
+export const GET_OR_COMPUTE_OPTIONS = optionNames<GetOrComputeOptions>({
+  ttl: true,
+  swr: true,
+  jitter: true,
+  lock: true,
+  earlyRefresh: true,
+  signal: true,
+  label: true,
+  tags: true,
+});
 export const LOADER_OPTIONS = optionNames<LoaderOptions<unknown, unknown>>({
-  ttl: true, swr: true, jitter: true, lock: true, earlyRefresh: true,
-  name: true, batch: true, key: true, maxBatchSize: true, batchScheduleFn: true, tags: true,
+  ttl: true,
+  swr: true,
+  jitter: true,
+  lock: true,
+  earlyRefresh: true,
+  name: true,
+  batch: true,
+  key: true,
+  maxBatchSize: true,
+  batchScheduleFn: true,
+  tags: true,
 });
 
 /** Resolves `options` on top of `base`; an option left undefined keeps the base value. */
 export function resolvePolicy(options: FreshnessOptions | undefined, base: Policy, prefix = ''): Policy {
   if (options === undefined) return base;
   const { ttl, swr, jitter, lock, earlyRefresh } = options;
-  if (ttl === undefined && swr === undefined && jitter === undefined && lock === undefined && earlyRefresh === undefined) return base;
+  if (
+    ttl === undefined &&
+    swr === undefined &&
+    jitter === undefined &&
+    lock === undefined &&
+    earlyRefresh === undefined
+  )
+    return base;
   const policy: Policy = {
     ttl: ttl === undefined ? base.ttl : checkDuration(`${prefix}ttl`, ttl, true, true),
     swr: swr === undefined ? base.swr : checkDuration(`${prefix}swr`, swr, true, true),
@@ -188,8 +247,18 @@ export function resolvePolicy(options: FreshnessOptions | undefined, base: Polic
   // Grace and early refresh act on stored values: asked for where nothing is stored, they are a
   // mistake (most likely a forgotten ttl, since no ttl means coalesce-only), not a no-op.
   if (policy.ttl === 0) {
-    if (swr !== undefined && policy.swr > 0) throw invalidOption(`${prefix}swr`, swr, '0 when ttl is 0 (coalesce-only stores nothing to serve stale): set a ttl');
-    if (earlyRefresh !== undefined && policy.beta > 0) throw invalidOption(`${prefix}earlyRefresh`, earlyRefresh, 'off when ttl is 0 (coalesce-only stores nothing to refresh): set a ttl');
+    if (swr !== undefined && policy.swr > 0)
+      throw invalidOption(
+        `${prefix}swr`,
+        swr,
+        '0 when ttl is 0 (coalesce-only stores nothing to serve stale): set a ttl',
+      );
+    if (earlyRefresh !== undefined && policy.beta > 0)
+      throw invalidOption(
+        `${prefix}earlyRefresh`,
+        earlyRefresh,
+        'off when ttl is 0 (coalesce-only stores nothing to refresh): set a ttl',
+      );
   }
   return policy;
 }
@@ -211,7 +280,13 @@ export function resolveLockTiming(options: LockOptions): LockTiming {
   return {
     // A lock must expire (a dead holder frees the key) and a wait must end (bounded damage).
     lockTtl: checkDuration('lockTtl', givenOr(options.lockTtl, DEFAULTS.lockTtl), false),
-    lockPollInterval: checkDuration('lockPollInterval', givenOr(options.lockPollInterval, DEFAULTS.lockPollInterval), false, false, MAX_TIMER),
+    lockPollInterval: checkDuration(
+      'lockPollInterval',
+      givenOr(options.lockPollInterval, DEFAULTS.lockPollInterval),
+      false,
+      false,
+      MAX_TIMER,
+    ),
     lockWaitTimeout: checkDuration('lockWaitTimeout', givenOr(options.lockWaitTimeout, DEFAULTS.lockWaitTimeout), true),
   };
 }

@@ -65,7 +65,12 @@ export interface PipelineHost {
   readonly tokenPrefix: string;
   /** Where failures of store calls that concern no source are counted. */
   readonly fallback: Counters;
-  record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink: Sink | undefined): void;
+  record(
+    source: Source,
+    counter: 'hits' | 'misses' | 'coalesced' | 'staleServed',
+    key: string,
+    sink: Sink | undefined,
+  ): void;
   /** The outcome of an item's read: counts its load (unless counted) and the callers that joined its flight. */
   settled(item: Item, counter: 'hits' | 'staleServed' | 'misses'): void;
   count(source: Source, counter: CounterName, sink: Sink | undefined): void;
@@ -140,7 +145,12 @@ export class FillPipeline {
         if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
           this.#host.refresh(source, item.key, item.arg, item.policy, entry);
         }
-      } else if (entry !== undefined && now < entry.staleUntil && !item.flight.background && tagsValid(item, entry, current)) {
+      } else if (
+        entry !== undefined &&
+        now < entry.staleUntil &&
+        !item.flight.background &&
+        tagsValid(item, entry, current)
+      ) {
         this.#host.settled(item, 'staleServed');
         this.#settleFromStore(item, entry.value);
         this.#host.refresh(source, item.key, item.arg, item.policy, entry);
@@ -152,8 +162,12 @@ export class FillPipeline {
     if (unstored !== undefined) toFill.push(...unstored);
     if (toFill.length === 0) return;
     const locking = this.#store.lock !== undefined ? toFill.filter(locks) : [];
-    const unlocked = locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !locks(item));
-    await Promise.all([this.#fill(unlocked, undefined, 'none'), locking.length > 0 ? this.#lockAndFill(locking) : undefined]);
+    const unlocked =
+      locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !locks(item));
+    await Promise.all([
+      this.#fill(unlocked, undefined, 'none'),
+      locking.length > 0 ? this.#lockAndFill(locking) : undefined,
+    ]);
   }
 
   /**
@@ -172,7 +186,8 @@ export class FillPipeline {
     const versions = await this.storeCall('tagVersions', () => this.#store.tagVersions!(unique), items);
     const byTag = new Map<string, number>();
     if (versions !== undefined) for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions[i]!);
-    for (const item of items) if (item.tags !== undefined) item.versions = item.tags.map((tag) => byTag.get(tag) ?? NaN);
+    for (const item of items)
+      if (item.tags !== undefined) item.versions = item.tags.map((tag) => byTag.get(tag) ?? NaN);
   }
 
   /**
@@ -183,7 +198,10 @@ export class FillPipeline {
    * when there are such entries). Returns tag → current version (NaN: unknown, never valid), or
    * undefined when no entry needs it (or the store enforces tags itself).
    */
-  #ownTagVersions(items: readonly Item[], entries: readonly (Entry | undefined)[]): Map<string, number> | Promise<Map<string, number>> | undefined {
+  #ownTagVersions(
+    items: readonly Item[],
+    entries: readonly (Entry | undefined)[],
+  ): Map<string, number> | Promise<Map<string, number>> | undefined {
     const store = this.#store;
     if (store.tagVersions === undefined) return undefined;
     let current: Map<string, number> | undefined;
@@ -237,14 +255,28 @@ export class FillPipeline {
     await Promise.all(fills);
   }
 
-  async #waitForLocks(lock: FillLock, items: Item[], watch: LockWatch | undefined, fills: Promise<void>[]): Promise<void> {
+  async #waitForLocks(
+    lock: FillLock,
+    items: Item[],
+    watch: LockWatch | undefined,
+    fills: Promise<void>[],
+  ): Promise<void> {
     const token = `${this.#tokenPrefix}.${++this.#tokenSeq}`;
     const { lockTtl, lockPollInterval, lockWaitTimeout } = this.#timing;
     const deadline = this.#clock.now() + lockWaitTimeout;
     let waiting = items;
     let delay = lockPollInterval;
     for (let attempt = 0; ; attempt++) {
-      const attempts = await this.storeCall('lock.acquire', () => lock.acquire(waiting.map((item) => item.key), token, lockTtl), waiting);
+      const attempts = await this.storeCall(
+        'lock.acquire',
+        () =>
+          lock.acquire(
+            waiting.map((item) => item.key),
+            token,
+            lockTtl,
+          ),
+        waiting,
+      );
       if (attempts === undefined) {
         // The store failed or timed out: fill without the lock rather than wait on it. The
         // script may still have run late and taken locks under our token: release them (compare
@@ -259,7 +291,10 @@ export class FillPipeline {
       const next: Item[] = [];
       /** Keys whose lock call failed alone (a Cluster master down): filled without the lock. */
       let lost: Item[] | undefined;
-      let current = this.#ownTagVersions(waiting, attempts.map((attempt) => attempt?.entry));
+      let current = this.#ownTagVersions(
+        waiting,
+        attempts.map((attempt) => attempt?.entry),
+      );
       if (current instanceof Promise) current = await current;
       const now = this.#clock.now();
       for (let i = 0; i < waiting.length; i++) {
@@ -324,7 +359,8 @@ export class FillPipeline {
       else list.push(item);
     }
     const runs: Promise<void>[] = [];
-    for (const [source, list] of bySource) for (const group of source.groups(list)) runs.push(this.#fillGroup(source, group, token, lock));
+    for (const [source, list] of bySource)
+      for (const group of source.groups(list)) runs.push(this.#fillGroup(source, group, token, lock));
     await Promise.all(runs);
   }
 
@@ -334,9 +370,13 @@ export class FillPipeline {
     const started = performance.now();
     const startedAt = this.#clock.now();
     const wrap = this.#host.fillWrapper();
-    const results = await (wrap === undefined ? runGroup(source, items, run.signal) : wrapped(wrap, new WrappedFill(source, items, run.signal, lockOutcome)));
+    const results = await (wrap === undefined
+      ? runGroup(source, items, run.signal)
+      : wrapped(wrap, new WrappedFill(source, items, run.signal, lockOutcome)));
     const duration = performance.now() - started;
-    const late = results.some((result) => result instanceof LateTagged) ? await this.#lateTags(items, results) : undefined;
+    const late = results.some((result) => result instanceof LateTagged)
+      ? await this.#lateTags(items, results)
+      : undefined;
     const now = this.#clock.now();
     const writes: StoreWrite[] = [];
     const release: string[] = [];
@@ -369,7 +409,11 @@ export class FillPipeline {
         });
         // Without the lock nothing fences this write: `since` lets the store refuse it when the
         // key was invalidated after this fill started (the lockless gap).
-        writes.push(token === undefined ? { key: item.key, entry, ttl: physicalTtl(entry, now), since: startedAt } : { key: item.key, entry, ttl: physicalTtl(entry, now) });
+        writes.push(
+          token === undefined
+            ? { key: item.key, entry, ttl: physicalTtl(entry, now), since: startedAt }
+            : { key: item.key, entry, ttl: physicalTtl(entry, now) },
+        );
       }
     }
     const lock = this.#store.lock;
@@ -389,7 +433,16 @@ export class FillPipeline {
               // Failed or timed out (all, or the part on a failing Cluster master): make sure no
               // lock of ours outlives this fill.
               const unsure = landed === undefined ? writes : writes.filter((_, i) => landed[i] === undefined);
-              if (unsure.length > 0) void this.storeCall('lock.release', () => lock.release(unsure.map((w) => w.key), token), items);
+              if (unsure.length > 0)
+                void this.storeCall(
+                  'lock.release',
+                  () =>
+                    lock.release(
+                      unsure.map((w) => w.key),
+                      token,
+                    ),
+                  items,
+                );
             })
           : this.storeCall('setMany', () => this.#store.setMany(writes), items);
       // A lock that gathers writes for a moment (redisStore: to the end of the event-loop turn, so
@@ -413,7 +466,10 @@ export class FillPipeline {
    * per position, the entry's tags (the item's own plus the late ones) with their versions: the
    * item's read before the fill, the late ones read now in one call (see late-tags).
    */
-  async #lateTags(items: Item[], results: unknown[]): Promise<({ tags: readonly string[] | undefined; versions: readonly number[] | undefined } | undefined)[]> {
+  async #lateTags(
+    items: Item[],
+    results: unknown[],
+  ): Promise<({ tags: readonly string[] | undefined; versions: readonly number[] | undefined } | undefined)[]> {
     const out: ({ tags: readonly string[] | undefined; versions: readonly number[] | undefined } | undefined)[] = [];
     const fresh = new Set<string>();
     for (let i = 0; i < items.length; i++) {
@@ -447,7 +503,11 @@ export class FillPipeline {
    * Calls the store; a failure is counted (once for each source it affected, or under
    * getOrCompute for calls of no source) and reported, and the load goes on without it.
    */
-  async storeCall<T>(operation: string, call: () => Promise<T>, affected?: Source | readonly Item[]): Promise<T | undefined> {
+  async storeCall<T>(
+    operation: string,
+    call: () => Promise<T>,
+    affected?: Source | readonly Item[],
+  ): Promise<T | undefined> {
     try {
       return await call();
     } catch (error) {
@@ -460,7 +520,9 @@ export class FillPipeline {
   #countStoreError(operation: string, error: unknown, affected: Source | readonly Item[] | undefined): void {
     if (affected === undefined) this.#host.fallback.storeErrors++;
     else if (!Array.isArray(affected)) (affected as Source).counters.storeErrors++;
-    else for (const source of new Set((affected as readonly Item[]).map((item) => item.source))) source.counters.storeErrors++;
+    else
+      for (const source of new Set((affected as readonly Item[]).map((item) => item.source)))
+        source.counters.storeErrors++;
     this.#host.hook('onStoreError', error, operation);
   }
 }

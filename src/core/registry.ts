@@ -24,7 +24,14 @@ export interface Computation {
 
 export interface Registry {
   /** @internal Hit, else join the key's flight, else start one. Counted once. */
-  _load<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V>;
+  _load<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V>;
   /**
    * @internal
    * The synchronous hit: the entry when the store holds it in process and it answers now (fresh,
@@ -33,11 +40,29 @@ export interface Registry {
    */
   _peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined;
   /** @internal A load that joins and starts no shared flight and never touches the store (a scope's cache: false). */
-  _loadAlone<V>(source: Source, key: string, arg: unknown, policy: Policy, signal: AbortSignal | undefined, sink: Sink | undefined): Promise<V>;
+  _loadAlone<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V>;
   /** @internal */
-  _getOrCompute<V>(key: string, fill: Fill<V>, options: GetOrComputeOptions | undefined, sink: Sink | undefined): Promise<V>;
+  _getOrCompute<V>(
+    key: string,
+    fill: Fill<V>,
+    options: GetOrComputeOptions | undefined,
+    sink: Sink | undefined,
+  ): Promise<V>;
   /** @internal */
-  _write(source: Source, key: string, value: unknown, policy: Policy, tags: readonly string[] | undefined): Promise<void>;
+  _write(
+    source: Source,
+    key: string,
+    value: unknown,
+    policy: Policy,
+    tags: readonly string[] | undefined,
+  ): Promise<void>;
   /** @internal `stored: false` (a coalesce-only loader): abandon its fills, touch no store. */
   _invalidate(keys: readonly string[], source: string, stored?: boolean): Promise<void>;
   /** @internal */

@@ -19,7 +19,6 @@ import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './
 
 export { ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './scoped-loader';
 
-
 export class RequestScope implements Sink {
   readonly #registry: Registry;
   // Made on first use: a request that never touches one of them pays nothing for it.
@@ -85,7 +84,19 @@ export class RequestScope implements Sink {
     }
     const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
     const signal = this._signal(options?.signal);
-    return memoized(computed, key, signal, (shared) => this.#registry._getOrCompute<V>(key, fill, shared === undefined ? options : { ...options, signal: shared }, this), forgetAlways);
+    return memoized(
+      computed,
+      key,
+      signal,
+      (shared) =>
+        this.#registry._getOrCompute<V>(
+          key,
+          fill,
+          shared === undefined ? options : { ...options, signal: shared },
+          this,
+        ),
+      forgetAlways,
+    );
   }
 
   /**
@@ -133,7 +144,13 @@ export class RequestScope implements Sink {
   /** @internal The directive's miss: getOrCompute with its computation resolved at build time. */
   _compute<V>(computation: Computation, key: string, fill: Fill<V>): Promise<V> {
     const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
-    return memoized(computed, key, this.signal, (signal) => this.#registry._load<V>(computation.source, key, fill, computation.policy, signal, this), forgetAlways);
+    return memoized(
+      computed,
+      key,
+      this.signal,
+      (signal) => this.#registry._load<V>(computation.source, key, fill, computation.policy, signal, this),
+      forgetAlways,
+    );
   }
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */

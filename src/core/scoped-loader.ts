@@ -91,8 +91,15 @@ function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<st
   if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
   if (cache === false || cacheMap === null) return null;
   if (cacheMap === undefined) return new OneThenMap();
-  const missing = MEMO_METHODS.filter((m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function');
-  if (missing.length > 0) throw invalidOption('cacheMap', cacheMap, `null or an object with get, set, delete and clear (missing: ${missing.join(', ')})`);
+  const missing = MEMO_METHODS.filter(
+    (m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function',
+  );
+  if (missing.length > 0)
+    throw invalidOption(
+      'cacheMap',
+      cacheMap,
+      `null or an object with get, set, delete and clear (missing: ${missing.join(', ')})`,
+    );
   return cacheMap;
 }
 
@@ -209,7 +216,8 @@ export class ScopedLoader<K, V> implements Sink {
     if (cached !== undefined) {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
       const shared = this.#shared?.get(cached);
-      const answer = shared !== undefined ? shared.join(signal) : signal === undefined ? cached : raceAbort(cached, signal, ignore);
+      const answer =
+        shared !== undefined ? shared.join(signal) : signal === undefined ? cached : raceAbort(cached, signal, ignore);
       if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
       return this.#afterPendingBatch(answer);
     }
@@ -309,7 +317,8 @@ export class ScopedLoader<K, V> implements Sink {
     (this.#shared ??= new WeakMap()).set(shared.promise, shared);
     this.#noteLoad(shared.promise);
     shared.promise.catch((error: unknown) => {
-      if ((shared.abandoned || forgetUnlessKeyError(error)) && memo.get(keyString) === shared.promise) memo.delete(keyString);
+      if ((shared.abandoned || forgetUnlessKeyError(error)) && memo.get(keyString) === shared.promise)
+        memo.delete(keyString);
     });
     return shared.join(signal);
   }
@@ -343,7 +352,6 @@ export class ScopedLoader<K, V> implements Sink {
     if (hits === undefined || hits.released) hits = this.#hits = new PendingHits(this.#loader.batchSchedule, loads);
     return hits.wait(answer);
   }
-
 }
 
 /** What a scoped loader's prime() holds: a settled promise, recorded (an Error primes a rejection nobody is told of). */

@@ -86,5 +86,7 @@ function sizeOf(value: unknown, depth: number, walk: { left: number }): number {
     visited++;
     walked += SLOT + HEADER + key.length + sizeOf((value as Record<string, unknown>)[key], depth + 1, walk);
   }
-  return size + (visited === keys ? walked : visited === 0 ? keys * (SLOT + HEADER) : Math.ceil((walked / visited) * keys));
+  return (
+    size + (visited === keys ? walked : visited === 0 ? keys * (SLOT + HEADER) : Math.ceil((walked / visited) * keys))
+  );
 }

@@ -32,11 +32,24 @@ export class Sources {
   addLoader<L extends Source>(name: unknown, create: (name: string) => L): L {
     // No ':' in a name: store keys are `name:key`, so "a" and "a:b" could otherwise share keys.
     // No leading U+0000: keys starting with it are herdcache's own (see ./namespaces).
-    if (typeof name !== 'string' || name.length === 0 || name.includes(':') || isNamespacedKey(name) || name === GET_OR_COMPUTE) {
-      throw invalidOption('name', name, `a non-empty string without ":", not starting with U+0000, other than "${GET_OR_COMPUTE}"`);
+    if (
+      typeof name !== 'string' ||
+      name.length === 0 ||
+      name.includes(':') ||
+      isNamespacedKey(name) ||
+      name === GET_OR_COMPUTE
+    ) {
+      throw invalidOption(
+        'name',
+        name,
+        `a non-empty string without ":", not starting with U+0000, other than "${GET_OR_COMPUTE}"`,
+      );
     }
     if (this.#loaders.has(name)) {
-      throw new HerdcacheError('E_DUPLICATE_LOADER', `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`);
+      throw new HerdcacheError(
+        'E_DUPLICATE_LOADER',
+        `herdcache: a loader named ${JSON.stringify(name)} already exists in this cache`,
+      );
     }
     const loader = create(name);
     this.#loaders.set(name, loader);

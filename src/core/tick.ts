@@ -17,7 +17,12 @@ export const afterPromiseJobs: BatchScheduleFn = (dispatch) => {
 
 export function checkBatchScheduleFn(value: unknown): BatchScheduleFn | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'function') throw invalidOption('batchScheduleFn', value, 'a function (dispatch) => void that calls dispatch once, e.g. (dispatch) => setTimeout(dispatch, 5)');
+  if (typeof value !== 'function')
+    throw invalidOption(
+      'batchScheduleFn',
+      value,
+      'a function (dispatch) => void that calls dispatch once, e.g. (dispatch) => setTimeout(dispatch, 5)',
+    );
   return value as BatchScheduleFn;
 }
 

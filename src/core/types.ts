@@ -110,7 +110,10 @@ export interface BatchContext {
  * A batch function, as DataLoader's: given keys, return an array of the same length and order.
  * An `Error` at a position fails that key only; `undefined` means "nothing to cache" for that key.
  */
-export type BatchFn<K, V> = (keys: readonly K[], context: BatchContext) => PromiseLike<ReadonlyArray<V | Error>> | ReadonlyArray<V | Error>;
+export type BatchFn<K, V> = (
+  keys: readonly K[],
+  context: BatchContext,
+) => PromiseLike<ReadonlyArray<V | Error>> | ReadonlyArray<V | Error>;
 
 export interface LoaderOptions<K, V> extends FreshnessOptions {
   /** Unique per registry; namespaces keys (`name:key`) and labels metrics. */

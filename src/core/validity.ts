@@ -9,8 +9,17 @@ import type { Item } from './pipeline';
  * Whether a stored entry answers this item: fresh, and for a background refresh newer than the
  * entry it was started to replace (an early refresh must not stop at the still-fresh original).
  */
-export function usable(item: Item, entry: Entry, now: number, current: ReadonlyMap<string, number> | undefined): boolean {
-  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces) && tagsValid(item, entry, current);
+export function usable(
+  item: Item,
+  entry: Entry,
+  now: number,
+  current: ReadonlyMap<string, number> | undefined,
+): boolean {
+  return (
+    now < entry.freshUntil &&
+    (item.replaces === undefined || entry.freshUntil > item.replaces) &&
+    tagsValid(item, entry, current)
+  );
 }
 
 /**
@@ -44,7 +53,8 @@ export function knownVersions(items: readonly Item[]): Map<string, number> {
   const known = new Map<string, number>();
   for (const item of items) {
     const { tags, versions } = item;
-    if (tags !== undefined && versions !== undefined) for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions[i]!);
+    if (tags !== undefined && versions !== undefined)
+      for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions[i]!);
   }
   return known;
 }

@@ -17,7 +17,13 @@ import type { Cache } from '../core/cache';
 import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
-import { type Lookup, type ResponseCacheOptions, type ResponseOutcome, type ResponseRequest, ResponseEngine } from '../graphql/response-cache';
+import {
+  type Lookup,
+  type ResponseCacheOptions,
+  type ResponseOutcome,
+  type ResponseRequest,
+  ResponseEngine,
+} from '../graphql/response-cache';
 
 export interface UseHerdcacheOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -32,14 +38,30 @@ export interface UseHerdcacheOptions<TContext = any> {
   responseCache?: boolean | ResponseCacheOptions<TContext>;
 }
 
-const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({ cache: true, extensions: true, registry: true, maxOperationLabels: true, responseCache: true });
+const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({
+  cache: true,
+  extensions: true,
+  registry: true,
+  maxOperationLabels: true,
+  responseCache: true,
+});
 
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the default envelop's own plugins use (useMaskedErrors, useResponseCache)
-export function useHerdcache<TContext extends Record<string, any> = {}>(options: UseHerdcacheOptions<TContext>): Plugin<TContext> {
+export function useHerdcache<TContext extends Record<string, any> = {}>(
+  options: UseHerdcacheOptions<TContext>,
+): Plugin<TContext> {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
-  const engine = options.responseCache === undefined || options.responseCache === false ? undefined : new ResponseEngine(options.cache, options.responseCache);
+  const engine =
+    options.responseCache === undefined || options.responseCache === false
+      ? undefined
+      : new ResponseEngine(options.cache, options.responseCache);
   const recorder = operationRecorder(options);
-  const reporting = new OperationReporting({ cache: options.cache, extensions: options.extensions, recorder, owner: 'useHerdcache' });
+  const reporting = new OperationReporting({
+    cache: options.cache,
+    extensions: options.extensions,
+    recorder,
+    owner: 'useHerdcache',
+  });
   // Envelop has no server start hook: prom-client is loaded now, and the operations that end
   // before it is there are recorded once it is (see OperationReporting.end).
   if (recorder !== undefined) {
@@ -56,7 +78,13 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(options:
       let lookup: Lookup | undefined;
       let request: ResponseRequest | undefined;
       if (engine !== undefined) {
-        request = { schema: args.schema, document: args.document, operationName: args.operationName, variables: args.variableValues, context: args.contextValue };
+        request = {
+          schema: args.schema,
+          document: args.document,
+          operationName: args.operationName,
+          variables: args.variableValues,
+          context: args.contextValue,
+        };
         const plan = engine.plan(request);
         if (plan !== undefined) {
           // A background refresh due after this request was answered stale runs the operation on its own.
@@ -98,9 +126,11 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(options:
           }
           const single = result as ExecutionResult;
           try {
-            if (lookup?.complete !== undefined && (await lookup.complete(single)) === 'oversized') outcome = 'oversized'; // served, not stored: counted apart
+            if (lookup?.complete !== undefined && (await lookup.complete(single)) === 'oversized')
+              outcome = 'oversized'; // served, not stored: counted apart
           } finally {
-            if (engine !== undefined && request !== undefined && isMutation(args.document, args.operationName)) await engine.afterMutation(request, single.data);
+            if (engine !== undefined && request !== undefined && isMutation(args.document, args.operationName))
+              await engine.afterMutation(request, single.data);
           }
           if (engine !== undefined) reporting.recordResponse(operationName, outcome);
           const report = active === undefined ? undefined : reporting.end(active, operationName, true);
@@ -138,5 +168,9 @@ function operationNameOf(document: DocumentNode, requested: string | null | unde
 }
 
 function isAsyncIterable(result: unknown): boolean {
-  return result !== null && typeof result === 'object' && typeof (result as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
+  return (
+    result !== null &&
+    typeof result === 'object' &&
+    typeof (result as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function'
+  );
 }

@@ -9,7 +9,14 @@ import { LATER, type Computation, type MemoKey, answerLater, answerNow } from '.
 import { operationOf } from './request';
 
 /** `memoKey`: the key as a MemoKey when the caller keeps one per key (a field's calls without arguments). */
-export function answerKeyed(cache: Cache, call: Computation, key: string, context: unknown, fill: () => Promise<unknown>, memoKey?: MemoKey): unknown {
+export function answerKeyed(
+  cache: Cache,
+  call: Computation,
+  key: string,
+  context: unknown,
+  fill: () => Promise<unknown>,
+  memoKey?: MemoKey,
+): unknown {
   const operation = operationOf(context);
   const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
   // A fresh value held in process is returned as it is, not in a promise: graphql-js then
@@ -39,6 +46,9 @@ export async function settleList(result: unknown): Promise<unknown> {
 }
 
 function isThenable(value: unknown): boolean {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }
-

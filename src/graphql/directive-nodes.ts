@@ -32,7 +32,9 @@ export function findDirective(element: Annotated, name: string, coordinate: stri
   if (directives === undefined || directives === null || typeof directives !== 'object') return undefined;
   let args: unknown;
   if (Array.isArray(directives)) {
-    const use = directives.find((item) => item !== null && typeof item === 'object' && (item as { name?: unknown }).name === name) as { args?: unknown } | undefined;
+    const use = directives.find(
+      (item) => item !== null && typeof item === 'object' && (item as { name?: unknown }).name === name,
+    ) as { args?: unknown } | undefined;
     if (use === undefined) return undefined;
     args = use.args ?? {};
   } else {
@@ -45,7 +47,10 @@ export function findDirective(element: Annotated, name: string, coordinate: stri
     args ??= {};
   }
   if (typeof args !== 'object' || Array.isArray(args)) {
-    throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: @${name} on ${coordinate}: extensions.directives.${name} must be an object of arguments, got ${JSON.stringify(args) ?? String(args)}`);
+    throw new HerdcacheError(
+      'E_INVALID_ARGUMENT',
+      `herdcache: @${name} on ${coordinate}: extensions.directives.${name} must be an object of arguments, got ${JSON.stringify(args) ?? String(args)}`,
+    );
   }
   return directiveNode(name, args as Record<string, unknown>);
 }
@@ -55,7 +60,11 @@ function directiveNode(name: string, args: Record<string, unknown>): ConstDirect
   for (const [argName, value] of Object.entries(args)) {
     // An argument given as undefined is an argument not given (as graphql-js' astFromValue does).
     if (value === undefined) continue;
-    argumentNodes.push({ kind: 'Argument', name: nameNode(argName), value: valueNode(value) } as unknown as ConstArgumentNode);
+    argumentNodes.push({
+      kind: 'Argument',
+      name: nameNode(argName),
+      value: valueNode(value),
+    } as unknown as ConstArgumentNode);
   }
   return { kind: 'Directive', name: nameNode(name), arguments: argumentNodes } as unknown as ConstDirectiveNode;
 }
@@ -72,7 +81,10 @@ function nameNode(value: string): { kind: 'Name'; value: string } {
 function valueNode(value: unknown): ConstValueNode {
   let node: unknown;
   if (value === null) node = { kind: 'NullValue' };
-  else if (typeof value === 'number') node = Number.isInteger(value) ? { kind: 'IntValue', value: String(value) } : { kind: 'FloatValue', value: String(value) };
+  else if (typeof value === 'number')
+    node = Number.isInteger(value)
+      ? { kind: 'IntValue', value: String(value) }
+      : { kind: 'FloatValue', value: String(value) };
   else if (typeof value === 'bigint') node = { kind: 'IntValue', value: value.toString() };
   else if (typeof value === 'string') node = { kind: 'StringValue', value };
   else if (typeof value === 'boolean') node = { kind: 'BooleanValue', value };
@@ -80,7 +92,10 @@ function valueNode(value: unknown): ConstValueNode {
   else if (typeof value === 'object') {
     const fields: ConstObjectFieldNode[] = Object.entries(value as Record<string, unknown>)
       .filter(([, item]) => item !== undefined)
-      .map(([key, item]) => ({ kind: 'ObjectField', name: nameNode(key), value: valueNode(item) }) as unknown as ConstObjectFieldNode);
+      .map(
+        ([key, item]) =>
+          ({ kind: 'ObjectField', name: nameNode(key), value: valueNode(item) }) as unknown as ConstObjectFieldNode,
+      );
     node = { kind: 'ObjectValue', fields };
   } else node = { kind: 'StringValue', value: String(value) }; // a function or a symbol: refused by the readers as a non-number, non-enum
   return node as ConstValueNode;

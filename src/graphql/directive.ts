@@ -12,7 +12,15 @@
  * Only types are imported from graphql: the module loads without it (graphql is an optional peer),
  * and works on the schema object it is given, whichever copy of graphql built it.
  */
-import type { GraphQLField, GraphQLFieldResolver, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import type {
+  GraphQLField,
+  GraphQLFieldResolver,
+  GraphQLInterfaceType,
+  GraphQLNamedType,
+  GraphQLObjectType,
+  GraphQLResolveInfo,
+  GraphQLSchema,
+} from 'graphql';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, describe, invalidOption } from '../core/errors';
 import { MemoKey, checkTagsSupported, computationOf } from '../core/internal';
@@ -73,27 +81,53 @@ const installed = new WeakSet<object>();
  * template (see parseTagTemplate), tags on a store that cannot invalidate them, an `identity`
  * entry for a type the schema lacks, and a schema already transformed.
  */
-const DIRECTIVE_OPTIONS = optionNames<CachedDirectiveOptions>({ cache: true, sessionId: true, identity: true, keyPrefix: true, onBypass: true, onInvalidationError: true });
+const DIRECTIVE_OPTIONS = optionNames<CachedDirectiveOptions>({
+  cache: true,
+  sessionId: true,
+  identity: true,
+  keyPrefix: true,
+  onBypass: true,
+  onInvalidationError: true,
+});
 
 export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, options: CachedDirectiveOptions): S {
-  if (schema === null || typeof schema !== 'object' || typeof (schema as Partial<GraphQLSchema>).getTypeMap !== 'function') {
-    throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: argument "schema" must be a GraphQLSchema, got ${describe(schema)}`);
+  if (
+    schema === null ||
+    typeof schema !== 'object' ||
+    typeof (schema as Partial<GraphQLSchema>).getTypeMap !== 'function'
+  ) {
+    throw new HerdcacheError(
+      'E_INVALID_ARGUMENT',
+      `herdcache: argument "schema" must be a GraphQLSchema, got ${describe(schema)}`,
+    );
   }
-  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache"');
+  if (options === null || typeof options !== 'object')
+    throw invalidOption('options', options, 'an object with a "cache"');
   checkKnownKeys('cachedDirectiveTransformer()', options, DIRECTIVE_OPTIONS);
-  const { cache, sessionId, identity = {}, keyPrefix = DEFAULT_KEY_PREFIX, onBypass, onInvalidationError = warnInvalidationError } = options;
+  const {
+    cache,
+    sessionId,
+    identity = {},
+    keyPrefix = DEFAULT_KEY_PREFIX,
+    onBypass,
+    onInvalidationError = warnInvalidationError,
+  } = options;
   checkCache(cache);
-  if (sessionId !== undefined && typeof sessionId !== 'function') throw invalidOption('sessionId', sessionId, 'a function of the context');
+  if (sessionId !== undefined && typeof sessionId !== 'function')
+    throw invalidOption('sessionId', sessionId, 'a function of the context');
   if (typeof keyPrefix !== 'string') throw invalidOption('keyPrefix', keyPrefix, 'a string');
   if (onBypass !== undefined && typeof onBypass !== 'function') throw invalidOption('onBypass', onBypass, 'a function');
-  if (typeof onInvalidationError !== 'function') throw invalidOption('onInvalidationError', onInvalidationError, 'a function');
-  if (identity === null || typeof identity !== 'object') throw invalidOption('identity', identity, 'an object of type name → property name or function');
+  if (typeof onInvalidationError !== 'function')
+    throw invalidOption('onInvalidationError', onInvalidationError, 'a function');
+  if (identity === null || typeof identity !== 'object')
+    throw invalidOption('identity', identity, 'an object of type name → property name or function');
   const typeMap = schema.getTypeMap();
   for (const [typeName, id] of Object.entries(identity)) {
     if (typeof id !== 'function' && (typeof id !== 'string' || id.length === 0)) {
       throw invalidOption(`identity.${typeName}`, id, 'a property name or a function of the parent');
     }
-    if (kindOf(typeMap[typeName]) !== 'object') throw invalidOption('identity', typeName, 'keys naming object types of the schema');
+    if (kindOf(typeMap[typeName]) !== 'object')
+      throw invalidOption('identity', typeName, 'keys naming object types of the schema');
   }
 
   const queryType = schema.getQueryType();
@@ -109,34 +143,61 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
     if (kind === undefined || type.name.startsWith('__')) continue;
     if (kind === 'object') {
       const entityPolicy = readCachedPolicy(type, type.name, entitySite(type as GraphQLObjectType));
-      if (entityPolicy !== undefined) entityPlans.push(planEntity(type as GraphQLObjectType, entityPolicy, { cache, sessionId, keyPrefix, onBypass }, installed));
+      if (entityPolicy !== undefined)
+        entityPlans.push(
+          planEntity(type as GraphQLObjectType, entityPolicy, { cache, sessionId, keyPrefix, onBypass }, installed),
+        );
     }
     const fields = (type as GraphQLObjectType | GraphQLInterfaceType).getFields();
     for (const field of Object.values(fields) as GraphQLField<unknown, unknown>[]) {
       const coordinate = `${type.name}.${field.name}`;
       const isRoot = type === queryType || type === mutationType;
       const site = (directive: 'cached' | 'invalidates'): TemplateSite => ({ directive, coordinate, field, isRoot });
-      const invalidates = readInvalidates(field, coordinate, type === mutationType && kind === 'object', site('invalidates'), literal);
+      const invalidates = readInvalidates(
+        field,
+        coordinate,
+        type === mutationType && kind === 'object',
+        site('invalidates'),
+        literal,
+      );
       if (invalidates !== undefined) {
         checkTagsSupported(cache, `@invalidates on ${coordinate}`);
         checkNotInstalled(field, coordinate);
-        plans.push([field, () => invalidatingResolver(field.resolve ?? defaultFieldResolver, coordinate, invalidates, { cache, onInvalidationError })]);
+        plans.push([
+          field,
+          () =>
+            invalidatingResolver(field.resolve ?? defaultFieldResolver, coordinate, invalidates, {
+              cache,
+              onInvalidationError,
+            }),
+        ]);
       }
       const policy = readCachedPolicy(field, coordinate, site('cached'));
       if (policy === undefined) continue;
       const why = forbidden.get(type);
       if (why !== undefined) throw buildError(`@cached cannot be used on ${coordinate}: ${why}`);
       if (kind === 'interface') {
-        throw buildError(`@cached cannot be used on the interface field ${coordinate}: put it on the fields of the object types that implement it`);
+        throw buildError(
+          `@cached cannot be used on the interface field ${coordinate}: put it on the fields of the object types that implement it`,
+        );
       }
       if (policy.scope === 'PRIVATE' && sessionId === undefined) {
-        throw buildError(`@cached(scope: PRIVATE) on ${coordinate} needs the "sessionId" option (a function of the context returning the viewer's session id)`);
+        throw buildError(
+          `@cached(scope: PRIVATE) on ${coordinate} needs the "sessionId" option (a function of the context returning the viewer's session id)`,
+        );
       }
       checkNotInstalled(field, coordinate);
       const id = identity[type.name];
-      const identityOf = isRoot ? undefined : typeof id === 'function' ? id : propertyOf(typeof id === 'string' ? id : 'id');
+      const identityOf = isRoot
+        ? undefined
+        : typeof id === 'function'
+          ? id
+          : propertyOf(typeof id === 'string' ? id : 'id');
       if (policy.tags !== undefined) checkTagsSupported(cache, `@cached(tags:) on ${coordinate}`);
-      plans.push([field, () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass })]);
+      plans.push([
+        field,
+        () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass }),
+      ]);
     }
   }
   // Loaders and @cached fields never share keys whatever the prefix: field keys live in their own
@@ -153,7 +214,9 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
 
 function checkNotInstalled(field: GraphQLField<unknown, unknown>, coordinate: string): void {
   if (field.resolve !== undefined && installed.has(field.resolve)) {
-    throw buildError(`${coordinate} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`);
+    throw buildError(
+      `${coordinate} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`,
+    );
   }
 }
 
@@ -176,16 +239,29 @@ const NO_ARGS = '{}';
 /** Keys remembered per field (see keysByIdentity). */
 const KEY_MEMO_MAX = 4096;
 
-function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: string, policy: CachedPolicy, env: WrapEnv): GraphQLFieldResolver<unknown, unknown> {
+function cachedResolver(
+  field: GraphQLField<unknown, unknown>,
+  coordinate: string,
+  policy: CachedPolicy,
+  env: WrapEnv,
+): GraphQLFieldResolver<unknown, unknown> {
   const resolve = field.resolve ?? defaultFieldResolver;
   const { cache, sessionId, identityOf, keyPrefix, onBypass } = env;
   const isPrivate = policy.scope === 'PRIVATE';
   // The field's source and policy, resolved and validated once: a call resolves nothing (unless
   // its tags depend on the call).
-  const base: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
+  const base: GetOrComputeOptions =
+    policy.swrMs > 0
+      ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate }
+      : { ttl: policy.ttlMs, label: coordinate };
   const templates = policy.tags;
-  const staticTags = templates?.every((template) => template.placeholders.length === 0) ? (fillTags(templates, { args: undefined }) as string[]) : undefined;
-  const computation = computationOf(cache, staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
+  const staticTags = templates?.every((template) => template.placeholders.length === 0)
+    ? (fillTags(templates, { args: undefined }) as string[])
+    : undefined;
+  const computation = computationOf(
+    cache,
+    staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags },
+  );
   const dynamicTags = staticTags === undefined ? templates : undefined;
   const keyHead = fieldKeyHead(keyPrefix, coordinate);
   // Keys of the field's calls without arguments or session (most calls), by parent identity ("" on
@@ -210,7 +286,13 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
   };
 
   // Resolved without the cache, and counted: never answered under a key that could be shared.
-  const bypass = (parent: unknown, args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
+  const bypass = (
+    parent: unknown,
+    args: Record<string, unknown>,
+    context: unknown,
+    info: GraphQLResolveInfo,
+    reason: BypassReason,
+  ): unknown => {
     operationOf(context)?.countBypass(coordinate);
     onBypass?.(coordinate, reason, context);
     return resolve(parent, args, context, info);
@@ -230,7 +312,8 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     }
     // Bounded before anything is built (size, depth): hostile arguments are resolved uncached.
     const encodedArgs = takesArgs ? encodeArgs(args) : NO_ARGS;
-    if (encodedArgs === 'unkeyable_args' || encodedArgs === 'args_too_large' || encodedArgs === 'args_too_deep') return bypass(parent, args, context, info, encodedArgs);
+    if (encodedArgs === 'unkeyable_args' || encodedArgs === 'args_too_large' || encodedArgs === 'args_too_deep')
+      return bypass(parent, args, context, info, encodedArgs);
     let call = computation;
     if (dynamicTags !== undefined) {
       // Tagged wrongly, the value would survive the invalidation meant for it: not cached at all.
@@ -240,7 +323,11 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     }
     let key: string;
     let memoKey: MemoKey | undefined;
-    if (encodedArgs === NO_ARGS && session === undefined && (identity === undefined || identity.length <= MEMO_KEY_MAX)) {
+    if (
+      encodedArgs === NO_ARGS &&
+      session === undefined &&
+      (identity === undefined || identity.length <= MEMO_KEY_MAX)
+    ) {
       memoKey = keysByIdentity.get(identity ?? '');
       if (memoKey !== undefined) key = memoKey.key;
       else {
@@ -256,16 +343,24 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
     if (call.policy.tags !== undefined) operationOf(context)?.noteTags(call.policy.tags);
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
-    if (!guardFailures) return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)), memoKey);
+    if (!guardFailures)
+      return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)), memoKey);
     // Its failure need not: the error was built for the leader's request (its user, its
     // authorization), so callers of other sessions get a generic error instead (./failures).
-    const answer = answerKeyed(cache, call, key, context, async () => {
-      try {
-        return await settleList(resolve(parent, args, context, info));
-      } catch (thrown) {
-        throw failedIn(thrown, sessionOf(context));
-      }
-    }, memoKey);
+    const answer = answerKeyed(
+      cache,
+      call,
+      key,
+      context,
+      async () => {
+        try {
+          return await settleList(resolve(parent, args, context, info));
+        } catch (thrown) {
+          throw failedIn(thrown, sessionOf(context));
+        }
+      },
+      memoKey,
+    );
     if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
     return answer.then(undefined, (error: unknown) => {
       throw sharedFailureFor(error, coordinate, sessionOf(context));
@@ -277,7 +372,8 @@ function cachedResolver(field: GraphQLField<unknown, unknown>, coordinate: strin
 const defaultFieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, args, context, info) => {
   if ((typeof source === 'object' && source !== null) || typeof source === 'function') {
     const property = (source as Record<string, unknown>)[info.fieldName];
-    if (typeof property === 'function') return (source as Record<string, (...a: unknown[]) => unknown>)[info.fieldName]!(args, context, info);
+    if (typeof property === 'function')
+      return (source as Record<string, (...a: unknown[]) => unknown>)[info.fieldName]!(args, context, info);
     return property;
   }
   return undefined;
@@ -290,5 +386,9 @@ function propertyOf(name: string): (parent: any) => unknown {
 /** graphql 16 types carry Symbol.toStringTag ("GraphQLObjectType"…): no instanceof, so no runtime import. */
 function kindOf(type: GraphQLNamedType | undefined): 'object' | 'interface' | undefined {
   const tag = type === undefined ? undefined : Object.prototype.toString.call(type);
-  return tag === '[object GraphQLObjectType]' ? 'object' : tag === '[object GraphQLInterfaceType]' ? 'interface' : undefined;
+  return tag === '[object GraphQLObjectType]'
+    ? 'object'
+    : tag === '[object GraphQLInterfaceType]'
+      ? 'interface'
+      : undefined;
 }

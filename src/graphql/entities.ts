@@ -29,7 +29,11 @@ import { type CachedPolicy, buildError } from './policy';
 import { type BypassReason, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 
-export type ReferenceResolver = (reference: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo) => unknown;
+export type ReferenceResolver = (
+  reference: Record<string, unknown>,
+  context: unknown,
+  info: GraphQLResolveInfo,
+) => unknown;
 
 export interface EntityEnv {
   readonly cache: Cache;
@@ -53,18 +57,32 @@ export function entitySite(type: GraphQLObjectType): TemplateSite {
  * Checks a type-level @cached and returns what installs it; throws a build error naming the type
  * when the type is no entity (no @key) or has no reference resolver to cache.
  */
-export function planEntity(type: GraphQLObjectType, policy: CachedPolicy, env: EntityEnv, wrapped: WeakSet<object>): () => void {
+export function planEntity(
+  type: GraphQLObjectType,
+  policy: CachedPolicy,
+  env: EntityEnv,
+  wrapped: WeakSet<object>,
+): () => void {
   const where = `the type ${type.name}`;
   if (findDirective(type, 'key', type.name) === undefined) {
-    throw buildError(`@cached on ${where}: on a type, @cached caches a Federation entity's reference resolution (__resolveReference) and needs @key; put @cached on fields otherwise`);
+    throw buildError(
+      `@cached on ${where}: on a type, @cached caches a Federation entity's reference resolution (__resolveReference) and needs @key; put @cached on fields otherwise`,
+    );
   }
   const slot = referenceSlot(type);
   if (slot === undefined) {
-    throw buildError(`@cached on ${where}: it has no __resolveReference to cache; transform the schema after its resolvers are attached (after buildSubgraphSchema)`);
+    throw buildError(
+      `@cached on ${where}: it has no __resolveReference to cache; transform the schema after its resolvers are attached (after buildSubgraphSchema)`,
+    );
   }
-  if (wrapped.has(slot.resolve)) throw buildError(`${entityCoordinate(type)} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`);
+  if (wrapped.has(slot.resolve))
+    throw buildError(
+      `${entityCoordinate(type)} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`,
+    );
   if (policy.scope === 'PRIVATE' && env.sessionId === undefined) {
-    throw buildError(`@cached(scope: PRIVATE) on ${where} needs the "sessionId" option (a function of the context returning the viewer's session id)`);
+    throw buildError(
+      `@cached(scope: PRIVATE) on ${where} needs the "sessionId" option (a function of the context returning the viewer's session id)`,
+    );
   }
   if (policy.tags !== undefined) checkTagsSupported(env.cache, `@cached(tags:) on ${where}`);
   return () => {
@@ -74,7 +92,9 @@ export function planEntity(type: GraphQLObjectType, policy: CachedPolicy, env: E
   };
 }
 
-function referenceSlot(type: GraphQLObjectType): { resolve: ReferenceResolver; install(resolve: ReferenceResolver): void } | undefined {
+function referenceSlot(
+  type: GraphQLObjectType,
+): { resolve: ReferenceResolver; install(resolve: ReferenceResolver): void } | undefined {
   const extensions = type.extensions as { apollo?: { subgraph?: { resolveReference?: unknown } } } | null | undefined;
   const apollo = extensions?.apollo;
   const subgraph = apollo?.subgraph;
@@ -83,30 +103,54 @@ function referenceSlot(type: GraphQLObjectType): { resolve: ReferenceResolver; i
       resolve: subgraph.resolveReference as ReferenceResolver,
       // New objects, not a write into ones that may be shared with another schema.
       install: (resolve) => {
-        (type as { extensions: unknown }).extensions = { ...extensions, apollo: { ...apollo, subgraph: { ...subgraph, resolveReference: resolve } } };
+        (type as { extensions: unknown }).extensions = {
+          ...extensions,
+          apollo: { ...apollo, subgraph: { ...subgraph, resolveReference: resolve } },
+        };
       },
     };
   }
   const legacy = type as unknown as { resolveReference?: unknown };
   if (typeof legacy.resolveReference === 'function') {
-    return { resolve: legacy.resolveReference as ReferenceResolver, install: (resolve) => void (legacy.resolveReference = resolve) };
+    return {
+      resolve: legacy.resolveReference as ReferenceResolver,
+      install: (resolve) => void (legacy.resolveReference = resolve),
+    };
   }
   return undefined;
 }
 
-function cachedReferenceResolver(type: GraphQLObjectType, resolve: ReferenceResolver, policy: CachedPolicy, env: EntityEnv): ReferenceResolver {
+function cachedReferenceResolver(
+  type: GraphQLObjectType,
+  resolve: ReferenceResolver,
+  policy: CachedPolicy,
+  env: EntityEnv,
+): ReferenceResolver {
   const { cache, sessionId, keyPrefix, onBypass } = env;
   const coordinate = entityCoordinate(type);
-  const base: GetOrComputeOptions = policy.swrMs > 0 ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate } : { ttl: policy.ttlMs, label: coordinate };
+  const base: GetOrComputeOptions =
+    policy.swrMs > 0
+      ? { ttl: policy.ttlMs, swr: policy.swrMs, label: coordinate }
+      : { ttl: policy.ttlMs, label: coordinate };
   const templates = policy.tags;
-  const staticTags = templates?.every((template) => template.placeholders.length === 0) ? (fillTags(templates, { args: undefined }) as string[]) : undefined;
-  const computation = computationOf(cache, staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags });
+  const staticTags = templates?.every((template) => template.placeholders.length === 0)
+    ? (fillTags(templates, { args: undefined }) as string[])
+    : undefined;
+  const computation = computationOf(
+    cache,
+    staticTags === undefined || staticTags.length === 0 ? base : { ...base, tags: staticTags },
+  );
   const dynamicTags = staticTags === undefined ? templates : undefined;
   const keyHead = fieldKeyHead(keyPrefix, coordinate);
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
   const isPrivate = policy.scope === 'PRIVATE';
 
-  const bypass = (reference: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo, reason: BypassReason): unknown => {
+  const bypass = (
+    reference: Record<string, unknown>,
+    context: unknown,
+    info: GraphQLResolveInfo,
+    reason: BypassReason,
+  ): unknown => {
     operationOf(context)?.countBypass(coordinate);
     onBypass?.(coordinate, reason, context);
     return resolve(reference, context, info);
@@ -119,7 +163,8 @@ function cachedReferenceResolver(type: GraphQLObjectType, resolve: ReferenceReso
     // The representation comes from the client (through the gateway): bounded as @cached
     // arguments are (size, depth) before anything is built, resolved uncached past the bounds.
     const encoded = encodeArgs(fields);
-    if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep') return bypass(reference, context, info, encoded);
+    if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep')
+      return bypass(reference, context, info, encoded);
     if (encoded === '{}') return bypass(reference, context, info, 'no_identity');
     let session: string | undefined;
     if (isPrivate) {

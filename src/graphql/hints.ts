@@ -80,5 +80,9 @@ function getsDefaultMaxAge(info: GraphQLResolveInfo): boolean {
   let type: unknown = info.returnType;
   while (type !== null && typeof type === 'object' && 'ofType' in type) type = (type as { ofType: unknown }).ofType;
   const tag = Object.prototype.toString.call(type);
-  return tag === '[object GraphQLObjectType]' || tag === '[object GraphQLInterfaceType]' || tag === '[object GraphQLUnionType]';
+  return (
+    tag === '[object GraphQLObjectType]' ||
+    tag === '[object GraphQLInterfaceType]' ||
+    tag === '[object GraphQLUnionType]'
+  );
 }

@@ -41,15 +41,20 @@ export function readInvalidates(
   const node = findDirective(field, 'invalidates', coordinate);
   if (node === undefined) return undefined;
   if (!onMutation) {
-    throw buildError(`@invalidates cannot be used on ${coordinate}: it runs after a write, so only fields of the Mutation type may carry it`);
+    throw buildError(
+      `@invalidates cannot be used on ${coordinate}: it runs after a write, so only fields of the Mutation type may carry it`,
+    );
   }
   let templates: TagTemplate[] | undefined;
   for (const arg of node.arguments ?? ([] as readonly ConstArgumentNode[])) {
-    if (arg.name.value !== 'tags') throw buildError(`@invalidates on ${coordinate} has an unknown argument "${arg.name.value}" (known: tags)`);
+    if (arg.name.value !== 'tags')
+      throw buildError(`@invalidates on ${coordinate} has an unknown argument "${arg.name.value}" (known: tags)`);
     templates = templatesOf(arg.value, site, literal);
   }
   if (templates === undefined || templates.length === 0) {
-    throw buildError(`@invalidates on ${coordinate} needs tags: a non-empty list of tag templates, e.g. tags: ["User:{args.id}"]`);
+    throw buildError(
+      `@invalidates on ${coordinate} needs tags: a non-empty list of tag templates, e.g. tags: ["User:{args.id}"]`,
+    );
   }
   return templates;
 }
@@ -79,7 +84,13 @@ export function invalidatingResolver(
       const filled = fillTemplate(template, { args, result });
       if (filled instanceof UnfilledTag) {
         // The other templates are still invalidated: dropping them too would only keep more stale values.
-        report(new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: @invalidates on ${coordinate}: ${filled.reason}; its tags were not invalidated`), context);
+        report(
+          new HerdcacheError(
+            'E_INVALID_ARGUMENT',
+            `herdcache: @invalidates on ${coordinate}: ${filled.reason}; its tags were not invalidated`,
+          ),
+          context,
+        );
       } else {
         for (const tag of filled) tags.add(tag);
       }

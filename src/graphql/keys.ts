@@ -42,7 +42,9 @@ export type UnkeyableArgs = 'unkeyable_args' | 'args_too_large' | 'args_too_deep
  */
 export function canonicalArgs(args: unknown): string | undefined {
   const encoded = encodeArgs(args);
-  return encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep' ? undefined : encoded;
+  return encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep'
+    ? undefined
+    : encoded;
 }
 
 /** canonicalArgs, or why there is none. An encoding never equals a reason (it is JSON, or starts with '#'). */
@@ -173,12 +175,19 @@ export const DEFAULT_KEY_PREFIX = 'gql:';
 
 function isEmptyRecord(value: unknown): boolean {
   if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false;
-  for (const key in value) if (Object.hasOwn(value, key) && (value as Record<string, unknown>)[key] !== undefined) return false;
+  for (const key in value)
+    if (Object.hasOwn(value, key) && (value as Record<string, unknown>)[key] !== undefined) return false;
   return true;
 }
 
 /** The store key of one @cached field call. `session` is given for PRIVATE fields only. */
-export function fieldKey(prefix: string, coordinate: string, identity: string | undefined, args: string, session?: string): string {
+export function fieldKey(
+  prefix: string,
+  coordinate: string,
+  identity: string | undefined,
+  args: string,
+  session?: string,
+): string {
   return fieldKeyAfter(fieldKeyHead(prefix, coordinate), identity, args, session);
 }
 

@@ -53,7 +53,9 @@ function seconds(arg: ConstArgumentNode, coordinate: string, allowZero: boolean)
   }
   // In ms it must stay within what every store keeps (MAX_DURATION): refused at build, not per request.
   if (n * 1000 > MAX_DURATION) {
-    throw buildError(`@cached(${arg.name.value}:) on ${coordinate} must be at most ${MAX_DURATION / 1000} seconds, got ${literal(arg)}`);
+    throw buildError(
+      `@cached(${arg.name.value}:) on ${coordinate} must be at most ${MAX_DURATION / 1000} seconds, got ${literal(arg)}`,
+    );
   }
   return n;
 }

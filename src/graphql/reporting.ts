@@ -56,7 +56,10 @@ export class OperationReporting {
     checkCache(cache);
     this.cache = cache;
     this.#owner = owner;
-    this.extensions = options.extensions === undefined ? process.env.NODE_ENV !== 'production' : checkBoolean('extensions', options.extensions);
+    this.extensions =
+      options.extensions === undefined
+        ? process.env.NODE_ENV !== 'production'
+        : checkBoolean('extensions', options.extensions);
     this.#loadRecorder = options.recorder;
   }
 
@@ -86,7 +89,10 @@ export class OperationReporting {
     const { operation, created } = attached;
     if (operation.cache !== this.cache) {
       detachOperation(context, operation, created);
-      throw new HerdcacheError('E_INVALID_OPTION', `herdcache: the context was made by herdcacheContext() with another cache than ${this.#owner}({ cache })`);
+      throw new HerdcacheError(
+        'E_INVALID_OPTION',
+        `herdcache: the context was made by herdcacheContext() with another cache than ${this.#owner}({ cache })`,
+      );
     }
     return { operation, context: context as object, created };
   }
@@ -96,7 +102,10 @@ export class OperationReporting {
     const recorder = this.#recorder;
     if (recorder !== undefined) recorder.recordResponse?.(operationName, outcome);
     else if (this.#starting !== undefined && this.#loadRecorder !== undefined) {
-      void this.#starting.then(() => this.#recorder?.recordResponse?.(operationName, outcome), () => {});
+      void this.#starting.then(
+        () => this.#recorder?.recordResponse?.(operationName, outcome),
+        () => {},
+      );
     }
   }
 
@@ -113,13 +122,17 @@ export class OperationReporting {
     if (recorder !== undefined) recorder.recordOperation(operationName, report);
     else if (this.#starting !== undefined && this.#loadRecorder !== undefined) {
       // The recorder is still loading (the first operations after creation): record when it is there.
-      void this.#starting.then(() => this.#recorder?.recordOperation(operationName, report), () => {});
+      void this.#starting.then(
+        () => this.#recorder?.recordOperation(operationName, report),
+        () => {},
+      );
     }
     return this.extensions ? report : undefined;
   }
 }
 
 export function checkPluginOptions(options: unknown, owner: string, known: ReadonlySet<string>): void {
-  if (options === null || typeof options !== 'object') throw invalidOption('options', options, `an object with a "cache" (${owner})`);
+  if (options === null || typeof options !== 'object')
+    throw invalidOption('options', options, `an object with a "cache" (${owner})`);
   checkKnownKeys(`${owner}()`, options, known);
 }

@@ -31,7 +31,10 @@ export type BypassReason =
   | 'no_tag_value';
 
 /** The counters an operation reports (response extension, Prometheus), per source and in total. */
-export type CacheReportCounters = Pick<Counters, 'hits' | 'misses' | 'coalesced' | 'staleServed' | 'fills' | 'fillFailures' | 'lockContended'> & {
+export type CacheReportCounters = Pick<
+  Counters,
+  'hits' | 'misses' | 'coalesced' | 'staleServed' | 'fills' | 'fillFailures' | 'lockContended'
+> & {
   /** @cached field calls resolved without the cache (no parent identity, no session, unkeyable args, a tag without value). */
   bypassed: number;
 };
@@ -45,8 +48,15 @@ export interface CacheReport {
   sources: Record<string, CacheReportCounters>;
 }
 
-const REPORTED = ['hits', 'misses', 'coalesced', 'staleServed', 'fills', 'fillFailures', 'lockContended'] as const satisfies readonly (keyof Counters &
-  keyof CacheReportCounters)[];
+const REPORTED = [
+  'hits',
+  'misses',
+  'coalesced',
+  'staleServed',
+  'fills',
+  'fillFailures',
+  'lockContended',
+] as const satisfies readonly (keyof Counters & keyof CacheReportCounters)[];
 
 function zeroReport(): CacheReportCounters {
   return { hits: 0, misses: 0, coalesced: 0, staleServed: 0, fills: 0, fillFailures: 0, lockContended: 0, bypassed: 0 };
@@ -139,17 +149,22 @@ export interface HerdcacheContext<L extends Record<string, AnyLoader> = Record<n
  * // in a resolver: ctx.loaders.user.load(id); ctx.scope.getOrCompute(key, fill, { ttl: 60_000, label: 'Query.top' })
  * ```
  */
-export function herdcacheContext<L extends Record<string, AnyLoader> = Record<never, AnyLoader>>(options: HerdcacheContextOptions<L>): HerdcacheContext<L> {
-  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object with a "cache"');
+export function herdcacheContext<L extends Record<string, AnyLoader> = Record<never, AnyLoader>>(
+  options: HerdcacheContextOptions<L>,
+): HerdcacheContext<L> {
+  if (options === null || typeof options !== 'object')
+    throw invalidArgument('options', options, 'an object with a "cache"');
   const { cache, loaders, signal } = options;
   checkCache(cache);
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidOption('signal', signal, 'an AbortSignal');
   const operation = new OperationCache(cache, signal);
   const scoped: Record<string, ScopedLoader<unknown, unknown>> = {};
   if (loaders !== undefined) {
-    if (loaders === null || typeof loaders !== 'object') throw invalidOption('loaders', loaders, 'an object of loaders (cache.loader(...))');
+    if (loaders === null || typeof loaders !== 'object')
+      throw invalidOption('loaders', loaders, 'an object of loaders (cache.loader(...))');
     for (const [name, loader] of Object.entries(loaders)) {
-      if (!(loader instanceof Loader)) throw invalidOption(`loaders.${name}`, loader, 'a loader created with cache.loader(...)');
+      if (!(loader instanceof Loader))
+        throw invalidOption(`loaders.${name}`, loader, 'a loader created with cache.loader(...)');
       scoped[name] = operation.scope.loader(loader);
     }
   }
@@ -178,7 +193,10 @@ export function cacheReport(context: unknown): CacheReport | undefined {
  * @internal For the plugin: the context's operation state, creating and attaching it when the
  * context has none (`created`). Undefined when the context cannot carry it (not an extensible object).
  */
-export function attachOperation(context: unknown, cache: Cache): { operation: OperationCache; created: boolean } | undefined {
+export function attachOperation(
+  context: unknown,
+  cache: Cache,
+): { operation: OperationCache; created: boolean } | undefined {
   const existing = operationOf(context);
   // Apollo runs each operation of a batched HTTP request on a shallow copy of one context, which
   // copies this property too: an operation state already claimed by a running operation is not
@@ -205,7 +223,12 @@ export function detachOperation(context: unknown, operation: OperationCache, cre
 
 export function checkCache(cache: unknown): asserts cache is Cache {
   const candidate = cache as Partial<Cache> | null;
-  if (candidate === null || typeof candidate !== 'object' || typeof candidate.request !== 'function' || typeof candidate.getOrCompute !== 'function') {
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.request !== 'function' ||
+    typeof candidate.getOrCompute !== 'function'
+  ) {
     throw invalidOption('cache', cache, 'a cache created with createCache()');
   }
 }

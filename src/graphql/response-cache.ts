@@ -92,10 +92,26 @@ export interface FinalPolicy {
 }
 
 export type Lookup =
-  | { readonly outcome: 'hit' | 'stale' | 'coalesced'; readonly response: StoredResponse; readonly age: number; readonly complete?: undefined }
-  | { readonly outcome: 'miss' | 'bypassed'; readonly response?: undefined; complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion> };
+  | {
+      readonly outcome: 'hit' | 'stale' | 'coalesced';
+      readonly response: StoredResponse;
+      readonly age: number;
+      readonly complete?: undefined;
+    }
+  | {
+      readonly outcome: 'miss' | 'bypassed';
+      readonly response?: undefined;
+      complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion>;
+    };
 
-const OPTIONS = optionNames<ResponseCacheOptions>({ sessionId: true, vary: true, maxBytes: true, defaultMaxAge: true, swr: true, invalidateViaMutation: true });
+const OPTIONS = optionNames<ResponseCacheOptions>({
+  sessionId: true,
+  vary: true,
+  maxBytes: true,
+  defaultMaxAge: true,
+  swr: true,
+  invalidateViaMutation: true,
+});
 
 /**
  * Head of every response key: the response namespace (`\0response\0`, see core/namespaces), which
@@ -116,15 +132,22 @@ export class ResponseEngine {
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
     const given: ResponseCacheOptions = options === true ? {} : options;
-    if (given === null || typeof given !== 'object') throw invalidOption('responseCache', options, 'true or an options object');
+    if (given === null || typeof given !== 'object')
+      throw invalidOption('responseCache', options, 'true or an options object');
     checkKnownKeys('responseCache', given, OPTIONS);
     const { sessionId, vary, maxBytes = 1024 * 1024, defaultMaxAge = 0, swr, invalidateViaMutation = true } = given;
-    if (sessionId !== undefined && typeof sessionId !== 'function') throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
-    if (vary !== undefined && typeof vary !== 'function') throw invalidOption('responseCache.vary', vary, 'a function of the context');
-    if (typeof maxBytes !== 'number' || !(maxBytes > 0)) throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive number of bytes');
-    if (!Number.isSafeInteger(defaultMaxAge) || defaultMaxAge < 0) throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, 'an integer number of seconds >= 0');
-    if (swr !== undefined && (!Number.isSafeInteger(swr) || swr < 0)) throw invalidOption('responseCache.swr', swr, 'an integer number of seconds >= 0');
-    if (typeof invalidateViaMutation !== 'boolean') throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
+    if (sessionId !== undefined && typeof sessionId !== 'function')
+      throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
+    if (vary !== undefined && typeof vary !== 'function')
+      throw invalidOption('responseCache.vary', vary, 'a function of the context');
+    if (typeof maxBytes !== 'number' || !(maxBytes > 0))
+      throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive number of bytes');
+    if (!Number.isSafeInteger(defaultMaxAge) || defaultMaxAge < 0)
+      throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, 'an integer number of seconds >= 0');
+    if (swr !== undefined && (!Number.isSafeInteger(swr) || swr < 0))
+      throw invalidOption('responseCache.swr', swr, 'an integer number of seconds >= 0');
+    if (typeof invalidateViaMutation !== 'boolean')
+      throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
     checkTagsSupported(cache, 'responseCache');
     this.#cache = cache;
     this.#sessionId = sessionId;
@@ -193,18 +216,25 @@ export class ResponseEngine {
       return result;
     };
     const sink = new OutcomeSink();
-    const loaded = this.#cache._load<StoredResponse | undefined>(computation.source, plan.key, fill, computation.policy, undefined, sink).then(
-      (value) => ({ value }),
-      () => FAILED,
-    );
-    const first: typeof STARTED | typeof FAILED | { value: StoredResponse | undefined } = (await Promise.race([loaded, fillStarted])) as typeof STARTED | typeof FAILED | { value: StoredResponse | undefined };
+    const loaded = this.#cache
+      ._load<StoredResponse | undefined>(computation.source, plan.key, fill, computation.policy, undefined, sink)
+      .then(
+        (value) => ({ value }),
+        () => FAILED,
+      );
+    const first: typeof STARTED | typeof FAILED | { value: StoredResponse | undefined } = (await Promise.race([
+      loaded,
+      fillStarted,
+    ])) as typeof STARTED | typeof FAILED | { value: StoredResponse | undefined };
     if (first === STARTED) {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const stored = this.#toStored(plan, executed, final);
         release(stored === 'oversized' ? undefined : stored);
-        return loaded.then(() => (stored === 'oversized' ? 'oversized' : stored === undefined ? 'not stored' : 'stored'));
+        return loaded.then(() =>
+          stored === 'oversized' ? 'oversized' : stored === undefined ? 'not stored' : 'stored',
+        );
       };
       return { outcome: 'miss', complete };
     }
@@ -228,7 +258,11 @@ export class ResponseEngine {
     }
   }
 
-  #toStored(plan: ResponsePlan, executed: ExecutedResult, final: FinalPolicy | undefined): LateTagged<StoredResponse> | 'oversized' | undefined {
+  #toStored(
+    plan: ResponsePlan,
+    executed: ExecutedResult,
+    final: FinalPolicy | undefined,
+  ): LateTagged<StoredResponse> | 'oversized' | undefined {
     if (executed.errors !== undefined && executed.errors.length > 0) return undefined;
     if (executed.data === null || executed.data === undefined) return undefined;
     const { policy } = plan;
@@ -244,9 +278,14 @@ export class ResponseEngine {
       return undefined;
     }
     if (size > this.#maxBytes) return 'oversized';
-    const tags = new Set(entityTags(plan.request.schema, plan.request.document, plan.request.operationName, executed.data));
+    const tags = new Set(
+      entityTags(plan.request.schema, plan.request.document, plan.request.operationName, executed.data),
+    );
     for (const tag of operationOf(plan.request.context)?.tagsSeen ?? []) tags.add(tag);
-    return new LateTagged<StoredResponse>({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() }, [...tags]);
+    return new LateTagged<StoredResponse>(
+      { data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() },
+      [...tags],
+    );
   }
 
   #now(): number {
@@ -283,6 +322,7 @@ const FAILED: unique symbol = Symbol('failed');
 class OutcomeSink implements Sink {
   outcome: string | undefined;
   count(_source: string, counter: string): void {
-    if (counter === 'hits' || counter === 'misses' || counter === 'coalesced' || counter === 'staleServed') this.outcome = counter;
+    if (counter === 'hits' || counter === 'misses' || counter === 'coalesced' || counter === 'staleServed')
+      this.outcome = counter;
   }
 }

@@ -30,7 +30,10 @@ export interface StaticPolicy {
   readonly swr: number;
 }
 
-export function operationOfDocument(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | undefined {
+export function operationOfDocument(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+): OperationDefinitionNode | undefined {
   let found: OperationDefinitionNode | undefined;
   for (const definition of document.definitions) {
     if ((definition.kind as string) !== 'OperationDefinition') continue;
@@ -44,7 +47,8 @@ export function operationOfDocument(document: DocumentNode, operationName: strin
 function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
-    if ((definition.kind as string) === 'FragmentDefinition') fragments.set((definition as FragmentDefinitionNode).name.value, definition as FragmentDefinitionNode);
+    if ((definition.kind as string) === 'FragmentDefinition')
+      fragments.set((definition as FragmentDefinitionNode).name.value, definition as FragmentDefinitionNode);
   }
   return fragments;
 }
@@ -83,7 +87,12 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
       else if (argName === 'ttl' && value.kind === 'IntValue') hint.ttl = Number(value.value);
       else if (argName === 'swr' && value.kind === 'IntValue') hint.swr = Number(value.value);
       else if (argName === 'scope' && value.kind === 'EnumValue' && value.value === 'PRIVATE') hint.scope = 'PRIVATE';
-      else if (argName === 'inheritMaxAge' && value.kind === 'BooleanValue' && (value as unknown as { value: boolean }).value) hint.inheritMaxAge = true;
+      else if (
+        argName === 'inheritMaxAge' &&
+        value.kind === 'BooleanValue' &&
+        (value as unknown as { value: boolean }).value
+      )
+        hint.inheritMaxAge = true;
     }
   }
   return hint;
@@ -96,7 +105,12 @@ const policies = new WeakMap<DocumentNode, Map<string, StaticPolicy | undefined>
  * The operation's policy from static hints; undefined when it is not a cacheable query (a
  * mutation, a subscription, @defer/@stream, an unknown operation).
  */
-export function staticPolicy(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, defaultMaxAge: number): StaticPolicy | undefined {
+export function staticPolicy(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  defaultMaxAge: number,
+): StaticPolicy | undefined {
   let byName = policies.get(document);
   const memoKey = `${operationName ?? ''}\u0000${defaultMaxAge}`;
   if (byName?.has(memoKey)) return byName.get(memoKey);
@@ -106,7 +120,12 @@ export function staticPolicy(schema: GraphQLSchema, document: DocumentNode, oper
   return policy;
 }
 
-function computePolicy(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, defaultMaxAge: number): StaticPolicy | undefined {
+function computePolicy(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  defaultMaxAge: number,
+): StaticPolicy | undefined {
   const operation = operationOfDocument(document, operationName);
   if (operation === undefined || operation.operation !== 'query') return undefined;
   const root = schema.getQueryType();
@@ -116,7 +135,13 @@ function computePolicy(schema: GraphQLSchema, document: DocumentNode, operationN
   let swr = Infinity;
   let scope: 'PUBLIC' | 'PRIVATE' = 'PUBLIC';
   let incremental = false;
-  const walk = (set: SelectionSetNode, parent: GraphQLNamedType, parentMaxAge: number | undefined, isRoot: boolean, seen: Set<string>): void => {
+  const walk = (
+    set: SelectionSetNode,
+    parent: GraphQLNamedType,
+    parentMaxAge: number | undefined,
+    isRoot: boolean,
+    seen: Set<string>,
+  ): void => {
     for (const selection of set.selections) {
       if (selection.directives?.some((d) => d.name.value === 'defer' || d.name.value === 'stream')) incremental = true;
       if ((selection.kind as string) === 'InlineFragment') {
@@ -146,7 +171,8 @@ function computePolicy(schema: GraphQLSchema, document: DocumentNode, operationN
       if (fieldMaxAge === undefined && own.inheritMaxAge) fieldMaxAge = parentMaxAge;
       else if (fieldMaxAge === undefined && (composite || isRoot)) fieldMaxAge = defaultMaxAge;
       if (own.ttl !== undefined) fieldMaxAge = Math.min(fieldMaxAge ?? parentMaxAge ?? Infinity, own.ttl);
-      if (own.scope === 'PRIVATE' || (composite && hintOf(target.astNode?.directives).scope === 'PRIVATE')) scope = 'PRIVATE';
+      if (own.scope === 'PRIVATE' || (composite && hintOf(target.astNode?.directives).scope === 'PRIVATE'))
+        scope = 'PRIVATE';
       if (own.swr !== undefined) swr = Math.min(swr, own.swr);
       if (fieldMaxAge !== undefined) maxAge = Math.min(maxAge, fieldMaxAge);
       if (node.selectionSet !== undefined) walk(node.selectionSet, target, fieldMaxAge ?? parentMaxAge, false, seen);
@@ -162,10 +188,20 @@ function computePolicy(schema: GraphQLSchema, document: DocumentNode, operationN
  * object type, or its `__typename` when selected) and whose `id` is selected. A mutation's result
  * entities are invalidated by the same tags.
  */
-export function entityTags(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, data: unknown): string[] {
+export function entityTags(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  data: unknown,
+): string[] {
   const operation = operationOfDocument(document, operationName);
   if (operation === undefined || data === null || typeof data !== 'object') return [];
-  const root = operation.operation === 'mutation' ? schema.getMutationType() : operation.operation === 'query' ? schema.getQueryType() : undefined;
+  const root =
+    operation.operation === 'mutation'
+      ? schema.getMutationType()
+      : operation.operation === 'query'
+        ? schema.getQueryType()
+        : undefined;
   if (root === null || root === undefined) return [];
   const walk: EntityWalk = { schema, fragments: documentFragments(document), tags: new Set<string>() };
   visitObject(walk, data as Record<string, unknown>, root, [operation.selectionSet], operation);
@@ -201,7 +237,11 @@ function documentFragments(document: DocumentNode): Map<string, FragmentDefiniti
   return fragments;
 }
 
-function collected(walk: EntityWalk, sets: readonly SelectionSetNode[], owner: object | undefined): readonly Collected[] {
+function collected(
+  walk: EntityWalk,
+  sets: readonly SelectionSetNode[],
+  owner: object | undefined,
+): readonly Collected[] {
   const memo = owner === undefined ? undefined : collectedBySelection.get(owner);
   if (memo !== undefined) return memo;
   const fields = new Map<string, FieldNode[]>();
@@ -226,15 +266,31 @@ function collected(walk: EntityWalk, sets: readonly SelectionSetNode[], owner: o
   const list: Collected[] = [];
   for (const [responseKey, nodes] of fields) {
     const childSets = nodes.flatMap((node) => (node.selectionSet === undefined ? [] : [node.selectionSet]));
-    list.push({ responseKey, name: nodes[0]!.name.value, childSets, childOwner: nodes.length === 1 ? nodes[0] : undefined });
+    list.push({
+      responseKey,
+      name: nodes[0]!.name.value,
+      childSets,
+      childOwner: nodes.length === 1 ? nodes[0] : undefined,
+    });
   }
   if (owner !== undefined) collectedBySelection.set(owner, list);
   return list;
 }
 
-function visitObject(walk: EntityWalk, value: Record<string, unknown>, declared: GraphQLNamedType, sets: readonly SelectionSetNode[], owner: object | undefined): void {
+function visitObject(
+  walk: EntityWalk,
+  value: Record<string, unknown>,
+  declared: GraphQLNamedType,
+  sets: readonly SelectionSetNode[],
+  owner: object | undefined,
+): void {
   const typename = value.__typename;
-  const concrete = tagOf(declared) === 'GraphQLObjectType' ? declared : typeof typename === 'string' ? walk.schema.getType(typename) : undefined;
+  const concrete =
+    tagOf(declared) === 'GraphQLObjectType'
+      ? declared
+      : typeof typename === 'string'
+        ? walk.schema.getType(typename)
+        : undefined;
   for (const { responseKey, name, childSets, childOwner } of collected(walk, sets, owner)) {
     if (name === 'id' && concrete !== undefined) {
       const id = value[responseKey];
@@ -248,7 +304,14 @@ function visitObject(walk: EntityWalk, value: Record<string, unknown>, declared:
   }
 }
 
-function visitValue(walk: EntityWalk, value: unknown, declared: GraphQLNamedType, sets: readonly SelectionSetNode[], owner: object | undefined): void {
+function visitValue(
+  walk: EntityWalk,
+  value: unknown,
+  declared: GraphQLNamedType,
+  sets: readonly SelectionSetNode[],
+  owner: object | undefined,
+): void {
   if (Array.isArray(value)) for (const item of value) visitValue(walk, item, declared, sets, owner);
-  else if (value !== null && typeof value === 'object') visitObject(walk, value as Record<string, unknown>, declared, sets, owner);
+  else if (value !== null && typeof value === 'object')
+    visitObject(walk, value as Record<string, unknown>, declared, sets, owner);
 }

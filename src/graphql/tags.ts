@@ -12,7 +12,15 @@
  *
  * Only types are imported from graphql (an optional peer): kinds are read from Symbol.toStringTag.
  */
-import type { ConstListValueNode, ConstValueNode, GraphQLArgument, GraphQLField, GraphQLInputType, GraphQLOutputType, StringValueNode } from 'graphql';
+import type {
+  ConstListValueNode,
+  ConstValueNode,
+  GraphQLArgument,
+  GraphQLField,
+  GraphQLInputType,
+  GraphQLOutputType,
+  StringValueNode,
+} from 'graphql';
 import { HerdcacheError } from '../core/errors';
 
 /** Where a placeholder's value comes from. */
@@ -79,9 +87,13 @@ export interface TemplateSite {
  */
 export function parseTagTemplate(source: unknown, site: TemplateSite): TagTemplate {
   const fail = (why: string): never => {
-    throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: @${site.directive}(tags:) on ${site.coordinate}: ${why}`);
+    throw new HerdcacheError(
+      'E_INVALID_ARGUMENT',
+      `herdcache: @${site.directive}(tags:) on ${site.coordinate}: ${why}`,
+    );
   };
-  if (typeof source !== 'string' || source.length === 0) return fail(`each tag must be a non-empty string, got ${describeValue(source)}`);
+  if (typeof source !== 'string' || source.length === 0)
+    return fail(`each tag must be a non-empty string, got ${describeValue(source)}`);
   const literals: string[] = [];
   const placeholders: Placeholder[] = [];
   let at = 0;
@@ -103,7 +115,9 @@ export function parseTagTemplate(source: unknown, site: TemplateSite): TagTempla
 function parsePlaceholder(text: string, source: string, site: TemplateSite, fail: (why: string) => never): Placeholder {
   const segments = text.slice(1, -1).split('.');
   if (!segments.every((segment) => NAME.test(segment))) {
-    fail(`${text} in "${source}" is not a placeholder: write {args.name}, ${site.directive === 'cached' ? '{parent.name} or {name} (the parent\'s)' : '{result} or {result.name}'}, dotted paths allowed`);
+    fail(
+      `${text} in "${source}" is not a placeholder: write {args.name}, ${site.directive === 'cached' ? "{parent.name} or {name} (the parent's)" : '{result} or {result.name}'}, dotted paths allowed`,
+    );
   }
   const [head, ...rest] = segments as [string, ...string[]];
   if (head === 'args') {
@@ -116,30 +130,44 @@ function parsePlaceholder(text: string, source: string, site: TemplateSite, fail
       checkResultPath(site.field.type, rest, text, source, site.coordinate, fail);
       return { text, root: 'result', path: rest };
     }
-    return fail(`${text} in "${source}" is not known here: @invalidates reads {args.name} (the mutation's arguments) and {result} / {result.name} (what its resolver returned)`);
+    return fail(
+      `${text} in "${source}" is not known here: @invalidates reads {args.name} (the mutation's arguments) and {result} / {result.name} (what its resolver returned)`,
+    );
   }
   if (head === 'result') {
-    return fail(`${text} in "${source}": a @cached value's tags cannot depend on the value (they are fixed before it is computed); use {args.name} or {parent.name}`);
+    return fail(
+      `${text} in "${source}": a @cached value's tags cannot depend on the value (they are fixed before it is computed); use {args.name} or {parent.name}`,
+    );
   }
   const path = head === 'parent' ? rest : segments;
   if (path.length === 0) fail(`${text} in "${source}" names no property of the parent: write {parent.name}`);
-  if (site.isRoot) fail(`${text} in "${source}": ${site.coordinate} is a root field, it has no parent; use {args.name}`);
+  if (site.isRoot)
+    fail(`${text} in "${source}": ${site.coordinate} is a root field, it has no parent; use {args.name}`);
   return { text, root: 'parent', path };
 }
 
 /** `{args.a.b}`: `a` is an argument, `b` a field of its input object type, and the end is a scalar or a list of them. */
-function checkArgumentPath(field: GraphQLField<unknown, unknown>, path: readonly string[], text: string, source: string, fail: (why: string) => never): void {
+function checkArgumentPath(
+  field: GraphQLField<unknown, unknown>,
+  path: readonly string[],
+  text: string,
+  source: string,
+  fail: (why: string) => never,
+): void {
   const arg: GraphQLArgument | undefined = field.args.find((candidate) => candidate.name === path[0]);
   if (arg === undefined) {
     const known = field.args.map((candidate) => candidate.name).join(', ');
-    fail(`${text} in "${source}" names no argument of the field (${known === '' ? 'it has none' : `arguments: ${known}`})`);
+    fail(
+      `${text} in "${source}" names no argument of the field (${known === '' ? 'it has none' : `arguments: ${known}`})`,
+    );
   }
   let type = arg!.type as GraphQLInputType;
   for (let i = 1; ; i++) {
     type = unwrapNonNull(type);
     const kind = kindOf(type);
     if (i === path.length) {
-      if (kind === 'GraphQLInputObjectType') fail(`${text} in "${source}" is the input object ${String(type)}: name one of its fields`);
+      if (kind === 'GraphQLInputObjectType')
+        fail(`${text} in "${source}" is the input object ${String(type)}: name one of its fields`);
       if (kind === 'GraphQLList' && !isLeaf(unwrapNonNull((type as { ofType: GraphQLInputType }).ofType))) {
         fail(`${text} in "${source}" is ${String(type)}: a placeholder needs a scalar, an enum or a list of them`);
       }
@@ -147,13 +175,16 @@ function checkArgumentPath(field: GraphQLField<unknown, unknown>, path: readonly
     }
     if (kind === 'GraphQLInputObjectType') {
       const next = (type as { getFields(): Record<string, { type: GraphQLInputType }> }).getFields()[path[i]!];
-      if (next === undefined) fail(`${text} in "${source}": the input object ${String(type)} has no field "${path[i]}"`);
+      if (next === undefined)
+        fail(`${text} in "${source}": the input object ${String(type)} has no field "${path[i]}"`);
       type = next!.type;
       continue;
     }
     // A custom scalar (JSON…) may hold an object: its path is checked when filled.
     if (kind === 'GraphQLScalarType' && !BUILT_IN_SCALARS.has(String(type))) return;
-    fail(`${text} in "${source}": {args.${path.slice(0, i).join('.')}} is ${String(type)}, it has no field "${path[i]}"`);
+    fail(
+      `${text} in "${source}": {args.${path.slice(0, i).join('.')}} is ${String(type)}, it has no field "${path[i]}"`,
+    );
   }
 }
 
@@ -161,19 +192,36 @@ function checkArgumentPath(field: GraphQLField<unknown, unknown>, path: readonly
  * `{result…}` against the mutation's return type, as far as it can be known: the resolver returns a
  * backend object whose properties need not be the schema's fields, so only shapes are checked.
  */
-function checkResultPath(returnType: GraphQLOutputType, path: readonly string[], text: string, source: string, coordinate: string, fail: (why: string) => never): void {
+function checkResultPath(
+  returnType: GraphQLOutputType,
+  path: readonly string[],
+  text: string,
+  source: string,
+  coordinate: string,
+  fail: (why: string) => never,
+): void {
   const type = unwrapNonNull(returnType);
   const kind = kindOf(type);
   if (kind === 'GraphQLList') {
-    if (path.length > 0) fail(`${text} in "${source}": ${coordinate} returns the list ${String(returnType)}; a path into a list is not supported (use {result} on a list of scalars, or {args.name})`);
-    if (!isLeaf(unwrapNonNull((type as { ofType: GraphQLOutputType }).ofType))) fail(`${text} in "${source}": ${coordinate} returns ${String(returnType)}, not scalars`);
+    if (path.length > 0)
+      fail(
+        `${text} in "${source}": ${coordinate} returns the list ${String(returnType)}; a path into a list is not supported (use {result} on a list of scalars, or {args.name})`,
+      );
+    if (!isLeaf(unwrapNonNull((type as { ofType: GraphQLOutputType }).ofType)))
+      fail(`${text} in "${source}": ${coordinate} returns ${String(returnType)}, not scalars`);
     return;
   }
   if (isLeaf(type)) {
-    if (path.length > 0 && BUILT_IN_SCALARS.has(String(type))) fail(`${text} in "${source}": ${coordinate} returns ${String(returnType)}, which has no "${path[0]}"; use {result} or {args.name}`);
+    if (path.length > 0 && BUILT_IN_SCALARS.has(String(type)))
+      fail(
+        `${text} in "${source}": ${coordinate} returns ${String(returnType)}, which has no "${path[0]}"; use {result} or {args.name}`,
+      );
     return;
   }
-  if (path.length === 0) fail(`${text} in "${source}": ${coordinate} returns the object type ${String(returnType)}; name one of its properties, e.g. {result.id}`);
+  if (path.length === 0)
+    fail(
+      `${text} in "${source}": ${coordinate} returns the object type ${String(returnType)}; name one of its properties, e.g. {result.id}`,
+    );
 }
 
 function unwrapNonNull<T extends GraphQLInputType | GraphQLOutputType>(type: T): T {
@@ -193,12 +241,19 @@ function isLeaf(type: unknown): boolean {
  * Reads `tags:` of a directive node as written in the SDL: a list of strings, or one string (input
  * coercion makes a single value a list of one). SDL validation does not check argument values.
  */
-export function templatesOf(value: ConstValueNode, site: TemplateSite, literal: (node: ConstValueNode) => string): TagTemplate[] | undefined {
+export function templatesOf(
+  value: ConstValueNode,
+  site: TemplateSite,
+  literal: (node: ConstValueNode) => string,
+): TagTemplate[] | undefined {
   if ((value.kind as string) === 'NullValue') return undefined;
   const items = (value.kind as string) === 'ListValue' ? (value as ConstListValueNode).values : [value];
   return items.map((item) => {
     if ((item.kind as string) !== 'StringValue') {
-      throw new HerdcacheError('E_INVALID_ARGUMENT', `herdcache: @${site.directive}(tags:) on ${site.coordinate}: each tag must be a string, got ${literal(item)}`);
+      throw new HerdcacheError(
+        'E_INVALID_ARGUMENT',
+        `herdcache: @${site.directive}(tags:) on ${site.coordinate}: each tag must be a string, got ${literal(item)}`,
+      );
     }
     return parseTagTemplate((item as StringValueNode).value, site);
   });
@@ -230,7 +285,11 @@ export function fillTemplate(template: TagTemplate, values: TagValues): string[]
     const parts = tagParts(value);
     if (parts === undefined) return new UnfilledTag(template.source, placeholder.text, `got ${describeValue(value)}`);
     if (tags.length * parts.length > MAX_TAGS_PER_TEMPLATE) {
-      return new UnfilledTag(template.source, placeholder.text, `more than ${MAX_TAGS_PER_TEMPLATE} tags from one template`);
+      return new UnfilledTag(
+        template.source,
+        placeholder.text,
+        `more than ${MAX_TAGS_PER_TEMPLATE} tags from one template`,
+      );
     }
     const after = literals[i + 1]!;
     const next: string[] = [];

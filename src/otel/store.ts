@@ -20,23 +20,30 @@ const TAGGED = ['invalidateTags', 'tagVersions'] as const;
  * active span (the fill's, or the resolver's for the read that precedes a fill).
  */
 export function tracedStore<S extends Store>(store: S, options?: TracingOptions): S {
-  if (store === null || typeof store !== 'object' || typeof store.getMany !== 'function') throw invalidArgument('store', store, 'a Store (memoryStore(), redisStore(...), tieredStore(...))');
+  if (store === null || typeof store !== 'object' || typeof store.getMany !== 'function')
+    throw invalidArgument('store', store, 'a Store (memoryStore(), redisStore(...), tieredStore(...))');
   const tracer = tracerOf(options);
   const name = store.name;
   const own = new Map<PropertyKey, unknown>();
   for (const method of KEYED) {
     const fn = store[method].bind(store) as (keys: readonly string[]) => Promise<unknown>;
-    own.set(method, (keys: readonly string[]) => tracedCall(tracer, method, { 'herdcache.store': name, 'herdcache.keys': keys.length }, () => fn(keys)));
+    own.set(method, (keys: readonly string[]) =>
+      tracedCall(tracer, method, { 'herdcache.store': name, 'herdcache.keys': keys.length }, () => fn(keys)),
+    );
   }
   for (const method of WRITES) {
     const fn = store[method].bind(store);
-    own.set(method, (writes: Parameters<Store['setMany']>[0]) => tracedCall(tracer, method, { 'herdcache.store': name, 'herdcache.keys': writes.length }, () => fn(writes)));
+    own.set(method, (writes: Parameters<Store['setMany']>[0]) =>
+      tracedCall(tracer, method, { 'herdcache.store': name, 'herdcache.keys': writes.length }, () => fn(writes)),
+    );
   }
   for (const method of TAGGED) {
     const original = store[method];
     if (typeof original !== 'function') continue;
     const fn = original.bind(store) as (tags: readonly string[]) => Promise<unknown>;
-    own.set(method, (tags: readonly string[]) => tracedCall(tracer, method, { 'herdcache.store': name, 'herdcache.tags': tags.length }, () => fn(tags)));
+    own.set(method, (tags: readonly string[]) =>
+      tracedCall(tracer, method, { 'herdcache.store': name, 'herdcache.tags': tags.length }, () => fn(tags)),
+    );
   }
   const clear = store.clear.bind(store);
   own.set('clear', () => tracedCall(tracer, 'clear', { 'herdcache.store': name }, clear));
@@ -60,8 +67,17 @@ export function tracedStore<S extends Store>(store: S, options?: TracingOptions)
 
 function tracedLock(lock: FillLock, tracer: Tracer, store: string): FillLock {
   return {
-    acquire: (keys, token, ttlMs) => tracedCall(tracer, 'lock.acquire', { 'herdcache.store': store, 'herdcache.keys': keys.length }, () => lock.acquire(keys, token, ttlMs)),
-    writeAndRelease: (writes, token) => tracedCall(tracer, 'lock.writeAndRelease', { 'herdcache.store': store, 'herdcache.keys': writes.length }, () => lock.writeAndRelease(writes, token)),
-    release: (keys, token) => tracedCall(tracer, 'lock.release', { 'herdcache.store': store, 'herdcache.keys': keys.length }, () => lock.release(keys, token)),
+    acquire: (keys, token, ttlMs) =>
+      tracedCall(tracer, 'lock.acquire', { 'herdcache.store': store, 'herdcache.keys': keys.length }, () =>
+        lock.acquire(keys, token, ttlMs),
+      ),
+    writeAndRelease: (writes, token) =>
+      tracedCall(tracer, 'lock.writeAndRelease', { 'herdcache.store': store, 'herdcache.keys': writes.length }, () =>
+        lock.writeAndRelease(writes, token),
+      ),
+    release: (keys, token) =>
+      tracedCall(tracer, 'lock.release', { 'herdcache.store': store, 'herdcache.keys': keys.length }, () =>
+        lock.release(keys, token),
+      ),
   };
 }

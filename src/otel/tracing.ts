@@ -27,10 +27,12 @@ export const FILL_SPAN = 'herdcache.fill';
 export const STORE_SPAN_PREFIX = 'herdcache.store.';
 
 export function tracerOf(options: TracingOptions | undefined): Tracer {
-  if (options !== undefined && (options === null || typeof options !== 'object')) throw invalidArgument('options', options, 'an object');
+  if (options !== undefined && (options === null || typeof options !== 'object'))
+    throw invalidArgument('options', options, 'an object');
   const tracer = options?.tracer;
   if (tracer === undefined) return trace.getTracer(TRACER_NAME);
-  if (tracer === null || typeof tracer !== 'object' || typeof tracer.startSpan !== 'function') throw invalidOption('tracer', tracer, 'an OpenTelemetry Tracer');
+  if (tracer === null || typeof tracer !== 'object' || typeof tracer.startSpan !== 'function')
+    throw invalidOption('tracer', tracer, 'an OpenTelemetry Tracer');
   return tracer;
 }
 
@@ -48,7 +50,12 @@ export function tracingHooks(options?: TracingOptions): CacheHooks {
     wrapFill<T>(fill: () => Promise<T>, info: FillInfo): Promise<T> {
       const span = tracer.startSpan(FILL_SPAN, {
         kind: SpanKind.INTERNAL,
-        attributes: { 'herdcache.source': info.source, 'herdcache.keys': info.keys.length, 'herdcache.lock': info.lock, 'herdcache.background': info.background },
+        attributes: {
+          'herdcache.source': info.source,
+          'herdcache.keys': info.keys.length,
+          'herdcache.lock': info.lock,
+          'herdcache.background': info.background,
+        },
       });
       if (!span.isRecording()) {
         span.end();
@@ -71,13 +78,23 @@ function endFill(span: Span, info: FillInfo): void {
   const callers = info.callers;
   // Each key of a caller-driven fill has one first caller; a background refresh has none.
   const leaders = info.background ? 0 : info.keys.length;
-  span.setAttributes({ 'herdcache.callers': callers, 'herdcache.coalesced': Math.max(0, callers - leaders), 'herdcache.failures': info.failures });
-  if (info.failures > 0) span.setStatus({ code: SpanStatusCode.ERROR, message: `${info.failures} of ${info.keys.length} keys failed` });
+  span.setAttributes({
+    'herdcache.callers': callers,
+    'herdcache.coalesced': Math.max(0, callers - leaders),
+    'herdcache.failures': info.failures,
+  });
+  if (info.failures > 0)
+    span.setStatus({ code: SpanStatusCode.ERROR, message: `${info.failures} of ${info.keys.length} keys failed` });
   span.end();
 }
 
 /** Runs one store call in a span named after it; a failure is recorded and rethrown as it was. */
-export function tracedCall<T>(tracer: Tracer, operation: string, attributes: Attributes, call: () => Promise<T>): Promise<T> {
+export function tracedCall<T>(
+  tracer: Tracer,
+  operation: string,
+  attributes: Attributes,
+  call: () => Promise<T>,
+): Promise<T> {
   const span = tracer.startSpan(STORE_SPAN_PREFIX + operation, { kind: SpanKind.CLIENT, attributes });
   if (!span.isRecording()) {
     span.end();
@@ -107,4 +124,3 @@ function failed(span: Span, error: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
   span.end();
 }
-

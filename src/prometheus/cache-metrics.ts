@@ -40,20 +40,35 @@ export interface HerdcacheMetricsOptions {
 /** Metric name per counter of cache.metrics(); all labelled {source}. */
 export const CACHE_COUNTER_METRICS = {
   hits: ['herdcache_cache_hits_total', 'Loads answered with a fresh value from the store.'],
-  misses: ['herdcache_cache_misses_total', 'Loads that found nothing usable and started a fill (or a wait on another process).'],
+  misses: [
+    'herdcache_cache_misses_total',
+    'Loads that found nothing usable and started a fill (or a wait on another process).',
+  ],
   coalesced: ['herdcache_cache_coalesced_total', 'Loads that joined a fill already in flight in this process.'],
-  staleServed: ['herdcache_cache_stale_served_total', 'Loads answered with a stale value within grace while a refresh ran.'],
+  staleServed: [
+    'herdcache_cache_stale_served_total',
+    'Loads answered with a stale value within grace while a refresh ran.',
+  ],
   fills: ['herdcache_cache_fills_total', 'Keys computed successfully by a fill or batch function.'],
   fillFailures: ['herdcache_cache_fill_failures_total', 'Keys whose fill failed (nothing cached).'],
   batches: ['herdcache_cache_batches_total', 'Batch function calls.'],
   batchedKeys: ['herdcache_cache_batched_keys_total', 'Keys sent to batch functions.'],
   refreshes: ['herdcache_cache_refreshes_total', 'Background refreshes started.'],
-  refreshesDropped: ['herdcache_cache_refreshes_dropped_total', 'Background refreshes dropped at the maxRefreshes cap.'],
+  refreshesDropped: [
+    'herdcache_cache_refreshes_dropped_total',
+    'Background refreshes dropped at the maxRefreshes cap.',
+  ],
   lockAcquired: ['herdcache_cache_lock_acquired_total', 'Fill locks won.'],
   lockContended: ['herdcache_cache_lock_contended_total', 'Fill lock attempts that found another process filling.'],
-  lockTimeouts: ['herdcache_cache_lock_timeouts_total', 'Waits on another process that reached lockWaitTimeout and filled locally.'],
+  lockTimeouts: [
+    'herdcache_cache_lock_timeouts_total',
+    'Waits on another process that reached lockWaitTimeout and filled locally.',
+  ],
   storeErrors: ['herdcache_cache_store_errors_total', 'Store calls that failed (the load went on without the store).'],
-  encodeErrors: ['herdcache_cache_encode_errors_total', 'Values that could not be encoded for the store (returned, not cached).'],
+  encodeErrors: [
+    'herdcache_cache_encode_errors_total',
+    'Values that could not be encoded for the store (returned, not cached).',
+  ],
   decodeErrors: ['herdcache_cache_decode_errors_total', 'Stored entries that could not be decoded (read as misses).'],
   invalidations: ['herdcache_cache_invalidations_total', 'Keys and tags invalidated.'],
 } as const satisfies Record<CounterName, readonly [string, string]>;
@@ -73,7 +88,10 @@ const TIERED_COUNTERS = {
   received: ['herdcache_tiered_received_total', "Other replicas' messages applied."],
   l1Clears: ['herdcache_tiered_l1_clears_total', 'Times the whole L1 was emptied.'],
   promoted: ['herdcache_tiered_promoted_total', 'L2 entries copied into L1.'],
-  refused: ['herdcache_tiered_refused_total', 'L2 entries refused by L1 (changed meanwhile, tag versions not current).'],
+  refused: [
+    'herdcache_tiered_refused_total',
+    'L2 entries refused by L1 (changed meanwhile, tag versions not current).',
+  ],
 } as const;
 
 /** A redisStore's nodeHealth(): per Cluster master, {store,node,state} and {store,node}. */
@@ -83,12 +101,24 @@ export const NODE_FAILURES_METRIC = 'herdcache_store_node_failures_total';
 export const LOCK_WAITS_METRIC = 'herdcache_redis_lock_waits_total';
 const WAIT_OUTCOMES = ['woken', 'polled'] as const;
 const WAIT_GAUGES = {
-  listening: ['herdcache_redis_announcements_listening', "1 while the store's subscriber connection is up (fill announcements heard), else 0."],
-  channels: ['herdcache_redis_announcement_channels', 'Announcement channels subscribed (standalone: at most 1; Cluster: one per slot waited on).'],
+  listening: [
+    'herdcache_redis_announcements_listening',
+    "1 while the store's subscriber connection is up (fill announcements heard), else 0.",
+  ],
+  channels: [
+    'herdcache_redis_announcement_channels',
+    'Announcement channels subscribed (standalone: at most 1; Cluster: one per slot waited on).',
+  ],
 } as const;
 const WAIT_COUNTERS = {
-  deaf: ['herdcache_redis_lock_waits_deaf_total', "Waits begun while their key's channel was not subscribed: they could only poll."],
-  received: ['herdcache_redis_announcements_received_total', 'Fill announcements received for keys this process was waiting on.'],
+  deaf: [
+    'herdcache_redis_lock_waits_deaf_total',
+    "Waits begun while their key's channel was not subscribed: they could only poll.",
+  ],
+  received: [
+    'herdcache_redis_announcements_received_total',
+    'Fill announcements received for keys this process was waiting on.',
+  ],
 } as const;
 
 export const DEFAULT_MAX_SOURCES = 100;
@@ -116,7 +146,14 @@ export interface HerdcacheCollectors {
 
 const perRegistry = new WeakMap<Registry, { cache: Cache; collectors: HerdcacheCollectors }>();
 
-const HERDCACHE_METRICS_OPTIONS = optionNames<HerdcacheMetricsOptions>({ cache: true, registry: true, stores: true, maxSources: true, maxNodes: true, client: true });
+const HERDCACHE_METRICS_OPTIONS = optionNames<HerdcacheMetricsOptions>({
+  cache: true,
+  registry: true,
+  stores: true,
+  maxSources: true,
+  maxNodes: true,
+  client: true,
+});
 
 /**
  * Registers collectors for `cache` (and `stores`) on `registry`. Async because prom-client is
@@ -124,24 +161,31 @@ const HERDCACHE_METRICS_OPTIONS = optionNames<HerdcacheMetricsOptions>({ cache: 
  * collectors; with another cache it throws (the metrics would collide: use one registry per cache).
  */
 export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promise<HerdcacheCollectors> {
-  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "cache" and a "registry"');
+  if (options === null || typeof options !== 'object')
+    throw invalidOption('options', options, 'an object with a "cache" and a "registry"');
   checkKnownKeys('herdcacheMetrics()', options, HERDCACHE_METRICS_OPTIONS);
   const { cache, registry, stores = [], maxSources = DEFAULT_MAX_SOURCES, maxNodes = DEFAULT_MAX_NODES } = options;
-  if (cache === null || typeof cache !== 'object' || typeof cache.metrics !== 'function') throw invalidOption('cache', cache, 'a cache created with createCache()');
+  if (cache === null || typeof cache !== 'object' || typeof cache.metrics !== 'function')
+    throw invalidOption('cache', cache, 'a cache created with createCache()');
   checkRegistry(registry);
   checkPositiveInteger('maxSources', maxSources);
   checkPositiveInteger('maxNodes', maxNodes);
   if (!Array.isArray(stores)) throw invalidOption('stores', stores, 'an array of stores');
   const names = new Set<string>();
   for (const store of stores) {
-    if (store === null || typeof store !== 'object' || typeof store.name !== 'string') throw invalidOption('stores', store, 'stores (memoryStore(), redisStore(...), tieredStore(...))');
-    if (names.has(store.name)) throw invalidOption('stores', store.name, 'stores with distinct names (the `store` label)');
+    if (store === null || typeof store !== 'object' || typeof store.name !== 'string')
+      throw invalidOption('stores', store, 'stores (memoryStore(), redisStore(...), tieredStore(...))');
+    if (names.has(store.name))
+      throw invalidOption('stores', store.name, 'stores with distinct names (the `store` label)');
     names.add(store.name);
   }
   const existing = perRegistry.get(registry);
   if (existing !== undefined) {
     if (existing.cache === cache) return existing.collectors;
-    throw new HerdcacheError('E_INVALID_OPTION', 'herdcache: option "registry" already has herdcacheMetrics() of another cache: use one registry per cache');
+    throw new HerdcacheError(
+      'E_INVALID_OPTION',
+      'herdcache: option "registry" already has herdcacheMetrics() of another cache: use one registry per cache',
+    );
   }
   const client = options.client === undefined ? await loadPromClient() : checkPromClient(options.client);
   const raced = perRegistry.get(registry); // another call finished while prom-client loaded
@@ -151,7 +195,13 @@ export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promis
   return collectors;
 }
 
-function register(client: PromClient, registry: Registry, cache: Cache, stores: readonly Store[], limits: { maxSources: number; maxNodes: number }): HerdcacheCollectors {
+function register(
+  client: PromClient,
+  registry: Registry,
+  cache: Cache,
+  stores: readonly Store[],
+  limits: { maxSources: number; maxNodes: number },
+): HerdcacheCollectors {
   const names: string[] = [];
   const registers = [registry];
   const sourceLabel = boundedLabel(limits.maxSources);
@@ -166,7 +216,8 @@ function register(client: PromClient, registry: Registry, cache: Cache, stores: 
       registers,
       collect(this: Counter<'source'>) {
         this.reset();
-        for (const [source, value] of bySource(cache.metrics().sources, counter, sourceLabel)) this.inc({ source }, value);
+        for (const [source, value] of bySource(cache.metrics().sources, counter, sourceLabel))
+          this.inc({ source }, value);
       },
     });
   }
@@ -181,7 +232,9 @@ function register(client: PromClient, registry: Registry, cache: Cache, stores: 
     },
   });
 
-  const breakers = stores.filter((store): store is BreakerStore => typeof (store as Partial<BreakerStore>).breakerState === 'string');
+  const breakers = stores.filter(
+    (store): store is BreakerStore => typeof (store as Partial<BreakerStore>).breakerState === 'string',
+  );
   if (breakers.length > 0) {
     names.push(BREAKER_METRIC);
     new client.Gauge({
@@ -200,7 +253,9 @@ function register(client: PromClient, registry: Registry, cache: Cache, stores: 
     });
   }
 
-  const tiered = stores.filter((store): store is StatsStore => typeof (store as Partial<StatsStore>).stats === 'function');
+  const tiered = stores.filter(
+    (store): store is StatsStore => typeof (store as Partial<StatsStore>).stats === 'function',
+  );
   if (tiered.length > 0) {
     const read = (store: StatsStore) => store.stats() as Readonly<Record<string, unknown>>;
     registerPerStore(client, registers, names, tiered, TIERED_GAUGES, 'gauge', read);
@@ -227,8 +282,16 @@ function register(client: PromClient, registry: Registry, cache: Cache, stores: 
  * how many of the nodes summed there are in each state) and its failed calls. A standalone
  * store's nodeHealth() is empty: no samples.
  */
-function registerNodeHealth(client: PromClient, registers: Registry[], names: string[], stores: readonly Store[], maxNodes: number): void {
-  const clustered = stores.filter((store): store is NodeHealthStore => typeof (store as Partial<NodeHealthStore>).nodeHealth === 'function');
+function registerNodeHealth(
+  client: PromClient,
+  registers: Registry[],
+  names: string[],
+  stores: readonly Store[],
+  maxNodes: number,
+): void {
+  const clustered = stores.filter(
+    (store): store is NodeHealthStore => typeof (store as Partial<NodeHealthStore>).nodeHealth === 'function',
+  );
   if (clustered.length === 0) return;
   // One bounded label per store, shared by both metrics so a node is "other" in both or neither.
   const nodeLabels = new Map(clustered.map((store) => [store, boundedLabel(maxNodes)]));
@@ -253,7 +316,8 @@ function registerNodeHealth(client: PromClient, registers: Registry[], names: st
     collect(this: Gauge<'store' | 'node' | 'state'>) {
       this.reset();
       for (const store of clustered) {
-        for (const [node, { states }] of byNode(store)) for (const state of BREAKER_STATES) this.set({ store: store.name, node, state }, states.get(state) ?? 0);
+        for (const [node, { states }] of byNode(store))
+          for (const state of BREAKER_STATES) this.set({ store: store.name, node, state }, states.get(state) ?? 0);
       }
     },
   });
@@ -264,14 +328,19 @@ function registerNodeHealth(client: PromClient, registers: Registry[], names: st
     registers,
     collect(this: Counter<'store' | 'node'>) {
       this.reset();
-      for (const store of clustered) for (const [node, { failures }] of byNode(store)) this.inc({ store: store.name, node }, failures);
+      for (const store of clustered)
+        for (const [node, { failures }] of byNode(store)) this.inc({ store: store.name, node }, failures);
     },
   });
 }
 
 /** Waits on other replicas' fill locks, for the Redis stores given a subscriber (the others only poll). */
 function registerWaitStats(client: PromClient, registers: Registry[], names: string[], stores: readonly Store[]): void {
-  const listening = stores.filter((store): store is WaitStatsStore => typeof (store as Partial<WaitStatsStore>).waitStats === 'function' && (store as WaitStatsStore).waitStats().enabled);
+  const listening = stores.filter(
+    (store): store is WaitStatsStore =>
+      typeof (store as Partial<WaitStatsStore>).waitStats === 'function' &&
+      (store as WaitStatsStore).waitStats().enabled,
+  );
   if (listening.length === 0) return;
   names.push(LOCK_WAITS_METRIC);
   new client.Counter({
@@ -346,7 +415,11 @@ function boundedLabel(max: number): (value: string) => string {
 }
 
 /** One counter's non-zero values by (bounded) source label. */
-function bySource(sources: Readonly<Record<string, Counters>>, counter: CounterName, label: (source: string) => string): Map<string, number> {
+function bySource(
+  sources: Readonly<Record<string, Counters>>,
+  counter: CounterName,
+  label: (source: string) => string,
+): Map<string, number> {
   const out = new Map<string, number>();
   for (const [source, counters] of Object.entries(sources)) {
     const value = counters[counter];

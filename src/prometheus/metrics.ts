@@ -50,7 +50,13 @@ const PLAIN_NAME = new RegExp(`^[_A-Za-z][_0-9A-Za-z]{0,${MAX_OPERATION_LABEL_LE
  */
 export function operationLabelOf(name: string | null | undefined): string {
   if (name === null || name === undefined || name === '') return ANONYMOUS_OPERATION;
-  if (name.length <= MAX_OPERATION_LABEL_LENGTH && name !== OTHER_OPERATIONS && name !== ANONYMOUS_OPERATION && PLAIN_NAME.test(name)) return name;
+  if (
+    name.length <= MAX_OPERATION_LABEL_LENGTH &&
+    name !== OTHER_OPERATIONS &&
+    name !== ANONYMOUS_OPERATION &&
+    PLAIN_NAME.test(name)
+  )
+    return name;
   const head = name.slice(0, MAX_OPERATION_LABEL_LENGTH).replace(/[^_0-9A-Za-z]/g, '_');
   return `${head}~${createHash('sha1').update(name, 'utf8').digest('hex').slice(0, 8)}`;
 }
@@ -67,7 +73,10 @@ export const COUNTER_METRICS = {
   fills: ['herdcache_fills_total', 'Keys computed by a resolver, fill or batch function.'],
   fillFailures: ['herdcache_fill_failures_total', 'Keys whose fill failed (nothing cached).'],
   lockContended: ['herdcache_lock_contended_total', 'Fill lock attempts that found another process filling.'],
-  bypassed: ['herdcache_bypassed_total', '@cached field calls resolved without the cache (no parent identity, no session, unkeyable arguments).'],
+  bypassed: [
+    'herdcache_bypassed_total',
+    '@cached field calls resolved without the cache (no parent identity, no session, unkeyable arguments).',
+  ],
 } as const satisfies Record<keyof CacheReportCounters, readonly [string, string]>;
 
 export const RESPONSES_METRIC = 'herdcache_responses_total';
@@ -91,12 +100,19 @@ export class HerdcacheMetrics {
     const counters = {} as Record<CounterKey, Counter<'operation' | 'source'>>;
     for (const key of COUNTER_KEYS) {
       const [name, help] = COUNTER_METRICS[key];
-      counters[key] = reuse(registry, name) ?? new client.Counter({ name, help, labelNames: ['operation', 'source'], registers: [registry] });
+      counters[key] =
+        reuse(registry, name) ??
+        new client.Counter({ name, help, labelNames: ['operation', 'source'], registers: [registry] });
     }
     this.#counters = counters;
     this.#responses =
       reuse(registry, RESPONSES_METRIC) ??
-      new client.Counter({ name: RESPONSES_METRIC, help: 'Operations by how the response cache answered them (hit, miss, coalesced, stale, bypassed).', labelNames: ['operation', 'outcome'], registers: [registry] });
+      new client.Counter({
+        name: RESPONSES_METRIC,
+        help: 'Operations by how the response cache answered them (hit, miss, coalesced, stale, bypassed).',
+        labelNames: ['operation', 'outcome'],
+        registers: [registry],
+      });
     this.#fillDuration =
       reuse(registry, FILL_DURATION_METRIC) ??
       new client.Histogram({
@@ -179,10 +195,15 @@ const perRegistry = new WeakMap<Registry, HerdcacheMetrics>();
  * herdcache's metrics on `registry` (created on first call for that registry, then reused).
  * Async because prom-client is loaded on demand.
  */
-const PROMETHEUS_METRICS_OPTIONS = optionNames<PrometheusMetricsOptions>({ registry: true, maxOperationLabels: true, client: true });
+const PROMETHEUS_METRICS_OPTIONS = optionNames<PrometheusMetricsOptions>({
+  registry: true,
+  maxOperationLabels: true,
+  client: true,
+});
 
 export async function prometheusMetrics(options: PrometheusMetricsOptions): Promise<HerdcacheMetrics> {
-  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "registry"');
+  if (options === null || typeof options !== 'object')
+    throw invalidOption('options', options, 'an object with a "registry"');
   checkKnownKeys('prometheusMetrics()', options, PROMETHEUS_METRICS_OPTIONS);
   const { registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
   checkRegistry(registry);
@@ -199,7 +220,10 @@ export async function prometheusMetrics(options: PrometheusMetricsOptions): Prom
  * For the server plugins: validates `registry` and `maxOperationLabels` now (at plugin creation)
  * and returns the function that loads the metrics later, or undefined when no registry is given.
  */
-export function operationRecorder(options: { registry?: Registry; maxOperationLabels?: number }): (() => Promise<HerdcacheMetrics>) | undefined {
+export function operationRecorder(options: {
+  registry?: Registry;
+  maxOperationLabels?: number;
+}): (() => Promise<HerdcacheMetrics>) | undefined {
   const { registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
   checkPositiveInteger('maxOperationLabels', maxOperationLabels);
   if (registry === undefined) return undefined;
@@ -217,7 +241,12 @@ export function checkPromClient(client: unknown): PromClient {
 
 export function checkRegistry(registry: unknown): asserts registry is Registry {
   const candidate = registry as Partial<Registry> | null;
-  if (candidate === null || typeof candidate !== 'object' || typeof candidate.getSingleMetric !== 'function' || typeof candidate.registerMetric !== 'function') {
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.getSingleMetric !== 'function' ||
+    typeof candidate.registerMetric !== 'function'
+  ) {
     throw invalidOption('registry', registry, 'a prom-client Registry');
   }
 }
@@ -227,7 +256,11 @@ export async function loadPromClient(): Promise<PromClient> {
     const loaded = (await import('prom-client')) as PromClient & { default?: PromClient };
     return typeof loaded.Counter === 'function' ? loaded : loaded.default!;
   } catch (error) {
-    throw new HerdcacheError('E_INVALID_OPTION', 'herdcache: option "registry" needs prom-client: install it (an optional peer dependency)', { cause: error });
+    throw new HerdcacheError(
+      'E_INVALID_OPTION',
+      'herdcache: option "registry" needs prom-client: install it (an optional peer dependency)',
+      { cause: error },
+    );
   }
 }
 

@@ -117,7 +117,8 @@ export class FillAnnouncements {
 
   readonly #onLost = (): void => {
     this.#listening = false;
-    for (const channel of this.#channels.values()) if (channel.state === 'active' || channel.state === 'subscribing') channel.state = 'failed';
+    for (const channel of this.#channels.values())
+      if (channel.state === 'active' || channel.state === 'subscribing') channel.state = 'failed';
   };
 
   readonly #onReady = (): void => {
@@ -170,7 +171,9 @@ export class FillAnnouncements {
     if (this.#subscriber !== undefined) return this.#subscriber;
     const client = this.#link.client;
     // Same server(s), options and keyPrefix as the user's client (shard channels carry the keyPrefix).
-    const opened = this.#sharded ? (client as Cluster).duplicate([], { shardedSubscribers: true }) : (client as Redis).duplicate();
+    const opened = this.#sharded
+      ? (client as Cluster).duplicate([], { shardedSubscribers: true })
+      : (client as Redis).duplicate();
     // Its failures show in its status (deaf waits poll, counted): not an unhandled 'error' event.
     opened.on('error', noop);
     this.#attach(opened);
@@ -181,7 +184,14 @@ export class FillAnnouncements {
   stats(): WakeStats {
     let channels = 0;
     for (const channel of this.#channels.values()) if (channel.state === 'active') channels++;
-    return { listening: this.#listening, channels, received: this.received, woken: this.woken, polled: this.polled, deaf: this.deaf };
+    return {
+      listening: this.#listening,
+      channels,
+      received: this.received,
+      woken: this.woken,
+      polled: this.polled,
+      deaf: this.deaf,
+    };
   }
 
   /** Starts hearing the announcements of `keys` (cache keys); see LockWatch. */
@@ -198,7 +208,8 @@ export class FillAnnouncements {
     const now = Date.now();
     for (const name of channels) {
       const channel = this.#channels.get(name);
-      if (channel === undefined || (channel.state === 'failed' && now - channel.since >= RETRY_AFTER_MS)) this.#subscribe(name);
+      if (channel === undefined || (channel.state === 'failed' && now - channel.since >= RETRY_AFTER_MS))
+        this.#subscribe(name);
     }
     const wait = new Wait(this, full, channels);
     for (const key of full) {
@@ -341,22 +352,44 @@ class Wait implements LockWatch {
  * run nothing else), of the same kind and keyPrefix (shard channels get the keyPrefix, as keys do),
  * and for a Cluster with ioredis's `shardedSubscribers`, which sends each SSUBSCRIBE to its slot's shard.
  */
-export function checkSubscriber(name: string, subscriber: unknown, client: Redis | Cluster): asserts subscriber is Redis | Cluster {
+export function checkSubscriber(
+  name: string,
+  subscriber: unknown,
+  client: Redis | Cluster,
+): asserts subscriber is Redis | Cluster {
   const sub = subscriber as Partial<Redis> | null | undefined;
   if (sub === null || typeof sub !== 'object' || typeof sub.subscribe !== 'function' || typeof sub.on !== 'function') {
     throw invalidOption(name, subscriber, 'an ioredis client of its own (client.duplicate())');
   }
   if (subscriber === client) {
-    throw invalidOption(name, subscriber, 'a connection of its own, not the store client (a subscribed connection can run nothing else): pass client.duplicate()');
+    throw invalidOption(
+      name,
+      subscriber,
+      'a connection of its own, not the store client (a subscribed connection can run nothing else): pass client.duplicate()',
+    );
   }
   const cluster = client.isCluster === true;
   if ((sub.isCluster === true) !== cluster) {
-    throw invalidOption(name, subscriber, cluster ? 'a Cluster client like the store client: client.duplicate([], { shardedSubscribers: true })' : 'a Redis client like the store client: client.duplicate()');
+    throw invalidOption(
+      name,
+      subscriber,
+      cluster
+        ? 'a Cluster client like the store client: client.duplicate([], { shardedSubscribers: true })'
+        : 'a Redis client like the store client: client.duplicate()',
+    );
   }
   if (cluster && (subscriber as Cluster).options?.shardedSubscribers !== true) {
-    throw invalidOption(name, subscriber, 'a Cluster client with sharded pub/sub: client.duplicate([], { shardedSubscribers: true })');
+    throw invalidOption(
+      name,
+      subscriber,
+      'a Cluster client with sharded pub/sub: client.duplicate([], { shardedSubscribers: true })',
+    );
   }
   if ((sub.options?.keyPrefix ?? '') !== (client.options?.keyPrefix ?? '')) {
-    throw invalidOption(name, subscriber, `a client with the store client's keyPrefix "${client.options?.keyPrefix ?? ''}": client.duplicate()`);
+    throw invalidOption(
+      name,
+      subscriber,
+      `a client with the store client's keyPrefix "${client.options?.keyPrefix ?? ''}": client.duplicate()`,
+    );
   }
 }

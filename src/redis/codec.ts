@@ -44,11 +44,16 @@ export const jsonCodec: Codec = {
     try {
       data = JSON.stringify(entry.value);
     } catch (error) {
-      throw new HerdcacheError('E_STORE_ENCODE', `herdcache: value cannot be encoded as JSON (${messageOf(error)})`, { cause: error });
+      throw new HerdcacheError('E_STORE_ENCODE', `herdcache: value cannot be encoded as JSON (${messageOf(error)})`, {
+        cause: error,
+      });
     }
     // A function or a symbol at the top level stringifies to undefined: there is nothing to store.
     if (data === undefined) {
-      throw new HerdcacheError('E_STORE_ENCODE', `herdcache: value of type ${typeof entry.value} cannot be encoded as JSON`);
+      throw new HerdcacheError(
+        'E_STORE_ENCODE',
+        `herdcache: value of type ${typeof entry.value} cannot be encoded as JSON`,
+      );
     }
     // Built by hand: the envelope object would be one more allocation per write for nothing.
     const fillMs = entry.fillMs;
@@ -59,7 +64,11 @@ export const jsonCodec: Codec = {
       t = `,"t":${JSON.stringify(tags)}`;
       const versions = entry.tagVersions;
       if (versions !== undefined) {
-        if (!isVersionList(versions, tags.length)) throw new HerdcacheError('E_STORE_ENCODE', 'herdcache: entry tagVersions must be integers aligned with its tags');
+        if (!isVersionList(versions, tags.length))
+          throw new HerdcacheError(
+            'E_STORE_ENCODE',
+            'herdcache: entry tagVersions must be integers aligned with its tags',
+          );
         t += `,"g":[${versions.join(',')}]`;
       }
     }
@@ -76,26 +85,46 @@ export const jsonCodec: Codec = {
     } catch (error) {
       throw decodeError(`payload is not JSON (${messageOf(error)})`, error);
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw decodeError('payload is not a herdcache entry');
-    const payload = parsed as { v?: unknown; f?: unknown; s?: unknown; m?: unknown; t?: unknown; g?: unknown; d?: unknown };
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw decodeError('payload is not a herdcache entry');
+    const payload = parsed as {
+      v?: unknown;
+      f?: unknown;
+      s?: unknown;
+      m?: unknown;
+      t?: unknown;
+      g?: unknown;
+      d?: unknown;
+    };
     if (payload.v !== JSON_FORMAT_VERSION) {
       throw decodeError(
-        typeof payload.v === 'number' ? `unsupported format version ${payload.v} (this herdcache reads ${JSON_FORMAT_VERSION})` : 'payload is not a herdcache entry',
+        typeof payload.v === 'number'
+          ? `unsupported format version ${payload.v} (this herdcache reads ${JSON_FORMAT_VERSION})`
+          : 'payload is not a herdcache entry',
       );
     }
     const freshUntil = readTime(payload.f);
     const staleUntil = readTime(payload.s);
     const fillMs = payload.m;
-    if (freshUntil === undefined || staleUntil === undefined || staleUntil < freshUntil || payload.d === undefined || (fillMs !== undefined && typeof fillMs !== 'number')) {
+    if (
+      freshUntil === undefined ||
+      staleUntil === undefined ||
+      staleUntil < freshUntil ||
+      payload.d === undefined ||
+      (fillMs !== undefined && typeof fillMs !== 'number')
+    ) {
       throw decodeError('payload is a malformed herdcache entry');
     }
     const { t: tags, g: versions } = payload;
     if (tags === undefined) {
       if (versions !== undefined) throw decodeError('payload has tag versions without tags');
-      return fillMs === undefined ? { value: payload.d, freshUntil, staleUntil } : { value: payload.d, freshUntil, staleUntil, fillMs };
+      return fillMs === undefined
+        ? { value: payload.d, freshUntil, staleUntil }
+        : { value: payload.d, freshUntil, staleUntil, fillMs };
     }
     if (!isTagList(tags)) throw decodeError('payload tags are not a non-empty array of non-empty strings');
-    if (versions !== undefined && !isVersionList(versions, tags.length)) throw decodeError('payload tag versions are not integers aligned with its tags');
+    if (versions !== undefined && !isVersionList(versions, tags.length))
+      throw decodeError('payload tag versions are not integers aligned with its tags');
     const entry: { -readonly [P in keyof Entry]: Entry[P] } = { value: payload.d, freshUntil, staleUntil };
     if (fillMs !== undefined) entry.fillMs = fillMs;
     entry.tags = tags;
@@ -107,7 +136,9 @@ export const jsonCodec: Codec = {
 /** A JSON number, as JSON.parse reads one (Number() of this text gives the same double). */
 const NUMBER = '-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?';
 /** The header of an untagged payload, as encode writes it, up to the value. */
-const UNTAGGED_HEADER = new RegExp(`^\\{"v":${JSON_FORMAT_VERSION},"f":(${NUMBER}|null),"s":(${NUMBER}|null)(?:,"m":(${NUMBER}))?,"d":`);
+const UNTAGGED_HEADER = new RegExp(
+  `^\\{"v":${JSON_FORMAT_VERSION},"f":(${NUMBER}|null),"s":(${NUMBER}|null)(?:,"m":(${NUMBER}))?,"d":`,
+);
 
 /**
  * The warm read path's decode: an untagged payload as encode writes it is read by matching its
@@ -131,7 +162,9 @@ function decodeUntagged(text: string): Entry | undefined {
     return undefined;
   }
   const fillMs = header[3];
-  return fillMs === undefined ? { value, freshUntil, staleUntil } : { value, freshUntil, staleUntil, fillMs: Number(fillMs) };
+  return fillMs === undefined
+    ? { value, freshUntil, staleUntil }
+    : { value, freshUntil, staleUntil, fillMs: Number(fillMs) };
 }
 
 function isTagList(value: unknown): value is string[] {
@@ -153,7 +186,11 @@ function readTime(value: unknown): number | undefined {
 }
 
 function decodeError(reason: string, cause?: unknown): HerdcacheError {
-  return new HerdcacheError('E_STORE_DECODE', `herdcache: stored entry cannot be decoded: ${reason}`, cause === undefined ? undefined : { cause });
+  return new HerdcacheError(
+    'E_STORE_DECODE',
+    `herdcache: stored entry cannot be decoded: ${reason}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 function messageOf(error: unknown): string {

@@ -87,7 +87,13 @@ export class CallGuard {
   /** Called (in a microtask) when a call finds the client reconnected: the fill lock re-sends its recent releases. */
   onReconnect: (() => void) | undefined;
 
-  constructor(name: string, connection: Connection, timeout: number, readyTimeout: number, newBreaker: (() => CircuitBreaker) | undefined) {
+  constructor(
+    name: string,
+    connection: Connection,
+    timeout: number,
+    readyTimeout: number,
+    newBreaker: (() => CircuitBreaker) | undefined,
+  ) {
     const breaker = newBreaker?.();
     this.#newBreaker = newBreaker;
     this.#name = name;
@@ -119,7 +125,8 @@ export class CallGuard {
   /** Per Cluster master seen so far ("host:port"): its breaker and its failed calls. */
   nodeHealth(): Record<string, NodeHealth> {
     const out: Record<string, NodeHealth> = {};
-    for (const [node, state] of this.#nodes) out[node] = { breaker: state.breaker?.state ?? 'closed', failures: state.failures };
+    for (const [node, state] of this.#nodes)
+      out[node] = { breaker: state.breaker?.state ?? 'closed', failures: state.failures };
     return out;
   }
 
@@ -127,7 +134,13 @@ export class CallGuard {
    * Cluster: sends `count` calls at once, group g to the master `nodeOf(g)`, each admitted by that
    * master's breaker and bounded on its own. Never rejects: a group that fails leaves undefined.
    */
-  runGroups<T>(op: string, count: number, nodeOf: (group: number) => string, send: (group: number) => Promise<T>, options?: CallOptions): Promise<GroupOutcome<T>> {
+  runGroups<T>(
+    op: string,
+    count: number,
+    nodeOf: (group: number) => string,
+    send: (group: number) => Promise<T>,
+    options?: CallOptions,
+  ): Promise<GroupOutcome<T>> {
     const status = this.#connection.status;
     if (status !== 'ready' && !this.#wasReady && status !== 'end' && this.#readyTimeout > 0) {
       return this.#waitFirstReady().then(() => this.#sendGroups(op, count, nodeOf, send, options));
@@ -135,7 +148,13 @@ export class CallGuard {
     return this.#sendGroups(op, count, nodeOf, send, options);
   }
 
-  async #sendGroups<T>(op: string, count: number, nodeOf: (group: number) => string, send: (group: number) => Promise<T>, options: CallOptions | undefined): Promise<GroupOutcome<T>> {
+  async #sendGroups<T>(
+    op: string,
+    count: number,
+    nodeOf: (group: number) => string,
+    send: (group: number) => Promise<T>,
+    options: CallOptions | undefined,
+  ): Promise<GroupOutcome<T>> {
     const releases = options?.releases === true;
     const onLate = options?.onLate;
     const values = new Array<T | undefined>(count);
@@ -262,12 +281,18 @@ export class CallGuard {
       if (this.#wasDown) this.#reconnected();
     }
     if (breaker !== undefined && !breaker.admit()) {
-      throw new HerdcacheError('E_CIRCUIT_OPEN', `herdcache: ${this.#name} ${op} not sent: circuit breaker open after repeated failures`);
+      throw new HerdcacheError(
+        'E_CIRCUIT_OPEN',
+        `herdcache: ${this.#name} ${op} not sent: circuit breaker open after repeated failures`,
+      );
     }
     if (status !== 'ready') {
       if (status === 'wait') this.#connection.connect().catch(noop);
       breaker?.failure();
-      throw new HerdcacheError('E_STORE_UNAVAILABLE', `herdcache: ${this.#name} ${op} not sent: client status is "${status}"`);
+      throw new HerdcacheError(
+        'E_STORE_UNAVAILABLE',
+        `herdcache: ${this.#name} ${op} not sent: client status is "${status}"`,
+      );
     }
   }
 
@@ -276,7 +301,12 @@ export class CallGuard {
    * breaker. A late answer is still observed (so a late rejection never becomes an unhandled one)
    * and is handed to `onLate` if given: the call already failed as far as anyone is concerned.
    */
-  #bound<T>(op: string, pending: Promise<T>, breaker: CircuitBreaker | undefined, onLate: ((value: unknown, group: number) => void) | undefined): Promise<T> {
+  #bound<T>(
+    op: string,
+    pending: Promise<T>,
+    breaker: CircuitBreaker | undefined,
+    onLate: ((value: unknown, group: number) => void) | undefined,
+  ): Promise<T> {
     const timeout = this.#timeout;
     const name = this.#name;
     return new Promise<T>((resolve, reject) => {

@@ -4,6 +4,13 @@
  */
 export { redisStore, type RedisStore, type RedisStoreOptions, type RedisWaitStats } from './redis-store';
 export { jsonCodec, JSON_FORMAT_VERSION, type Codec } from './codec';
-export { tieredStore, TIERED_DEFAULT_L1_TTL, TIERED_DEFAULT_MAX_MESSAGE_BYTES, type TieredStore, type TieredStoreOptions, type TieredStats } from './tiered';
+export {
+  tieredStore,
+  TIERED_DEFAULT_L1_TTL,
+  TIERED_DEFAULT_MAX_MESSAGE_BYTES,
+  type TieredStore,
+  type TieredStoreOptions,
+  type TieredStats,
+} from './tiered';
 export type { BreakerOptions, BreakerState } from './breaker';
 export type { NodeHealth } from './guard';

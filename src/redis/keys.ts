@@ -42,7 +42,14 @@ export const INVALIDATED_SUFFIX = ':inv';
  */
 export function taggedKey(key: string, maxKeyLength: number): string {
   const length = key.length;
-  if (length <= maxKeyLength && length > 0 && key.charCodeAt(0) !== CLOSE_BRACE && !endsLikeHashed(key) && wellFormed(key)) return key;
+  if (
+    length <= maxKeyLength &&
+    length > 0 &&
+    key.charCodeAt(0) !== CLOSE_BRACE &&
+    !endsLikeHashed(key) &&
+    wellFormed(key)
+  )
+    return key;
   const head = key.charCodeAt(0) === CLOSE_BRACE ? '' : key.slice(0, maxKeyLength - HASHED_TAIL);
   const hash = createHash('sha256');
   if (wellFormed(key)) hash.update(key, 'utf8');

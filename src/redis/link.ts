@@ -32,7 +32,14 @@ export class RedisLink {
   readonly #maxKeyLength: number;
   reporter: StoreReporter = NO_REPORTER;
 
-  constructor(client: Redis | Cluster, guard: CallGuard, prefix: string, codec: Codec, maxKeyLength: number, tagTtl: number) {
+  constructor(
+    client: Redis | Cluster,
+    guard: CallGuard,
+    prefix: string,
+    codec: Codec,
+    maxKeyLength: number,
+    tagTtl: number,
+  ) {
     this.client = client;
     this.guard = guard;
     this.cluster = client.isCluster === true;
@@ -93,7 +100,13 @@ export class RedisLink {
   ): Promise<R> {
     if (groups === null) return assemble([await this.guard.run(op, () => send(null), options)]);
     const master = (g: number): string => String(this.nodeOf(keys[groups[g]![0]!]!));
-    const { values, failed, error } = await this.guard.runGroups(op, groups.length, master, (g) => send(groups[g]!), options);
+    const { values, failed, error } = await this.guard.runGroups(
+      op,
+      groups.length,
+      master,
+      (g) => send(groups[g]!),
+      options,
+    );
     if (failed === 0) return assemble(values);
     if (failed === groups.length) throw error;
     const message = `herdcache: redis ${op} failed for ${failed} of ${groups.length} slot groups: ${(error as Error | undefined)?.message ?? String(error)}`;

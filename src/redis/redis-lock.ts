@@ -32,7 +32,10 @@ export class RedisFillLock implements FillLock {
     this.#link = link;
     this.#scripts = scripts;
     this.watch = announcements === undefined ? undefined : (keys) => announcements.watch(keys);
-    const ledger = (this.#ledger = new ReleaseLedger((keys, token) => this.#release(keys, token), () => link.client.status === 'ready'));
+    const ledger = (this.#ledger = new ReleaseLedger(
+      (keys, token) => this.#release(keys, token),
+      () => link.client.status === 'ready',
+    ));
     link.guard.onReconnect = () => ledger.reconnected();
   }
 
@@ -59,27 +62,36 @@ export class RedisFillLock implements FillLock {
         : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
     };
     // A failed group's keys have no attempt (undefined): the registry fills them without the lock.
-    return link.call('lock.acquire', valueKeys, groups, send, (replies) => {
-      const out = new Array<LockAttempt>(n);
-      for (let g = 0; g < replies.length; g++) {
-        const reply = replies[g];
-        if (reply === undefined) continue;
-        const indices = groups === null ? null : groups[g]!;
-        for (let j = 0; 2 * j < reply.length; j++) {
-          const i = indices === null ? j : indices[j]!;
-          const raw = reply[2 * j + 1];
-          // The registry read this key (getMany) before trying its lock, and that read reported
-          // an undecodable payload: the re-check does not count it a second time.
-          const entry = raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decodeAgain(raw);
-          out[i] = { won: reply[2 * j] === 1, entry };
+    return link.call(
+      'lock.acquire',
+      valueKeys,
+      groups,
+      send,
+      (replies) => {
+        const out = new Array<LockAttempt>(n);
+        for (let g = 0; g < replies.length; g++) {
+          const reply = replies[g];
+          if (reply === undefined) continue;
+          const indices = groups === null ? null : groups[g]!;
+          for (let j = 0; 2 * j < reply.length; j++) {
+            const i = indices === null ? j : indices[j]!;
+            const raw = reply[2 * j + 1];
+            // The registry read this key (getMany) before trying its lock, and that read reported
+            // an undecodable payload: the re-check does not count it a second time.
+            const entry =
+              raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decodeAgain(raw);
+            out[i] = { won: reply[2 * j] === 1, entry };
+          }
         }
-      }
-      return out;
-    }, {
-      // The script ran after we gave up (Redis stalled): nobody fills under those locks, so
-      // release them now that Redis answers, instead of letting every replica wait out lockTtl.
-      onLate: (late, g) => this.#releaseLate(groups === null ? null : groups[g]!, keys, late as (number | Raw)[], token),
-    });
+        return out;
+      },
+      {
+        // The script ran after we gave up (Redis stalled): nobody fills under those locks, so
+        // release them now that Redis answers, instead of letting every replica wait out lockTtl.
+        onLate: (late, g) =>
+          this.#releaseLate(groups === null ? null : groups[g]!, keys, late as (number | Raw)[], token),
+      },
+    );
   }
 
   /**
@@ -98,7 +110,10 @@ export class RedisFillLock implements FillLock {
     if (writes.length === 0) return Promise.resolve([]);
     // A failed write is released by the registry (release() below, which retries); one that landed
     // on a master lost right after is released again when the client reconnects.
-    this.#ledger.sent(writes.map((write) => write.key), token);
+    this.#ledger.sent(
+      writes.map((write) => write.key),
+      token,
+    );
     let batch = this.#pending;
     if (batch === undefined) {
       batch = this.#pending = new WriteBatch();
@@ -150,7 +165,13 @@ export class RedisFillLock implements FillLock {
     const send = (indices: number[] | null) => {
       const pairs = withLockKeys(valueKeys, indices);
       const [channel, sharded] = this.#announceOn(valueKeys[indices === null ? 0 : indices[0]!]!);
-      return scripts.herdcacheLockWrite2(pairs.length, pairs, channel, sharded, indices === null ? args : pickTriples(args, indices));
+      return scripts.herdcacheLockWrite2(
+        pairs.length,
+        pairs,
+        channel,
+        sharded,
+        indices === null ? args : pickTriples(args, indices),
+      );
     };
     // A failed group's writes are undefined (not known to have landed, locks maybe still held).
     return link.call('lock.writeAndRelease', valueKeys, groups, send, (replies) => {
@@ -201,9 +222,15 @@ export class RedisFillLock implements FillLock {
   }
 
   /** Releases the locks a timed-out acquire (one group of it) turned out to win: its late reply says which. */
-  #releaseLate(indices: readonly number[] | null, keys: readonly string[], reply: (number | Raw)[], token: string): void {
+  #releaseLate(
+    indices: readonly number[] | null,
+    keys: readonly string[],
+    reply: (number | Raw)[],
+    token: string,
+  ): void {
     const won: string[] = [];
-    for (let j = 0; 2 * j < reply.length; j++) if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
+    for (let j = 0; 2 * j < reply.length; j++)
+      if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
     if (won.length > 0) this.release(won, token).catch(noop);
   }
 }
@@ -239,7 +266,12 @@ class WriteBatch {
       this.markSent = resolve;
     });
   }
-  readonly #callers: { start: number; count: number; resolve: (landed: boolean[]) => void; reject: (error: unknown) => void }[] = [];
+  readonly #callers: {
+    start: number;
+    count: number;
+    resolve: (landed: boolean[]) => void;
+    reject: (error: unknown) => void;
+  }[] = [];
 
   add(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
     const start = this.writes.length;
@@ -259,7 +291,9 @@ class WriteBatch {
     if (error instanceof StorePartialError) {
       const landed = error.partial as (boolean | undefined)[];
       for (const caller of this.#callers) {
-        caller.reject(new StorePartialError(error.failure, landed.slice(caller.start, caller.start + caller.count), error.message));
+        caller.reject(
+          new StorePartialError(error.failure, landed.slice(caller.start, caller.start + caller.count), error.message),
+        );
       }
       return;
     }

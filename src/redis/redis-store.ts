@@ -151,24 +151,55 @@ const SCAN_COUNT = 1000;
 function none(): void {}
 
 const REDIS_STORE_OPTIONS = optionNames<RedisStoreOptions>({
-  client: true, prefix: true, codec: true, commandTimeout: true, readyTimeout: true, invalidationWindow: true,
-  breaker: true, maxKeyLength: true, tagTtl: true, subscriber: true,
+  client: true,
+  prefix: true,
+  codec: true,
+  commandTimeout: true,
+  readyTimeout: true,
+  invalidationWindow: true,
+  breaker: true,
+  maxKeyLength: true,
+  tagTtl: true,
+  subscriber: true,
 });
 
 const BREAKER_OPTIONS = optionNames<BreakerOptions>({ threshold: true, coolDown: true, maxCoolDown: true });
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
-  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with a "client"');
+  if (options === null || typeof options !== 'object')
+    throw invalidOption('options', options, 'an object with a "client"');
   checkKnownKeys('redisStore()', options, REDIS_STORE_OPTIONS);
-  const { client, prefix = DEFAULTS.prefix, codec = jsonCodec, commandTimeout = DEFAULTS.commandTimeout, readyTimeout = DEFAULTS.readyTimeout, invalidationWindow = DEFAULTS.invalidationWindow, breaker, maxKeyLength = DEFAULTS.maxKeyLength, tagTtl = DEFAULTS.tagTtl, subscriber } = options;
+  const {
+    client,
+    prefix = DEFAULTS.prefix,
+    codec = jsonCodec,
+    commandTimeout = DEFAULTS.commandTimeout,
+    readyTimeout = DEFAULTS.readyTimeout,
+    invalidationWindow = DEFAULTS.invalidationWindow,
+    breaker,
+    maxKeyLength = DEFAULTS.maxKeyLength,
+    tagTtl = DEFAULTS.tagTtl,
+    subscriber,
+  } = options;
   const candidate = client as Partial<Redis> | null | undefined;
-  if (candidate === null || typeof candidate !== 'object' || typeof candidate.defineCommand !== 'function' || typeof candidate.mget !== 'function' || typeof candidate.status !== 'string') {
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.defineCommand !== 'function' ||
+    typeof candidate.mget !== 'function' ||
+    typeof candidate.status !== 'string'
+  ) {
     throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
   }
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
     throw invalidOption('prefix', prefix, "a string without '{' or '}' (they would change the keys' Cluster hash tag)");
   }
-  if (codec === null || typeof codec !== 'object' || typeof codec.encode !== 'function' || typeof codec.decode !== 'function') {
+  if (
+    codec === null ||
+    typeof codec !== 'object' ||
+    typeof codec.encode !== 'function' ||
+    typeof codec.decode !== 'function'
+  ) {
     throw invalidOption('codec', codec, 'an object with encode(entry) and decode(raw) functions');
   }
   if (typeof commandTimeout !== 'number' || !(commandTimeout > 0) || commandTimeout > MAX_TIMEOUT) {
@@ -178,10 +209,18 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     throw invalidOption('readyTimeout', readyTimeout, `a number of milliseconds in [0, ${MAX_TIMEOUT}]`);
   }
   if (!Number.isSafeInteger(invalidationWindow) || invalidationWindow < 1 || invalidationWindow > MAX_DURATION) {
-    throw invalidOption('invalidationWindow', invalidationWindow, 'a positive integer number of milliseconds, at most 1e15');
+    throw invalidOption(
+      'invalidationWindow',
+      invalidationWindow,
+      'a positive integer number of milliseconds, at most 1e15',
+    );
   }
   if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH) {
-    throw invalidOption('maxKeyLength', maxKeyLength, `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`);
+    throw invalidOption(
+      'maxKeyLength',
+      maxKeyLength,
+      `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`,
+    );
   }
   if (!Number.isSafeInteger(tagTtl) || tagTtl < 1 || 2 * tagTtl > Number.MAX_SAFE_INTEGER) {
     throw invalidOption('tagTtl', tagTtl, 'a positive integer number of milliseconds');
@@ -195,19 +234,37 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     if (breaker !== undefined) checkNestedKeys('redisStore()', 'breaker', breaker, BREAKER_OPTIONS);
     const { threshold = DEFAULTS.threshold, coolDown = DEFAULTS.coolDown } = breaker ?? {};
     // The cap defaults to the larger of 5 s and the first cool-down (a long one given alone stays as given).
-    const maxCoolDown = breaker?.maxCoolDown ?? Math.max(DEFAULTS.maxCoolDown, typeof coolDown === 'number' ? coolDown : 0);
-    if (!Number.isInteger(threshold) || threshold < 1) throw invalidOption('breaker.threshold', threshold, 'an integer >= 1');
+    const maxCoolDown =
+      breaker?.maxCoolDown ?? Math.max(DEFAULTS.maxCoolDown, typeof coolDown === 'number' ? coolDown : 0);
+    if (!Number.isInteger(threshold) || threshold < 1)
+      throw invalidOption('breaker.threshold', threshold, 'an integer >= 1');
     if (typeof coolDown !== 'number' || !(coolDown >= 0) || !Number.isFinite(coolDown)) {
       throw invalidOption('breaker.coolDown', coolDown, 'a finite number of milliseconds >= 0');
     }
     if (typeof maxCoolDown !== 'number' || !(maxCoolDown >= coolDown) || !Number.isFinite(maxCoolDown)) {
-      throw invalidOption('breaker.maxCoolDown', maxCoolDown, `a finite number of milliseconds >= coolDown (${coolDown})`);
+      throw invalidOption(
+        'breaker.maxCoolDown',
+        maxCoolDown,
+        `a finite number of milliseconds >= coolDown (${coolDown})`,
+      );
     }
     // One per store, and in a Cluster one per master (see CallGuard.runGroups).
     newBreaker = () => new CircuitBreaker(threshold, coolDown, maxCoolDown);
   }
-  const link = new RedisLink(client, new CallGuard('redis', client, commandTimeout, readyTimeout, newBreaker), prefix, codec, maxKeyLength, tagTtl);
-  return new RedisStoreImpl(link, defineScripts(client), invalidationWindow, subscriber === false ? undefined : new FillAnnouncements(subscriber, link));
+  const link = new RedisLink(
+    client,
+    new CallGuard('redis', client, commandTimeout, readyTimeout, newBreaker),
+    prefix,
+    codec,
+    maxKeyLength,
+    tagTtl,
+  );
+  return new RedisStoreImpl(
+    link,
+    defineScripts(client),
+    invalidationWindow,
+    subscriber === false ? undefined : new FillAnnouncements(subscriber, link),
+  );
 }
 
 /**
@@ -224,7 +281,12 @@ class RedisStoreImpl implements RedisStore {
   readonly #invalidationWindow: string;
   readonly #announcements: FillAnnouncements | undefined;
 
-  constructor(link: RedisLink, scripts: LockScripts, invalidationWindow: number, announcements: FillAnnouncements | undefined) {
+  constructor(
+    link: RedisLink,
+    scripts: LockScripts,
+    invalidationWindow: number,
+    announcements: FillAnnouncements | undefined,
+  ) {
     this.#link = link;
     this.#scripts = scripts;
     this.#invalidationWindow = String(invalidationWindow);
@@ -234,7 +296,8 @@ class RedisStoreImpl implements RedisStore {
 
   waitStats(): RedisWaitStats {
     const announcements = this.#announcements;
-    if (announcements === undefined) return { enabled: false, owned: false, listening: false, channels: 0, received: 0, woken: 0, polled: 0, deaf: 0 };
+    if (announcements === undefined)
+      return { enabled: false, owned: false, listening: false, channels: 0, received: 0, woken: 0, polled: 0, deaf: 0 };
     return { enabled: true, owned: announcements.owned, ...announcements.stats() };
   }
 
@@ -323,12 +386,21 @@ class RedisStoreImpl implements RedisStore {
         const i = indices === null ? j : indices[j]!;
         const since = sinces[i];
         // A fill's unlocked write checks the key's invalidation marker (same slot: same hash tag).
-        if (since !== undefined) (pipeline as unknown as ScriptPipeline).herdcacheWriteUnlessInvalidated1(2, keys[i]!, keys[i]! + INVALIDATED_SUFFIX, payloads[i]!, pxs[i]!, since);
+        if (since !== undefined)
+          (pipeline as unknown as ScriptPipeline).herdcacheWriteUnlessInvalidated1(
+            2,
+            keys[i]!,
+            keys[i]! + INVALIDATED_SUFFIX,
+            payloads[i]!,
+            pxs[i]!,
+            since,
+          );
         else if (pxs[i] === 0) pipeline.set(keys[i]!, payloads[i]!);
         else pipeline.set(keys[i]!, payloads[i]!, 'PX', pxs[i]!);
       }
       return pipeline.exec().then((result) => {
-        if (result === null) throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
+        if (result === null)
+          throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
         for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
       });
     };
@@ -348,26 +420,32 @@ class RedisStoreImpl implements RedisStore {
     // The lock goes too: a fill that started before this invalidation then fails its fenced
     // write instead of storing a value computed from data older than the invalidation. The
     // marker does the same for fills without the lock (see WRITE_UNLESS_INVALIDATED).
-    await link.call('delete', valueKeys, groups, (indices) => {
-      const count = indices === null ? n : indices.length;
-      if (at === undefined || !Number.isFinite(at)) {
-        const doomed = new Array<string>(2 * count);
+    await link.call(
+      'delete',
+      valueKeys,
+      groups,
+      (indices) => {
+        const count = indices === null ? n : indices.length;
+        if (at === undefined || !Number.isFinite(at)) {
+          const doomed = new Array<string>(2 * count);
+          for (let j = 0; j < count; j++) {
+            const key = valueKeys[indices === null ? j : indices[j]!]!;
+            doomed[2 * j] = key;
+            doomed[2 * j + 1] = key + LOCK_SUFFIX;
+          }
+          return client.unlink(doomed);
+        }
+        const triples = new Array<string>(3 * count);
         for (let j = 0; j < count; j++) {
           const key = valueKeys[indices === null ? j : indices[j]!]!;
-          doomed[2 * j] = key;
-          doomed[2 * j + 1] = key + LOCK_SUFFIX;
+          triples[3 * j] = key;
+          triples[3 * j + 1] = key + LOCK_SUFFIX;
+          triples[3 * j + 2] = key + INVALIDATED_SUFFIX;
         }
-        return client.unlink(doomed);
-      }
-      const triples = new Array<string>(3 * count);
-      for (let j = 0; j < count; j++) {
-        const key = valueKeys[indices === null ? j : indices[j]!]!;
-        triples[3 * j] = key;
-        triples[3 * j + 1] = key + LOCK_SUFFIX;
-        triples[3 * j + 2] = key + INVALIDATED_SUFFIX;
-      }
-      return scripts.herdcacheInvalidate1(triples.length, triples, Math.floor(at), this.#invalidationWindow);
-    }, none);
+        return scripts.herdcacheInvalidate1(triples.length, triples, Math.floor(at), this.#invalidationWindow);
+      },
+      none,
+    );
   }
 
   /**
@@ -411,10 +489,16 @@ class RedisStoreImpl implements RedisStore {
     const groups = link.slotGroups(keys);
     const scripts = this.#scripts;
     const keep = String(versionKeyTtl(link.tagTtl));
-    await link.call('invalidateTags', keys, groups, (indices) => {
-      const batch = indices === null ? keys : pick(keys, indices);
-      return scripts.herdcacheTagBump1(batch.length, batch, keep);
-    }, none);
+    await link.call(
+      'invalidateTags',
+      keys,
+      groups,
+      (indices) => {
+        const batch = indices === null ? keys : pick(keys, indices);
+        return scripts.herdcacheTagBump1(batch.length, batch, keep);
+      },
+      none,
+    );
   }
 
   async publish(channel: string, message: string): Promise<number> {
@@ -422,7 +506,9 @@ class RedisStoreImpl implements RedisStore {
     const client = this.#link.client;
     // Sharded in a Cluster: a message goes to the channel's shard only, not to every node.
     const sharded = this.#link.cluster;
-    return this.#link.guard.run('publish', () => (sharded ? (client.spublish(channel, message) as Promise<number>) : client.publish(channel, message)));
+    return this.#link.guard.run('publish', () =>
+      sharded ? (client.spublish(channel, message) as Promise<number>) : client.publish(channel, message),
+    );
   }
 
   /**
@@ -449,7 +535,9 @@ class RedisStoreImpl implements RedisStore {
         const keys = strip === 0 ? found : found.map((key) => key.slice(strip));
         const groups = link.slotGroups(keys);
         const client = link.client;
-        await guard.run('clear', () => link.perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))));
+        await guard.run('clear', () =>
+          link.perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))),
+        );
       } while (cursor !== '0');
     }
   }

@@ -42,7 +42,11 @@ export class ReleaseLedger {
   readonly #ready: () => boolean;
   readonly #now: () => number;
 
-  constructor(send: (keys: readonly string[], token: string) => Promise<unknown>, ready: () => boolean, now: () => number = Date.now) {
+  constructor(
+    send: (keys: readonly string[], token: string) => Promise<unknown>,
+    ready: () => boolean,
+    now: () => number = Date.now,
+  ) {
     this.#send = send;
     this.#ready = ready;
     this.#now = now;
@@ -132,7 +136,8 @@ export class ReleaseLedger {
     let drop = 0;
     let keys = this.#keys;
     // Oldest first; an entry past its locks' expiry, or beyond the cap, goes.
-    while (drop < releases.length && (releases[drop]!.until <= now || keys > MAX_KEYS)) keys -= releases[drop++]!.keys.length;
+    while (drop < releases.length && (releases[drop]!.until <= now || keys > MAX_KEYS))
+      keys -= releases[drop++]!.keys.length;
     if (drop > 0) {
       this.#releases = releases.slice(drop);
       this.#keys = keys;

@@ -110,7 +110,8 @@ export class Subscription {
 
   readonly #onMessage = (channel: string, message: string): void => {
     // A shard channel comes back with the client's keyPrefix, which the channel name does not carry.
-    if (!this.#closed && (channel === this.#channel || channel === this.#prefixedChannel)) this.#events.message(message);
+    if (!this.#closed && (channel === this.#channel || channel === this.#prefixedChannel))
+      this.#events.message(message);
   };
 
   readonly #onLost = (): void => {
@@ -173,7 +174,9 @@ export class Subscription {
       timer = setTimeout(resolve, 1000);
       timer.unref();
     });
-    const unsubscribed = this.#sharded ? (connection as Redis).sunsubscribe(this.#channel) : (connection as Redis).unsubscribe(this.#channel);
+    const unsubscribed = this.#sharded
+      ? (connection as Redis).sunsubscribe(this.#channel)
+      : (connection as Redis).unsubscribe(this.#channel);
     await Promise.race([unsubscribed.catch(() => undefined), bound]);
     clearTimeout(timer);
   }

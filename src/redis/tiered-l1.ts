@@ -35,7 +35,12 @@ export class L1Copies {
   promoted = 0;
   refused = 0;
 
-  constructor(l1: MemoryStore, tagVersions: (tags: readonly string[]) => Promise<number[]>, l1Ttl: number, now: () => number) {
+  constructor(
+    l1: MemoryStore,
+    tagVersions: (tags: readonly string[]) => Promise<number[]>,
+    l1Ttl: number,
+    now: () => number,
+  ) {
     this.#l1 = l1;
     this.#tagVersions = tagVersions;
     this.#l1Ttl = l1Ttl;
@@ -105,7 +110,8 @@ export class L1Copies {
       const entry = candidate.entry;
       if (!(now < entry.staleUntil)) continue;
       if (entry.tags === undefined || entry.tags.length === 0) untagged.push(candidate);
-      else if (entry.tagVersions !== undefined && entry.tagVersions.length === entry.tags.length) (tagged ??= []).push(candidate);
+      else if (entry.tagVersions !== undefined && entry.tagVersions.length === entry.tags.length)
+        (tagged ??= []).push(candidate);
     }
     this.#copy(window, untagged);
     if (tagged === undefined) {
@@ -118,7 +124,9 @@ export class L1Copies {
       (versions) => {
         const current = new Map<string, number>();
         for (let i = 0; i < tags.length; i++) current.set(tags[i]!, versions[i]!);
-        const valid = checked.filter(({ entry }) => entry.tags!.every((tag, i) => current.get(tag) === entry.tagVersions![i]));
+        const valid = checked.filter(({ entry }) =>
+          entry.tags!.every((tag, i) => current.get(tag) === entry.tagVersions![i]),
+        );
         this.refused += checked.length - valid.length;
         this.#copy(window, valid);
         this.#windows.delete(window);

@@ -96,29 +96,54 @@ export const TIERED_DEFAULT_MAX_MESSAGE_BYTES = 32_768;
 /** Room for the envelope and one ordinary key. */
 const MIN_MESSAGE_BYTES = 256;
 
-const TIERED_STORE_OPTIONS = optionNames<TieredStoreOptions>({ l2: true, subscriber: true, l1: true, l1Ttl: true, channel: true, maxMessageBytes: true, clock: true });
+const TIERED_STORE_OPTIONS = optionNames<TieredStoreOptions>({
+  l2: true,
+  subscriber: true,
+  l1: true,
+  l1Ttl: true,
+  channel: true,
+  maxMessageBytes: true,
+  clock: true,
+});
 
 export function tieredStore(options: TieredStoreOptions): TieredStore {
-  if (options === null || typeof options !== 'object') throw invalidOption('options', options, 'an object with "l2" and "subscriber"');
+  if (options === null || typeof options !== 'object')
+    throw invalidOption('options', options, 'an object with "l2" and "subscriber"');
   checkKnownKeys('tieredStore()', options, TIERED_STORE_OPTIONS);
   const { l2, subscriber, l1Ttl = TIERED_DEFAULT_L1_TTL, clock } = options;
   const l2Like = l2 as Partial<RedisStore> | null | undefined;
-  if (l2Like === null || typeof l2Like !== 'object' || typeof l2Like.publish !== 'function' || typeof l2Like.tagVersions !== 'function' || l2Like.lock === undefined) {
+  if (
+    l2Like === null ||
+    typeof l2Like !== 'object' ||
+    typeof l2Like.publish !== 'function' ||
+    typeof l2Like.tagVersions !== 'function' ||
+    l2Like.lock === undefined
+  ) {
     throw invalidOption('l2', l2, 'a redisStore(...)');
   }
   checkSubscriber('subscriber', subscriber, l2.client);
   const l1 = options.l1 === undefined ? memoryStore() : options.l1; // null is refused below
   if (!(l1 instanceof MemoryStore)) throw invalidOption('l1', l1, 'a memoryStore(...)');
-  if (typeof l1Ttl !== 'number' || !(l1Ttl > 0) || !Number.isFinite(l1Ttl)) throw invalidOption('l1Ttl', l1Ttl, 'a finite number of milliseconds > 0');
+  if (typeof l1Ttl !== 'number' || !(l1Ttl > 0) || !Number.isFinite(l1Ttl))
+    throw invalidOption('l1Ttl', l1Ttl, 'a finite number of milliseconds > 0');
   const channel = givenOr(options.channel, `${l2.prefix}invalidate`);
-  if (typeof channel !== 'string' || channel.length === 0) throw invalidOption('channel', channel, 'a non-empty string');
+  if (typeof channel !== 'string' || channel.length === 0)
+    throw invalidOption('channel', channel, 'a non-empty string');
   const { maxMessageBytes = TIERED_DEFAULT_MAX_MESSAGE_BYTES } = options;
   if (!Number.isSafeInteger(maxMessageBytes) || maxMessageBytes < MIN_MESSAGE_BYTES) {
     throw invalidOption('maxMessageBytes', maxMessageBytes, `an integer number of bytes >= ${MIN_MESSAGE_BYTES}`);
   }
-  if (clock !== undefined && typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
+  if (clock !== undefined && typeof clock?.now !== 'function')
+    throw invalidOption('clock', clock, 'an object with a now() method');
   const now = clock === undefined ? Date.now : () => clock.now();
-  return new TieredStoreImpl(new L1Copies(l1, (tags) => l2.tagVersions(tags), l1Ttl, now), l2, subscriber, channel, maxMessageBytes, now);
+  return new TieredStoreImpl(
+    new L1Copies(l1, (tags) => l2.tagVersions(tags), l1Ttl, now),
+    l2,
+    subscriber,
+    channel,
+    maxMessageBytes,
+    now,
+  );
 }
 
 class TieredStoreImpl implements TieredStore {
@@ -139,7 +164,14 @@ class TieredStoreImpl implements TieredStore {
   #publishFailures = 0;
   #received = 0;
 
-  constructor(l1: L1Copies, l2: RedisStore, subscriber: Redis | Cluster, channel: string, maxMessageBytes: number, now: () => number) {
+  constructor(
+    l1: L1Copies,
+    l2: RedisStore,
+    subscriber: Redis | Cluster,
+    channel: string,
+    maxMessageBytes: number,
+    now: () => number,
+  ) {
     this.#l1 = l1;
     this.#l2 = l2;
     this.#channel = channel;
@@ -320,7 +352,11 @@ class TieredStoreImpl implements TieredStore {
     } catch (error) {
       this.#publishFailures++;
       this.#l1.dropAll();
-      throw new HerdcacheError('E_STORE_ERROR', `herdcache: tiered store could not publish the ${change.op} to other replicas (their L1 copies live at most l1Ttl): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new HerdcacheError(
+        'E_STORE_ERROR',
+        `herdcache: tiered store could not publish the ${change.op} to other replicas (their L1 copies live at most l1Ttl): ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     }
   }
 

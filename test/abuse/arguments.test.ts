@@ -49,7 +49,8 @@ describe('depth', () => {
     expect(canonicalArgs({ v: nested(ARGS_MAX_DEPTH) })).toBeUndefined();
     expect(() => cachedFieldKey('Query.deep', { args: { v: nested(200_000) } })).toThrow(/nest deeper than 64 levels/);
     const { schema, reasons, calls } = jsonSchema();
-    for (let i = 0; i < 2; i++) await run(schema, 'query($v: JSON) { deep(v: $v) }', {}, { v: nested(ARGS_MAX_DEPTH - 1) });
+    for (let i = 0; i < 2; i++)
+      await run(schema, 'query($v: JSON) { deep(v: $v) }', {}, { v: nested(ARGS_MAX_DEPTH - 1) });
     expect(calls()).toBe(1);
     expect(reasons).toEqual([]);
   });

@@ -20,7 +20,8 @@ async function main(): Promise<void> {
   const [mode = 'cached', refs = '2000', length = String(1 << 20), redisUrl] = process.argv.slice(2);
   const client = redisUrl === undefined ? undefined : new Redis(redisUrl, { lazyConnect: false });
   client?.on('error', () => {});
-  const store: Store | undefined = client === undefined ? undefined : redisStore({ client, prefix: `hostile${process.pid}:` });
+  const store: Store | undefined =
+    client === undefined ? undefined : redisStore({ client, prefix: `hostile${process.pid}:` });
   const cache = createCache(store === undefined ? {} : { store });
   let calls = 0;
   const directive = mode === 'cached' ? '@cached(ttl: 60)' : '';
@@ -40,11 +41,14 @@ async function main(): Promise<void> {
   const first = await graphql({ schema, source, variableValues, contextValue: herdcacheContext({ cache }) });
   const second = await graphql({ schema, source, variableValues, contextValue: herdcacheContext({ cache }) });
   const ms = performance.now() - started;
-  const storedKeyLengths = client === undefined ? [] : (await client.keys(`hostile${process.pid}:*`)).map((k) => k.length);
+  const storedKeyLengths =
+    client === undefined ? [] : (await client.keys(`hostile${process.pid}:*`)).map((k) => k.length);
   global.gc?.();
   const heapMiB = process.memoryUsage().heapUsed / 2 ** 20;
   const maxRssMiB = process.resourceUsage().maxRSS / 1024;
-  process.stdout.write(`${JSON.stringify({ data: [first.data, second.data], errors: [first.errors?.map((e) => e.message), second.errors?.map((e) => e.message)], calls, bypassed, ms, heapMiB, maxRssMiB, storedKeyLengths })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ data: [first.data, second.data], errors: [first.errors?.map((e) => e.message), second.errors?.map((e) => e.message)], calls, bypassed, ms, heapMiB, maxRssMiB, storedKeyLengths })}\n`,
+  );
   if (client !== undefined) {
     await client.del(...(await client.keys(`hostile${process.pid}:*`)), 'none');
     client.disconnect();

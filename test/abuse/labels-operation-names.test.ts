@@ -63,7 +63,10 @@ describe('operation labels: length-capped, buckets reserved', () => {
     try {
       for (let i = 0; i < 150; i++) {
         const name = `Q${String(i).padStart(3, '0')}${'x'.repeat(100 * 1024)}`;
-        const response = await server.executeOperation({ query: `query ${name} { hot { value } }` }, { contextValue: context() });
+        const response = await server.executeOperation(
+          { query: `query ${name} { hot { value } }` },
+          { contextValue: context() },
+        );
         expect(response.body.kind === 'single' && response.body.singleResult.errors).toBeUndefined();
       }
       // And the two buckets, spelt by clients.
@@ -78,7 +81,9 @@ describe('operation labels: length-capped, buckets reserved', () => {
       // The first operation missed (and filled), every later one hit.
       const misses = (await registry.getSingleMetric('herdcache_misses_total')!.get()).values;
       const hits = (await registry.getSingleMetric('herdcache_hits_total')!.get()).values;
-      expect(misses.map((v) => [v.labels.operation, v.value])).toEqual([[operationLabelOf(`Q000${'x'.repeat(100 * 1024)}`), 1]]);
+      expect(misses.map((v) => [v.labels.operation, v.value])).toEqual([
+        [operationLabelOf(`Q000${'x'.repeat(100 * 1024)}`), 1],
+      ]);
       const operations = new Set([...misses, ...hits].map((v) => String(v.labels.operation)));
       expect(operations.size).toBe(101); // 100 kept + "other"
       for (const operation of operations) expect(operation.length).toBeLessThanOrEqual(73);

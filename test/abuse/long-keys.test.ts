@@ -85,7 +85,7 @@ describe('long keys through the registry', () => {
     expect(await users.load(id)).toBe(3);
   });
 
-  it('a raw key spelling another key\'s digest gets its own value', async () => {
+  it("a raw key spelling another key's digest gets its own value", async () => {
     const cache = createCache({ ttl: 60_000 });
     const key = long('p', 10_000);
     expect(await cache.getOrCompute(key, () => 'victim')).toBe('victim');
@@ -165,10 +165,22 @@ describe('memory store bounded in bytes', () => {
 
   it('validates maxSize and maxEntrySize', () => {
     for (const bad of [0, -1, 1.5, Infinity, '1', null]) {
-      expect(() => memoryStore({ maxSize: bad as never })).toThrow(expect.objectContaining({ code: 'E_INVALID_OPTION', message: expect.stringContaining('option "maxSize" must be a positive integer') }));
-      expect(() => memoryStore({ maxEntrySize: bad as never })).toThrow(expect.objectContaining({ code: 'E_INVALID_OPTION', message: expect.stringContaining('option "maxEntrySize"') }));
+      expect(() => memoryStore({ maxSize: bad as never })).toThrow(
+        expect.objectContaining({
+          code: 'E_INVALID_OPTION',
+          message: expect.stringContaining('option "maxSize" must be a positive integer'),
+        }),
+      );
+      expect(() => memoryStore({ maxEntrySize: bad as never })).toThrow(
+        expect.objectContaining({
+          code: 'E_INVALID_OPTION',
+          message: expect.stringContaining('option "maxEntrySize"'),
+        }),
+      );
     }
-    expect(() => memoryStore({ maxSize: 100, maxEntrySize: 101 })).toThrow(/option "maxEntrySize" must be a positive integer \(bytes\) no larger than maxSize \(100\), got 101/);
+    expect(() => memoryStore({ maxSize: 100, maxEntrySize: 101 })).toThrow(
+      /option "maxEntrySize" must be a positive integer \(bytes\) no larger than maxSize \(100\), got 101/,
+    );
     expect(memoryStore({ maxSize: 1 }).size).toBe(0);
   });
 });

@@ -26,12 +26,19 @@ it("getOrCompute cannot read another session's PRIVATE entry, nor plant one", as
   expect((await run(schema, '{ secret }', as('alice'))).data).toEqual({ secret: 'secret of alice' });
   const fill = jest.fn(() => 'poison');
   const read = cache.getOrCompute(cachedFieldKey('Query.secret', { session: 'alice' }), fill);
-  await expect(read).rejects.toMatchObject({ code: 'E_INVALID_KEY', message: expect.stringMatching(/must not start with U\+0000/) });
-  await expect(cache.getOrCompute(cachedFieldKey('Query.secret', { session: 'bob' }), fill, { ttl: 60_000 })).rejects.toBeInstanceOf(HerdcacheError);
+  await expect(read).rejects.toMatchObject({
+    code: 'E_INVALID_KEY',
+    message: expect.stringMatching(/must not start with U\+0000/),
+  });
+  await expect(
+    cache.getOrCompute(cachedFieldKey('Query.secret', { session: 'bob' }), fill, { ttl: 60_000 }),
+  ).rejects.toBeInstanceOf(HerdcacheError);
   // Through a request scope too, even after the field was answered in that request (its memo holds it).
   const context = as('bob');
   expect((await run(schema, '{ secret }', context)).data).toEqual({ secret: 'secret of bob' });
-  await expect(context.scope.getOrCompute(cachedFieldKey('Query.secret', { session: 'bob' }), fill)).rejects.toMatchObject({ code: 'E_INVALID_KEY' });
+  await expect(
+    context.scope.getOrCompute(cachedFieldKey('Query.secret', { session: 'bob' }), fill),
+  ).rejects.toMatchObject({ code: 'E_INVALID_KEY' });
   expect(fill).not.toHaveBeenCalled();
   expect((await run(schema, '{ secret }', as('bob'))).data).toEqual({ secret: 'secret of bob' });
 });
@@ -39,8 +46,12 @@ it("getOrCompute cannot read another session's PRIVATE entry, nor plant one", as
 it('no loader name or loader key reaches the field namespace', async () => {
   const { cache, schema, as } = secretSchema();
   await run(schema, '{ secret }', as('alice'));
-  expect(() => cache.loader({ name: '\u0000field\u0000gql', batch: async (keys: readonly string[]) => keys })).toThrow(/option "name"/);
-  expect(() => cache.loader({ name: '\u0000', batch: async (keys: readonly string[]) => keys })).toThrow(/not starting with U\+0000/);
+  expect(() => cache.loader({ name: '\u0000field\u0000gql', batch: async (keys: readonly string[]) => keys })).toThrow(
+    /option "name"/,
+  );
+  expect(() => cache.loader({ name: '\u0000', batch: async (keys: readonly string[]) => keys })).toThrow(
+    /not starting with U\+0000/,
+  );
   // Loader keys are `name:key` with a name that cannot start with U+0000: a key spelling the
   // field's key lands in the loader's own space.
   const batch = jest.fn(async (keys: readonly string[]) => keys.map(() => 'from the loader'));

@@ -79,9 +79,20 @@ async function measure(scenario: string, count: number, filler: string): Promise
       Item: { n: () => ++calls },
     },
   );
-  cachedDirectiveTransformer(schema, { cache, sessionId: (context: { session: string }) => context.session, onBypass: (_c, reason) => bypassed.push(reason) });
-  const coalesceOnly = cache.loader<string, number>({ name: 'co', batch: (keys) => ((calls++, keys.map((k) => k.length))) });
-  const stored = cache.loader<string, number>({ name: 'st', ttl: 60_000, batch: (keys) => ((calls++, keys.map((k) => k.length))) });
+  cachedDirectiveTransformer(schema, {
+    cache,
+    sessionId: (context: { session: string }) => context.session,
+    onBypass: (_c, reason) => bypassed.push(reason),
+  });
+  const coalesceOnly = cache.loader<string, number>({
+    name: 'co',
+    batch: (keys) => (calls++, keys.map((k) => k.length)),
+  });
+  const stored = cache.loader<string, number>({
+    name: 'st',
+    ttl: 60_000,
+    batch: (keys) => (calls++, keys.map((k) => k.length)),
+  });
 
   const before = heapMiB();
   const errors: string[] = [];
@@ -89,22 +100,41 @@ async function measure(scenario: string, count: number, filler: string): Promise
     // Each string is made here and dropped after its request: only what the cache keeps survives.
     switch (scenario) {
       case 'field-args': {
-        const result = await graphql({ schema, source: 'query($s: String) { q(s: $s) }', variableValues: { s: distinct(i, filler) }, contextValue: herdcacheContext({ cache }) });
+        const result = await graphql({
+          schema,
+          source: 'query($s: String) { q(s: $s) }',
+          variableValues: { s: distinct(i, filler) },
+          contextValue: herdcacheContext({ cache }),
+        });
         if (result.errors) errors.push(result.errors[0]!.message);
         break;
       }
       case 'field-values': {
-        const result = await graphql({ schema, source: 'query($n: Int) { v(n: $n) }', variableValues: { n: i }, contextValue: herdcacheContext({ cache }) });
+        const result = await graphql({
+          schema,
+          source: 'query($n: Int) { v(n: $n) }',
+          variableValues: { n: i },
+          contextValue: herdcacheContext({ cache }),
+        });
         if (result.errors) errors.push(result.errors[0]!.message);
         break;
       }
       case 'private-sessions': {
-        const result = await graphql({ schema, source: '{ me }', contextValue: { ...herdcacheContext({ cache }), session: distinct(i, filler) } });
+        const result = await graphql({
+          schema,
+          source: '{ me }',
+          contextValue: { ...herdcacheContext({ cache }), session: distinct(i, filler) },
+        });
         if (result.errors) errors.push(result.errors[0]!.message);
         break;
       }
       case 'field-identities': {
-        const result = await graphql({ schema, source: 'query($id: String) { item(id: $id) { n } }', variableValues: { id: distinct(i, filler) }, contextValue: herdcacheContext({ cache }) });
+        const result = await graphql({
+          schema,
+          source: 'query($id: String) { item(id: $id) { n } }',
+          variableValues: { id: distinct(i, filler) },
+          contextValue: herdcacheContext({ cache }),
+        });
         if (result.errors) errors.push(result.errors[0]!.message);
         break;
       }

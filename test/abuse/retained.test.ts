@@ -36,20 +36,35 @@ const CHILD_TIMEOUT = 600_000;
 async function retained(scenarios: string[], count: number): Promise<Map<string, Retained>> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--expose-gc', '--max-old-space-size=512', '--import', 'tsx', join(__dirname, 'retained-request.ts'), scenarios.join(','), String(count), String(MIB)],
+    [
+      '--expose-gc',
+      '--max-old-space-size=512',
+      '--import',
+      'tsx',
+      join(__dirname, 'retained-request.ts'),
+      scenarios.join(','),
+      String(count),
+      String(MIB),
+    ],
     { cwd: join(__dirname, '../..'), timeout: CHILD_TIMEOUT, maxBuffer: 1 << 20 },
   );
-  const lines = stdout.trim().split('\n').map((line) => JSON.parse(line) as Retained);
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Retained);
   return new Map(lines.map((line) => [line.scenario, line]));
 }
 
 describe('distinct 1 MiB strings from clients', () => {
   let results: Map<string, Retained>;
-  beforeAll(async () => {
-    const values = await retained(['field-values', 'coalesce-only', 'tags'], COUNT);
-    const keys = await retained(['private-sessions', 'field-identities', 'raw-keys', 'loader-keys'], KEY_COUNT);
-    results = new Map([...values, ...keys]);
-  }, 2 * CHILD_TIMEOUT + 60_000);
+  beforeAll(
+    async () => {
+      const values = await retained(['field-values', 'coalesce-only', 'tags'], COUNT);
+      const keys = await retained(['private-sessions', 'field-identities', 'raw-keys', 'loader-keys'], KEY_COUNT);
+      results = new Map([...values, ...keys]);
+    },
+    2 * CHILD_TIMEOUT + 60_000,
+  );
 
   it('as 1 MiB values of a @cached field: the memory store keeps its 64 MiB default, not 200 MiB', () => {
     const r = results.get('field-values')!;

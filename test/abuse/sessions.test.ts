@@ -24,7 +24,10 @@ function reportSchema(scope: 'PUBLIC' | 'PRIVATE', withSessions = true) {
       },
     },
   });
-  cachedDirectiveTransformer(schema, withSessions ? { cache, sessionId: (context: { user: string }) => context.user } : { cache });
+  cachedDirectiveTransformer(
+    schema,
+    withSessions ? { cache, sessionId: (context: { user: string }) => context.user } : { cache },
+  );
   const as = (user: string) => ({ ...herdcacheContext({ cache }), user });
   return { schema, as, gate, calls };
 }
@@ -44,7 +47,9 @@ it("a joiner of another session gets a generic error, never the leader's (PUBLIC
   expect(a2.errors![0]!.message).toBe('report 9 refused for alice'); // same session: the error itself
   const seen = JSON.stringify(m);
   expect(seen).not.toMatch(/alice/);
-  expect(m.errors![0]!.message).toMatch(/^herdcache: Query\.report failed in a computation that another session's request started/);
+  expect(m.errors![0]!.message).toMatch(
+    /^herdcache: Query\.report failed in a computation that another session's request started/,
+  );
   const original = m.errors![0]!.originalError as Error & { code: string; cause: Error };
   expect(original.code).toBe('E_SHARED_FAILURE');
   expect(original.cause.message).toBe('report 9 refused for alice'); // for the server's logs

@@ -26,10 +26,14 @@ interface ProbeResult {
 
 /** The hostile request in a child with a 512 MiB heap, bounded in time. */
 async function probe(...args: string[]): Promise<ProbeResult> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--max-old-space-size=512', '--import', 'tsx', join(__dirname, 'hostile-request.ts'), ...args], {
-    timeout: 30_000,
-    cwd: join(__dirname, '../..'),
-  });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--max-old-space-size=512', '--import', 'tsx', join(__dirname, 'hostile-request.ts'), ...args],
+    {
+      timeout: 30_000,
+      cwd: join(__dirname, '../..'),
+    },
+  );
   return JSON.parse(stdout.trim().split('\n').pop()!) as ProbeResult;
 }
 
@@ -74,10 +78,14 @@ describe('the byte budget', () => {
     // Hashed encodings stay injective: one more character, another key.
     expect(canonicalArgs({ s: 'x'.repeat(ARGS_INLINE_MAX + 1) })).not.toBe(hashed);
     // The same value split across parts differently is another value, another key.
-    expect(canonicalArgs({ l: ['x'.repeat(600), 'x'.repeat(600)] })).not.toBe(canonicalArgs({ l: ['x'.repeat(601), 'x'.repeat(599)] }));
+    expect(canonicalArgs({ l: ['x'.repeat(600), 'x'.repeat(600)] })).not.toBe(
+      canonicalArgs({ l: ['x'.repeat(601), 'x'.repeat(599)] }),
+    );
     expect(canonicalArgs({ s: 'x'.repeat(ARGS_MAX_LENGTH) })).toBeUndefined();
     expect(canonicalArgs({ l: Array.from({ length: ARGS_MAX_LENGTH / 4 }, () => 'x') })).toBeUndefined();
-    expect(() => cachedFieldKey('Query.q', { args: { s: 'x'.repeat(ARGS_MAX_LENGTH) } })).toThrow(/option "args".*encode past 65536 characters/);
+    expect(() => cachedFieldKey('Query.q', { args: { s: 'x'.repeat(ARGS_MAX_LENGTH) } })).toThrow(
+      /option "args".*encode past 65536 characters/,
+    );
   });
 
   it('checks a string against the budget before writing it out (one huge reference costs no copy)', async () => {
@@ -96,7 +104,9 @@ describe('the byte budget', () => {
     const huge = 'y'.repeat(8 << 20);
     const stringify = jest.spyOn(JSON, 'stringify');
     try {
-      const result = await run(schema, 'query($s: String) { q(l: [$s, $s, $s]) }', herdcacheContext({ cache }), { s: huge });
+      const result = await run(schema, 'query($s: String) { q(l: [$s, $s, $s]) }', herdcacheContext({ cache }), {
+        s: huge,
+      });
       expect(result.data).toEqual({ q: 3 });
       expect(stringify.mock.calls.some(([value]) => value === huge)).toBe(false);
     } finally {

@@ -80,7 +80,12 @@ export function fixture(options: FixtureOptions = {}) {
     },
   });
   cachedDirectiveTransformer(schema, { cache, sessionId: (ctx: Session) => ctx.session });
-  const plugin = herdcachePlugin<Session>({ cache, extensions: options.extensions, registry: options.registry, maxOperationLabels: options.maxOperationLabels });
+  const plugin = herdcachePlugin<Session>({
+    cache,
+    extensions: options.extensions,
+    registry: options.registry,
+    maxOperationLabels: options.maxOperationLabels,
+  });
   const server = new ApolloServer<Session>({ schema, plugins: [plugin] });
   const loaders = { user: userLoader };
   /** A context as an app's context function would build it. */

@@ -8,12 +8,17 @@ type Fixture = ReturnType<typeof fixture>;
 async function listen(f: Fixture): Promise<string> {
   const { url } = await startStandaloneServer(f.server, {
     listen: { port: 0, host: '127.0.0.1' },
-    context: async ({ req }) => f.context(typeof req.headers['x-session'] === 'string' ? req.headers['x-session'] : undefined),
+    context: async ({ req }) =>
+      f.context(typeof req.headers['x-session'] === 'string' ? req.headers['x-session'] : undefined),
   });
   return url;
 }
 
-async function post(url: string, query: string, session?: string): Promise<{ data?: any; errors?: unknown[]; extensions?: Record<string, unknown> }> {
+async function post(
+  url: string,
+  query: string,
+  session?: string,
+): Promise<{ data?: any; errors?: unknown[]; extensions?: Record<string, unknown> }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (session !== undefined) headers['x-session'] = session;
   const init = { method: 'POST', headers, body: JSON.stringify({ query }) };
@@ -25,7 +30,8 @@ async function post(url: string, query: string, session?: string): Promise<{ dat
   });
   const text = await response.text();
   // Thrown with the body, so a failure under load says what the server answered.
-  if (response.status !== 200) throw new Error(`HTTP ${response.status} for ${query} (session ${session}): ${text.slice(0, 500)}`);
+  if (response.status !== 200)
+    throw new Error(`HTTP ${response.status} for ${query} (session ${session}): ${text.slice(0, 500)}`);
   return JSON.parse(text) as { data?: any };
 }
 
@@ -83,11 +89,20 @@ describe('over HTTP', () => {
     try {
       for (let round = 0; round < 8; round++) {
         // A burst of concurrent requests from both users (and some without a session), same fields, mixed arguments.
-        const burst = Array.from({ length: 40 }, () => ({ session: sessions[Math.floor(rand() * 3)], n: Math.floor(rand() * 4) }));
-        const responses = await Promise.all(burst.map(({ session, n }) => post(url, `{ me(n: ${n}) { owner n } hot { value } }`, session)));
+        const burst = Array.from({ length: 40 }, () => ({
+          session: sessions[Math.floor(rand() * 3)],
+          n: Math.floor(rand() * 4),
+        }));
+        const responses = await Promise.all(
+          burst.map(({ session, n }) => post(url, `{ me(n: ${n}) { owner n } hot { value } }`, session)),
+        );
         burst.forEach(({ session, n }, i) => {
           const response = responses[i]!;
-          expect({ seed, request: { session, n }, got: response.data?.me }).toEqual({ seed, request: { session, n }, got: { owner: session ?? null, n } });
+          expect({ seed, request: { session, n }, got: response.data?.me }).toEqual({
+            seed,
+            request: { session, n },
+            got: { owner: session ?? null, n },
+          });
           const row = reportOf(response).sources['Query.me']!;
           if (session === undefined) {
             anonymous++;
@@ -101,7 +116,10 @@ describe('over HTTP', () => {
       // Cached per (session, n): the resolver ran once per distinct pair, and once per anonymous request.
       const calls = Object.entries(f.counter.calls).filter(([label]) => label.startsWith('me:'));
       const sessionCalls = calls.filter(([label]) => !label.startsWith('me::'));
-      expect({ seed, calls: Object.fromEntries(sessionCalls) }).toEqual({ seed, calls: Object.fromEntries([...distinct].map((pair) => [`me:${pair}`, 1])) });
+      expect({ seed, calls: Object.fromEntries(sessionCalls) }).toEqual({
+        seed,
+        calls: Object.fromEntries([...distinct].map((pair) => [`me:${pair}`, 1])),
+      });
       expect(calls.filter(([label]) => label.startsWith('me::')).reduce((n, [, c]) => n + c, 0)).toBe(anonymous);
       expect(f.counter.calls.hot).toBe(1);
     } finally {

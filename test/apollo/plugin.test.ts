@@ -54,10 +54,16 @@ describe('herdcachePlugin: response.extensions.cache', () => {
     await server.start();
     try {
       for (let i = 1; i <= 3; i++) {
-        const result = single(await server.executeOperation({ query: '{ fail(code: "TEAPOT") }' }, { contextValue: {} }));
+        const result = single(
+          await server.executeOperation({ query: '{ fail(code: "TEAPOT") }' }, { contextValue: {} }),
+        );
         expect(result.data).toEqual({ fail: null });
         expect(result.errors).toHaveLength(1);
-        expect(result.errors![0]).toMatchObject({ message: 'failed with TEAPOT', path: ['fail'], extensions: { code: 'TEAPOT', retryable: false } });
+        expect(result.errors![0]).toMatchObject({
+          message: 'failed with TEAPOT',
+          path: ['fail'],
+          extensions: { code: 'TEAPOT', retryable: false },
+        });
         expect(reportOf(result).sources['Query.fail']).toEqual({ ...zeros(), misses: 1, fillFailures: 1 });
         expect(counter.calls.fail).toBe(i);
       }
@@ -94,9 +100,13 @@ describe('herdcachePlugin: response.extensions.cache', () => {
     await server.start();
     try {
       const other = herdcacheContext({ cache: createCache({ ttl: Infinity }) });
-      await expect(server.executeOperation({ query: '{ a }' }, { contextValue: other })).rejects.toThrow(/Internal server error/);
+      await expect(server.executeOperation({ query: '{ a }' }, { contextValue: other })).rejects.toThrow(
+        /Internal server error/,
+      );
       expect(logged.join('\n')).toMatch(/another cache than herdcachePlugin/);
-      const own = single(await server.executeOperation({ query: '{ a }' }, { contextValue: herdcacheContext({ cache }) }));
+      const own = single(
+        await server.executeOperation({ query: '{ a }' }, { contextValue: herdcacheContext({ cache }) }),
+      );
       expect(own.data).toEqual({ a: 1 });
     } finally {
       await server.stop();
@@ -115,7 +125,8 @@ describe('herdcachePlugin: extensions default', () => {
     const { server } = fixture({ extensions });
     await server.start();
     try {
-      return single(await server.executeOperation({ query: '{ hot { value } }' }, { contextValue: {} })).extensions?.cache;
+      return single(await server.executeOperation({ query: '{ hot { value } }' }, { contextValue: {} })).extensions
+        ?.cache;
     } finally {
       await server.stop();
     }
@@ -146,7 +157,8 @@ describe('herdcachePlugin: extensions default', () => {
           async requestDidStart() {
             return {
               async willSendResponse({ response }) {
-                if (response.body.kind === 'single') response.body.singleResult.extensions = { ...response.body.singleResult.extensions, other: 1 };
+                if (response.body.kind === 'single')
+                  response.body.singleResult.extensions = { ...response.body.singleResult.extensions, other: 1 };
               },
             };
           },

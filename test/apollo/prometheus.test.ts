@@ -5,7 +5,10 @@ import { COUNTER_METRICS, FILL_DURATION_METRIC, prometheusMetrics } from '../../
 import { fixture } from './fixtures';
 
 /** prom-client's values; a histogram's carry metricName (name_bucket, name_sum, name_count). */
-async function valuesOf(registry: Registry, name: string): Promise<{ labels: Partial<Record<string, string | number>>; value: number; metricName?: string }[]> {
+async function valuesOf(
+  registry: Registry,
+  name: string,
+): Promise<{ labels: Partial<Record<string, string | number>>; value: number; metricName?: string }[]> {
   const metric = registry.getSingleMetric(name);
   if (metric === undefined) throw new Error(`${name} is not registered`);
   return (await metric.get()).values;
@@ -14,7 +17,8 @@ async function valuesOf(registry: Registry, name: string): Promise<{ labels: Par
 /** counter value per `operation` label (summed over sources). */
 async function byOperation(registry: Registry, name: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const { labels, value } of await valuesOf(registry, name)) out[String(labels.operation)] = (out[String(labels.operation)] ?? 0) + value;
+  for (const { labels, value } of await valuesOf(registry, name))
+    out[String(labels.operation)] = (out[String(labels.operation)] ?? 0) + value;
   return out;
 }
 
@@ -48,7 +52,14 @@ describe('Prometheus metrics', () => {
     const { server, context } = fixture({ registry, maxOperationLabels: 2, extensions: false });
     await server.start();
     try {
-      const ops = ['query A { hot { value } }', 'query B { hot { value } }', 'query C { hot { value } }', 'query D { hot { value } }', '{ hot { value } }', 'query A { hot { value } }'];
+      const ops = [
+        'query A { hot { value } }',
+        'query B { hot { value } }',
+        'query C { hot { value } }',
+        'query D { hot { value } }',
+        '{ hot { value } }',
+        'query A { hot { value } }',
+      ];
       for (const query of ops) await server.executeOperation({ query }, { contextValue: context() });
       // The user loader and User.score under one operation, to see several sources.
       await server.executeOperation({ query: 'query B { user(id: "5") { score } }' }, { contextValue: context() });
@@ -63,7 +74,11 @@ describe('Prometheus metrics', () => {
       ]);
       // Fill durations: one observation per key filled, by source.
       const histogram = await valuesOf(registry, FILL_DURATION_METRIC);
-      const counts = Object.fromEntries(histogram.filter((v) => v.metricName === `${FILL_DURATION_METRIC}_count`).map((v) => [v.labels.source, v.value]));
+      const counts = Object.fromEntries(
+        histogram
+          .filter((v) => v.metricName === `${FILL_DURATION_METRIC}_count`)
+          .map((v) => [v.labels.source, v.value]),
+      );
       expect(counts).toEqual({ 'Query.hot': 1, user: 1, 'User.score': 1 });
     } finally {
       await server.stop();
@@ -76,8 +91,12 @@ describe('Prometheus metrics', () => {
     await server.start();
     try {
       await server.executeOperation({ query: 'query Anon { me(n: 1) { n } fail(code: "X") }' }, { contextValue: {} });
-      expect(await valuesOf(registry, 'herdcache_bypassed_total')).toMatchObject([{ labels: { operation: 'Anon', source: 'Query.me' }, value: 1 }]);
-      expect(await valuesOf(registry, 'herdcache_fill_failures_total')).toMatchObject([{ labels: { operation: 'Anon', source: 'Query.fail' }, value: 1 }]);
+      expect(await valuesOf(registry, 'herdcache_bypassed_total')).toMatchObject([
+        { labels: { operation: 'Anon', source: 'Query.me' }, value: 1 },
+      ]);
+      expect(await valuesOf(registry, 'herdcache_fill_failures_total')).toMatchObject([
+        { labels: { operation: 'Anon', source: 'Query.fail' }, value: 1 },
+      ]);
     } finally {
       await server.stop();
     }
@@ -93,7 +112,10 @@ describe('Prometheus metrics', () => {
     expect(await prometheusMetrics({ registry })).toBe(metrics);
     const stopExtra = metrics.observe(cache);
     await cache.getOrCompute('k1', () => 1, { label: 'L' });
-    const count = async () => (await valuesOf(registry, FILL_DURATION_METRIC)).find((v) => v.metricName === `${FILL_DURATION_METRIC}_count` && v.labels.source === 'L')?.value ?? 0;
+    const count = async () =>
+      (await valuesOf(registry, FILL_DURATION_METRIC)).find(
+        (v) => v.metricName === `${FILL_DURATION_METRIC}_count` && v.labels.source === 'L',
+      )?.value ?? 0;
     expect(await count()).toBe(1);
     stopExtra();
     await cache.getOrCompute('k2', () => 2, { label: 'L' });
@@ -118,22 +140,15 @@ describe('Prometheus metrics', () => {
 
   it('operationLabel: first N names kept, then "other"; empty or missing → "anonymous"', async () => {
     const metrics = await prometheusMetrics({ registry: new Registry(), maxOperationLabels: 3 });
-    expect(['a', 'b', 'a', 'c', 'd', 'e', 'b', null, undefined, ''].map((name) => metrics.operationLabel(name))).toEqual([
-      'a',
-      'b',
-      'a',
-      'c',
-      'other',
-      'other',
-      'b',
-      'anonymous',
-      'anonymous',
-      'anonymous',
-    ]);
+    expect(
+      ['a', 'b', 'a', 'c', 'd', 'e', 'b', null, undefined, ''].map((name) => metrics.operationLabel(name)),
+    ).toEqual(['a', 'b', 'a', 'c', 'other', 'other', 'b', 'anonymous', 'anonymous', 'anonymous']);
   });
 
   it('validates its options', async () => {
     await expect(prometheusMetrics({ registry: {} as never })).rejects.toThrow(/option "registry"/);
-    await expect(prometheusMetrics({ registry: new Registry(), maxOperationLabels: 1.5 })).rejects.toThrow(/option "maxOperationLabels"/);
+    await expect(prometheusMetrics({ registry: new Registry(), maxOperationLabels: 1.5 })).rejects.toThrow(
+      /option "maxOperationLabels"/,
+    );
   });
 });

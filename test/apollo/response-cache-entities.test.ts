@@ -20,11 +20,20 @@ it('finds entities through aliases, fragments, lists and abstract types', () => 
     search: [{ __typename: 'Post', id: 'p1', author: { id: '4' } }, { __typename: 'User' }],
     node: { __typename: 'Post', id: '9' },
   };
-  expect(entityTags(schema, document, 'Q', data).sort()).toEqual(['Post:9', 'Post:p1', 'User:1', 'User:2', 'User:3', 'User:4']);
+  expect(entityTags(schema, document, 'Q', data).sort()).toEqual([
+    'Post:9',
+    'Post:p1',
+    'User:1',
+    'User:2',
+    'User:3',
+    'User:4',
+  ]);
   // The same document, another result: the selections are reused, the tags are this result's own.
   const other = { me: { id: '7', name: 'Bob', friends: [] }, search: [], node: null };
   expect(entityTags(schema, document, 'Q', other)).toEqual(['User:7']);
   // The same field selected twice under one response key (merged selections).
   const merged = parse('{ user(id: "1") { friends { id } } user(id: "1") { friends { name } id } }');
-  expect(entityTags(schema, merged, undefined, { user: { id: '1', friends: [{ id: '5', name: 'x' }] } }).sort()).toEqual(['User:1', 'User:5']);
+  expect(
+    entityTags(schema, merged, undefined, { user: { id: '1', friends: [{ id: '5', name: 'x' }] } }).sort(),
+  ).toEqual(['User:1', 'User:5']);
 });

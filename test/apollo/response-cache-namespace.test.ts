@@ -20,7 +20,16 @@ async function setUp() {
     return setMany(writes);
   };
   const f = responseFixture({ cache: createCache({ store }) });
-  const server = new ApolloServer<{ session?: string }>({ schema: f.schema, plugins: [herdcachePlugin<{ session?: string }>({ cache: f.cache, extensions: true, responseCache: { sessionId: (ctx) => ctx.session } })] });
+  const server = new ApolloServer<{ session?: string }>({
+    schema: f.schema,
+    plugins: [
+      herdcachePlugin<{ session?: string }>({
+        cache: f.cache,
+        extensions: true,
+        responseCache: { sessionId: (ctx) => ctx.session },
+      }),
+    ],
+  });
   await server.start();
   const query = async (source: string, session = 'alice') => {
     const response = await server.executeOperation({ query: source }, { contextValue: { session } });
@@ -50,13 +59,20 @@ it("getOrCompute cannot read a stored response (another session's PRIVATE one in
     expect((await query('{ me { id name } }', 'alice')).data).toEqual({ me: { id: 's-alice', name: 'viewer alice' } });
     const [key] = responseKeys();
     expect(key).toBeDefined();
-    const fill = jest.fn(() => ({ data: { me: { id: 's-alice', name: 'poison' } }, maxAge: 60, scope: 'PRIVATE', at: 0 }));
+    const fill = jest.fn(() => ({
+      data: { me: { id: 's-alice', name: 'poison' } },
+      maxAge: 60,
+      scope: 'PRIVATE',
+      at: 0,
+    }));
     await expect(f.cache.getOrCompute(key!, fill)).rejects.toMatchObject({ code: 'E_INVALID_KEY' });
     await expect(f.cache.getOrCompute(key!, fill, { ttl: 60_000 })).rejects.toMatchObject({ code: 'E_INVALID_KEY' });
     await expect(f.cache.request().getOrCompute(key!, fill)).rejects.toMatchObject({ code: 'E_INVALID_KEY' });
     // The key without its leading mark (what a raw key could spell) is another key: the raw write
     // lands beside the response, never on it.
-    expect(await f.cache.getOrCompute(key!.slice(1), fill, { ttl: 60_000 })).toMatchObject({ data: { me: { name: 'poison' } } });
+    expect(await f.cache.getOrCompute(key!.slice(1), fill, { ttl: 60_000 })).toMatchObject({
+      data: { me: { name: 'poison' } },
+    });
     expect(fill).toHaveBeenCalledTimes(1);
     const again = await query('{ me { id name } }', 'alice');
     expect(again.data).toEqual({ me: { id: 's-alice', name: 'viewer alice' } });
@@ -72,7 +88,9 @@ it('no loader name or loader key reaches a response entry', async () => {
   try {
     await query('{ products { id name } }');
     const [key] = responseKeys();
-    expect(() => f.cache.loader({ name: '\u0000response\u0000', batch: async (keys: readonly string[]) => keys })).toThrow(/option "name"/);
+    expect(() =>
+      f.cache.loader({ name: '\u0000response\u0000', batch: async (keys: readonly string[]) => keys }),
+    ).toThrow(/option "name"/);
     // A loader's store keys are `name:key`, its name never starts with U+0000: a key spelling the
     // response's lands in the loader's own space, whatever its name.
     const batch = jest.fn(async (keys: readonly string[]) => keys.map(() => 'from the loader'));

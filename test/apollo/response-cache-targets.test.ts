@@ -22,12 +22,21 @@ type Server = 'apollo' | 'yoga';
 type Context = { session?: string };
 const bySession: ResponseCacheOptions<Context> = { sessionId: (ctx) => ctx.session };
 
-async function serve(kind: Server, f: ResponseFixture, responseCache: true | ResponseCacheOptions<Context> = bySession, registry?: import('prom-client').Registry) {
+async function serve(
+  kind: Server,
+  f: ResponseFixture,
+  responseCache: true | ResponseCacheOptions<Context> = bySession,
+  registry?: import('prom-client').Registry,
+) {
   if (kind === 'apollo') {
-    const server = new ApolloServer<Context>({ schema: f.schema, plugins: [herdcachePlugin<Context>({ cache: f.cache, extensions: true, responseCache, registry })] });
+    const server = new ApolloServer<Context>({
+      schema: f.schema,
+      plugins: [herdcachePlugin<Context>({ cache: f.cache, extensions: true, responseCache, registry })],
+    });
     const { url } = await startStandaloneServer(server, {
       listen: { port: 0, host: '127.0.0.1' },
-      context: async ({ req }) => (typeof req.headers['x-session'] === 'string' ? { session: req.headers['x-session'] } : {}),
+      context: async ({ req }) =>
+        typeof req.headers['x-session'] === 'string' ? { session: req.headers['x-session'] } : {},
     });
     return { url, stop: () => server.stop() };
   }
@@ -90,65 +99,73 @@ describe('two replicas on one Redis', () => {
   it.each([
     ['apollo', 'apollo'],
     ['apollo', 'yoga'],
-  ] as [Server, Server][])('%s + %s: 200 concurrent cold identical requests, 100 to each, execute once', async (...kinds) => {
-    const r = await twoReplicas(kinds);
-    try {
-      const N = 100;
-      const pending = Array.from({ length: 2 * N }, (_, i) => post(i % 2 === 0 ? r.sa.url : r.sb.url, '{ slow }'));
-      await until(() => (r.a.calls.slow ?? 0) + (r.b.calls.slow ?? 0) === 1, 'the first execution');
-      // Every request reaches its replica's cache while the one execution runs.
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      r.a.gate.open();
-      r.b.gate.open();
-      const responses = await Promise.all(pending);
-      for (const response of responses) expect(response.body.data).toEqual({ slow: 7 });
-      expect((r.a.calls.slow ?? 0) + (r.b.calls.slow ?? 0)).toBe(1);
-      const outcomes = responses.map((response) => response.body.extensions?.cache?.response);
-      expect(outcomes.filter((o) => o === 'miss')).toHaveLength(1);
-      expect(outcomes.filter((o) => o === 'coalesced' || o === 'hit')).toHaveLength(2 * N - 1);
-    } finally {
-      await r.stop();
-    }
-  }, 120_000);
+  ] as [Server, Server][])(
+    '%s + %s: 200 concurrent cold identical requests, 100 to each, execute once',
+    async (...kinds) => {
+      const r = await twoReplicas(kinds);
+      try {
+        const N = 100;
+        const pending = Array.from({ length: 2 * N }, (_, i) => post(i % 2 === 0 ? r.sa.url : r.sb.url, '{ slow }'));
+        await until(() => (r.a.calls.slow ?? 0) + (r.b.calls.slow ?? 0) === 1, 'the first execution');
+        // Every request reaches its replica's cache while the one execution runs.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        r.a.gate.open();
+        r.b.gate.open();
+        const responses = await Promise.all(pending);
+        for (const response of responses) expect(response.body.data).toEqual({ slow: 7 });
+        expect((r.a.calls.slow ?? 0) + (r.b.calls.slow ?? 0)).toBe(1);
+        const outcomes = responses.map((response) => response.body.extensions?.cache?.response);
+        expect(outcomes.filter((o) => o === 'miss')).toHaveLength(1);
+        expect(outcomes.filter((o) => o === 'coalesced' || o === 'hit')).toHaveLength(2 * N - 1);
+      } finally {
+        await r.stop();
+      }
+    },
+    120_000,
+  );
 
   it.each([
     ['apollo', 'apollo'],
     ['yoga', 'apollo'],
-  ] as [Server, Server][])('%s + %s: read-after-write through @invalidates and a mutation result entity, every read fresh on both', async (...kinds) => {
-    const r = await twoReplicas(kinds);
-    try {
-      const urls = [r.sa.url, r.sb.url];
-      const query = '{ user(id: "1") { id name } }';
-      let expected = 'Ada';
-      let reads = 0;
-      let fresh = 0;
-      let hits = 0;
-      const readBoth = async () => {
-        for (const url of urls) {
-          for (let i = 0; i < 2; i++) {
-            const body = (await post(url, query)).body;
-            reads++;
-            if (body.data.user.name === expected) fresh++;
-            if (body.extensions?.cache?.response === 'hit') hits++;
+  ] as [Server, Server][])(
+    '%s + %s: read-after-write through @invalidates and a mutation result entity, every read fresh on both',
+    async (...kinds) => {
+      const r = await twoReplicas(kinds);
+      try {
+        const urls = [r.sa.url, r.sb.url];
+        const query = '{ user(id: "1") { id name } }';
+        let expected = 'Ada';
+        let reads = 0;
+        let fresh = 0;
+        let hits = 0;
+        const readBoth = async () => {
+          for (const url of urls) {
+            for (let i = 0; i < 2; i++) {
+              const body = (await post(url, query)).body;
+              reads++;
+              if (body.data.user.name === expected) fresh++;
+              if (body.extensions?.cache?.response === 'hit') hits++;
+            }
           }
-        }
-      };
-      await readBoth();
-      for (let round = 0; round < 10; round++) {
-        const url = urls[round % 2]!; // the write lands on either replica
-        expected = `Ada${round}`;
-        const mutation = round % 4 < 2 ? 'renameUser' : 'renameUserEntity'; // @invalidates, then the result entity alone
-        const written = await post(url, `mutation { ${mutation}(id: "1", name: "${expected}") { id name } }`);
-        expect(written.body.data[mutation].name).toBe(expected);
+        };
         await readBoth();
+        for (let round = 0; round < 10; round++) {
+          const url = urls[round % 2]!; // the write lands on either replica
+          expected = `Ada${round}`;
+          const mutation = round % 4 < 2 ? 'renameUser' : 'renameUserEntity'; // @invalidates, then the result entity alone
+          const written = await post(url, `mutation { ${mutation}(id: "1", name: "${expected}") { id name } }`);
+          expect(written.body.data[mutation].name).toBe(expected);
+          await readBoth();
+        }
+        expect(fresh).toBe(reads);
+        // The reads were cached between writes (each replica read twice per round: the second a hit).
+        expect(hits).toBeGreaterThanOrEqual(11);
+      } finally {
+        await r.stop();
       }
-      expect(fresh).toBe(reads);
-      // The reads were cached between writes (each replica read twice per round: the second a hit).
-      expect(hits).toBeGreaterThanOrEqual(11);
-    } finally {
-      await r.stop();
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 });
 
 describe.each([
@@ -156,7 +173,8 @@ describe.each([
   ['yoga', 'redis'],
 ] as [Server, string][])('PRIVATE under seeded random load (%s, %s store)', (kind, storeName) => {
   it('0 leaks in 2,000 requests over 8 sessions, concurrent joiners included', async () => {
-    const store = storeName === 'redis' ? redisStore({ client: await client(), prefix: randomPrefix('private') }) : undefined;
+    const store =
+      storeName === 'redis' ? redisStore({ client: await client(), prefix: randomPrefix('private') }) : undefined;
     const f = responseFixture({ store });
     const { url, stop } = await serve(kind, f);
     // Yoga has no dynamic hints (info.cacheControl is Apollo's): its PUBLIC-declared viewerDynamic would be the schema's own lie.
@@ -180,7 +198,9 @@ describe.each([
         sent += size;
         // Now and then everything expires: the next bursts find the keys cold and join executions.
         if (random() < 0.1) await f.cache.clear();
-        const responses = await Promise.all(burst.map((b) => post(url, b.query, b.session === undefined ? {} : { session: b.session })));
+        const responses = await Promise.all(
+          burst.map((b) => post(url, b.query, b.session === undefined ? {} : { session: b.session })),
+        );
         responses.forEach((response, i) => {
           const text = JSON.stringify(response.body.data);
           const seen = [...text.matchAll(/viewer (\w+)/g)].map((m) => m[1]);
@@ -215,7 +235,11 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: expiry under load with swr', 
         const responses = await Promise.all(Array.from({ length: 40 }, () => post(url, '{ fresh }')));
         for (const response of responses) {
           // Served from the cache (the stale value, or the refreshed one once it landed), never an execution awaited.
-          if (response.body.extensions?.cache?.response !== 'stale' && response.body.extensions?.cache?.response !== 'hit') waited++;
+          if (
+            response.body.extensions?.cache?.response !== 'stale' &&
+            response.body.extensions?.cache?.response !== 'hit'
+          )
+            waited++;
           expect([expiry, expiry + 1]).toContain(response.body.data.fresh);
         }
         expect(responses.some((response) => response.body.extensions?.cache?.response === 'stale')).toBe(true);

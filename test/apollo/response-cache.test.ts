@@ -11,11 +11,18 @@ import { manualClock } from '../../src/core/freshness';
 import { post, responseFixture, until, type ResponseFixture } from '../graphql/response-fixture';
 import { connect, randomPrefix } from '../redis/helpers';
 
-async function serve(f: ResponseFixture, responseCache: true | ResponseCacheOptions = { sessionId: (ctx) => ctx.session }) {
-  const server = new ApolloServer({ schema: f.schema, plugins: [herdcachePlugin({ cache: f.cache, extensions: true, responseCache })] });
+async function serve(
+  f: ResponseFixture,
+  responseCache: true | ResponseCacheOptions = { sessionId: (ctx) => ctx.session },
+) {
+  const server = new ApolloServer({
+    schema: f.schema,
+    plugins: [herdcachePlugin({ cache: f.cache, extensions: true, responseCache })],
+  });
   const { url } = await startStandaloneServer(server, {
     listen: { port: 0, host: '127.0.0.1' },
-    context: async ({ req }) => (typeof req.headers['x-session'] === 'string' ? { session: req.headers['x-session'] } : {}),
+    context: async ({ req }) =>
+      typeof req.headers['x-session'] === 'string' ? { session: req.headers['x-session'] } : {},
   });
   return { url, stop: () => server.stop() };
 }
@@ -85,7 +92,10 @@ describe.each(stores)('Apollo response cache (%s store)', (_name, store) => {
     const f = responseFixture({ store: store() });
     const { url, stop } = await serve(f);
     try {
-      const [x, y] = await Promise.all([post(url, '{ dynamicPrivate }', { session: 'a' }), post(url, '{ dynamicPrivate }', { session: 'b' })]);
+      const [x, y] = await Promise.all([
+        post(url, '{ dynamicPrivate }', { session: 'a' }),
+        post(url, '{ dynamicPrivate }', { session: 'b' }),
+      ]);
       expect(x.body.data).toEqual({ dynamicPrivate: 1 });
       expect(y.body.data).toEqual({ dynamicPrivate: 1 });
       expect(f.calls.dynamicPrivate).toBe(2);
@@ -189,7 +199,10 @@ describe('Apollo response cache: SWR and a store that is down', () => {
     const f = responseFixture({ store: failing });
     const { url, stop } = await serve(f);
     try {
-      const responses = await Promise.all([post(url, '{ user(id: "2") { id name } }'), post(url, '{ user(id: "2") { id name } }')]);
+      const responses = await Promise.all([
+        post(url, '{ user(id: "2") { id name } }'),
+        post(url, '{ user(id: "2") { id name } }'),
+      ]);
       for (const r of responses) expect(r.body.data).toEqual({ user: { id: '2', name: 'Bob' } });
       const m = await post(url, 'mutation { renameUserEntity(id: "2", name: "Bo") { id name } }');
       expect(m.body.data.renameUserEntity.name).toBe('Bo');
@@ -203,7 +216,10 @@ describe('Apollo response cache: SWR and a store that is down', () => {
     const { Registry } = await import('prom-client');
     const registry = new Registry();
     const f = responseFixture();
-    const server = new ApolloServer({ schema: f.schema, plugins: [herdcachePlugin({ cache: f.cache, registry, responseCache: true })] });
+    const server = new ApolloServer({
+      schema: f.schema,
+      plugins: [herdcachePlugin({ cache: f.cache, registry, responseCache: true })],
+    });
     const { url } = await startStandaloneServer(server, { listen: { port: 0, host: '127.0.0.1' } });
     try {
       await post(url, 'query Products { products { id name } }');

@@ -27,7 +27,11 @@ function aborted(reason = new Error('client left')): AbortSignal {
 
 function failingUsers() {
   const cache = createCache();
-  const users = cache.loader<string, string>({ name: 'user', ttl: 60_000, batch: async (ids) => ids.map((id) => new Error(`no user ${id}`)) });
+  const users = cache.loader<string, string>({
+    name: 'user',
+    ttl: 60_000,
+    batch: async (ids) => ids.map((id) => new Error(`no user ${id}`)),
+  });
   return { cache, users };
 }
 
@@ -38,7 +42,9 @@ describe('a call with an aborted signal settles', () => {
     const failed = Promise.reject(new Error('the load failed'));
     failed.catch(() => {});
     await expect(settledWithin(raceAbort(failed, aborted(reason), () => left++))).resolves.toEqual({ error: reason });
-    await expect(settledWithin(raceAbort(new Promise<never>(() => {}), aborted(reason), () => left++))).resolves.toEqual({ error: reason });
+    await expect(
+      settledWithin(raceAbort(new Promise<never>(() => {}), aborted(reason), () => left++)),
+    ).resolves.toEqual({ error: reason });
     expect(left).toBe(2);
   });
 
@@ -87,7 +93,11 @@ describe('a call with an aborted signal settles', () => {
 
   it('the same for a value held by the request, and for a signal aborted while the failed load is held', async () => {
     const cache = createCache();
-    const users = cache.loader<string, string>({ name: 'user', ttl: 60_000, batch: async (ids) => ids.map((id) => (id === 'bad' ? new Error('bad') : `v${id}`)) });
+    const users = cache.loader<string, string>({
+      name: 'user',
+      ttl: 60_000,
+      batch: async (ids) => ids.map((id) => (id === 'bad' ? new Error('bad') : `v${id}`)),
+    });
     const loader = cache.request().loader(users);
     await expect(loader.load('1')).resolves.toBe('v1');
     await expect(loader.load('bad')).rejects.toThrow('bad');
@@ -117,7 +127,7 @@ describe("a request's signal (cache.request({ signal }), herdcacheContext({ sign
     return { cache, users, gates };
   }
 
-  it("ends every wait of the request when it fires, and a fill only that request wanted is told to stop", async () => {
+  it('ends every wait of the request when it fires, and a fill only that request wanted is told to stop', async () => {
     const { cache, users, gates } = slowUsers();
     const client = new AbortController();
     const scope = cache.request({ signal: client.signal });

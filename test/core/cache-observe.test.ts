@@ -5,8 +5,13 @@ import type { CacheHooks } from '../../src/core/types';
 describe('cache.observe', () => {
   it('calls options.hooks and every observer, in order, until removed', async () => {
     const calls: string[] = [];
-    const cache = createCache({ ttl: Infinity, hooks: { onMiss: (key) => calls.push(`own miss ${key}`), onFill: (key) => calls.push(`own fill ${key}`) } });
-    const stop = cache.observe({ onFill: (key, source, ms, error) => calls.push(`obs fill ${key} ${source} ${typeof ms} ${String(error)}`) });
+    const cache = createCache({
+      ttl: Infinity,
+      hooks: { onMiss: (key) => calls.push(`own miss ${key}`), onFill: (key) => calls.push(`own fill ${key}`) },
+    });
+    const stop = cache.observe({
+      onFill: (key, source, ms, error) => calls.push(`obs fill ${key} ${source} ${typeof ms} ${String(error)}`),
+    });
     await cache.getOrCompute('a', () => 1, { label: 'Query.a' });
     expect(calls).toEqual(['own miss a', 'own fill a', 'obs fill a Query.a number undefined']);
     stop();

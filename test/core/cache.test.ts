@@ -119,7 +119,9 @@ describe('double-check', () => {
     const fill = jest.fn(async () => 'computed');
     const pending = cache.getOrCompute('k', fill);
     // Written after the caller's own read, before its dispatch: e.g. by another writer.
-    await store.setMany([{ key: 'k', entry: { value: 'written', freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity }]);
+    await store.setMany([
+      { key: 'k', entry: { value: 'written', freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity },
+    ]);
     expect(await pending).toBe('written');
     expect(fill).not.toHaveBeenCalled();
   });
@@ -429,12 +431,14 @@ describe('invalidation', () => {
 describe('metrics and hooks', () => {
   it('counts per source and in total, and calls the observer hooks', async () => {
     const events: string[] = [];
-    const cache = createCache({ ttl: Infinity,
+    const cache = createCache({
+      ttl: Infinity,
       hooks: {
         onHit: (key, source) => events.push(`hit ${key} ${source}`),
         onMiss: (key) => events.push(`miss ${key}`),
         onCoalesced: (key) => events.push(`coalesced ${key}`),
-        onFill: (key, source, ms, error) => events.push(`fill ${key} ${source} ${typeof ms} ${error === undefined ? 'ok' : 'failed'}`),
+        onFill: (key, source, ms, error) =>
+          events.push(`fill ${key} ${source} ${typeof ms} ${error === undefined ? 'ok' : 'failed'}`),
       },
     });
     const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id}`) });
@@ -446,12 +450,19 @@ describe('metrics and hooks', () => {
     expect(snapshot.sources.user).toMatchObject({ misses: 2, fills: 2, batches: 1, batchedKeys: 2 });
     expect(snapshot.total).toMatchObject({ hits: 1, misses: 3, coalesced: 1, fills: 3, batches: 1 });
     expect(events).toEqual(
-      expect.arrayContaining(['miss k', 'coalesced k', 'hit k getOrCompute', 'fill k getOrCompute number ok', 'fill user:1 user number ok']),
+      expect.arrayContaining([
+        'miss k',
+        'coalesced k',
+        'hit k getOrCompute',
+        'fill k getOrCompute number ok',
+        'fill user:1 user number ok',
+      ]),
     );
   });
 
   it('a throwing hook does not fail the load', async () => {
-    const cache = createCache({ ttl: Infinity,
+    const cache = createCache({
+      ttl: Infinity,
       hooks: {
         onMiss: () => {
           throw new Error('observer bug');
@@ -471,12 +482,15 @@ describe('metrics and hooks', () => {
 
 describe('bad input', () => {
   const cache = createCache({ ttl: Infinity });
-  it.each([[''], [42], [null], [undefined], [{}]])('rejects key %p with E_INVALID_KEY naming the argument', async (key) => {
-    await expect(cache.getOrCompute(key as unknown as string, async () => 1)).rejects.toMatchObject({
-      code: 'E_INVALID_KEY',
-      message: expect.stringContaining('argument "key"'),
-    });
-  });
+  it.each([[''], [42], [null], [undefined], [{}]])(
+    'rejects key %p with E_INVALID_KEY naming the argument',
+    async (key) => {
+      await expect(cache.getOrCompute(key as unknown as string, async () => 1)).rejects.toMatchObject({
+        code: 'E_INVALID_KEY',
+        message: expect.stringContaining('argument "key"'),
+      });
+    },
+  );
 
   it('rejects a fill that is not a function', async () => {
     await expect(cache.getOrCompute('k', 'nope' as never)).rejects.toMatchObject({
@@ -503,7 +517,9 @@ describe('bad input', () => {
   it('rejects bad per-call options without touching the cache', async () => {
     const c = createCache({ ttl: Infinity });
     await c.getOrCompute('k', async () => 'kept');
-    await expect(c.getOrCompute('other', async () => 1, { ttl: NaN })).rejects.toMatchObject({ code: 'E_INVALID_OPTION' });
+    await expect(c.getOrCompute('other', async () => 1, { ttl: NaN })).rejects.toMatchObject({
+      code: 'E_INVALID_OPTION',
+    });
     expect(await c.getOrCompute('k', async () => 'replaced')).toBe('kept');
     expect(c.inFlight).toBe(0);
   });

@@ -38,7 +38,11 @@ describe('coalesce-only: no ttl means nothing stored, misses still coalesced', (
       await gate.promise;
       return `v${fills}`;
     };
-    const concurrent = Promise.all([cache.getOrCompute('k', fill), cache.getOrCompute('k', fill), cache.getOrCompute('k', fill)]);
+    const concurrent = Promise.all([
+      cache.getOrCompute('k', fill),
+      cache.getOrCompute('k', fill),
+      cache.getOrCompute('k', fill),
+    ]);
     await flush();
     gate.resolve();
     expect(await concurrent).toEqual(['v1', 'v1', 'v1']);
@@ -52,7 +56,10 @@ describe('coalesce-only: no ttl means nothing stored, misses still coalesced', (
     const { store, touches } = touchCountingStore();
     const cache = createCache({ store });
     const batches: string[][] = [];
-    const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => (batches.push([...ids]), ids.map((id) => `u${id}`)) });
+    const users = cache.loader<string, string>({
+      name: 'user',
+      batch: async (ids) => (batches.push([...ids]), ids.map((id) => `u${id}`)),
+    });
     const a = cache.request().loader(users);
     const b = cache.request().loader(users);
     expect(await Promise.all([a.load('1'), a.load('2'), b.load('2'), b.load('3')])).toEqual(['u1', 'u2', 'u2', 'u3']);
@@ -96,7 +103,9 @@ describe('coalesce-only: no ttl means nothing stored, misses still coalesced', (
     expect(() => createCache({ swr: 30_000 })).toThrow(/option "swr" must be 0 when ttl is 0 .*set a ttl/);
     expect(() => createCache({ earlyRefresh: true })).toThrow(/option "earlyRefresh" must be off when ttl is 0/);
     const cache = createCache();
-    expect(() => cache.loader({ name: 'x', batch: async (k: readonly string[]) => k, swr: 5 })).toThrow(expect.objectContaining({ code: 'E_INVALID_OPTION' }));
+    expect(() => cache.loader({ name: 'x', batch: async (k: readonly string[]) => k, swr: 5 })).toThrow(
+      expect.objectContaining({ code: 'E_INVALID_OPTION' }),
+    );
     // Inherited grace is not "asked for": a coalesce-only loader under a cache with swr is fine.
     const storing = createCache({ ttl: 1_000, swr: 5_000 });
     expect(() => storing.loader({ name: 'y', ttl: 0, batch: async (k: readonly string[]) => k })).not.toThrow();

@@ -32,7 +32,13 @@ describe('no leaks', () => {
       for (let i = 0; i < 1000; i++) {
         const key = (round * 1000 + i) % 3000;
         const kind = i % 5;
-        if (kind === 0) ops.push(users.load(key).then(() => ok++, () => failed++));
+        if (kind === 0)
+          ops.push(
+            users.load(key).then(
+              () => ok++,
+              () => failed++,
+            ),
+          );
         else if (kind === 1) {
           ops.push(
             cache
@@ -40,20 +46,40 @@ describe('no leaks', () => {
                 if (key % 3 === 0) throw new Error('fill failed');
                 return key;
               })
-              .then(() => ok++, () => failed++),
+              .then(
+                () => ok++,
+                () => failed++,
+              ),
           );
         } else if (kind === 2) {
           const controller = new AbortController();
           ops.push(
             cache
-              .getOrCompute(`slow${key}`, ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve(0))), {
-                signal: controller.signal,
-              })
-              .then(() => ok++, () => aborted++),
+              .getOrCompute(
+                `slow${key}`,
+                ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve(0))),
+                {
+                  signal: controller.signal,
+                },
+              )
+              .then(
+                () => ok++,
+                () => aborted++,
+              ),
           );
           controller.abort();
         } else if (kind === 3) ops.push(cache.invalidate(`k${key}`));
-        else ops.push(cache.request().loader(users).load(key).then(() => ok++, () => failed++));
+        else
+          ops.push(
+            cache
+              .request()
+              .loader(users)
+              .load(key)
+              .then(
+                () => ok++,
+                () => failed++,
+              ),
+          );
       }
       await Promise.all(ops);
     }

@@ -81,23 +81,31 @@ describe('batching loader', () => {
 
   it.each([
     ['a non-array', async () => ({ not: 'an array' }), 'E_BATCH_NOT_ARRAY', /must return an array/],
-    ['the wrong length', async (keys: readonly number[]) => keys.slice(1), 'E_BATCH_LENGTH', /returned 2 values for 3 keys/],
-  ])('a batch returning %s fails every key of that batch with a clear error; nothing is cached', async (_label, bad, code, message) => {
-    const cache = createCache({ ttl: Infinity });
-    let broken = true;
-    const loader = cache.loader<number, number>({
-      name: 'n',
-      batch: async (keys) => (broken ? ((await bad(keys)) as unknown as number[]) : keys.map((k) => k)),
-    });
-    const results = await loader.loadMany([1, 2, 3]);
-    for (const r of results) {
-      expect(r).toBeInstanceOf(HerdcacheError);
-      expect(r).toMatchObject({ code, message: expect.stringMatching(message) });
-    }
-    expect(results[0]).toBe(results[1]); // one error object, shared
-    broken = false;
-    expect(await loader.loadMany([1, 2, 3])).toEqual([1, 2, 3]);
-  });
+    [
+      'the wrong length',
+      async (keys: readonly number[]) => keys.slice(1),
+      'E_BATCH_LENGTH',
+      /returned 2 values for 3 keys/,
+    ],
+  ])(
+    'a batch returning %s fails every key of that batch with a clear error; nothing is cached',
+    async (_label, bad, code, message) => {
+      const cache = createCache({ ttl: Infinity });
+      let broken = true;
+      const loader = cache.loader<number, number>({
+        name: 'n',
+        batch: async (keys) => (broken ? ((await bad(keys)) as unknown as number[]) : keys.map((k) => k)),
+      });
+      const results = await loader.loadMany([1, 2, 3]);
+      for (const r of results) {
+        expect(r).toBeInstanceOf(HerdcacheError);
+        expect(r).toMatchObject({ code, message: expect.stringMatching(message) });
+      }
+      expect(results[0]).toBe(results[1]); // one error object, shared
+      broken = false;
+      expect(await loader.loadMany([1, 2, 3])).toEqual([1, 2, 3]);
+    },
+  );
 
   it('a batch that throws fails every key with its own error object', async () => {
     const cache = createCache({ ttl: Infinity });
@@ -155,7 +163,10 @@ describe('batching loader', () => {
   it('cache.invalidate takes the loader key as name:key', async () => {
     const cache = createCache({ ttl: Infinity });
     let version = 1;
-    const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id} v${version}`) });
+    const users = cache.loader<number, string>({
+      name: 'user',
+      batch: async (ids) => ids.map((id) => `u${id} v${version}`),
+    });
     expect(await users.load(1)).toBe('u1 v1');
     version = 2;
     await cache.invalidate(users.storeKey(1));
@@ -197,7 +208,10 @@ describe('batching loader', () => {
     version = 2;
     expect(await loader.loadMany([1, 2, 3])).toEqual(['1v1', '2v1', '3v1']);
     await flush();
-    expect(calls).toEqual([[1, 2, 3], [1, 2, 3]]);
+    expect(calls).toEqual([
+      [1, 2, 3],
+      [1, 2, 3],
+    ]);
     expect(await loader.loadMany([1, 2, 3])).toEqual(['1v2', '2v2', '3v2']);
   });
 
@@ -218,7 +232,12 @@ describe('batching loader', () => {
     const cache = createCache({ ttl: Infinity, store });
     const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id}`) });
     const posts = cache.loader<number, string>({ name: 'post', batch: async (ids) => ids.map((id) => `p${id}`) });
-    const results = await Promise.all([users.load(1), posts.load(1), users.load(2), cache.getOrCompute('x', async () => 'x')]);
+    const results = await Promise.all([
+      users.load(1),
+      posts.load(1),
+      users.load(2),
+      cache.getOrCompute('x', async () => 'x'),
+    ]);
     expect(results).toEqual(['u1', 'p1', 'u2', 'x']);
     expect(calls.getMany).toBe(1);
     expect(calls.getManyKeys[0]).toEqual(['user:1', 'post:1', 'user:2', 'x']);
@@ -228,22 +247,44 @@ describe('batching loader', () => {
     const cache = createCache({ ttl: Infinity });
     it('rejects a missing or duplicate name, a non-function batch, a bad maxBatchSize', () => {
       expect(() => cache.loader({ name: '', batch: async () => [] })).toThrow(/option "name"/);
-      expect(() => cache.loader({ name: 'x', batch: 'nope' as never })).toThrow(/option "batch" must be a function, got "nope"/);
-      expect(() => cache.loader({ name: 'y', batch: async () => [], maxBatchSize: 0 })).toThrow(/option "maxBatchSize" must be a positive integer or Infinity, got 0/);
+      expect(() => cache.loader({ name: 'x', batch: 'nope' as never })).toThrow(
+        /option "batch" must be a function, got "nope"/,
+      );
+      expect(() => cache.loader({ name: 'y', batch: async () => [], maxBatchSize: 0 })).toThrow(
+        /option "maxBatchSize" must be a positive integer or Infinity, got 0/,
+      );
       expect(() => cache.loader({ name: 'z', batch: async () => [], ttl: -1 })).toThrow(/option "ttl"/);
       cache.loader({ name: 'dup', batch: async () => [] });
-      expect(() => cache.loader({ name: 'dup', batch: async () => [] })).toThrow(expect.objectContaining({ code: 'E_DUPLICATE_LOADER' }));
+      expect(() => cache.loader({ name: 'dup', batch: async () => [] })).toThrow(
+        expect.objectContaining({ code: 'E_DUPLICATE_LOADER' }),
+      );
     });
 
     it('throws at once (a TypeError, as DataLoader) for keys that do not map to a non-empty string, naming the loader and key', async () => {
       const loader = cache.loader<unknown, unknown>({ name: 'keys', batch: async (ks) => ks });
-      expect(() => loader.load({ id: 1 })).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('loader "keys" got key object') }));
+      expect(() => loader.load({ id: 1 })).toThrow(
+        expect.objectContaining({
+          code: 'E_INVALID_KEY',
+          message: expect.stringContaining('loader "keys" got key object'),
+        }),
+      );
       expect(() => loader.load('')).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY' }));
-      expect(() => loader.load(NaN)).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('NaN') }));
+      expect(() => loader.load(NaN)).toThrow(
+        expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('NaN') }),
+      );
       expect(() => loader.load(undefined)).toThrow(TypeError);
       expect(() => loader.load(null)).toThrow(HerdcacheError);
-      expect(() => loader.loadMany('1' as never)).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('loadMany() must be called with an array') }));
-      const byId = cache.loader<{ id: number }, number>({ name: 'byId', batch: async (ks) => ks.map((k) => k.id), key: (k) => String(k.id) });
+      expect(() => loader.loadMany('1' as never)).toThrow(
+        expect.objectContaining({
+          code: 'E_INVALID_KEY',
+          message: expect.stringContaining('loadMany() must be called with an array'),
+        }),
+      );
+      const byId = cache.loader<{ id: number }, number>({
+        name: 'byId',
+        batch: async (ks) => ks.map((k) => k.id),
+        key: (k) => String(k.id),
+      });
       expect(await byId.load({ id: 5 })).toBe(5);
     });
   });

@@ -69,7 +69,9 @@ describe('fill lock protocol', () => {
     const originalGetMany = store.getMany.bind(store);
     store.getMany = async (keys) => {
       const result = await originalGetMany(keys);
-      await store.entries.setMany([{ key: 'k', entry: { value: 'theirs', freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity }]);
+      await store.entries.setMany([
+        { key: 'k', entry: { value: 'theirs', freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity },
+      ]);
       return result;
     };
     expect(await pending).toBe('theirs');

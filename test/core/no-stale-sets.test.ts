@@ -33,7 +33,17 @@
 import { manualClock } from '../../src/core/freshness';
 import { memoryStore } from '../../src/core/memory';
 import { flush } from '../helpers';
-import { observedCache, report, run, SCHEDULE_STEPS, SEED, timeoutFor, type ScheduleBudget, type Tallies, type World } from '../redis/tiered/interleavings';
+import {
+  observedCache,
+  report,
+  run,
+  SCHEDULE_STEPS,
+  SEED,
+  timeoutFor,
+  type ScheduleBudget,
+  type Tallies,
+  type World,
+} from '../redis/tiered/interleavings';
 
 const tallies: Tallies = {};
 
@@ -42,23 +52,26 @@ afterAll(() => report(tallies));
 /** About 10,000 on a quiet machine; never fewer than 1,000 (HERDCACHE_NSS_SCHEDULES=n: exactly n). */
 const BUDGET: ScheduleBudget = { min: 1_000, minRacingFills: 1_000, max: 10_000, budgetMs: 6_000 };
 
-it(`memory store, one registry: up to ${BUDGET.max} schedules in ${BUDGET.budgetMs / 1000} s (at least ${BUDGET.min}), deterministic`, async () => {
-  const clock = manualClock();
-  const world: World = {
-    name: 'memory',
-    caches: [observedCache(0, { store: memoryStore({ max: 100_000 }), clock })],
-    settle: (rng) => flush(rng.int(3)),
-    idle: () => flush(3),
-    mark: () => 0,
-    knows: () => true,
-    close: async () => {},
-  };
-  const started = Date.now();
-  const tally = await run(world, BUDGET, SEED);
-  tallies.memory = { ...tally, ms: Date.now() - started };
-  expect(tally.schedules).toBeGreaterThanOrEqual(BUDGET.min);
-  expect(tally.coalescedStale).toBe(0); // one process: its own invalidations abandon its fills
-  expect(tally.invalidations).toBeGreaterThan(tally.schedules * SCHEDULE_STEPS * 0.2);
-  expect(tally.racingFills).toBeGreaterThanOrEqual(BUDGET.minRacingFills);
-}, timeoutFor(BUDGET));
-
+it(
+  `memory store, one registry: up to ${BUDGET.max} schedules in ${BUDGET.budgetMs / 1000} s (at least ${BUDGET.min}), deterministic`,
+  async () => {
+    const clock = manualClock();
+    const world: World = {
+      name: 'memory',
+      caches: [observedCache(0, { store: memoryStore({ max: 100_000 }), clock })],
+      settle: (rng) => flush(rng.int(3)),
+      idle: () => flush(3),
+      mark: () => 0,
+      knows: () => true,
+      close: async () => {},
+    };
+    const started = Date.now();
+    const tally = await run(world, BUDGET, SEED);
+    tallies.memory = { ...tally, ms: Date.now() - started };
+    expect(tally.schedules).toBeGreaterThanOrEqual(BUDGET.min);
+    expect(tally.coalescedStale).toBe(0); // one process: its own invalidations abandon its fills
+    expect(tally.invalidations).toBeGreaterThan(tally.schedules * SCHEDULE_STEPS * 0.2);
+    expect(tally.racingFills).toBeGreaterThanOrEqual(BUDGET.minRacingFills);
+  },
+  timeoutFor(BUDGET),
+);

@@ -42,7 +42,15 @@ describe('durations that no store can keep are refused at creation', () => {
 
   it('Infinity (never stale, no expiry) and the largest finite durations are accepted', () => {
     expect(() => createCache({ ttl: Infinity, swr: Infinity })).not.toThrow();
-    expect(() => createCache({ ttl: MAX_DURATION, swr: MAX_DURATION, lockTtl: MAX_DURATION, lockWaitTimeout: MAX_DURATION, lockPollInterval: 2 ** 31 - 1 })).not.toThrow();
+    expect(() =>
+      createCache({
+        ttl: MAX_DURATION,
+        swr: MAX_DURATION,
+        lockTtl: MAX_DURATION,
+        lockWaitTimeout: MAX_DURATION,
+        lockPollInterval: 2 ** 31 - 1,
+      }),
+    ).not.toThrow();
   });
 });
 
@@ -113,11 +121,25 @@ describe('jitter outside [0, 1] and null options are refused, naming the option'
     const cache = createCache({ jitter: 1 });
     await expect(cache.getOrCompute('k', () => 1, { ttl: 5, jitter: 0 })).resolves.toBe(1);
     await expect(cache.getOrCompute('k2', () => 1, { ttl: 5, jitter: 2 })).rejects.toThrow(/option "jitter"/);
-    expect(() => cache.loader({ name: 'l', batch: (keys: readonly string[]) => keys, jitter: -1 })).toThrow(/option "jitter"/);
+    expect(() => cache.loader({ name: 'l', batch: (keys: readonly string[]) => keys, jitter: -1 })).toThrow(
+      /option "jitter"/,
+    );
   });
 
   // One rule: only undefined (a key left out) means "the default"; null is a value, refused.
-  it.each(['ttl', 'swr', 'jitter', 'lock', 'hooks', 'maxRefreshes', 'lockTtl', 'lockWaitTimeout', 'lockPollInterval', 'clock', 'store'])('%s: null', (name) => {
+  it.each([
+    'ttl',
+    'swr',
+    'jitter',
+    'lock',
+    'hooks',
+    'maxRefreshes',
+    'lockTtl',
+    'lockWaitTimeout',
+    'lockPollInterval',
+    'clock',
+    'store',
+  ])('%s: null', (name) => {
     const error = refusal(() => createCache({ [name]: null } as object));
     expect(error.code).toBe('E_INVALID_OPTION');
     expect(error.message).toContain(`"${name}"`);

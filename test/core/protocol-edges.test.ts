@@ -30,7 +30,13 @@ describe('counting, scopes, keys, prime', () => {
 
   it("request scope: one caller's abort does not reject another caller of the same key", async () => {
     const cache = createCache({ ttl: Infinity });
-    const users = cache.loader<number, string>({ name: 'u', batch: async (ids) => { await new Promise((r) => setTimeout(r, 20)); return ids.map(String); } });
+    const users = cache.loader<number, string>({
+      name: 'u',
+      batch: async (ids) => {
+        await new Promise((r) => setTimeout(r, 20));
+        return ids.map(String);
+      },
+    });
     const scope = cache.request();
     const ac = new AbortController();
     const first = scope.load(users, 1, { signal: ac.signal });
@@ -54,7 +60,11 @@ describe('counting, scopes, keys, prime', () => {
 
   it('loader.clear takes one key, even a composite (array) key', async () => {
     const cache = createCache({ ttl: Infinity });
-    const l = cache.loader<[string, string], string>({ name: 'p', key: ([a, b]) => `${a}/${b}`, batch: async (ks) => ks.map(([a, b]) => a + b) });
+    const l = cache.loader<[string, string], string>({
+      name: 'p',
+      key: ([a, b]) => `${a}/${b}`,
+      batch: async (ks) => ks.map(([a, b]) => a + b),
+    });
     await l.load(['a', 'b']);
     await l.clear(['a', 'b']);
     expect(cache.metrics().sources.p!.invalidations).toBe(1);
@@ -77,7 +87,12 @@ describe('counting, scopes, keys, prime', () => {
     const l = cache.loader<string, string>({ name: 'u', batch: async (ks) => ks });
     const scope = cache.request();
     expect(() => scope.loader(l).loadMany('abc' as never)).toThrow(TypeError);
-    expect(() => scope.loader(l).loadMany('abc' as never)).toThrow(expect.objectContaining({ code: 'E_INVALID_KEY', message: expect.stringContaining('loadMany() must be called with an array of keys, got "abc"') }));
+    expect(() => scope.loader(l).loadMany('abc' as never)).toThrow(
+      expect.objectContaining({
+        code: 'E_INVALID_KEY',
+        message: expect.stringContaining('loadMany() must be called with an array of keys, got "abc"'),
+      }),
+    );
   });
 
   it('a leader whose only caller aborts before dispatch is still counted once (a miss)', async () => {
@@ -91,7 +106,6 @@ describe('counting, scopes, keys, prime', () => {
   });
 });
 
-
 describe('bad input before any fill starts', () => {
   it('getOrCompute(key, fill, null) gives a HerdcacheError naming options', async () => {
     const cache = createCache({ ttl: Infinity });
@@ -100,20 +114,26 @@ describe('bad input before any fill starts', () => {
   });
   it('a signal that is not an AbortSignal gives a HerdcacheError naming signal', async () => {
     const cache = createCache({ ttl: Infinity });
-    const err = await cache.getOrCompute('k', async () => 1, { signal: {} as never }).catch((e: unknown) => e as HerdcacheError);
+    const err = await cache
+      .getOrCompute('k', async () => 1, { signal: {} as never })
+      .catch((e: unknown) => e as HerdcacheError);
     expect(err).toBeInstanceOf(HerdcacheError);
-    expect(err).toMatchObject({ code: 'E_INVALID_OPTION', message: expect.stringContaining('option "signal" must be an AbortSignal') });
+    expect(err).toMatchObject({
+      code: 'E_INVALID_OPTION',
+      message: expect.stringContaining('option "signal" must be an AbortSignal'),
+    });
   });
   it('loader names cannot contain ":" ("a" and "a:b" would share keys)', () => {
     const cache = createCache({ ttl: Infinity });
     cache.loader<string, string>({ name: 'a', batch: async (ks) => ks.map((k) => `from a ${k}`) });
-    expect(() => cache.loader<string, string>({ name: 'a:b', batch: async (ks) => ks })).toThrow(/option "name" must be a non-empty string without ":".*got "a:b"/);
+    expect(() => cache.loader<string, string>({ name: 'a:b', batch: async (ks) => ks })).toThrow(
+      /option "name" must be a non-empty string without ":".*got "a:b"/,
+    );
   });
   it('a non-function hook is rejected at configuration time', () => {
     expect(() => createCache({ ttl: Infinity, hooks: { onHit: 'nope' as never } })).toThrow(HerdcacheError);
   });
 });
-
 
 describe('protocol steps that had no test', () => {
   it('a waiter with a signal is woken by invalidate and re-contends (no hang)', async () => {
@@ -133,7 +153,15 @@ describe('protocol steps that had no test', () => {
     const cache = createCache({ ttl: Infinity });
     const ac = new AbortController();
     for (let i = 0; i < 10; i++) await cache.getOrCompute(`k${i}`, async () => i, { signal: ac.signal });
-    await expect(cache.getOrCompute('bad', async () => { throw new Error('x'); }, { signal: ac.signal })).rejects.toThrow('x');
+    await expect(
+      cache.getOrCompute(
+        'bad',
+        async () => {
+          throw new Error('x');
+        },
+        { signal: ac.signal },
+      ),
+    ).rejects.toThrow('x');
     expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
   });
 
@@ -151,7 +179,6 @@ describe('protocol steps that had no test', () => {
     expect([t.misses, t.staleServed, t.hits, t.coalesced]).toEqual([1, 1, 0, 0]);
   });
 });
-
 
 describe('fill locks are never orphaned or shared', () => {
   it('a lock won for a flight abandoned during acquire is released', async () => {

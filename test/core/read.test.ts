@@ -130,7 +130,12 @@ describe('joining a flight', () => {
     });
     const nextTick = jest.spyOn(process, 'nextTick');
     try {
-      const loads = Array.from({ length: 1000 }, (_, i) => cache.request().loader(items).load(String(i % 10)));
+      const loads = Array.from({ length: 1000 }, (_, i) =>
+        cache
+          .request()
+          .loader(items)
+          .load(String(i % 10)),
+      );
       for (let i = 0; i < 3; i++) await Promise.resolve(); // the promise jobs that schedule the ticks
       expect(nextTick.mock.calls.length).toBeLessThanOrEqual(3); // the registry's dispatch and the scopes' one window
       expect(await Promise.all(loads)).toEqual(loads.map((_, i) => `v${i % 10}`));

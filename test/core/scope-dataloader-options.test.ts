@@ -28,7 +28,11 @@ describe('batchScheduleFn on the shared loader', () => {
     const cache = createCache();
     const window = manualScheduler();
     const calls: string[][] = [];
-    const users = cache.loader<string, string>({ name: 'user', batchScheduleFn: window.schedule, batch: async (ids) => (calls.push([...ids]), ids.map((id) => `u${id}`)) });
+    const users = cache.loader<string, string>({
+      name: 'user',
+      batchScheduleFn: window.schedule,
+      batch: async (ids) => (calls.push([...ids]), ids.map((id) => `u${id}`)),
+    });
     const first = cache.request().loader(users).loadMany(['1', '2']);
     await flush();
     const second = cache.request().loader(users).loadMany(['2', '3']);
@@ -45,19 +49,29 @@ describe('batchScheduleFn on the shared loader', () => {
   it('without a window the same arrivals make one batch call per tick', async () => {
     const cache = createCache();
     const calls: string[][] = [];
-    const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => (calls.push([...ids]), ids.map((id) => `u${id}`)) });
+    const users = cache.loader<string, string>({
+      name: 'user',
+      batch: async (ids) => (calls.push([...ids]), ids.map((id) => `u${id}`)),
+    });
     const first = cache.request().loader(users).loadMany(['1', '2']);
     await flush();
     const second = cache.request().loader(users).loadMany(['2', '3']);
     await Promise.all([first, second]);
-    expect(calls).toEqual([['1', '2'], ['2', '3']]);
+    expect(calls).toEqual([
+      ['1', '2'],
+      ['2', '3'],
+    ]);
   });
 
   it('a windowed loader keeps its keys apart from the tick dispatch of other loaders', async () => {
     const cache = createCache();
     const window = manualScheduler();
     const order: string[] = [];
-    const slow = cache.loader<string, string>({ name: 'slow', batchScheduleFn: window.schedule, batch: async (ids) => (order.push(`slow ${ids}`), ids) });
+    const slow = cache.loader<string, string>({
+      name: 'slow',
+      batchScheduleFn: window.schedule,
+      batch: async (ids) => (order.push(`slow ${ids}`), ids),
+    });
     const fast = cache.loader<string, string>({ name: 'fast', batch: async (ids) => (order.push(`fast ${ids}`), ids) });
     const scope = cache.request();
     const s = scope.load(slow, 'a');
@@ -72,9 +86,22 @@ describe('batchScheduleFn on the shared loader', () => {
     const cache = createCache();
     const calls: string[][] = [];
     const batch = async (ids: readonly string[]) => (calls.push([...ids]), ids);
-    const throwing = cache.loader<string, string>({ name: 'throwing', batch, batchScheduleFn: () => { throw new Error('scheduler bug'); } });
+    const throwing = cache.loader<string, string>({
+      name: 'throwing',
+      batch,
+      batchScheduleFn: () => {
+        throw new Error('scheduler bug');
+      },
+    });
     expect(await throwing.load('x')).toBe('x');
-    const twice = cache.loader<string, string>({ name: 'twice', batch, batchScheduleFn: (dispatch) => { dispatch(); dispatch(); } });
+    const twice = cache.loader<string, string>({
+      name: 'twice',
+      batch,
+      batchScheduleFn: (dispatch) => {
+        dispatch();
+        dispatch();
+      },
+    });
     const loads = Promise.all([twice.load('y'), twice.load('z')]);
     expect(await loads).toEqual(['y', 'z']);
     expect(calls).toEqual([['x'], ['y'], ['z']]); // dispatched at once: each load its own window
@@ -82,12 +109,14 @@ describe('batchScheduleFn on the shared loader', () => {
 
   it('a batchScheduleFn that is not a function is refused, naming the option', () => {
     const cache = createCache();
-    expect(() => cache.loader({ name: 'x', batch: async (k: readonly string[]) => k, batchScheduleFn: 5 as never })).toThrow(/option "batchScheduleFn" must be a function/);
+    expect(() =>
+      cache.loader({ name: 'x', batch: async (k: readonly string[]) => k, batchScheduleFn: 5 as never }),
+    ).toThrow(/option "batchScheduleFn" must be a function/);
   });
 });
 
 describe('cache: false on a scoped loader', () => {
-  it('neither joins another request\'s fill in flight nor reads or writes the store', async () => {
+  it("neither joins another request's fill in flight nor reads or writes the store", async () => {
     const { store, calls } = countingStore(memoryStore());
     const cache = createCache({ store, ttl: 60_000 });
     const gate = deferred<void>();
@@ -120,11 +149,13 @@ describe('cache: false on a scoped loader', () => {
   it('cacheMap must have get, set, delete and clear: the error names what is missing', () => {
     const cache = createCache();
     const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => ids });
-    expect(() => cache.request().loader(users, { cacheMap: { get() {}, set() {} } as never })).toThrow(/option "cacheMap" .*missing: delete, clear/);
+    expect(() => cache.request().loader(users, { cacheMap: { get() {}, set() {} } as never })).toThrow(
+      /option "cacheMap" .*missing: delete, clear/,
+    );
     expect(() => cache.request().loader(users, { cache: 'no' as never })).toThrow(HerdcacheError);
   });
 
-  it('scope.loader(loader) is the scope\'s one view; with options it is a new view with its own memo', () => {
+  it("scope.loader(loader) is the scope's one view; with options it is a new view with its own memo", () => {
     const cache = createCache();
     const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => ids });
     const scope = cache.request();
@@ -152,9 +183,12 @@ describe('this and keys', () => {
     expect(holders[1]).toBe(users);
   });
 
-  it('an object key without a key function throws a TypeError that shows the fix with the key\'s fields', () => {
+  it("an object key without a key function throws a TypeError that shows the fix with the key's fields", () => {
     const cache = createCache();
-    const posts = cache.loader<{ authorId: number; slug: string }, string>({ name: 'post', batch: async (keys) => keys.map((k) => k.slug) });
+    const posts = cache.loader<{ authorId: number; slug: string }, string>({
+      name: 'post',
+      batch: async (keys) => keys.map((k) => k.slug),
+    });
     const scoped = cache.request().loader(posts);
     let thrown: unknown;
     try {
@@ -165,6 +199,8 @@ describe('this and keys', () => {
     expect(thrown).toBeInstanceOf(TypeError);
     expect(thrown).toBeInstanceOf(HerdcacheError);
     expect(thrown).toMatchObject({ code: 'E_INVALID_KEY' });
-    expect((thrown as Error).message).toContain('cache.loader({ name: "post", key: (k) => `${k.authorId}:${k.slug}`, batch })');
+    expect((thrown as Error).message).toContain(
+      'cache.loader({ name: "post", key: (k) => `${k.authorId}:${k.slug}`, batch })',
+    );
   });
 });

@@ -41,7 +41,9 @@ describe('tags', () => {
   it('the memory store tag index is bounded by its entries (eviction and overwrite unindex)', async () => {
     const store = memoryStore({ max: 10 });
     const cache = createCache({ ttl: Infinity, store });
-    await Promise.all(Array.from({ length: 100 }, (_, i) => cache.getOrCompute(`k${i}`, async () => i, { tags: [`T${i}`] })));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) => cache.getOrCompute(`k${i}`, async () => i, { tags: [`T${i}`] })),
+    );
     expect(store.size).toBe(10);
     expect(store.tagCount).toBe(10);
   });
@@ -98,12 +100,15 @@ describe('tags', () => {
 
   it('bad tags are rejected naming the option; a store without tag support refuses tags at configuration', async () => {
     const cache = createCache({ ttl: Infinity });
-    await expect(cache.getOrCompute('k', async () => 1, { tags: 'User:1' as never })).rejects.toThrow(/option "tags" must be an array of non-empty strings, got "User:1"/);
+    await expect(cache.getOrCompute('k', async () => 1, { tags: 'User:1' as never })).rejects.toThrow(
+      /option "tags" must be an array of non-empty strings, got "User:1"/,
+    );
     await expect(cache.invalidateTags([''])).rejects.toThrow(/option "tags"/);
     const users = cache.loader<number, number>({ name: 'u', batch: async (ids) => ids, tags: () => [42 as never] });
     await expect(users.load(1)).rejects.toThrow(/option "tags" must be an array of non-empty strings/);
     const inner = memoryStore();
-    const bare = createCache({ ttl: Infinity,
+    const bare = createCache({
+      ttl: Infinity,
       store: {
         name: 'bare',
         getMany: (keys) => inner.getMany(keys),
@@ -112,6 +117,8 @@ describe('tags', () => {
         clear: () => inner.clear(),
       },
     });
-    expect(() => bare.loader({ name: 'x', batch: async (ids: readonly number[]) => ids, tags: (id) => [`X:${id}`] })).toThrow(expect.objectContaining({ code: 'E_UNSUPPORTED' }));
+    expect(() =>
+      bare.loader({ name: 'x', batch: async (ids: readonly number[]) => ids, tags: (id) => [`X:${id}`] }),
+    ).toThrow(expect.objectContaining({ code: 'E_UNSUPPORTED' }));
   });
 });

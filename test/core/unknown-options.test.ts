@@ -24,7 +24,10 @@ function refusal(call: () => unknown): HerdcacheError {
 }
 
 async function rejection(call: () => Promise<unknown>): Promise<HerdcacheError> {
-  const error = await call().then(() => new Error('not refused'), (e: unknown) => e);
+  const error = await call().then(
+    () => new Error('not refused'),
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(HerdcacheError);
   expect((error as HerdcacheError).code).toBe('E_INVALID_OPTION');
   return error as HerdcacheError;
@@ -46,9 +49,16 @@ describe('unknown option names are refused', () => {
 
   test('getOrCompute, cache.loader, scope.getOrCompute, scope.loader, memoryStore', async () => {
     const cache = createCache();
-    const error = await cache.getOrCompute('k', () => 1, typo).then(() => undefined, (e: unknown) => e as HerdcacheError);
+    const error = await cache
+      .getOrCompute('k', () => 1, typo)
+      .then(
+        () => undefined,
+        (e: unknown) => e as HerdcacheError,
+      );
     expect(error?.message).toContain('getOrCompute(): unknown option "tll"');
-    expect(refusal(() => cache.loader({ name: 'a', batch, ...typo })).message).toContain('cache.loader(): unknown option "tll"');
+    expect(refusal(() => cache.loader({ name: 'a', batch, ...typo })).message).toContain(
+      'cache.loader(): unknown option "tll"',
+    );
     const scope = cache.request();
     await expect(scope.getOrCompute('k', () => 1, typo)).rejects.toThrow('scope.getOrCompute(): unknown option "tll"');
     const users = cache.loader({ name: 'users', batch });
@@ -59,19 +69,33 @@ describe('unknown option names are refused', () => {
   });
 
   test('redisStore and tieredStore (checked before the client)', () => {
-    expect(refusal(() => redisStore({ client: {}, prefx: 'x' } as never)).message).toContain('redisStore(): unknown option "prefx"');
-    expect(refusal(() => tieredStore({ l2: {}, subscriber: {}, l1ttl: 5 } as never)).message).toContain('Did you mean "l1Ttl"?');
+    expect(refusal(() => redisStore({ client: {}, prefx: 'x' } as never)).message).toContain(
+      'redisStore(): unknown option "prefx"',
+    );
+    expect(refusal(() => tieredStore({ l2: {}, subscriber: {}, l1ttl: 5 } as never)).message).toContain(
+      'Did you mean "l1Ttl"?',
+    );
   });
 
   test('the @cached directive, the Apollo and Envelop plugins, the Prometheus metrics', async () => {
     const cache = createCache();
     const schema = buildSchema(`${cachedDirectiveTypeDefs}\ntype Query { a: Int }`);
-    expect(refusal(() => cachedDirectiveTransformer(schema, { cache, sesionId: () => 'u' } as never)).message).toContain('Did you mean "sessionId"?');
-    expect(refusal(() => herdcachePlugin({ cache, extension: true } as never)).message).toContain('herdcachePlugin(): unknown option "extension"');
-    expect(refusal(() => useHerdcache({ cache, extension: true } as never)).message).toContain('useHerdcache(): unknown option "extension"');
+    expect(
+      refusal(() => cachedDirectiveTransformer(schema, { cache, sesionId: () => 'u' } as never)).message,
+    ).toContain('Did you mean "sessionId"?');
+    expect(refusal(() => herdcachePlugin({ cache, extension: true } as never)).message).toContain(
+      'herdcachePlugin(): unknown option "extension"',
+    );
+    expect(refusal(() => useHerdcache({ cache, extension: true } as never)).message).toContain(
+      'useHerdcache(): unknown option "extension"',
+    );
     const registry = new Registry();
-    expect((await rejection(() => herdcacheMetrics({ cache, registry, maxSource: 5 } as never))).message).toContain('Did you mean "maxSources"?');
-    expect((await rejection(() => prometheusMetrics({ registry, maxOperationLabel: 5 } as never))).message).toContain('prometheusMetrics(): unknown option "maxOperationLabel"');
+    expect((await rejection(() => herdcacheMetrics({ cache, registry, maxSource: 5 } as never))).message).toContain(
+      'Did you mean "maxSources"?',
+    );
+    expect((await rejection(() => prometheusMetrics({ registry, maxOperationLabel: 5 } as never))).message).toContain(
+      'prometheusMetrics(): unknown option "maxOperationLabel"',
+    );
   });
 });
 
@@ -94,14 +118,20 @@ describe('nested options objects are refused when they hold an unknown name, wit
     expect(error.message).toContain('createCache(): unknown option "hooks.onHits"');
     expect(error.message).toContain('Did you mean "hooks.onHit"?');
     const cache = createCache({ hooks: { onHit: () => undefined } });
-    expect(refusal(() => cache.observe({ onfill: () => undefined } as object)).message).toContain('cache.observe(): unknown option "hooks.onfill"');
+    expect(refusal(() => cache.observe({ onfill: () => undefined } as object)).message).toContain(
+      'cache.observe(): unknown option "hooks.onfill"',
+    );
   });
 });
 
 describe('null is a value, not the default (one rule for every option)', () => {
   test('herdcacheMetrics and prometheusMetrics refuse client: null (they loaded prom-client instead)', async () => {
     const cache = createCache();
-    expect((await rejection(() => herdcacheMetrics({ cache, registry: new Registry(), client: null } as never))).message).toMatch(/option "client" must be the prom-client module .*got null/);
-    expect((await rejection(() => prometheusMetrics({ registry: new Registry(), client: null } as never))).message).toMatch(/option "client" .*got null/);
+    expect(
+      (await rejection(() => herdcacheMetrics({ cache, registry: new Registry(), client: null } as never))).message,
+    ).toMatch(/option "client" must be the prom-client module .*got null/);
+    expect(
+      (await rejection(() => prometheusMetrics({ registry: new Registry(), client: null } as never))).message,
+    ).toMatch(/option "client" .*got null/);
   });
 });

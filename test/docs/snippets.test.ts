@@ -39,7 +39,16 @@ it('finds the blocks, and partial ones stay rare', () => {
 });
 
 it('every ```ts block type-checks against the sources', () => {
-  const parsed = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(String(d.messageText)); } })!;
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(root, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(String(d.messageText));
+      },
+    },
+  )!;
   const options: ts.CompilerOptions = {
     ...parsed.options,
     // Top-level await, as the snippets use it; resolution as a bundler's (package exports, paths).
@@ -73,7 +82,9 @@ it('every ```ts block type-checks against the sources', () => {
     .getPreEmitDiagnostics(program)
     .filter((d) => d.file === undefined || virtual.has(d.file.fileName))
     .map((d) => {
-      const where = d.file ? `${fileOf.get(d.file.fileName) ?? d.file.fileName}, snippet line ${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}` : '(global)';
+      const where = d.file
+        ? `${fileOf.get(d.file.fileName) ?? d.file.fileName}, snippet line ${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}`
+        : '(global)';
       return `${where}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
     });
   expect(problems).toEqual([]);

@@ -19,7 +19,13 @@ export interface Snippet {
 }
 
 export function docFiles(): string[] {
-  return ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+  return [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `docs/${f}`),
+  ];
 }
 
 export function snippets(): Snippet[] {
@@ -32,7 +38,14 @@ export function snippets(): Snippet[] {
       const n = (counts.get(lang) ?? 0) + 1;
       counts.set(lang, n);
       const line = text.slice(0, match.index).split('\n').length;
-      found.push({ where: `${file} ${lang} block ${n} (line ${line})`, file, line, lang, partial: /\bpartial\b/.test(match[2]!), code: match[3]! });
+      found.push({
+        where: `${file} ${lang} block ${n} (line ${line})`,
+        file,
+        line,
+        lang,
+        partial: /\bpartial\b/.test(match[2]!),
+        code: match[3]!,
+      });
     }
   }
   return found;

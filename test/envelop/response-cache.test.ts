@@ -12,7 +12,10 @@ import { manualClock } from '../../src/core/freshness';
 import { post, responseFixture, until, type ResponseFixture } from '../graphql/response-fixture';
 import { connect, randomPrefix } from '../redis/helpers';
 
-async function serve(f: ResponseFixture, responseCache: true | ResponseCacheOptions = { sessionId: (ctx) => ctx.session }) {
+async function serve(
+  f: ResponseFixture,
+  responseCache: true | ResponseCacheOptions = { sessionId: (ctx) => ctx.session },
+) {
   const yoga = createYoga({
     schema: f.schema,
     plugins: [useHerdcache({ cache: f.cache, extensions: true, responseCache })],
@@ -189,7 +192,10 @@ describe('Yoga response cache: SWR and a store that is down', () => {
     const f = responseFixture({ store: failing });
     const { url, stop } = await serve(f);
     try {
-      const responses = await Promise.all([post(url, '{ user(id: "2") { id name } }'), post(url, '{ user(id: "2") { id name } }')]);
+      const responses = await Promise.all([
+        post(url, '{ user(id: "2") { id name } }'),
+        post(url, '{ user(id: "2") { id name } }'),
+      ]);
       for (const r of responses) expect(r.body.data).toEqual({ user: { id: '2', name: 'Bob' } });
       const m = await post(url, 'mutation { renameUserEntity(id: "2", name: "Bo") { id name } }');
       expect(m.body.data.renameUserEntity.name).toBe('Bo');

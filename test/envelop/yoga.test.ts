@@ -20,7 +20,10 @@ interface YogaOptions {
 }
 
 /** A Yoga server on the fixture's schema and cache, with /metrics beside /graphql. */
-async function listen(f: Fixture, options: YogaOptions = {}): Promise<{ graphql: string; metrics: string; close(): Promise<void> }> {
+async function listen(
+  f: Fixture,
+  options: YogaOptions = {},
+): Promise<{ graphql: string; metrics: string; close(): Promise<void> }> {
   const { registry, appContext = true } = options;
   const yoga = createYoga({
     schema: f.schema,
@@ -52,7 +55,11 @@ async function listen(f: Fixture, options: YogaOptions = {}): Promise<{ graphql:
   };
 }
 
-async function post(url: string, query: string, session?: string): Promise<{ data?: any; errors?: unknown[]; extensions?: Record<string, unknown> }> {
+async function post(
+  url: string,
+  query: string,
+  session?: string,
+): Promise<{ data?: any; errors?: unknown[]; extensions?: Record<string, unknown> }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (session !== undefined) headers['x-session'] = session;
   const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query }) });
@@ -82,7 +89,9 @@ describe('useHerdcache on GraphQL Yoga over HTTP', () => {
     });
     const server = await listen(f, { extensions: true });
     try {
-      const responses = await Promise.all(Array.from({ length: N }, () => post(server.graphql, 'query Hot { hot { value } ping }')));
+      const responses = await Promise.all(
+        Array.from({ length: N }, () => post(server.graphql, 'query Hot { hot { value } ping }')),
+      );
       expect(f.counter.calls.hot).toBe(1);
       const total = zeros();
       for (const response of responses) {
@@ -117,10 +126,23 @@ describe('useHerdcache on GraphQL Yoga over HTTP', () => {
       const yoga = await listen(yogaFixture, { extensions: true, registry: yogaRegistry, appContext });
       try {
         for (const [query, session] of queries) {
-          const fromApollo = single(await apollo.server.executeOperation({ query }, { contextValue: (appContext ? apollo.context(session) : { session, loaders: apollo.loaders }) as { session?: string } }));
+          const fromApollo = single(
+            await apollo.server.executeOperation(
+              { query },
+              {
+                contextValue: (appContext ? apollo.context(session) : { session, loaders: apollo.loaders }) as {
+                  session?: string;
+                },
+              },
+            ),
+          );
           const fromYoga = await post(yoga.graphql, query, session);
           expect(fromYoga.errors ?? null).toEqual(fromApollo.errors ?? null);
-          expect({ query, appContext, report: reportOf(fromYoga) }).toEqual({ query, appContext, report: reportOf(fromApollo) });
+          expect({ query, appContext, report: reportOf(fromYoga) }).toEqual({
+            query,
+            appContext,
+            report: reportOf(fromApollo),
+          });
           expect(fromYoga.data).toEqual(fromApollo.data);
         }
         const scraped = await (await fetch(yoga.metrics)).text();
@@ -149,7 +171,9 @@ describe('useHerdcache on GraphQL Yoga over HTTP', () => {
         const response = await post(server.graphql, 'query P { hot { value } }');
         expect(response.data).toEqual({ hot: { value: 42 } });
         expect(response.extensions?.cache).toBeUndefined();
-        expect(herdcacheSamples(await (await fetch(server.metrics)).text())).toContain('herdcache_misses_total{operation="P",source="Query.hot"} 1');
+        expect(herdcacheSamples(await (await fetch(server.metrics)).text())).toContain(
+          'herdcache_misses_total{operation="P",source="Query.hot"} 1',
+        );
       } finally {
         await server.close();
       }

@@ -14,13 +14,19 @@ interface FederationExample {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const example = require('../../examples/nestjs/federation') as FederationExample;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { NestFactory } = require('@nestjs/core') as { NestFactory: { create(module: unknown, options: object): Promise<any> } };
+const { NestFactory } = require('@nestjs/core') as {
+  NestFactory: { create(module: unknown, options: object): Promise<any> };
+};
 
 const ENTITIES = 'query ($r: [_Any!]!) { _entities(representations: $r) { ... on Product { id name price } } }';
 const representations = Array.from({ length: 20 }, (_, i) => ({ __typename: 'Product', id: String(i % 5) }));
 
 async function post(url: string, body: object): Promise<any> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await response.text();
   if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${text.slice(0, 500)}`);
   return JSON.parse(text);
@@ -34,8 +40,12 @@ it('NestJS subgraph: 10 concurrent _entities requests × 20 representations over
     await app.listen(0, '127.0.0.1');
     const url = `http://127.0.0.1:${app.getHttpServer().address().port}/graphql`;
     const sdl = await post(url, { query: '{ _service { sdl } }' });
-    expect(sdl.data._service.sdl).toMatch(/type Product\s+@key\(fields: "id"\)\s+@cached\(ttl: 60, tags: \["Product:\{id\}"\]\)/);
-    const results = await Promise.all(Array.from({ length: 10 }, () => post(url, { query: ENTITIES, variables: { r: representations } })));
+    expect(sdl.data._service.sdl).toMatch(
+      /type Product\s+@key\(fields: "id"\)\s+@cached\(ttl: 60, tags: \["Product:\{id\}"\]\)/,
+    );
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => post(url, { query: ENTITIES, variables: { r: representations } })),
+    );
     for (const result of results) {
       expect(result.errors).toBeUndefined();
       expect(result.data._entities).toHaveLength(20);

@@ -17,12 +17,18 @@ interface NestExample {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const example = require('../../examples/nestjs/app') as NestExample;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { NestFactory } = require('@nestjs/core') as { NestFactory: { create(module: unknown, options: object): Promise<any> } };
+const { NestFactory } = require('@nestjs/core') as {
+  NestFactory: { create(module: unknown, options: object): Promise<any> };
+};
 
 const QUERY = '{ book(id: "1") { id title rating } }';
 
 async function post(url: string, query: string): Promise<any> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+  });
   const text = await response.text();
   if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${text.slice(0, 500)}`);
   return JSON.parse(text);
@@ -37,12 +43,16 @@ describe('examples/nestjs', () => {
       await app.listen(0, '127.0.0.1');
       const url = `http://127.0.0.1:${app.getHttpServer().address().port}/graphql`;
       const results = await Promise.all(Array.from({ length: 50 }, () => post(url, QUERY)));
-      for (const result of results) expect(result.data).toEqual({ book: { id: '1', title: 'The Dispossessed', rating: 4.5 } });
+      for (const result of results)
+        expect(result.data).toEqual({ book: { id: '1', title: 'The Dispossessed', rating: 4.5 } });
       expect(db.calls).toEqual({ book: 1, rating: 1 });
       const totals = results.map((result) => result.extensions.cache.total);
       expect(totals.reduce((sum, total) => sum + total.misses, 0)).toBe(2);
 
-      const renamed = await post(url, 'mutation { retitleBook(id: "1", title: "The Word for World Is Forest") { title } }');
+      const renamed = await post(
+        url,
+        'mutation { retitleBook(id: "1", title: "The Word for World Is Forest") { title } }',
+      );
       expect(renamed.errors).toBeUndefined();
       expect((await post(url, QUERY)).data.book.title).toBe('The Word for World Is Forest');
       expect(db.calls.book).toBe(2);

@@ -17,15 +17,20 @@ describe('examples/pothos.ts', () => {
     const cache = createCache();
     const db = bookDatabase();
     const schema = pothosSchema(cache, db);
-    const results = await Promise.all(Array.from({ length: 50 }, () => graphql({ schema, source: QUERY, contextValue: herdcacheContext({ cache }) })));
-    for (const result of results) expect(result).toEqual({ data: { book: { id: '1', title: 'The Left Hand of Darkness', rating: 4.5 } } });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => graphql({ schema, source: QUERY, contextValue: herdcacheContext({ cache }) })),
+    );
+    for (const result of results)
+      expect(result).toEqual({ data: { book: { id: '1', title: 'The Left Hand of Darkness', rating: 4.5 } } });
     expect(db.calls).toEqual({ book: 1, rating: 1 });
   });
 
   it('Pothos puts the directives in extensions.directives as a list of { name, args } (the form the transform reads)', () => {
     const schema = pothosSchema(createCache(), bookDatabase());
     const field = (schema.getType('Query') as GraphQLObjectType).getFields().book!;
-    expect(field.extensions.directives).toEqual([{ name: 'cached', args: { ttl: 60, swr: 30, tags: ['Book:{args.id}'] } }]);
+    expect(field.extensions.directives).toEqual([
+      { name: 'cached', args: { ttl: 60, swr: 30, tags: ['Book:{args.id}'] } },
+    ]);
   });
 
   it('retitleBook (@invalidates Book:{args.id}): the next query reads the new title', async () => {
@@ -43,7 +48,11 @@ describe('examples/pothos.ts', () => {
 
   it('runs as a program (npx tsx examples/pothos.ts): listens on 127.0.0.1 and answers with extensions.cache', async () => {
     const root = join(__dirname, '..', '..');
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'examples', 'pothos.ts')], { cwd: root, env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'examples', 'pothos.ts')], {
+      cwd: root,
+      env: { ...process.env, PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -56,7 +65,14 @@ describe('examples/pothos.ts', () => {
         child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
         child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
       });
-      const post = async () => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: QUERY }) })).json() as Promise<any>;
+      const post = async () =>
+        (
+          await fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ query: QUERY }),
+          })
+        ).json() as Promise<any>;
       const first = await post();
       const second = await post();
       expect(first.data.book.title).toBe('The Left Hand of Darkness');

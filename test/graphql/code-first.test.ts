@@ -3,14 +3,35 @@
  * from `extensions.directives` in the forms graphql-tools and Pothos write (an object by name, an
  * object of argument lists, a list of { name, args }), not only from SDL AST nodes.
  */
-import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, printSchema, specifiedDirectives } from 'graphql';
+import {
+  GraphQLID,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLSchema,
+  GraphQLString,
+  printSchema,
+  specifiedDirectives,
+} from 'graphql';
 import { createCache } from '../../src/core/cache';
-import { CacheScopeEnum, cachedDirective, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext, herdcacheDirectives, invalidatesDirective } from '../../src/graphql';
+import {
+  CacheScopeEnum,
+  cachedDirective,
+  cachedDirectiveTransformer,
+  cachedDirectiveTypeDefs,
+  herdcacheContext,
+  herdcacheDirectives,
+  invalidatesDirective,
+} from '../../src/graphql';
 import { callCounter, run } from './fixtures';
 
 type DirectiveExtensions = Record<string, unknown> | { name: string; args?: Record<string, unknown> }[];
 
-function codeFirstSchema(directives: { user?: DirectiveExtensions; rename?: DirectiveExtensions; scored?: DirectiveExtensions }) {
+function codeFirstSchema(directives: {
+  user?: DirectiveExtensions;
+  rename?: DirectiveExtensions;
+  scored?: DirectiveExtensions;
+}) {
   const counter = callCounter();
   const User = new GraphQLObjectType({
     name: 'User',
@@ -62,7 +83,12 @@ function codeFirstSchema(directives: { user?: DirectiveExtensions; rename?: Dire
   return { schema, counter };
 }
 
-async function stampede(schema: GraphQLSchema, n: number, source = '{ user(id: "1") { id name score } }', context: () => object = () => ({})) {
+async function stampede(
+  schema: GraphQLSchema,
+  n: number,
+  source = '{ user(id: "1") { id name score } }',
+  context: () => object = () => ({}),
+) {
   const results = await Promise.all(Array.from({ length: n }, () => run(schema, source, context())));
   for (const result of results) expect(result.errors).toBeUndefined();
   return results;
@@ -77,7 +103,13 @@ describe('GraphQLDirective objects', () => {
     expect(invalidatesDirective.name).toBe('invalidates');
     expect(CacheScopeEnum.getValues().map((value) => value.value)).toEqual(['PUBLIC', 'PRIVATE']);
     expect(schema.getType('CacheScope')).toBe(CacheScopeEnum);
-    for (const line of ['directive @cached(', ') on FIELD_DEFINITION | OBJECT', 'directive @invalidates(', 'enum CacheScope {', 'scope: CacheScope = PUBLIC']) {
+    for (const line of [
+      'directive @cached(',
+      ') on FIELD_DEFINITION | OBJECT',
+      'directive @invalidates(',
+      'enum CacheScope {',
+      'scope: CacheScope = PUBLIC',
+    ]) {
       expect(printed).toContain(line);
       expect(cachedDirectiveTypeDefs).toContain(line);
     }
@@ -87,8 +119,17 @@ describe('GraphQLDirective objects', () => {
 describe('@cached in extensions.directives', () => {
   const forms: [string, DirectiveExtensions][] = [
     ['an object by name (graphql-tools)', { cached: { ttl: 60 } }],
-    ['an object of argument lists (graphql-tools getDirectivesInExtensions, Pothos unordered)', { cached: [{ ttl: 60 }] }],
-    ['a list of { name, args } (Pothos)', [{ name: 'deprecatedLike', args: {} }, { name: 'cached', args: { ttl: 60 } }]],
+    [
+      'an object of argument lists (graphql-tools getDirectivesInExtensions, Pothos unordered)',
+      { cached: [{ ttl: 60 }] },
+    ],
+    [
+      'a list of { name, args } (Pothos)',
+      [
+        { name: 'deprecatedLike', args: {} },
+        { name: 'cached', args: { ttl: 60 } },
+      ],
+    ],
   ];
   it.each(forms)('%s: 50 concurrent queries → the resolver runs once', async (_form, user) => {
     const cache = createCache();
@@ -134,8 +175,16 @@ describe('@cached in extensions.directives', () => {
     const cache = createCache();
     const { schema, counter } = codeFirstSchema({ user: { cached: { ttl: 1.5 } } }); // invalid: never read
     const field = (schema.getType('Query') as GraphQLObjectType).getFields().user!;
-    const ast = { kind: 'Directive', name: { kind: 'Name', value: 'cached' }, arguments: [{ kind: 'Argument', name: { kind: 'Name', value: 'ttl' }, value: { kind: 'IntValue', value: '60' } }] };
-    (field as { astNode: unknown }).astNode = { kind: 'FieldDefinition', name: { kind: 'Name', value: 'user' }, directives: [ast] };
+    const ast = {
+      kind: 'Directive',
+      name: { kind: 'Name', value: 'cached' },
+      arguments: [{ kind: 'Argument', name: { kind: 'Name', value: 'ttl' }, value: { kind: 'IntValue', value: '60' } }],
+    };
+    (field as { astNode: unknown }).astNode = {
+      kind: 'FieldDefinition',
+      name: { kind: 'Name', value: 'user' },
+      directives: [ast],
+    };
     cachedDirectiveTransformer(schema, { cache });
     await stampede(schema, 5);
     expect(counter.calls['user:1']).toBe(1);
@@ -146,16 +195,23 @@ describe('@invalidates in extensions.directives', () => {
   it.each([
     ['an object by name', { invalidates: { tags: ['User:{args.id}'] } }],
     ['a list of { name, args }', [{ name: 'invalidates', args: { tags: ['User:{args.id}'] } }]],
-  ] as [string, DirectiveExtensions][])('%s: the mutation drops the tagged value, the next query is fresh', async (_form, rename) => {
-    const cache = createCache();
-    const { schema, counter } = codeFirstSchema({ user: { cached: { ttl: 60, tags: ['User:{args.id}'] } }, rename });
-    cachedDirectiveTransformer(schema, { cache });
-    const before = await run(schema, '{ user(id: "1") { name } }', herdcacheContext({ cache }));
-    expect(before.data).toEqual({ user: { name: 'Ada' } });
-    const mutated = await run(schema, 'mutation { rename(id: "1", name: "Grace") { name } }', herdcacheContext({ cache }));
-    expect(mutated.errors).toBeUndefined();
-    const after = await run(schema, '{ user(id: "1") { name } }', herdcacheContext({ cache }));
-    expect(after.data).toEqual({ user: { name: 'Grace' } });
-    expect(counter.calls['user:1']).toBe(2);
-  });
+  ] as [string, DirectiveExtensions][])(
+    '%s: the mutation drops the tagged value, the next query is fresh',
+    async (_form, rename) => {
+      const cache = createCache();
+      const { schema, counter } = codeFirstSchema({ user: { cached: { ttl: 60, tags: ['User:{args.id}'] } }, rename });
+      cachedDirectiveTransformer(schema, { cache });
+      const before = await run(schema, '{ user(id: "1") { name } }', herdcacheContext({ cache }));
+      expect(before.data).toEqual({ user: { name: 'Ada' } });
+      const mutated = await run(
+        schema,
+        'mutation { rename(id: "1", name: "Grace") { name } }',
+        herdcacheContext({ cache }),
+      );
+      expect(mutated.errors).toBeUndefined();
+      const after = await run(schema, '{ user(id: "1") { name } }', herdcacheContext({ cache }));
+      expect(after.data).toEqual({ user: { name: 'Grace' } });
+      expect(counter.calls['user:1']).toBe(2);
+    },
+  );
 });

@@ -23,8 +23,13 @@ describe('herdcacheContext', () => {
       Query: { user: (_p, { id }, ctx) => ctx.loaders.user.load(id) },
     });
     const contexts = [0, 1, 2].map(() => herdcacheContext({ cache, loaders: { user: loader } }));
-    const results = await Promise.all(contexts.map((ctx) => run(schema, '{ a: user(id: "1") { name } b: user(id: "2") { name } c: user(id: "1") { id } }', ctx)));
-    for (const result of results) expect(result.data).toEqual({ a: { name: 'user 1' }, b: { name: 'user 2' }, c: { id: '1' } });
+    const results = await Promise.all(
+      contexts.map((ctx) =>
+        run(schema, '{ a: user(id: "1") { name } b: user(id: "2") { name } c: user(id: "1") { id } }', ctx),
+      ),
+    );
+    for (const result of results)
+      expect(result.data).toEqual({ a: { name: 'user 1' }, b: { name: 'user 2' }, c: { id: '1' } });
     // Three concurrent operations, two distinct keys: one batch.
     expect(batches).toEqual([['1', '2']]);
     const totals = contexts.map((ctx) => cacheReport(ctx)!.sources.user!);
@@ -39,7 +44,10 @@ describe('herdcacheContext', () => {
     let computed = 0;
     const ctx = herdcacheContext({ cache });
     const fill = () => ++computed;
-    const [a, b] = await Promise.all([ctx.scope.getOrCompute('top', fill, { ttl: 1000, label: 'Query.top' }), ctx.scope.getOrCompute('top', fill, { label: 'Query.top' })]);
+    const [a, b] = await Promise.all([
+      ctx.scope.getOrCompute('top', fill, { ttl: 1000, label: 'Query.top' }),
+      ctx.scope.getOrCompute('top', fill, { label: 'Query.top' }),
+    ]);
     expect([a, b, computed]).toEqual([1, 1, 1]);
     expect(cacheReport(ctx)!.sources['Query.top']).toMatchObject({ misses: 1, fills: 1 });
     const next = herdcacheContext({ cache });
@@ -72,7 +80,9 @@ describe('herdcacheContext', () => {
   it('validates its options', () => {
     const cache = createCache({ ttl: Infinity });
     expect(() => herdcacheContext({ cache: {} as never })).toThrow(/option "cache"/);
-    expect(() => herdcacheContext({ cache, loaders: { user: (() => 1) as never } })).toThrow(/option "loaders\.user" must be a loader/);
+    expect(() => herdcacheContext({ cache, loaders: { user: (() => 1) as never } })).toThrow(
+      /option "loaders\.user" must be a loader/,
+    );
     expect(() => herdcacheContext(undefined as never)).toThrow(/argument "options"/);
   });
 });

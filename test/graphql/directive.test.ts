@@ -26,7 +26,13 @@ const typeDefs = `
   scalar JSON
 `;
 
-function setup(options: { store?: ReturnType<typeof memoryStore> | ReturnType<typeof asyncStore>['store']; clock?: ReturnType<typeof manualClock>; identity?: Record<string, string | ((p: any) => unknown)> } = {}) {
+function setup(
+  options: {
+    store?: ReturnType<typeof memoryStore> | ReturnType<typeof asyncStore>['store'];
+    clock?: ReturnType<typeof manualClock>;
+    identity?: Record<string, string | ((p: any) => unknown)>;
+  } = {},
+) {
   const counter = callCounter();
   const cache = createCache({ ttl: Infinity, store: options.store, clock: options.clock });
   const schema = makeSchema(typeDefs, {
@@ -93,12 +99,24 @@ describe('@cached: caching through the registry', () => {
 
   it('keys by canonical arguments: order of arguments and of input object fields is irrelevant', async () => {
     const { schema, counter } = setup();
-    const a = await run(schema, '{ search(first: 2, filter: { range: { to: 5, from: 1 }, tag: "x" }, json: { b: 1, a: { d: 2, c: 3 } }) }');
-    const b = await run(schema, '{ search(json: { a: { c: 3, d: 2 }, b: 1 }, filter: { tag: "x", range: { from: 1, to: 5 } }, first: 2) }');
+    const a = await run(
+      schema,
+      '{ search(first: 2, filter: { range: { to: 5, from: 1 }, tag: "x" }, json: { b: 1, a: { d: 2, c: 3 } }) }',
+    );
+    const b = await run(
+      schema,
+      '{ search(json: { a: { c: 3, d: 2 }, b: 1 }, filter: { tag: "x", range: { from: 1, to: 5 } }, first: 2) }',
+    );
     expect(b).toEqual(a);
     expect(counter.calls.search).toBe(1);
-    await run(schema, '{ search(first: 2, filter: { range: { to: 6, from: 1 }, tag: "x" }, json: { b: 1, a: { d: 2, c: 3 } }) }');
-    await run(schema, '{ search(first: 2, filter: { range: { to: 5, from: 1 }, tag: "x" }, json: { b: 1, a: { d: 2, c: 4 } }) }');
+    await run(
+      schema,
+      '{ search(first: 2, filter: { range: { to: 6, from: 1 }, tag: "x" }, json: { b: 1, a: { d: 2, c: 3 } }) }',
+    );
+    await run(
+      schema,
+      '{ search(first: 2, filter: { range: { to: 5, from: 1 }, tag: "x" }, json: { b: 1, a: { d: 2, c: 4 } }) }',
+    );
     expect(counter.calls.search).toBe(3);
   });
 
@@ -112,7 +130,13 @@ describe('@cached: caching through the registry', () => {
   it('keys non-root fields by parent identity (default id): each parent gets its own value', async () => {
     const { schema, counter } = setup();
     const result = await run(schema, '{ users(ids: ["1", "2", "3"]) { id score } }');
-    expect(result.data).toEqual({ users: [{ id: '1', score: 10 }, { id: '2', score: 20 }, { id: '3', score: 30 }] });
+    expect(result.data).toEqual({
+      users: [
+        { id: '1', score: 10 },
+        { id: '2', score: 20 },
+        { id: '3', score: 30 },
+      ],
+    });
     await run(schema, '{ users(ids: ["3", "2", "1"]) { score } }');
     expect(counter.calls).toEqual({ 'score:1': 1, 'score:2': 1, 'score:3': 1 });
   });
@@ -146,7 +170,10 @@ describe('@cached: caching through the registry', () => {
       },
     });
     const bypasses: string[] = [];
-    cachedDirectiveTransformer(schema, { cache, onBypass: (coordinate, reason) => bypasses.push(`${coordinate} ${reason}`) });
+    cachedDirectiveTransformer(schema, {
+      cache,
+      onBypass: (coordinate, reason) => bypasses.push(`${coordinate} ${reason}`),
+    });
     const ctx = herdcacheContext({ cache });
     const first = await run(schema, '{ things { label } }', ctx);
     expect(first.data).toEqual({ things: [{ label: 'A' }, { label: 'B' }, { label: 'C' }] });
@@ -230,7 +257,9 @@ describe('@cached: caching through the registry', () => {
 
   it('the default resolver works under the wrapper', async () => {
     const { schema } = setup();
-    const result = await schema.getQueryType()!.getFields().plain!.resolve!({ plain: 'root value' }, {}, {}, { fieldName: 'plain' } as any);
+    const result = await schema.getQueryType()!.getFields().plain!.resolve!({ plain: 'root value' }, {}, {}, {
+      fieldName: 'plain',
+    } as any);
     expect(result).toBe('root value');
   });
 
@@ -258,8 +287,26 @@ describe('@cached: caching through the registry', () => {
     await run(schema, '{ a: user(id: "1") { id } b: user(id: "1") { id } c: users(ids: ["1", "2"]) { score } }', ctx1);
     expect(cacheReport(ctx1)!.sources).toEqual({
       // Same key twice in one operation: the request memo answers the second, one registry load.
-      'Query.user': { hits: 0, misses: 1, coalesced: 0, staleServed: 0, fills: 1, fillFailures: 0, lockContended: 0, bypassed: 0 },
-      'User.score': { hits: 0, misses: 2, coalesced: 0, staleServed: 0, fills: 2, fillFailures: 0, lockContended: 0, bypassed: 0 },
+      'Query.user': {
+        hits: 0,
+        misses: 1,
+        coalesced: 0,
+        staleServed: 0,
+        fills: 1,
+        fillFailures: 0,
+        lockContended: 0,
+        bypassed: 0,
+      },
+      'User.score': {
+        hits: 0,
+        misses: 2,
+        coalesced: 0,
+        staleServed: 0,
+        fills: 2,
+        fillFailures: 0,
+        lockContended: 0,
+        bypassed: 0,
+      },
     });
     const ctx2 = herdcacheContext({ cache });
     await run(schema, '{ user(id: "1") { id } }', ctx2);
@@ -350,19 +397,28 @@ describe('@cached: PRIVATE', () => {
 
 describe('@cached: schema build errors name the field', () => {
   const cache = createCache({ ttl: Infinity });
-  const build = (defs: string, options: Record<string, unknown> = {}) => () => cachedDirectiveTransformer(makeSchema(defs), { cache, ...options });
+  const build =
+    (defs: string, options: Record<string, unknown> = {}) =>
+    () =>
+      cachedDirectiveTransformer(makeSchema(defs), { cache, ...options });
 
   it('refuses Mutation and Subscription fields', () => {
-    expect(build('type Query { a: Int } type Mutation { createUser: Int @cached(ttl: 5) }')).toThrow(/@cached cannot be used on Mutation\.createUser: mutations/);
-    expect(build('type Query { a: Int } type Subscription { ticks: Int @cached(ttl: 5) }')).toThrow(/@cached cannot be used on Subscription\.ticks/);
+    expect(build('type Query { a: Int } type Mutation { createUser: Int @cached(ttl: 5) }')).toThrow(
+      /@cached cannot be used on Mutation\.createUser: mutations/,
+    );
+    expect(build('type Query { a: Int } type Subscription { ticks: Int @cached(ttl: 5) }')).toThrow(
+      /@cached cannot be used on Subscription\.ticks/,
+    );
     // Custom root type names are recognized as well.
-    expect(build('schema { query: Q, mutation: M } type Q { a: Int } type M { write: Int @cached(ttl: 5) }')).toThrow(/M\.write/);
+    expect(build('schema { query: Q, mutation: M } type Q { a: Int } type M { write: Int @cached(ttl: 5) }')).toThrow(
+      /M\.write/,
+    );
   });
 
   it('refuses interface fields', () => {
-    expect(build('type Query { n: Node } interface Node { id: ID! @cached(ttl: 5) } type U implements Node { id: ID! }')).toThrow(
-      /interface field Node\.id/,
-    );
+    expect(
+      build('type Query { n: Node } interface Node { id: ID! @cached(ttl: 5) } type U implements Node { id: ID! }'),
+    ).toThrow(/interface field Node\.id/);
   });
 
   it.each([
@@ -377,15 +433,21 @@ describe('@cached: schema build errors name the field', () => {
   });
 
   it('refuses PRIVATE without the sessionId option', () => {
-    expect(build('type Query { a: Int @cached(ttl: 5, scope: PRIVATE) }')).toThrow(/PRIVATE\) on Query\.a needs the "sessionId" option/);
+    expect(build('type Query { a: Int @cached(ttl: 5, scope: PRIVATE) }')).toThrow(
+      /PRIVATE\) on Query\.a needs the "sessionId" option/,
+    );
     expect(build('type Query { a: Int @cached(ttl: 5, scope: PRIVATE) }', { sessionId: () => 's' })).not.toThrow();
   });
 
   it('refuses an identity entry for a type the schema lacks, and bad options', () => {
-    expect(build('type Query { a: Int }', { identity: { Usr: 'id' } })).toThrow(/option "identity" must be keys naming object types of the schema, got "Usr"/);
+    expect(build('type Query { a: Int }', { identity: { Usr: 'id' } })).toThrow(
+      /option "identity" must be keys naming object types of the schema, got "Usr"/,
+    );
     expect(build('type Query { a: Int }', { identity: { Query: 3 } })).toThrow(/identity\.Query/);
     expect(build('type Query { a: Int }', { sessionId: 'ctx.user' })).toThrow(/option "sessionId"/);
-    expect(() => cachedDirectiveTransformer(makeSchema('type Query { a: Int }'), { cache: {} as never })).toThrow(/option "cache"/);
+    expect(() => cachedDirectiveTransformer(makeSchema('type Query { a: Int }'), { cache: {} as never })).toThrow(
+      /option "cache"/,
+    );
     expect(() => cachedDirectiveTransformer({} as never, { cache })).toThrow(/argument "schema"/);
   });
 

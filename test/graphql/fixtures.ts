@@ -1,5 +1,12 @@
 /** Test fixtures for the GraphQL layer: a schema from SDL + a resolver map (no graphql-tools), and an executor. */
-import { buildSchema, graphql, type ExecutionResult, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
+import {
+  buildSchema,
+  graphql,
+  type ExecutionResult,
+  type GraphQLFieldResolver,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+} from 'graphql';
 import { cachedDirectiveTypeDefs } from '../../src/graphql/sdl';
 
 export type Resolvers = Record<string, Record<string, GraphQLFieldResolver<any, any>>>;
@@ -19,7 +26,12 @@ export function makeSchema(typeDefs: string, resolvers: Resolvers = {}): GraphQL
   return schema;
 }
 
-export function run(schema: GraphQLSchema, source: string, contextValue: unknown = {}, variableValues?: Record<string, unknown>): Promise<ExecutionResult> {
+export function run(
+  schema: GraphQLSchema,
+  source: string,
+  contextValue: unknown = {},
+  variableValues?: Record<string, unknown>,
+): Promise<ExecutionResult> {
   return graphql({ schema, source, contextValue, variableValues });
 }
 

@@ -26,7 +26,9 @@ const typeDefs = `
   type Book { title: String @cacheControl(maxAge: 300), rating: Int @cached(ttl: 5) }
 `;
 
-async function start(plugins: ApolloServer['internals']['plugins'] = []): Promise<{ url: string; server: ApolloServer<{ session?: string }> }> {
+async function start(
+  plugins: ApolloServer['internals']['plugins'] = [],
+): Promise<{ url: string; server: ApolloServer<{ session?: string }> }> {
   {
     const cache = createCache();
     const schema = makeSchema(typeDefs, {
@@ -44,14 +46,20 @@ async function start(plugins: ApolloServer['internals']['plugins'] = []): Promis
     const server = new ApolloServer<{ session?: string }>({ schema, plugins });
     const { url } = await startStandaloneServer(server, {
       listen: { port: 0, host: '127.0.0.1' },
-      context: async ({ req }) => ({ session: typeof req.headers['x-session'] === 'string' ? req.headers['x-session'] : undefined }),
+      context: async ({ req }) => ({
+        session: typeof req.headers['x-session'] === 'string' ? req.headers['x-session'] : undefined,
+      }),
     });
     return { url, server };
   }
 }
 
 async function headerOf(url: string, query: string, session = 'alice'): Promise<string | null> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session': session }, body: JSON.stringify({ query }) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-session': session },
+    body: JSON.stringify({ query }),
+  });
   const body = (await response.json()) as { errors?: unknown };
   expect(body.errors).toBeUndefined();
   return response.headers.get('cache-control');

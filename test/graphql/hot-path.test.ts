@@ -79,7 +79,7 @@ describe('@cached: the synchronous hit', () => {
     expect(await again).toEqual({ text: 'detail 1 v1' });
   });
 
-  it('counts hits per operation exactly, and repeats the operation\'s first answer for a repeated key', async () => {
+  it("counts hits per operation exactly, and repeats the operation's first answer for a repeated key", async () => {
     const { cache, clock, schema, calls, bump } = setup();
     const document = parse('{ items { id detail { text } } }');
     const first = await execute({ schema, document, contextValue: herdcacheContext({ cache }) });

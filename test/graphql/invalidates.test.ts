@@ -153,7 +153,7 @@ describe('@invalidates', () => {
     expect(counter.calls).toEqual({ 'user:u1': 2, 'user:u2': 1, renameUser: 1 });
   });
 
-  it('invalidates before the result is returned: the mutation\'s own selection set reads fresh values', async () => {
+  it("invalidates before the result is returned: the mutation's own selection set reads fresh values", async () => {
     const { schema, counter } = setup();
     expect((await run(schema, '{ user(id: "u1") { profile } }')).data).toEqual({ user: { profile: 'Ann (profile)' } });
     // User.profile of u1 is cached under the parent's identity and tagged User:u1 from {id}.
@@ -179,7 +179,7 @@ describe('@invalidates', () => {
     expect(counter.calls['user:u1']).toBe(2);
   });
 
-  it('waits for the store\'s invalidation before returning the result', async () => {
+  it("waits for the store's invalidation before returning the result", async () => {
     const inner = memoryStore();
     const gate = deferred<void>();
     const store: Store = Object.assign(Object.create(inner) as Store, {
@@ -216,7 +216,8 @@ describe('@invalidates', () => {
 
   it('templates over nested arguments and the result: {args.edit.id}, {result.authorId}', async () => {
     const { schema, counter } = setup();
-    const query = '{ p1: post(id: "p1") { title } p2: post(id: "p2") { title } u1: user(id: "u1") { postTitles } u2: user(id: "u2") { postTitles } }';
+    const query =
+      '{ p1: post(id: "p1") { title } p2: post(id: "p2") { title } u1: user(id: "u1") { postTitles } u2: user(id: "u2") { postTitles } }';
     await run(schema, query);
     const result = await run(schema, 'mutation { editPost(edit: { id: "p1", title: "First!" }) { id } }');
     expect(result).toEqual({ data: { editPost: { id: 'p1' } } });
@@ -240,11 +241,15 @@ describe('@invalidates', () => {
 
   it('a template without a value is reported and skipped; the other templates are still invalidated; the mutation succeeds', async () => {
     const reports: string[] = [];
-    const { cache, schema } = setup({ onInvalidationError: (coordinate, error) => reports.push(`${coordinate}: ${error.message}`) });
+    const { cache, schema } = setup({
+      onInvalidationError: (coordinate, error) => reports.push(`${coordinate}: ${error.message}`),
+    });
     const spy = jest.spyOn(cache, 'invalidateTags');
     const result = await run(schema, 'mutation { maybeUser(id: "nobody") { id } }');
     expect(result).toEqual({ data: { maybeUser: null } });
-    expect(reports).toEqual(['Mutation.maybeUser: herdcache: @invalidates on Mutation.maybeUser: {result.id} in "User:{result.id}" has no tag value (got undefined); its tags were not invalidated']);
+    expect(reports).toEqual([
+      'Mutation.maybeUser: herdcache: @invalidates on Mutation.maybeUser: {result.id} in "User:{result.id}" has no tag value (got undefined); its tags were not invalidated',
+    ]);
     expect(spy.mock.calls).toEqual([[['Audit:nobody']]]);
   });
 
@@ -256,7 +261,9 @@ describe('@invalidates', () => {
     const storeErrors: string[] = [];
     const reports: Error[] = [];
     const { cache, schema } = setup({ store, onInvalidationError: (_c, error) => reports.push(error) });
-    cache.observe({ onStoreError: (error, operation) => storeErrors.push(`${operation}: ${(error as Error).message}`) });
+    cache.observe({
+      onStoreError: (error, operation) => storeErrors.push(`${operation}: ${(error as Error).message}`),
+    });
     const result = await run(schema, 'mutation { renameUser(id: "u1", name: "Anna") { name } }');
     expect(result).toEqual({ data: { renameUser: { name: 'Anna' } } });
     expect(storeErrors).toEqual(['invalidateTags: store down']);
@@ -266,7 +273,9 @@ describe('@invalidates', () => {
 
   it('an invalidateTags that rejects (not a store failure) is reported to onInvalidationError; the mutation succeeds', async () => {
     const reports: string[] = [];
-    const { cache, schema } = setup({ onInvalidationError: (coordinate, error) => reports.push(`${coordinate}: ${error.message}`) });
+    const { cache, schema } = setup({
+      onInvalidationError: (coordinate, error) => reports.push(`${coordinate}: ${error.message}`),
+    });
     jest.spyOn(cache, 'invalidateTags').mockRejectedValue(new Error('closed'));
     const result = await run(schema, 'mutation { renameUser(id: "u1", name: "Anna") { name } }');
     expect(result).toEqual({ data: { renameUser: { name: 'Anna' } } });
@@ -302,10 +311,13 @@ describe('@invalidates', () => {
     const server = new ApolloServer({ schema, plugins: [herdcachePlugin({ cache, extensions: true })] });
     await server.start();
     try {
-      const ask = async (query: string) => single(await server.executeOperation({ query }, { contextValue: herdcacheContext({ cache }) }));
+      const ask = async (query: string) =>
+        single(await server.executeOperation({ query }, { contextValue: herdcacheContext({ cache }) }));
       expect((await ask('{ user(id: "u2") { name } }')).data).toEqual({ user: { name: 'Bob' } });
       expect((await ask('{ user(id: "u2") { name } }')).extensions).toMatchObject({ cache: { total: { hits: 1 } } });
-      expect((await ask('mutation { renameUser(id: "u2", name: "Rob") { id } }')).data).toEqual({ renameUser: { id: 'u2' } });
+      expect((await ask('mutation { renameUser(id: "u2", name: "Rob") { id } }')).data).toEqual({
+        renameUser: { id: 'u2' },
+      });
       const after = await ask('{ user(id: "u2") { name } }');
       expect(after.data).toEqual({ user: { name: 'Rob' } });
       expect(after.extensions).toMatchObject({ cache: { total: { hits: 0, misses: 1, fills: 1 } } });
@@ -321,12 +333,22 @@ describe('@invalidates: schema build errors name the field', () => {
   const build = (defs: string) => () => cachedDirectiveTransformer(makeSchema(defs), { cache });
 
   it('refuses it outside the Mutation type', () => {
-    expect(build('type Query { a: Int @invalidates(tags: ["A"]) }')).toThrow(/@invalidates cannot be used on Query\.a: .*only fields of the Mutation type/);
-    expect(build('type Query { u: U } type U { a: Int @invalidates(tags: ["A"]) }')).toThrow(/@invalidates cannot be used on U\.a/);
-    expect(build('type Query { a: Int } type Subscription { s: Int @invalidates(tags: ["A"]) }')).toThrow(/Subscription\.s/);
+    expect(build('type Query { a: Int @invalidates(tags: ["A"]) }')).toThrow(
+      /@invalidates cannot be used on Query\.a: .*only fields of the Mutation type/,
+    );
+    expect(build('type Query { u: U } type U { a: Int @invalidates(tags: ["A"]) }')).toThrow(
+      /@invalidates cannot be used on U\.a/,
+    );
+    expect(build('type Query { a: Int } type Subscription { s: Int @invalidates(tags: ["A"]) }')).toThrow(
+      /Subscription\.s/,
+    );
     expect(build('type Query { n: N } interface N { a: Int @invalidates(tags: ["A"]) }')).toThrow(/N\.a/);
     // Custom root type names are recognized.
-    expect(build('schema { query: Q, mutation: M } type Q { a: Int } type M { write(id: ID): Int @invalidates(tags: ["A:{args.id}"]) }')).not.toThrow();
+    expect(
+      build(
+        'schema { query: Q, mutation: M } type Q { a: Int } type M { write(id: ID): Int @invalidates(tags: ["A:{args.id}"]) }',
+      ),
+    ).not.toThrow();
   });
 
   it.each([
@@ -339,13 +361,22 @@ describe('@invalidates: schema build errors name the field', () => {
     ['["U:{result..x}"]', /is not a placeholder/],
     ['[7]', /each tag must be a string, got 7/],
   ])('refuses @invalidates(tags: %s)', (tags, message) => {
-    expect(build(`type Query { a: Int } type U { id: ID } type Mutation { m(id: ID, ids: [ID!]): U @invalidates(tags: ${tags}) }`)).toThrow(message);
+    expect(
+      build(
+        `type Query { a: Int } type U { id: ID } type Mutation { m(id: ID, ids: [ID!]): U @invalidates(tags: ${tags}) }`,
+      ),
+    ).toThrow(message);
   });
 
   it('checks {result} against the shape of the return type', () => {
-    const mutation = (type: string, tag: string) => build(`type Query { a: Int } type U { id: ID } type Mutation { m: ${type} @invalidates(tags: ["${tag}"]) }`);
-    expect(mutation('Boolean', 'U:{result.id}')).toThrow(/Mutation\.m returns Boolean, which has no "id"; use \{result\} or \{args\.name\}/);
-    expect(mutation('U!', 'U:{result}')).toThrow(/Mutation\.m returns the object type U!; name one of its properties, e.g. \{result\.id\}/);
+    const mutation = (type: string, tag: string) =>
+      build(`type Query { a: Int } type U { id: ID } type Mutation { m: ${type} @invalidates(tags: ["${tag}"]) }`);
+    expect(mutation('Boolean', 'U:{result.id}')).toThrow(
+      /Mutation\.m returns Boolean, which has no "id"; use \{result\} or \{args\.name\}/,
+    );
+    expect(mutation('U!', 'U:{result}')).toThrow(
+      /Mutation\.m returns the object type U!; name one of its properties, e.g. \{result\.id\}/,
+    );
     expect(mutation('[U!]!', 'U:{result.id}')).toThrow(/returns the list \[U!\]!; a path into a list is not supported/);
     expect(mutation('[U!]!', 'U:{result}')).toThrow(/returns \[U!\]!, not scalars/);
     expect(mutation('ID!', 'U:{result}')).not.toThrow();
@@ -355,18 +386,32 @@ describe('@invalidates: schema build errors name the field', () => {
 
   it('refuses an unknown argument, a store without tags, and a schema already transformed', () => {
     // An app declaring its own @invalidates with more arguments than herdcache knows.
-    const own = buildSchema('directive @invalidates(tags: [String!]!, keys: [String!]) on FIELD_DEFINITION type Query { a: Int } type Mutation { m: Int @invalidates(tags: ["A"], keys: ["k"]) }');
-    expect(() => cachedDirectiveTransformer(own, { cache })).toThrow(/@invalidates on Mutation\.m has an unknown argument "keys" \(known: tags\)/);
+    const own = buildSchema(
+      'directive @invalidates(tags: [String!]!, keys: [String!]) on FIELD_DEFINITION type Query { a: Int } type Mutation { m: Int @invalidates(tags: ["A"], keys: ["k"]) }',
+    );
+    expect(() => cachedDirectiveTransformer(own, { cache })).toThrow(
+      /@invalidates on Mutation\.m has an unknown argument "keys" \(known: tags\)/,
+    );
     const defs = 'type Query { a: Int } type Mutation { m: Int @invalidates(tags: ["A"]) }';
-    const plain: Store = { name: 'plain', getMany: async (keys) => keys.map(() => undefined), setMany: async () => {}, delete: async () => {}, clear: async () => {} };
-    expect(() => cachedDirectiveTransformer(makeSchema(defs), { cache: createCache({ store: plain }) })).toThrow(/@invalidates on Mutation\.m.*needs a store with invalidateTags/);
+    const plain: Store = {
+      name: 'plain',
+      getMany: async (keys) => keys.map(() => undefined),
+      setMany: async () => {},
+      delete: async () => {},
+      clear: async () => {},
+    };
+    expect(() => cachedDirectiveTransformer(makeSchema(defs), { cache: createCache({ store: plain }) })).toThrow(
+      /@invalidates on Mutation\.m.*needs a store with invalidateTags/,
+    );
     const schema = makeSchema(defs);
     cachedDirectiveTransformer(schema, { cache });
     expect(() => cachedDirectiveTransformer(schema, { cache })).toThrow(/Mutation\.m is already wrapped/);
   });
 
   it('a failed build changes nothing', () => {
-    const schema = makeSchema('type Query { a: Int @cached(ttl: 5) } type Mutation { m: Int @invalidates(tags: ["A"]) n: Int @invalidates(tags: ["{oops}"]) }');
+    const schema = makeSchema(
+      'type Query { a: Int @cached(ttl: 5) } type Mutation { m: Int @invalidates(tags: ["A"]) n: Int @invalidates(tags: ["{oops}"]) }',
+    );
     const before = schema.getMutationType()!.getFields().m!.resolve;
     expect(() => cachedDirectiveTransformer(schema, { cache })).toThrow(/Mutation\.n/);
     expect(schema.getMutationType()!.getFields().m!.resolve).toBe(before);

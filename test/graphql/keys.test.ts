@@ -61,7 +61,18 @@ describe('canonicalArgs', () => {
 
   it('keeps list order, and tells apart values JSON would merge', () => {
     expect(canonicalArgs({ ids: [1, 2] })).not.toBe(canonicalArgs({ ids: [2, 1] }));
-    const distinct = [{ v: 1 }, { v: '1' }, { v: 1n }, { v: true }, { v: 'true' }, { v: null }, { v: 'null' }, { v: [] }, { v: {} }, {}];
+    const distinct = [
+      { v: 1 },
+      { v: '1' },
+      { v: 1n },
+      { v: true },
+      { v: 'true' },
+      { v: null },
+      { v: 'null' },
+      { v: [] },
+      { v: {} },
+      {},
+    ];
     expect(new Set(distinct.map(canonicalArgs)).size).toBe(distinct.length);
   });
 
@@ -80,7 +91,17 @@ describe('canonicalArgs', () => {
     class Opaque {
       constructor(readonly x: number) {}
     }
-    for (const bad of [{ m: new Map([[1, 2]]) }, { s: new Set([1]) }, { o: new Opaque(1) }, { f: () => 1 }, { n: NaN }, { n: Infinity }, { l: [undefined] }, { s: Symbol('x') }, cyclic]) {
+    for (const bad of [
+      { m: new Map([[1, 2]]) },
+      { s: new Set([1]) },
+      { o: new Opaque(1) },
+      { f: () => 1 },
+      { n: NaN },
+      { n: Infinity },
+      { l: [undefined] },
+      { s: Symbol('x') },
+      cyclic,
+    ]) {
       expect(canonicalArgs(bad)).toBeUndefined();
     }
     // A shared (non-cyclic) reference is fine.
@@ -125,7 +146,9 @@ describe('identityString', () => {
 describe('cachedFieldKey', () => {
   it('builds the keys the directive uses', () => {
     expect(cachedFieldKey('Query.user', { args: { id: '1' } })).toBe('\0field\0gql:Query.user:[null,{"id":"1"}]');
-    expect(cachedFieldKey('User.posts', { identity: 7, args: { first: 2 } })).toBe('\0field\0gql:User.posts:["7",{"first":2}]');
+    expect(cachedFieldKey('User.posts', { identity: 7, args: { first: 2 } })).toBe(
+      '\0field\0gql:User.posts:["7",{"first":2}]',
+    );
     expect(cachedFieldKey('Query.me', { session: 'u1', keyPrefix: 'v2:' })).toBe('\0field\0v2:Query.me:[null,{},"u1"]');
   });
 

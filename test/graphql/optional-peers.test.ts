@@ -15,7 +15,10 @@ describe('optional peers', () => {
         });
       }
       /* eslint-disable @typescript-eslint/no-require-imports */
-      const graphqlLayer = { ...(require('../../src/graphql/sdl') as typeof import('../../src/graphql/sdl')), ...(require('../../src/graphql/request') as typeof import('../../src/graphql/request')) };
+      const graphqlLayer = {
+        ...(require('../../src/graphql/sdl') as typeof import('../../src/graphql/sdl')),
+        ...(require('../../src/graphql/request') as typeof import('../../src/graphql/request')),
+      };
       require('../../src/graphql/directive');
       const { herdcachePlugin } = require('../../src/apollo/plugin') as typeof import('../../src/apollo/plugin');
       const { useHerdcache } = require('../../src/envelop') as typeof import('../../src/envelop');

@@ -84,7 +84,9 @@ describe('@cached on the Redis store', () => {
       },
     };
     const replicas = [replica(prefix, resolvers), replica(prefix, resolvers)];
-    const contexts = replicas.flatMap((r) => Array.from({ length: 10 }, () => ({ r, ctx: herdcacheContext({ cache: r.cache }) })));
+    const contexts = replicas.flatMap((r) =>
+      Array.from({ length: 10 }, () => ({ r, ctx: herdcacheContext({ cache: r.cache }) })),
+    );
     const pending = contexts.map(({ r, ctx }) => run(r.schema, '{ report }', ctx));
     // Let both replicas try the lock before the winner's fill may finish.
     await new Promise((resolve) => setTimeout(resolve, 50));

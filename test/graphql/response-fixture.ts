@@ -38,10 +38,24 @@ export interface ResponseFixture {
   gate: { wait: Promise<void>; open(): void };
 }
 
-export function responseFixture(options: { store?: Store; cache?: Cache; names?: Map<string, string>; clock?: Parameters<typeof createCache>[0] extends infer O ? O extends { clock?: infer C } ? C : never : never } = {}): ResponseFixture {
+export function responseFixture(
+  options: {
+    store?: Store;
+    cache?: Cache;
+    names?: Map<string, string>;
+    clock?: Parameters<typeof createCache>[0] extends infer O ? (O extends { clock?: infer C } ? C : never) : never;
+  } = {},
+): ResponseFixture {
   const counter = callCounter();
-  const cache = options.cache ?? createCache({ store: options.store, ...(options.clock !== undefined ? { clock: options.clock } : {}) });
-  const names = options.names ?? new Map<string, string>([['1', 'Ada'], ['2', 'Bob']]);
+  const cache =
+    options.cache ??
+    createCache({ store: options.store, ...(options.clock !== undefined ? { clock: options.clock } : {}) });
+  const names =
+    options.names ??
+    new Map<string, string>([
+      ['1', 'Ada'],
+      ['2', 'Bob'],
+    ]);
   let open!: () => void;
   const gate = { wait: new Promise<void>((resolve) => (open = resolve)), open: () => open() };
   const user = (id: string) => (names.has(id) ? { id, name: names.get(id)! } : null);
@@ -75,13 +89,17 @@ export function responseFixture(options: { store?: Store; cache?: Cache; names?:
       },
       dynamicPrivate: (_p, _a, _c, info) => {
         counter.count('dynamicPrivate');
-        (info as unknown as { cacheControl?: { setCacheHint(h: object): void } }).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+        (info as unknown as { cacheControl?: { setCacheHint(h: object): void } }).cacheControl?.setCacheHint({
+          scope: 'PRIVATE',
+        });
         return 1;
       },
       // Declared PUBLIC, made PRIVATE by the resolver (a dynamic hint), and the viewer's own answer.
       viewerDynamic: async (_p, _a, ctx: { session?: string }, info) => {
         counter.count('viewerDynamic');
-        (info as unknown as { cacheControl?: { setCacheHint(h: object): void } }).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+        (info as unknown as { cacheControl?: { setCacheHint(h: object): void } }).cacheControl?.setCacheHint({
+          scope: 'PRIVATE',
+        });
         await new Promise((resolve) => setTimeout(resolve, 2));
         return `viewer ${ctx.session}`;
       },
@@ -123,7 +141,11 @@ export interface Posted {
   body: { data?: any; errors?: unknown[]; extensions?: { cache?: { response?: string; age?: number } } };
 }
 
-export async function post(url: string, query: string, options: { session?: string; variables?: Record<string, unknown> } = {}): Promise<Posted> {
+export async function post(
+  url: string,
+  query: string,
+  options: { session?: string; variables?: Record<string, unknown> } = {},
+): Promise<Posted> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.session !== undefined) headers['x-session'] = options.session;
   const init = { method: 'POST', headers, body: JSON.stringify({ query, variables: options.variables }) };

@@ -21,14 +21,21 @@ describe('cachedDirectiveTypeDefs', () => {
       ['scope', 'CacheScope', 'PUBLIC'],
       ['tags', '[String!]', undefined],
     ]);
-    expect((schema.getType('CacheScope') as GraphQLEnumType).getValues().map((value) => value.name)).toEqual(['PUBLIC', 'PRIVATE']);
+    expect((schema.getType('CacheScope') as GraphQLEnumType).getValues().map((value) => value.name)).toEqual([
+      'PUBLIC',
+      'PRIVATE',
+    ]);
   });
 
   it('declares @invalidates(tags: [String!]!) on FIELD_DEFINITION', () => {
-    const schema = buildSchema(`${cachedDirectiveTypeDefs}\ntype Query { a: Int } type Mutation { b: Int @invalidates(tags: ["A"]) }`);
+    const schema = buildSchema(
+      `${cachedDirectiveTypeDefs}\ntype Query { a: Int } type Mutation { b: Int @invalidates(tags: ["A"]) }`,
+    );
     const directive = schema.getDirective('invalidates');
     expect(directive).toBeInstanceOf(GraphQLDirective);
     expect(directive!.locations).toEqual(['FIELD_DEFINITION']);
-    expect(directive!.args.map((arg) => [arg.name, String(arg.type), arg.defaultValue])).toEqual([['tags', '[String!]!', undefined]]);
+    expect(directive!.args.map((arg) => [arg.name, String(arg.type), arg.defaultValue])).toEqual([
+      ['tags', '[String!]!', undefined],
+    ]);
   });
 });

@@ -1,7 +1,13 @@
 /** @cached(tags:): templates checked at build, filled per call, a placeholder without value bypasses. */
 import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer, cacheReport, herdcacheContext } from '../../src/graphql';
-import { type TemplateSite, MAX_TAGS_PER_TEMPLATE, UnfilledTag, fillTags, parseTagTemplate } from '../../src/graphql/tags';
+import {
+  type TemplateSite,
+  MAX_TAGS_PER_TEMPLATE,
+  UnfilledTag,
+  fillTags,
+  parseTagTemplate,
+} from '../../src/graphql/tags';
 import { memoryStore } from '../../src/core/memory';
 import type { Store } from '../../src/core/store';
 import { callCounter, makeSchema, run } from './fixtures';
@@ -60,7 +66,10 @@ function setup(store: Store = memoryStore()) {
       },
     },
   });
-  cachedDirectiveTransformer(schema, { cache, onBypass: (coordinate, reason) => bypasses.push(`${coordinate} ${reason}`) });
+  cachedDirectiveTransformer(schema, {
+    cache,
+    onBypass: (coordinate, reason) => bypasses.push(`${coordinate} ${reason}`),
+  });
   return { cache, schema, counter, names, bypasses };
 }
 
@@ -84,7 +93,10 @@ describe('@cached(tags:)', () => {
     await cache.invalidateTags(['User:u3']); // no value carries it
     expect((await run(schema, query)).data).toEqual({ users: [{ name: 'Ann' }, { name: 'Bob' }], top: ['Ann', 'Bob'] });
     await cache.invalidateTags(['User:u2']);
-    expect((await run(schema, query)).data).toEqual({ users: [{ name: 'Ann' }, { name: 'Bob 2' }], top: ['Ann', 'Bob'] });
+    expect((await run(schema, query)).data).toEqual({
+      users: [{ name: 'Ann' }, { name: 'Bob 2' }],
+      top: ['Ann', 'Bob'],
+    });
     await cache.invalidateTags(['Top']);
     expect((await run(schema, query)).data!.top).toEqual(['Ann', 'Bob 2']);
     expect(counter.calls).toEqual({ users: 2, top: 2 });
@@ -107,31 +119,55 @@ describe('@cached(tags:)', () => {
     const { cache, schema, counter, names, bypasses } = setup();
     const query = '{ posts { id author { name } } }';
     const context = herdcacheContext({ cache });
-    expect((await run(schema, query, context)).data).toEqual({ posts: [{ id: 'p1', author: { name: 'Ann' } }, { id: 'p2', author: null }] });
+    expect((await run(schema, query, context)).data).toEqual({
+      posts: [
+        { id: 'p1', author: { name: 'Ann' } },
+        { id: 'p2', author: null },
+      ],
+    });
     expect(cacheReport(context)!.sources['Post.author']).toMatchObject({ misses: 1, fills: 1, bypassed: 1 });
     expect(bypasses).toEqual(['Post.author no_tag_value']);
     await run(schema, query);
     expect(counter.calls).toEqual({ 'author:p1': 1, 'author:p2': 2 });
     names.u1 = 'Ann 2';
     await cache.invalidateTags(['User:u1']);
-    expect((await run(schema, query)).data).toEqual({ posts: [{ id: 'p1', author: { name: 'Ann 2' } }, { id: 'p2', author: null }] });
+    expect((await run(schema, query)).data).toEqual({
+      posts: [
+        { id: 'p1', author: { name: 'Ann 2' } },
+        { id: 'p2', author: null },
+      ],
+    });
     await cache.invalidateTags(['Post:p1']);
     await run(schema, query);
     expect(counter.calls['author:p1']).toBe(3);
   });
 
   it('needs a store that can invalidate tags', () => {
-    const store: Store = { name: 'plain', getMany: async (keys) => keys.map(() => undefined), setMany: async () => {}, delete: async () => {}, clear: async () => {} };
+    const store: Store = {
+      name: 'plain',
+      getMany: async (keys) => keys.map(() => undefined),
+      setMany: async () => {},
+      delete: async () => {},
+      clear: async () => {},
+    };
     const cache = createCache({ store });
-    expect(() => cachedDirectiveTransformer(makeSchema('type Query { a: Int @cached(ttl: 5, tags: ["A"]) }'), { cache })).toThrow(/@cached\(tags:\) on Query\.a.*needs a store with invalidateTags/);
-    expect(() => cachedDirectiveTransformer(makeSchema('type Query { a: Int @cached(ttl: 5) }'), { cache })).not.toThrow();
+    expect(() =>
+      cachedDirectiveTransformer(makeSchema('type Query { a: Int @cached(ttl: 5, tags: ["A"]) }'), { cache }),
+    ).toThrow(/@cached\(tags:\) on Query\.a.*needs a store with invalidateTags/);
+    expect(() =>
+      cachedDirectiveTransformer(makeSchema('type Query { a: Int @cached(ttl: 5) }'), { cache }),
+    ).not.toThrow();
   });
 });
 
 describe('tag templates: build errors name the field', () => {
   const cache = createCache();
-  const build = (defs: string) => () => cachedDirectiveTransformer(makeSchema(`input F { id: ID, inner: F, ids: [ID!], list: [F!] } ${defs}`), { cache });
-  const query = (directive: string) => build(`type Query { a(id: ID, f: F): A ${directive} } type A { id: ID, b(x: Int): Int @cached(ttl: 5, tags: ["B"]) }`);
+  const build = (defs: string) => () =>
+    cachedDirectiveTransformer(makeSchema(`input F { id: ID, inner: F, ids: [ID!], list: [F!] } ${defs}`), { cache });
+  const query = (directive: string) =>
+    build(
+      `type Query { a(id: ID, f: F): A ${directive} } type A { id: ID, b(x: Int): Int @cached(ttl: 5, tags: ["B"]) }`,
+    );
 
   it.each([
     ['"User:{id"', /@cached\(tags:\) on Query\.a: "User:\{id" has a "\{" without its "\}"/],
@@ -159,14 +195,20 @@ describe('tag templates: build errors name the field', () => {
   });
 
   it('accepts dotted paths, list arguments, one string for a list, null, and parent paths on non-root fields', () => {
-    expect(query('@cached(ttl: 5, tags: ["F:{args.f.inner.inner.id}", "I:{args.f.ids}:{args.id}", "static"])')).not.toThrow();
+    expect(
+      query('@cached(ttl: 5, tags: ["F:{args.f.inner.inner.id}", "I:{args.f.ids}:{args.id}", "static"])'),
+    ).not.toThrow();
     expect(query('@cached(ttl: 5, tags: "User:{args.id}")')).not.toThrow();
     expect(query('@cached(ttl: 5, tags: null)')).not.toThrow();
-    expect(build('type Query { a: A } type A { id: ID, b: Int @cached(ttl: 5, tags: ["A:{id}", "B:{parent.owner.id}"]) }')).not.toThrow();
+    expect(
+      build('type Query { a: A } type A { id: ID, b: Int @cached(ttl: 5, tags: ["A:{id}", "B:{parent.owner.id}"]) }'),
+    ).not.toThrow();
   });
 
   it('a failed build changes nothing', () => {
-    const schema = makeSchema('type Query { a: Int @cached(ttl: 5, tags: ["A"]) b(id: ID): Int @cached(ttl: 5, tags: ["B:{args.nope}"]) }');
+    const schema = makeSchema(
+      'type Query { a: Int @cached(ttl: 5, tags: ["A"]) b(id: ID): Int @cached(ttl: 5, tags: ["B:{args.nope}"]) }',
+    );
     const before = schema.getQueryType()!.getFields().a!.resolve;
     expect(() => cachedDirectiveTransformer(schema, { cache })).toThrow(/Query\.b/);
     expect(schema.getQueryType()!.getFields().a!.resolve).toBe(before);
@@ -174,9 +216,21 @@ describe('tag templates: build errors name the field', () => {
 });
 
 describe('fillTags', () => {
-  const schema = makeSchema('type Query { a(id: ID, ids: [ID], n: Int, on: Boolean, raw: JSON): A } type A { id: ID } scalar JSON');
-  const site: TemplateSite = { directive: 'cached', coordinate: 'A.id', field: (schema.getType('A') as any).getFields().id, isRoot: false };
-  const rootSite: TemplateSite = { directive: 'cached', coordinate: 'Query.a', field: schema.getQueryType()!.getFields().a!, isRoot: true };
+  const schema = makeSchema(
+    'type Query { a(id: ID, ids: [ID], n: Int, on: Boolean, raw: JSON): A } type A { id: ID } scalar JSON',
+  );
+  const site: TemplateSite = {
+    directive: 'cached',
+    coordinate: 'A.id',
+    field: (schema.getType('A') as any).getFields().id,
+    isRoot: false,
+  };
+  const rootSite: TemplateSite = {
+    directive: 'cached',
+    coordinate: 'Query.a',
+    field: schema.getQueryType()!.getFields().a!,
+    isRoot: true,
+  };
   const fill = (templates: string[], values: { args?: unknown; parent?: unknown }, where = rootSite) =>
     fillTags(
       templates.map((t) => parseTagTemplate(t, where)),
@@ -184,7 +238,9 @@ describe('fillTags', () => {
     );
 
   it('scalars: strings, finite numbers, bigints, booleans; lists expand; duplicates are dropped', () => {
-    expect(fill(['U:{args.id}', 'N:{args.n}', 'B:{args.on}', 'U:{args.id}'], { args: { id: 'x', n: 7, on: false } })).toEqual(['U:x', 'N:7', 'B:false']);
+    expect(
+      fill(['U:{args.id}', 'N:{args.n}', 'B:{args.on}', 'U:{args.id}'], { args: { id: 'x', n: 7, on: false } }),
+    ).toEqual(['U:x', 'N:7', 'B:false']);
     expect(fill(['U:{args.ids}'], { args: { ids: ['1', 2n, 3] } })).toEqual(['U:1', 'U:2', 'U:3']);
     expect(fill(['{args.ids}-{args.ids}'], { args: { ids: ['a', 'b'] } })).toEqual(['a-a', 'a-b', 'b-a', 'b-b']);
     expect(fill(['U:{args.ids}'], { args: { ids: [] } })).toEqual([]);
@@ -203,7 +259,9 @@ describe('fillTags', () => {
   ])('a placeholder whose value is %s leaves the template unfilled', (_what, template, args, got) => {
     const filled = fill(['Static', template], { args });
     expect(filled).toBeInstanceOf(UnfilledTag);
-    expect((filled as UnfilledTag).reason).toBe(`${template.slice(template.indexOf('{'))} in "${template}" has no tag value (${got})`);
+    expect((filled as UnfilledTag).reason).toBe(
+      `${template.slice(template.indexOf('{'))} in "${template}" has no tag value (${got})`,
+    );
   });
 
   it(`more than ${MAX_TAGS_PER_TEMPLATE} tags from one template leaves it unfilled`, () => {

@@ -5,7 +5,12 @@
  */
 import { type Tracer, context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { createCache, manualClock, memoryStore } from '../../src/core';
 import { redisStore } from '../../src/redis';
 import { FILL_SPAN, tracedStore, tracingHooks } from '../../src/otel';
@@ -40,7 +45,7 @@ function inResolverSpan<T>(fn: () => Promise<T>): { result: Promise<T>; spanId: 
 }
 
 describe('tracingHooks: a span per fill', () => {
-  it('one span for a stampede, child of the first caller\'s span, with source, keys, callers and coalesced; the backend call is its child', async () => {
+  it("one span for a stampede, child of the first caller's span, with source, keys, callers and coalesced; the backend call is its child", async () => {
     const cache = createCache({ hooks: tracingHooks() });
     const gate = deferred<void>();
     let backendParent: string | undefined;
@@ -73,11 +78,19 @@ describe('tracingHooks: a span per fill', () => {
 
   it('a loader batch is one span with its key count; a failing key sets ERROR', async () => {
     const cache = createCache({ hooks: tracingHooks() });
-    const users = cache.loader<string, string>({ name: 'user', batch: (ids) => ids.map((id) => (id === 'bad' ? new Error('no such user') : `user ${id}`)) });
+    const users = cache.loader<string, string>({
+      name: 'user',
+      batch: (ids) => ids.map((id) => (id === 'bad' ? new Error('no such user') : `user ${id}`)),
+    });
     const results = await Promise.allSettled(['1', '2', 'bad'].map((id) => users.load(id)));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
     const [span] = named(FILL_SPAN);
-    expect(span!.attributes).toMatchObject({ 'herdcache.source': 'user', 'herdcache.keys': 3, 'herdcache.failures': 1, 'herdcache.coalesced': 0 });
+    expect(span!.attributes).toMatchObject({
+      'herdcache.source': 'user',
+      'herdcache.keys': 3,
+      'herdcache.failures': 1,
+      'herdcache.coalesced': 0,
+    });
     expect(span!.status).toEqual({ code: 2, message: '1 of 3 keys failed' });
   });
 
@@ -100,7 +113,11 @@ describe('tracingHooks: a span per fill', () => {
     const tracer = trace.getTracer('herdcache');
     const startSpan = jest.fn(tracer.startSpan.bind(tracer));
     const counting: Tracer = { startSpan, startActiveSpan: tracer.startActiveSpan.bind(tracer) } as Tracer;
-    const cache = createCache({ store: tracedStore(memoryStore(), { tracer: counting }), hooks: tracingHooks({ tracer: counting }), ttl: 60_000 });
+    const cache = createCache({
+      store: tracedStore(memoryStore(), { tracer: counting }),
+      hooks: tracingHooks({ tracer: counting }),
+      ttl: 60_000,
+    });
     await cache.getOrCompute('k', () => 1);
     const calls = startSpan.mock.calls.length;
     expect(calls).toBeGreaterThan(0);
@@ -122,7 +139,13 @@ describe('tracingHooks: a span per fill', () => {
   });
 
   it('a hook that throws, or never calls the fill, does not stop the fill', async () => {
-    const cache = createCache({ hooks: { wrapFill: () => { throw new Error('broken observer'); } } });
+    const cache = createCache({
+      hooks: {
+        wrapFill: () => {
+          throw new Error('broken observer');
+        },
+      },
+    });
     expect(await cache.getOrCompute('a', () => 1)).toBe(1);
     cache.observe({ wrapFill: () => Promise.resolve(undefined as never) });
     cache.observe(tracingHooks());
@@ -140,11 +163,22 @@ describe('tracedStore: a span per store call', () => {
       const { result, spanId } = inResolverSpan(() => cache.getOrCompute('k', () => 'v'));
       expect(await result).toBe('v');
       // The fenced write is issued as the callers are answered; its reply comes a moment later.
-      for (let i = 0; i < 100 && named('herdcache.store.lock.writeAndRelease').length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-      const names = spans().filter((span) => span.name !== 'resolver').map((span) => span.name);
-      expect(names).toEqual(['herdcache.store.getMany', 'herdcache.store.lock.acquire', FILL_SPAN, 'herdcache.store.lock.writeAndRelease']);
+      for (let i = 0; i < 100 && named('herdcache.store.lock.writeAndRelease').length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      const names = spans()
+        .filter((span) => span.name !== 'resolver')
+        .map((span) => span.name);
+      expect(names).toEqual([
+        'herdcache.store.getMany',
+        'herdcache.store.lock.acquire',
+        FILL_SPAN,
+        'herdcache.store.lock.writeAndRelease',
+      ]);
       for (const span of spans().filter((s) => s.name !== 'resolver')) expect(parentOf(span)).toBe(spanId);
-      expect(named('herdcache.store.getMany')[0]!.attributes).toEqual({ 'herdcache.store': 'redis', 'herdcache.keys': 1 });
+      expect(named('herdcache.store.getMany')[0]!.attributes).toEqual({
+        'herdcache.store': 'redis',
+        'herdcache.keys': 1,
+      });
       expect(named(FILL_SPAN)[0]!.attributes['herdcache.lock']).toBe('won');
       // Everything else the store has is still there.
       expect(store.breakerState).toBe('closed');
@@ -159,7 +193,13 @@ describe('tracedStore: a span per store call', () => {
 
   it('a failing store call: the span says ERROR, the load computes the value', async () => {
     const failing = memoryStore();
-    const store = tracedStore({ name: 'flaky', getMany: () => Promise.reject(new Error('down')), setMany: (w) => failing.setMany(w), delete: (k) => failing.delete(k), clear: () => failing.clear() });
+    const store = tracedStore({
+      name: 'flaky',
+      getMany: () => Promise.reject(new Error('down')),
+      setMany: (w) => failing.setMany(w),
+      delete: (k) => failing.delete(k),
+      clear: () => failing.clear(),
+    });
     const cache = createCache({ store, hooks: tracingHooks(), ttl: 60_000 });
     expect(await cache.getOrCompute('k', () => 3)).toBe(3);
     const [read] = named('herdcache.store.getMany');

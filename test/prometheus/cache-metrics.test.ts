@@ -7,7 +7,14 @@ import { Registry } from 'prom-client';
 import { createCache, memoryStore } from '../../src/core';
 import { COUNTER_NAMES } from '../../src/core/metrics';
 import { redisStore } from '../../src/redis';
-import { BREAKER_METRIC, CACHE_COUNTER_METRICS, IN_FLIGHT_METRIC, LOCK_WAITS_METRIC, NODE_BREAKER_METRIC, herdcacheMetrics } from '../../src/prometheus';
+import {
+  BREAKER_METRIC,
+  CACHE_COUNTER_METRICS,
+  IN_FLIGHT_METRIC,
+  LOCK_WAITS_METRIC,
+  NODE_BREAKER_METRIC,
+  herdcacheMetrics,
+} from '../../src/prometheus';
 import { deferred } from '../helpers';
 import { connect, eventually, randomPrefix } from '../redis/helpers';
 import { replica } from '../redis/tiered/helpers';
@@ -28,13 +35,25 @@ describe('herdcacheMetrics', () => {
     let failReads = false;
     const memory = memoryStore();
     // A store that can fail its reads: storeErrors, counted under the loads' sources.
-    const store = { name: 'flaky', getMany: (keys: readonly string[]) => (failReads ? Promise.reject(new Error('down')) : memory.getMany(keys)), setMany: memory.setMany.bind(memory), delete: memory.delete.bind(memory), clear: memory.clear.bind(memory) };
+    const store = {
+      name: 'flaky',
+      getMany: (keys: readonly string[]) => (failReads ? Promise.reject(new Error('down')) : memory.getMany(keys)),
+      setMany: memory.setMany.bind(memory),
+      delete: memory.delete.bind(memory),
+      clear: memory.clear.bind(memory),
+    };
     const cache = createCache({ store, ttl: 60_000 });
     const registry = new Registry();
     const collectors = await herdcacheMetrics({ cache, registry });
-    expect(collectors.names).toEqual([...COUNTER_NAMES.map((name) => CACHE_COUNTER_METRICS[name][0]), IN_FLIGHT_METRIC]);
+    expect(collectors.names).toEqual([
+      ...COUNTER_NAMES.map((name) => CACHE_COUNTER_METRICS[name][0]),
+      IN_FLIGHT_METRIC,
+    ]);
 
-    const users = cache.loader<string, string>({ name: 'user', batch: (ids) => ids.map((id) => (id === 'x' ? new Error('no x') : `user ${id}`)) });
+    const users = cache.loader<string, string>({
+      name: 'user',
+      batch: (ids) => ids.map((id) => (id === 'x' ? new Error('no x') : `user ${id}`)),
+    });
     await Promise.allSettled(['1', '2', 'x'].map((id) => users.load(id)));
     await users.load('1');
     await Promise.all([cache.getOrCompute('a', () => 1), cache.getOrCompute('a', () => 1)]);
@@ -83,7 +102,9 @@ describe('herdcacheMetrics', () => {
     const registry = new Registry();
     await herdcacheMetrics({ cache, registry, maxSources: 2 });
     for (const label of ['A', 'B', 'C', 'D']) await cache.getOrCompute(label, () => 1, { label });
-    const misses = [...(await scrape(registry))].filter(([sample]) => sample.startsWith('herdcache_cache_misses_total'));
+    const misses = [...(await scrape(registry))].filter(([sample]) =>
+      sample.startsWith('herdcache_cache_misses_total'),
+    );
     expect(misses).toEqual([
       ['herdcache_cache_misses_total{source="A"}', 1],
       ['herdcache_cache_misses_total{source="B"}', 1],
@@ -93,14 +114,26 @@ describe('herdcacheMetrics', () => {
 
   it("a Redis store's breaker state: closed, then open while Redis is unreachable", async () => {
     // A real client to a port nothing listens on: calls fail at once (not ready, no offline queue).
-    const client = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const client = new Redis({
+      host: '127.0.0.1',
+      port: 1,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     client.on('error', () => {});
     try {
-      const store = redisStore({ client, prefix: randomPrefix('metrics'), breaker: { threshold: 2, coolDown: 60_000 } });
+      const store = redisStore({
+        client,
+        prefix: randomPrefix('metrics'),
+        breaker: { threshold: 2, coolDown: 60_000 },
+      });
       const cache = createCache({ store, ttl: 60_000 });
       const registry = new Registry();
       await herdcacheMetrics({ cache, registry, stores: [store] });
-      const state = async () => Object.fromEntries([...(await scrape(registry))].filter(([sample]) => sample.startsWith(BREAKER_METRIC)));
+      const state = async () =>
+        Object.fromEntries([...(await scrape(registry))].filter(([sample]) => sample.startsWith(BREAKER_METRIC)));
       expect(await state()).toEqual({
         [`${BREAKER_METRIC}{store="redis",state="closed"}`]: 1,
         [`${BREAKER_METRIC}{store="redis",state="open"}`]: 0,
@@ -108,8 +141,13 @@ describe('herdcacheMetrics', () => {
       });
       for (const key of ['a', 'b', 'c']) expect(await cache.getOrCompute(key, () => key)).toBe(key);
       expect(store.breakerState).toBe('open');
-      expect(await state()).toMatchObject({ [`${BREAKER_METRIC}{store="redis",state="open"}`]: 1, [`${BREAKER_METRIC}{store="redis",state="closed"}`]: 0 });
-      expect((await scrape(registry)).get('herdcache_cache_store_errors_total{source="getOrCompute"}')).toBeGreaterThanOrEqual(2);
+      expect(await state()).toMatchObject({
+        [`${BREAKER_METRIC}{store="redis",state="open"}`]: 1,
+        [`${BREAKER_METRIC}{store="redis",state="closed"}`]: 0,
+      });
+      expect(
+        (await scrape(registry)).get('herdcache_cache_store_errors_total{source="getOrCompute"}'),
+      ).toBeGreaterThanOrEqual(2);
     } finally {
       client.disconnect();
     }
@@ -143,7 +181,11 @@ describe('herdcacheMetrics', () => {
       const holderStore = redisStore({ client: holderClient, prefix, subscriber: false });
       const holder = createCache({ store: holderStore, ttl: 60_000 });
       // A store without a subscriber (subscriber: false) only polls: no wait metrics for it.
-      const holderCollectors = await herdcacheMetrics({ cache: holder, registry: new Registry(), stores: [holderStore] });
+      const holderCollectors = await herdcacheMetrics({
+        cache: holder,
+        registry: new Registry(),
+        stores: [holderStore],
+      });
       expect(holderCollectors.names.filter((name) => name.startsWith('herdcache_redis_'))).toEqual([]);
       const store = redisStore({ client: waiterClient, prefix, subscriber });
       // Poll sleeps that never end: only the announcement can answer the waiter.
@@ -152,7 +194,15 @@ describe('herdcacheMetrics', () => {
       const waiter = createCache({ store, ttl: 60_000, clock, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
       const registry = new Registry();
       const collectors = await herdcacheMetrics({ cache: waiter, registry, stores: [store] });
-      expect(collectors.names).toEqual(expect.arrayContaining([LOCK_WAITS_METRIC, 'herdcache_redis_announcements_listening', 'herdcache_redis_announcement_channels', 'herdcache_redis_lock_waits_deaf_total', 'herdcache_redis_announcements_received_total']));
+      expect(collectors.names).toEqual(
+        expect.arrayContaining([
+          LOCK_WAITS_METRIC,
+          'herdcache_redis_announcements_listening',
+          'herdcache_redis_announcement_channels',
+          'herdcache_redis_lock_waits_deaf_total',
+          'herdcache_redis_announcements_received_total',
+        ]),
+      );
       expect(await eventually(() => store.waitStats().channels === 1, 5000, 2)).toBe(true);
 
       const gate = deferred<string>();
@@ -188,7 +238,9 @@ describe('herdcacheMetrics', () => {
     const registry = new Registry();
     const collectors = await herdcacheMetrics({ cache, registry });
     expect(await herdcacheMetrics({ cache, registry })).toBe(collectors);
-    await expect(herdcacheMetrics({ cache: createCache(), registry })).rejects.toThrow(/option "registry" already has herdcacheMetrics\(\) of another cache/);
+    await expect(herdcacheMetrics({ cache: createCache(), registry })).rejects.toThrow(
+      /option "registry" already has herdcacheMetrics\(\) of another cache/,
+    );
     collectors.close();
     expect(await registry.getMetricsAsJSON()).toEqual([]);
     await herdcacheMetrics({ cache: createCache(), registry });
@@ -198,8 +250,14 @@ describe('herdcacheMetrics', () => {
     const cache = createCache();
     await expect(herdcacheMetrics({ cache: {} as never, registry: new Registry() })).rejects.toThrow(/option "cache"/);
     await expect(herdcacheMetrics({ cache, registry: {} as never })).rejects.toThrow(/option "registry"/);
-    await expect(herdcacheMetrics({ cache, registry: new Registry(), maxSources: 0 })).rejects.toThrow(/option "maxSources"/);
-    await expect(herdcacheMetrics({ cache, registry: new Registry(), maxNodes: 1.5 })).rejects.toThrow(/option "maxNodes"/);
-    await expect(herdcacheMetrics({ cache, registry: new Registry(), stores: [memoryStore(), memoryStore()] })).rejects.toThrow(/option "stores"/);
+    await expect(herdcacheMetrics({ cache, registry: new Registry(), maxSources: 0 })).rejects.toThrow(
+      /option "maxSources"/,
+    );
+    await expect(herdcacheMetrics({ cache, registry: new Registry(), maxNodes: 1.5 })).rejects.toThrow(
+      /option "maxNodes"/,
+    );
+    await expect(
+      herdcacheMetrics({ cache, registry: new Registry(), stores: [memoryStore(), memoryStore()] }),
+    ).rejects.toThrow(/option "stores"/);
   });
 });

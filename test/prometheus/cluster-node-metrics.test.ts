@@ -42,7 +42,12 @@ it('per master: its breaker state and failed calls; a killed master shows open, 
   const cluster = await local.client();
   const masters = local.nodes.map((node) => `127.0.0.1:${node.port}`);
   const [victim, kept, summed] = masters as [string, string, string];
-  const store = redisStore({ client: cluster, prefix: PREFIX, commandTimeout: 2000, breaker: { threshold: 2, coolDown: 600_000 } });
+  const store = redisStore({
+    client: cluster,
+    prefix: PREFIX,
+    commandTimeout: 2000,
+    breaker: { threshold: 2, coolDown: 600_000 },
+  });
   const cache = createCache({ store, ttl: 600_000 });
   const registry = new Registry();
   await herdcacheMetrics({ cache, registry, stores: [store], maxNodes: 2 });
@@ -71,7 +76,11 @@ it('per master: its breaker state and failed calls; a killed master shows open, 
   }
   const health = store.nodeHealth();
   expect(health[victim]!.failures).toBeGreaterThanOrEqual(2);
-  expect(await samples(registry, NODE_BREAKER_METRIC)).toMatchObject({ [`${node(victim)},state="open"}`]: 1, [`${node(victim)},state="closed"}`]: 0, [`${node(kept)},state="closed"}`]: 1 });
+  expect(await samples(registry, NODE_BREAKER_METRIC)).toMatchObject({
+    [`${node(victim)},state="open"}`]: 1,
+    [`${node(victim)},state="closed"}`]: 0,
+    [`${node(kept)},state="closed"}`]: 1,
+  });
   // Equal to the snapshot (a healthy master too slow on a loaded machine may have a failure).
   expect(await samples(registry, NODE_FAILURES_METRIC)).toEqual({
     [`${NODE_FAILURES_METRIC}{store="redis",node="${victim}"}`]: health[victim]!.failures,

@@ -34,7 +34,9 @@ test('clear() in half-open: the trial is admitted twice, the 2nd admit throws, b
 
 test('setMany() of only unencodable values in half-open leaves the trial "in flight" forever', async () => {
   const store = await openedOnce('bk2:');
-  await store.setMany([{ key: 'big', entry: { value: 1n, freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity }]);
+  await store.setMany([
+    { key: 'big', entry: { value: 1n, freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity },
+  ]);
   await new Promise((r) => setTimeout(r, 20));
   await expect(store.getMany(['a'])).resolves.toEqual([undefined]);
 });

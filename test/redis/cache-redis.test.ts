@@ -81,12 +81,16 @@ describe('Redis killed mid-run, then restarted', () => {
     expect(await eventually(() => client.status === 'ready', 5000)).toBe(true);
     await sleep(250); // the breaker's cool-down
     expect(
-      await eventually(async () => {
-        await loadAll();
-        const before = cache.metrics().total.hits;
-        await loadAll();
-        return cache.metrics().total.hits - before === keys.length;
-      }, 5000, 50),
+      await eventually(
+        async () => {
+          await loadAll();
+          const before = cache.metrics().total.hits;
+          await loadAll();
+          return cache.metrics().total.hits - before === keys.length;
+        },
+        5000,
+        50,
+      ),
     ).toBe(true);
     expect(await client.exists(...keys.map((key) => `kill:{${key}}`))).toBe(keys.length);
   });
@@ -173,7 +177,9 @@ describe('stale-while-revalidate across replicas', () => {
   it('serves the stale value at once on every replica, and one replica refreshes it for the fleet', async () => {
     const prefix = randomPrefix('swr');
     const clock = manualClock();
-    const replicas = clients.map((client) => createCache({ store: redisStore({ client, prefix }), clock, ttl: 1_000, swr: 60_000 }));
+    const replicas = clients.map((client) =>
+      createCache({ store: redisStore({ client, prefix }), clock, ttl: 1_000, swr: 60_000 }),
+    );
     let refreshes = 0;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -185,7 +191,9 @@ describe('stale-while-revalidate across replicas', () => {
       return 'v2';
     };
     // Every replica answers with the stale value without waiting for the (gated) refresh.
-    const answers = await Promise.all(replicas.map((cache) => Promise.all(Array.from({ length: 50 }, () => cache.getOrCompute('k', refresh)))));
+    const answers = await Promise.all(
+      replicas.map((cache) => Promise.all(Array.from({ length: 50 }, () => cache.getOrCompute('k', refresh)))),
+    );
     expect(answers.flat().every((value) => value === 'v1')).toBe(true);
     await eventually(() => refreshes === 1, 2_000, 5);
     await sleep(50);

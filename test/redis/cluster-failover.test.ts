@@ -19,10 +19,16 @@ let local: LocalCluster;
 beforeAll(async () => {
   local = await startLocalCluster('failover', { replicas: 1, nodeTimeout: 1000 });
   // A replica that never synced cannot be promoted; the first sync waits repl-diskless-sync-delay (5 s).
-  const synced = await eventually(async () => {
-    const infos = await Promise.all(local.admins.map((admin) => admin.info('replication')));
-    return infos.filter((info) => info.includes('role:slave')).every((info) => info.includes('master_link_status:up'));
-  }, 30_000, 200);
+  const synced = await eventually(
+    async () => {
+      const infos = await Promise.all(local.admins.map((admin) => admin.info('replication')));
+      return infos
+        .filter((info) => info.includes('role:slave'))
+        .every((info) => info.includes('master_link_status:up'));
+    },
+    30_000,
+    200,
+  );
   if (!synced) throw new Error('the replicas did not sync');
   // By default the whole cluster refuses queries between the master's FAIL and the promotion.
   for (const admin of local.admins) await admin.config('SET', 'cluster-require-full-coverage', 'no');
@@ -33,7 +39,12 @@ afterAll(async () => {
 });
 
 function app(cluster: Cluster): Cache {
-  const store = redisStore({ client: cluster, prefix: PREFIX, commandTimeout: COMMAND_TIMEOUT, breaker: { threshold: 3, coolDown: 500 } });
+  const store = redisStore({
+    client: cluster,
+    prefix: PREFIX,
+    commandTimeout: COMMAND_TIMEOUT,
+    breaker: { threshold: 3, coolDown: 500 },
+  });
   return createCache({ store, ttl: 600_000, lockWaitTimeout: LOCK_WAIT });
 }
 
@@ -69,7 +80,9 @@ it('a master fails over to its replica under load: 0 failed loads, no wait past 
   while (Date.now() - killedAt < 15_000) {
     rounds++;
     const started = performance.now();
-    const results = await Promise.allSettled(apps.flatMap((cache) => keys.map((key) => cache.getOrCompute(key, fill(key)))));
+    const results = await Promise.allSettled(
+      apps.flatMap((cache) => keys.map((key) => cache.getOrCompute(key, fill(key)))),
+    );
     slowest = Math.max(slowest, performance.now() - started);
     failed += results.filter((result) => result.status === 'rejected').length;
     if (promotedAfter === undefined) {
@@ -92,11 +105,15 @@ it('a master fails over to its replica under load: 0 failed loads, no wait past 
   // The clients have found the promoted replica: a full round of both apps is all hits.
   fills.clear();
   expect(
-    await eventually(async () => {
-      fills.clear();
-      await Promise.all(apps.flatMap((cache) => keys.map((key) => cache.getOrCompute(key, fill(key)))));
-      return fills.size === 0;
-    }, 10_000, 200),
+    await eventually(
+      async () => {
+        fills.clear();
+        await Promise.all(apps.flatMap((cache) => keys.map((key) => cache.getOrCompute(key, fill(key)))));
+        return fills.size === 0;
+      },
+      10_000,
+      200,
+    ),
   ).toBe(true);
   console.log(
     `failover: promoted after ${promotedAfter} ms, ${rounds} rounds × ${2 * keys.length} loads, failed ${failed}, slowest round ${Math.round(slowest)} ms; ` +

@@ -27,7 +27,11 @@ afterAll(async () => {
 });
 
 function app(cluster: Cluster): Cache {
-  return createCache({ store: redisStore({ client: cluster, prefix: PREFIX, commandTimeout: 1000 }), ttl: 600_000, lockWaitTimeout: LOCK_WAIT });
+  return createCache({
+    store: redisStore({ client: cluster, prefix: PREFIX, commandTimeout: 1000 }),
+    ttl: 600_000,
+    lockWaitTimeout: LOCK_WAIT,
+  });
 }
 
 it('slots resharded under load: 0 failed loads, no wait near lockWaitTimeout, moved keys are hits afterwards', async () => {
@@ -46,11 +50,26 @@ it('slots resharded under load: 0 failed loads, no wait near lockWaitTimeout, mo
 
   // Move 200 slots (with their keys) from the master of keys[0] to another master.
   const ids = await Promise.all(local.admins.map(async (admin) => (await admin.cluster('MYID')) as string));
-  const source = local.nodes.findIndex((node) => `127.0.0.1:${node.port}` === a.slots[hashSlot(`${PREFIX}{${keys[0]}}`)]![0]);
+  const source = local.nodes.findIndex(
+    (node) => `127.0.0.1:${node.port}` === a.slots[hashSlot(`${PREFIX}{${keys[0]}}`)]![0],
+  );
   const target = (source + 1) % local.nodes.length;
   const moving = run(
     'redis-cli',
-    ['--cluster', 'reshard', `127.0.0.1:${local.nodes[0]!.port}`, '--cluster-from', ids[source]!, '--cluster-to', ids[target]!, '--cluster-slots', '2000', '--cluster-yes', '--cluster-pipeline', '10'],
+    [
+      '--cluster',
+      'reshard',
+      `127.0.0.1:${local.nodes[0]!.port}`,
+      '--cluster-from',
+      ids[source]!,
+      '--cluster-to',
+      ids[target]!,
+      '--cluster-slots',
+      '2000',
+      '--cluster-yes',
+      '--cluster-pipeline',
+      '10',
+    ],
     { timeout: 60_000 },
   );
   let done = false;
@@ -64,7 +83,9 @@ it('slots resharded under load: 0 failed loads, no wait near lockWaitTimeout, mo
     // The warm keys (reads), and 10 cold keys (lock, fill, fenced write) both apps miss at once.
     const cold = Array.from({ length: 10 }, (_, i) => `cold:${rounds}:${i}`);
     const batch = [...keys, ...cold];
-    const results = await Promise.allSettled(apps.flatMap((cache) => batch.map((key) => cache.getOrCompute(key, fill(key)))));
+    const results = await Promise.allSettled(
+      apps.flatMap((cache) => batch.map((key) => cache.getOrCompute(key, fill(key)))),
+    );
     slowest = Math.max(slowest, performance.now() - started);
     failed += results.filter((result) => result.status === 'rejected').length;
     await sleep(20);
@@ -73,12 +94,17 @@ it('slots resharded under load: 0 failed loads, no wait near lockWaitTimeout, mo
   const during = keys.reduce((sum, key) => sum + (fills.get(key) ?? 0), 0);
   const coldFills = [...fills.entries()].filter(([key]) => key.startsWith('cold:')).map(([, count]) => count);
   const coldTwice = coldFills.filter((count) => count > 1).length;
-  const moved = keys.filter((key) => a.slots[hashSlot(`${PREFIX}{${key}}`)]![0] === `127.0.0.1:${local.nodes[target]!.port}`).length;
+  const moved = keys.filter(
+    (key) => a.slots[hashSlot(`${PREFIX}{${key}}`)]![0] === `127.0.0.1:${local.nodes[target]!.port}`,
+  ).length;
 
   // Afterwards (the clients have followed MOVED), a round of both apps is all hits.
   fills.clear();
-  for (let i = 0; i < 3; i++) await Promise.all(apps.flatMap((cache) => keys.map((key) => cache.getOrCompute(key, fill(key)))));
-  console.log(`migration: ${rounds} rounds × ${2 * (keys.length + 10)} loads while 2000 slots moved, failed ${failed}, slowest round ${Math.round(slowest)} ms, warm-key fills during it ${during} (${keys.length} keys, ${moved} now on the target), cold keys filled twice ${coldTwice} of ${coldFills.length}`);
+  for (let i = 0; i < 3; i++)
+    await Promise.all(apps.flatMap((cache) => keys.map((key) => cache.getOrCompute(key, fill(key)))));
+  console.log(
+    `migration: ${rounds} rounds × ${2 * (keys.length + 10)} loads while 2000 slots moved, failed ${failed}, slowest round ${Math.round(slowest)} ms, warm-key fills during it ${during} (${keys.length} keys, ${moved} now on the target), cold keys filled twice ${coldTwice} of ${coldFills.length}`,
+  );
   expect(failed).toBe(0);
   expect(slowest).toBeLessThan(LOCK_WAIT);
   expect(rounds).toBeGreaterThan(1);

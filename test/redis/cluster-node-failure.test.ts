@@ -39,20 +39,44 @@ function replica(cluster: Cluster): { cache: Cache; store: RedisStore } {
   // A patient timeout: on a loaded machine a healthy master may answer late, and its breaker
   // opening would refill its keys, which is not what this test is about. The dead master's calls
   // pay it until its own breaker opens (3 failures), then are refused at once.
-  const store = redisStore({ client: cluster, prefix: PREFIX, commandTimeout: 1000, breaker: { threshold: 3, coolDown: 60_000 } });
-  return { cache: createCache({ store, ttl: 600_000, hooks: { onStoreError: (e, op) => { if (process.env.DBG) console.log(op, (e as Error).message); } } }), store };
+  const store = redisStore({
+    client: cluster,
+    prefix: PREFIX,
+    commandTimeout: 1000,
+    breaker: { threshold: 3, coolDown: 60_000 },
+  });
+  return {
+    cache: createCache({
+      store,
+      ttl: 600_000,
+      hooks: {
+        onStoreError: (e, op) => {
+          if (process.env.DBG) console.log(op, (e as Error).message);
+        },
+      },
+    }),
+    store,
+  };
 }
 
 it('startup burst on a Cluster client not ready yet: the loads wait for it, 1 fill across two replicas', async () => {
-  const fresh = [0, 1].map(() => new Cluster([{ host: '127.0.0.1', port: local.nodes[0]!.port }], { redisOptions: { disconnectTimeout: 10 } }));
+  const fresh = [0, 1].map(
+    () => new Cluster([{ host: '127.0.0.1', port: local.nodes[0]!.port }], { redisOptions: { disconnectTimeout: 10 } }),
+  );
   try {
     const errors: unknown[] = [];
     const caches = fresh.map((client) =>
-      createCache({ store: redisStore({ client, prefix: PREFIX }), ttl: 600_000, hooks: { onStoreError: (error) => void errors.push(error) } }),
+      createCache({
+        store: redisStore({ client, prefix: PREFIX }),
+        ttl: 600_000,
+        hooks: { onStoreError: (error) => void errors.push(error) },
+      }),
     );
     expect(fresh.map((client) => client.status)).not.toContain('ready');
     let fills = 0;
-    const loads = caches.flatMap((cache) => Array.from({ length: 30 }, () => cache.getOrCompute('boot', async () => (fills++, 'v'))));
+    const loads = caches.flatMap((cache) =>
+      Array.from({ length: 30 }, () => cache.getOrCompute('boot', async () => (fills++, 'v'))),
+    );
     expect(await Promise.all(loads)).toEqual(loads.map(() => 'v'));
     expect(errors).toEqual([]);
     expect(fills).toBe(1);
@@ -94,7 +118,9 @@ it('one master killed: warm keys on the healthy masters are never refilled, no l
   // Fleet-wide single flight still holds on the healthy masters during the outage.
   fills.clear();
   const cold = keysOn(a, 'cold', 10, (master) => master !== dead);
-  const loads = [first, second].flatMap(({ cache }) => [...cold, ...doomed].map((key) => cache.getOrCompute(key, fill(key))));
+  const loads = [first, second].flatMap(({ cache }) =>
+    [...cold, ...doomed].map((key) => cache.getOrCompute(key, fill(key))),
+  );
   expect((await Promise.allSettled(loads)).filter((result) => result.status === 'rejected')).toEqual([]);
   expect(cold.map((key) => fills.get(key))).toEqual(cold.map(() => 1));
 
@@ -102,7 +128,8 @@ it('one master killed: warm keys on the healthy masters are never refilled, no l
   const health = first.store.nodeHealth();
   expect(health[dead]).toMatchObject({ breaker: 'open' });
   expect(health[dead]!.failures).toBeGreaterThanOrEqual(3);
-  for (const [node, state] of Object.entries(health)) if (node !== dead) expect(state).toEqual({ breaker: 'closed', failures: 0 });
+  for (const [node, state] of Object.entries(health))
+    if (node !== dead) expect(state).toEqual({ breaker: 'closed', failures: 0 });
   // The store's health summary: one master skipped is "open"; nodeHealth() said which.
   expect(first.store.breakerState).toBe('open');
   // Counters: every failure was counted (the dead master's groups), none failed a load.

@@ -34,7 +34,18 @@ const keys = Array.from({ length: 100 }, (_, i) => `key:${i}`);
 const slotsOf = (batch: readonly string[]): number => new Set(batch.map((key) => hashSlot(`cl:{${key}}`))).size;
 
 it('computes slots exactly as CLUSTER KEYSLOT does', async () => {
-  const samples = ['', 'a', 'foo{}{bar}', 'foo{{bar}}zap', '{}x', 'ü€😀', 'a\ud800b', 'cl:{key:1}', 'cl:{key:1}:lock', `cl:{${taggedKey('', 256)}}`];
+  const samples = [
+    '',
+    'a',
+    'foo{}{bar}',
+    'foo{{bar}}zap',
+    '{}x',
+    'ü€😀',
+    'a\ud800b',
+    'cl:{key:1}',
+    'cl:{key:1}:lock',
+    `cl:{${taggedKey('', 256)}}`,
+  ];
   for (let i = 0; i < 200; i++) samples.push(`k${i}`, String.fromCharCode(0xd000 + i * 7) + i);
   const server = await Promise.all(samples.map((key) => admins[0]!.cluster('KEYSLOT', key) as Promise<number>));
   expect(samples.map(hashSlot)).toEqual(server);
@@ -95,16 +106,23 @@ it('runs the lock scripts per slot: NX, re-read, fenced write, release, across a
   expect(acquireCalls.evalsha).toBe(slots);
   expect(acquireCalls.eval ?? 0).toBe(0);
   expect(attempts.every((attempt) => attempt.won)).toBe(true);
-  expect(attempts.map((attempt) => (attempt.entry as { value?: unknown } | undefined)?.value)).toEqual(fresh.map((_, i) => (i === 5 ? 'there' : undefined)));
+  expect(attempts.map((attempt) => (attempt.entry as { value?: unknown } | undefined)?.value)).toEqual(
+    fresh.map((_, i) => (i === 5 ? 'there' : undefined)),
+  );
 
   const lost = await store.lock.acquire(fresh, 'b', 10_000);
   expect(lost.every((attempt) => !attempt.won)).toBe(true);
 
   // An invalidation of a few keys fences their fills; the rest land.
   await store.delete(fresh.slice(0, 3));
-  const landed = await store.lock.writeAndRelease(fresh.map((key) => ({ key, entry: entry(`filled:${key}`), ttl: 60_000 })), 'a');
+  const landed = await store.lock.writeAndRelease(
+    fresh.map((key) => ({ key, entry: entry(`filled:${key}`), ttl: 60_000 })),
+    'a',
+  );
   expect(landed).toEqual(fresh.map((_, i) => i >= 3));
-  expect((await store.getMany(fresh)).map((e) => e?.value)).toEqual(fresh.map((key, i) => (i >= 3 ? `filled:${key}` : undefined)));
+  expect((await store.getMany(fresh)).map((e) => e?.value)).toEqual(
+    fresh.map((key, i) => (i >= 3 ? `filled:${key}` : undefined)),
+  );
 
   await store.lock.acquire(fresh, 'c', 10_000);
   await store.lock.release(fresh, 'not-c');
@@ -119,7 +137,12 @@ it('keeps a value and its lock in one slot for odd keys (no CROSSSLOT)', async (
   store.bind(reporter);
   const attempts = await store.lock.acquire(odd, 'tok', 10_000);
   expect(attempts.map((attempt) => attempt.won)).toEqual(odd.map(() => true));
-  expect(await store.lock.writeAndRelease(odd.map((key, i) => ({ key, entry: entry(i), ttl: 60_000 })), 'tok')).toEqual(odd.map(() => true));
+  expect(
+    await store.lock.writeAndRelease(
+      odd.map((key, i) => ({ key, entry: entry(i), ttl: 60_000 })),
+      'tok',
+    ),
+  ).toEqual(odd.map(() => true));
   expect((await store.getMany(odd)).map((e) => e?.value)).toEqual(odd.map((_, i) => i));
   await store.delete(odd);
   expect(await store.getMany(odd)).toEqual(odd.map(() => undefined));

@@ -26,7 +26,12 @@ describe('decodeErrors on Redis', () => {
 
   it('a load polling a contended lock over a garbage entry still counts 1', async () => {
     const prefix = randomPrefix('decode-poll');
-    const cache = createCache({ store: redisStore({ client, prefix }), ttl: 60_000, lockPollInterval: 5, lockWaitTimeout: 200 });
+    const cache = createCache({
+      store: redisStore({ client, prefix }),
+      ttl: 60_000,
+      lockPollInterval: 5,
+      lockWaitTimeout: 200,
+    });
     await client.set(`${prefix}{bad}`, 'not json {');
     await client.set(`${prefix}{bad}:lock`, 'someone else', 'PX', 60_000);
     expect(await cache.getOrCompute('bad', () => 'mine')).toBe('mine');

@@ -76,12 +76,20 @@ it('never leaves a late rejection unhandled (timed out, then the connection dies
   try {
     const redis = await server();
     const admin = await client(redis.url);
-    const victim = await connect(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, disconnectTimeout: 10 });
+    const victim = await connect(redis.url, {
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      disconnectTimeout: 10,
+    });
     clients.push(victim);
     const store = redisStore({ client: victim, prefix: 'late:', commandTimeout: 50, breaker: false });
     void admin.debug('SLEEP', '2').catch(() => {});
     await sleep(20);
-    const pending = [store.getMany(['a']), store.lock.acquire(['a'], 't', 1000), store.setMany([{ key: 'a', entry: entry(1), ttl: 1000 }])];
+    const pending = [
+      store.getMany(['a']),
+      store.lock.acquire(['a'], 't', 1000),
+      store.setMany([{ key: 'a', entry: entry(1), ttl: 1000 }]),
+    ];
     for (const call of pending) await expect(call).rejects.toMatchObject({ code: 'E_STORE_TIMEOUT' });
     // The commands are still pending in ioredis; killing the server rejects them now, late.
     await redis.stop('SIGKILL');
@@ -96,7 +104,12 @@ it('never leaves a late rejection unhandled (timed out, then the connection dies
 it('fails fast while Redis is down, opens the breaker, and recovers by itself after a restart', async () => {
   const redis = await server();
   const redisClient = await client(redis.url);
-  const store = redisStore({ client: redisClient, prefix: 'down:', commandTimeout: 250, breaker: { threshold: 3, coolDown: 300 } });
+  const store = redisStore({
+    client: redisClient,
+    prefix: 'down:',
+    commandTimeout: 250,
+    breaker: { threshold: 3, coolDown: 300 },
+  });
   await store.setMany([{ key: 'k', entry: entry('before'), ttl: 60_000 }]);
   expect((await store.getMany(['k']))[0]?.value).toBe('before');
 
@@ -111,7 +124,9 @@ it('fails fast while Redis is down, opens the breaker, and recovers by itself af
   // Not connected: rejected without sending (nothing queued offline), then the breaker opens.
   // (The call made right after the kill may still sit in ioredis's queues: it was sent before
   // ioredis noticed; it timed out for us all the same.)
-  const queued = () => redisClient.commandQueue.length + (redisClient as unknown as { offlineQueue: { length: number } }).offlineQueue.length;
+  const queued = () =>
+    redisClient.commandQueue.length +
+    (redisClient as unknown as { offlineQueue: { length: number } }).offlineQueue.length;
   const queuedBefore = queued();
   const codes: (string | undefined)[] = [];
   // Fail-fast codes, not E_STORE_TIMEOUT: no call waited for a reply.
@@ -125,10 +140,14 @@ it('fails fast while Redis is down, opens the breaker, and recovers by itself af
   await server(redis.port);
   expect(await eventually(() => redisClient.status === 'ready', 5000)).toBe(true);
   expect(
-    await eventually(async () => {
-      const result = await settle(store.getMany(['k']));
-      return result.error === undefined;
-    }, 3000, 50),
+    await eventually(
+      async () => {
+        const result = await settle(store.getMany(['k']));
+        return result.error === undefined;
+      },
+      3000,
+      50,
+    ),
   ).toBe(true);
   expect(store.breakerState).toBe('closed');
   // The restarted server is empty (no persistence): a miss, then writes land again.
@@ -166,7 +185,8 @@ it('waits readyTimeout for a client that was never there, then fails fast, witho
     expect(result.ms).toBeGreaterThanOrEqual(50); // half the budget: the timer did not end the call at once (a descheduled test process reads its clock late)
   }
   // The budget is spent once, not per call: from now on every call fails fast.
-  for (let i = 0; i < 50; i++) await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+  for (let i = 0; i < 50; i++)
+    await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
   await expect(store.lock.acquire(['k'], 't', 1000)).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
   expect((absent as unknown as { offlineQueue: { length: number } }).offlineQueue.length).toBe(0);
 });

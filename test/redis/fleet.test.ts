@@ -48,7 +48,8 @@ function replica(env: Record<string, string>): Promise<{ child: ChildProcess; ne
       if (index === -1) continue;
       const [message] = inbox.splice(index, 1);
       const [waiter] = waiting.splice(w, 1);
-      if (message!.type === 'error') waiter!.reject(new Error(`replica failed: ${(message as { message?: string }).message}`));
+      if (message!.type === 'error')
+        waiter!.reject(new Error(`replica failed: ${(message as { message?: string }).message}`));
       else waiter!.resolve(message);
     }
   };
@@ -58,7 +59,8 @@ function replica(env: Record<string, string>): Promise<{ child: ChildProcess; ne
   });
   child.on('exit', (code, signal) => {
     if (signal === 'SIGKILL') return;
-    for (const waiter of waiting.splice(0)) waiter.reject(new Error(`replica exited (${code ?? signal}) before "${waiter.type}"`));
+    for (const waiter of waiting.splice(0))
+      waiter.reject(new Error(`replica exited (${code ?? signal}) before "${waiter.type}"`));
   });
   const next = (type: string) =>
     new Promise<unknown>((resolve, reject) => {
@@ -69,7 +71,9 @@ function replica(env: Record<string, string>): Promise<{ child: ChildProcess; ne
 }
 
 async function stampede(env: Record<string, string>): Promise<Done[]> {
-  const replicas = await Promise.all(Array.from({ length: REPLICAS }, (_, i) => replica({ ...env, FLEET_INDEX: String(i) })));
+  const replicas = await Promise.all(
+    Array.from({ length: REPLICAS }, (_, i) => replica({ ...env, FLEET_INDEX: String(i) })),
+  );
   const done = replicas.map((r) => r.next('done') as Promise<Done>);
   for (const r of replicas) r.child.send({ type: 'go' });
   return Promise.all(done);
@@ -77,7 +81,12 @@ async function stampede(env: Record<string, string>): Promise<Done[]> {
 
 it(`${REPLICAS} processes x 500 concurrent loads of one cold key: exactly one fill fleet-wide`, async () => {
   const prefix = randomPrefix('fleet-one');
-  const results = await stampede({ FLEET_MODE: 'single', FLEET_PREFIX: prefix, FLEET_LOADS: '500', FLEET_FILL_MS: '100' });
+  const results = await stampede({
+    FLEET_MODE: 'single',
+    FLEET_PREFIX: prefix,
+    FLEET_LOADS: '500',
+    FLEET_FILL_MS: '100',
+  });
   expect(await admin.get(`${prefix}fills`)).toBe('1');
   for (const result of results) {
     expect(result.wrong).toBe(0);
@@ -94,7 +103,13 @@ it(`${REPLICAS} processes x 500 concurrent loads of one cold key: exactly one fi
 
 it(`${REPLICAS} processes x 500 concurrent loads over 100 keys through a batch loader: each key filled once fleet-wide`, async () => {
   const prefix = randomPrefix('fleet-batch');
-  const results = await stampede({ FLEET_MODE: 'batch', FLEET_PREFIX: prefix, FLEET_LOADS: '500', FLEET_KEYS: '100', FLEET_FILL_MS: '100' });
+  const results = await stampede({
+    FLEET_MODE: 'batch',
+    FLEET_PREFIX: prefix,
+    FLEET_LOADS: '500',
+    FLEET_KEYS: '100',
+    FLEET_FILL_MS: '100',
+  });
   const fills = await admin.hgetall(`${prefix}fills`);
   expect(Object.keys(fills)).toHaveLength(100);
   expect(Object.values(fills).every((count) => count === '1')).toBe(true);
@@ -109,7 +124,12 @@ it(`${REPLICAS} processes x 500 concurrent loads over 100 keys through a batch l
 
 describe('a lock holder killed with SIGKILL mid-fill', () => {
   async function killHolder(prefix: string, lockTtl: number): Promise<void> {
-    const holder = await replica({ FLEET_MODE: 'hold', FLEET_PREFIX: prefix, FLEET_LOCK_TTL: String(lockTtl), FLEET_LOADS: '1' });
+    const holder = await replica({
+      FLEET_MODE: 'hold',
+      FLEET_PREFIX: prefix,
+      FLEET_LOCK_TTL: String(lockTtl),
+      FLEET_LOADS: '1',
+    });
     const filling = holder.next('filling');
     holder.child.send({ type: 'go' });
     await filling;
@@ -125,7 +145,12 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
     const client = await connect();
     try {
       await killHolder(prefix, 2_000);
-      const cache = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 2_000, lockWaitTimeout: 30_000 });
+      const cache = createCache({
+        ttl: Infinity,
+        store: redisStore({ client, prefix: `${prefix}cache:` }),
+        lockTtl: 2_000,
+        lockWaitTimeout: 30_000,
+      });
       const value = await cache.getOrCompute('cold', () => 'filled-by-survivor', { ttl: 60_000 });
       expect(value).toBe('filled-by-survivor');
       const metrics = cache.metrics().total;
@@ -145,7 +170,12 @@ describe('a lock holder killed with SIGKILL mid-fill', () => {
     await killHolder(prefix, 60_000);
     const client = await connect();
     try {
-      const cache = createCache({ ttl: Infinity, store: redisStore({ client, prefix: `${prefix}cache:` }), lockTtl: 60_000, lockWaitTimeout: 400 });
+      const cache = createCache({
+        ttl: Infinity,
+        store: redisStore({ client, prefix: `${prefix}cache:` }),
+        lockTtl: 60_000,
+        lockWaitTimeout: 400,
+      });
       const start = Date.now();
       expect(await cache.getOrCompute('cold', () => 'local', { ttl: 60_000 })).toBe('local');
       const waited = Date.now() - start;

@@ -32,14 +32,21 @@ async function connected(url: string): Promise<Redis> {
   return client;
 }
 
-function replica(client: Redis, prefix: string, options: Partial<RedisStoreOptions> = {}, cacheOptions: { lockWaitTimeout?: number } = {}) {
+function replica(
+  client: Redis,
+  prefix: string,
+  options: Partial<RedisStoreOptions> = {},
+  cacheOptions: { lockWaitTimeout?: number } = {},
+) {
   const storeErrors: string[] = [];
   const store = redisStore({ client, prefix, ...options });
   const cache = createCache({
     ttl: Infinity,
     store,
     ...cacheOptions,
-    hooks: { onStoreError: (error, operation) => void storeErrors.push(`${operation}: ${(error as { code?: string }).code}`) },
+    hooks: {
+      onStoreError: (error, operation) => void storeErrors.push(`${operation}: ${(error as { code?: string }).code}`),
+    },
   });
   return { store, cache, storeErrors };
 }
@@ -108,7 +115,10 @@ it('Redis stall (DEBUG SLEEP) with the breaker opening: no lock of ours is left,
   servers.push(server);
   const prefix = randomPrefix('stall');
   const admin = await connected(server.url);
-  const a = replica(await connected(server.url), prefix, { commandTimeout: 100, breaker: { threshold: 2, coolDown: 5000 } });
+  const a = replica(await connected(server.url), prefix, {
+    commandTimeout: 100,
+    breaker: { threshold: 2, coolDown: 5000 },
+  });
   const sleeping = admin.debug('SLEEP', '0.6');
   await sleep(20); // the server is asleep now
   const keys = ['k1', 'k2', 'k3'];

@@ -84,7 +84,11 @@ export function countSocketWrites(client: Redis): { readonly count: number; stop
 }
 
 /** Runs `work` and returns the commands the server ran (`admin` reads INFO) and the writes on `client`'s socket. */
-export async function roundTrips(admin: Redis, client: Redis, work: () => Promise<unknown>): Promise<{ commands: Record<string, number>; writes: number }> {
+export async function roundTrips(
+  admin: Redis,
+  client: Redis,
+  work: () => Promise<unknown>,
+): Promise<{ commands: Record<string, number>; writes: number }> {
   const before = await commandCalls(admin);
   const socket = countSocketWrites(client);
   try {
@@ -100,7 +104,11 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes; returns whether it did. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 20): Promise<boolean> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  everyMs = 20,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return true;

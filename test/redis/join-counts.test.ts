@@ -21,10 +21,22 @@ afterAll(async () => {
 });
 
 type Counts = { hits: number; misses: number; coalesced: number; staleServed: number; fills: number };
-const pick = (c: Counts) => ({ hits: c.hits, misses: c.misses, coalesced: c.coalesced, staleServed: c.staleServed, fills: c.fills });
+const pick = (c: Counts) => ({
+  hits: c.hits,
+  misses: c.misses,
+  coalesced: c.coalesced,
+  staleServed: c.staleServed,
+  fills: c.fills,
+});
 
 function diff(after: Counts, before: Counts): Counts {
-  return { hits: after.hits - before.hits, misses: after.misses - before.misses, coalesced: after.coalesced - before.coalesced, staleServed: after.staleServed - before.staleServed, fills: after.fills - before.fills };
+  return {
+    hits: after.hits - before.hits,
+    misses: after.misses - before.misses,
+    coalesced: after.coalesced - before.coalesced,
+    staleServed: after.staleServed - before.staleServed,
+    fills: after.fills - before.fills,
+  };
 }
 
 const stores: [string, () => Store][] = [
@@ -32,7 +44,7 @@ const stores: [string, () => Store][] = [
   ['redis', () => redisStore({ client, prefix: randomPrefix('join-counts') })],
 ];
 
-describe.each(stores)('joiners counted by their flight\'s outcome (%s)', (_name, makeStore) => {
+describe.each(stores)("joiners counted by their flight's outcome (%s)", (_name, makeStore) => {
   let cache: Cache;
   afterEach(async () => {
     await cache.close();
@@ -40,15 +52,28 @@ describe.each(stores)('joiners counted by their flight\'s outcome (%s)', (_name,
 
   it('50 concurrent loads of a warm key are 50 hits, hooks and request stats alike', async () => {
     const heard = { hit: 0, coalesced: 0 };
-    cache = createCache({ store: makeStore(), ttl: 60_000, hooks: { onHit: () => void heard.hit++, onCoalesced: () => void heard.coalesced++ } });
+    cache = createCache({
+      store: makeStore(),
+      ttl: 60_000,
+      hooks: { onHit: () => void heard.hit++, onCoalesced: () => void heard.coalesced++ },
+    });
     await cache.getOrCompute('warm', () => 'v');
     const before = pick(cache.metrics().total);
     const heardBefore = { ...heard };
     const requests = Array.from({ length: 50 }, () => cache.request());
     const values = await Promise.all(requests.map((request) => request.getOrCompute('warm', () => 'computed')));
     expect(values).toEqual(Array(50).fill('v'));
-    expect(diff(pick(cache.metrics().total), before)).toEqual({ hits: 50, misses: 0, coalesced: 0, staleServed: 0, fills: 0 });
-    expect({ hit: heard.hit - heardBefore.hit, coalesced: heard.coalesced - heardBefore.coalesced }).toEqual({ hit: 50, coalesced: 0 });
+    expect(diff(pick(cache.metrics().total), before)).toEqual({
+      hits: 50,
+      misses: 0,
+      coalesced: 0,
+      staleServed: 0,
+      fills: 0,
+    });
+    expect({ hit: heard.hit - heardBefore.hit, coalesced: heard.coalesced - heardBefore.coalesced }).toEqual({
+      hit: 50,
+      coalesced: 0,
+    });
     for (const request of requests) expect(request.stats().total).toMatchObject({ hits: 1, coalesced: 0, misses: 0 });
   });
 
@@ -59,7 +84,13 @@ describe.each(stores)('joiners counted by their flight\'s outcome (%s)', (_name,
     const before = pick(cache.metrics().total);
     const requests = Array.from({ length: 20 }, () => cache.request());
     await Promise.all(requests.map((request) => request.load(users, '1')));
-    expect(diff(pick(cache.metrics().total), before)).toEqual({ hits: 20, misses: 0, coalesced: 0, staleServed: 0, fills: 0 });
+    expect(diff(pick(cache.metrics().total), before)).toEqual({
+      hits: 20,
+      misses: 0,
+      coalesced: 0,
+      staleServed: 0,
+      fills: 0,
+    });
     for (const request of requests) expect(request.stats().total).toMatchObject({ hits: 1, coalesced: 0 });
   });
 
@@ -81,7 +112,13 @@ describe.each(stores)('joiners counted by their flight\'s outcome (%s)', (_name,
     const before = pick(cache.metrics().total);
     const requests = Array.from({ length: 50 }, () => cache.request());
     await Promise.all(requests.map((request) => request.getOrCompute('cold', () => 'v')));
-    expect(diff(pick(cache.metrics().total), before)).toEqual({ hits: 0, misses: 1, coalesced: 49, staleServed: 0, fills: 1 });
+    expect(diff(pick(cache.metrics().total), before)).toEqual({
+      hits: 0,
+      misses: 1,
+      coalesced: 49,
+      staleServed: 0,
+      fills: 1,
+    });
     expect(requests.map((request) => request.stats().total.coalesced).reduce((a, b) => a + b)).toBe(49);
   });
 });

@@ -25,7 +25,24 @@ function random(seed: number): () => number {
   };
 }
 
-const ALPHABET = ['a', 'b', '0', 'f', '#', '}', '{', ':', 'é', '😀', '\uD800', '\uDBFF', '\uDC00', '\uDFFF', '\uFFFD', '\u0000'];
+const ALPHABET = [
+  'a',
+  'b',
+  '0',
+  'f',
+  '#',
+  '}',
+  '{',
+  ':',
+  'é',
+  '😀',
+  '\uD800',
+  '\uDBFF',
+  '\uDC00',
+  '\uDFFF',
+  '\uFFFD',
+  '\u0000',
+];
 
 function generatedKeys(count: number): string[] {
   const next = random(9);
@@ -57,7 +74,7 @@ it('maps 5,000 generated distinct keys (surrogates, "#", "}", hashed look-alikes
   expect(owner.size).toBe(new Set(keys).size);
 });
 
-it('the known collisions: lone surrogates, and a key spelling a long key\'s hashed form', () => {
+it("the known collisions: lone surrogates, and a key spelling a long key's hashed form", () => {
   expect(redisKeyBytes('\uD800')).not.toBe(redisKeyBytes('\uDBFF'));
   expect(redisKeyBytes('\uD800')).not.toBe(redisKeyBytes('\uFFFD'));
   const long = 'x'.repeat(3 * MAX);

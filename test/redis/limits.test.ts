@@ -40,5 +40,7 @@ it('ttl, swr and lockTtl at MAX_DURATION (jitter 1: twice the ttl) are kept by R
 
 it('@cached(ttl:) beyond MAX_DURATION is refused at schema build, naming the field', () => {
   const schema = makeSchema(`type Query { a: Int @cached(ttl: ${MAX_DURATION}) }`, { Query: { a: () => 1 } });
-  expect(() => cachedDirectiveTransformer(schema, { cache: createCache() })).toThrow(/@cached\(ttl:\) on Query\.a must be at most 1000000000000 seconds, got 1000000000000000/);
+  expect(() => cachedDirectiveTransformer(schema, { cache: createCache() })).toThrow(
+    /@cached\(ttl:\) on Query\.a must be at most 1000000000000 seconds, got 1000000000000000/,
+  );
 });

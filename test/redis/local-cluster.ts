@@ -57,19 +57,41 @@ export async function startLocalCluster(label: string, options: LocalClusterOpti
         await startRedisServer({
           port,
           extraArgs: [
-            '--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir,
+            '--cluster-enabled',
+            'yes',
+            '--cluster-port',
+            String(busPort),
+            '--cluster-config-file',
+            join(dir, `nodes-${port}.conf`),
+            '--dir',
+            dir,
             ...(options.nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(options.nodeTimeout)]),
             ...(options.extraArgs ?? []),
           ],
         }),
       );
     }
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 20_000 });
+    await run(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      { timeout: 20_000 },
+    );
     for (const node of nodes) admins.push(await connect(node.url));
-    const ok = await eventually(async () => {
-      const states = await Promise.all(admins.map((admin) => admin.cluster('INFO') as Promise<string>));
-      return states.every((info) => info.includes('cluster_state:ok'));
-    }, 15_000, 100);
+    const ok = await eventually(
+      async () => {
+        const states = await Promise.all(admins.map((admin) => admin.cluster('INFO') as Promise<string>));
+        return states.every((info) => info.includes('cluster_state:ok'));
+      },
+      15_000,
+      100,
+    );
     if (!ok) throw new Error('the local cluster did not reach cluster_state:ok');
   } catch (error) {
     await stop();
@@ -77,14 +99,17 @@ export async function startLocalCluster(label: string, options: LocalClusterOpti
   }
   const calls = async () => {
     const sum: Record<string, number> = {};
-    for (const admin of admins) for (const [name, count] of Object.entries(await commandCalls(admin))) sum[name] = (sum[name] ?? 0) + count;
+    for (const admin of admins)
+      for (const [name, count] of Object.entries(await commandCalls(admin))) sum[name] = (sum[name] ?? 0) + count;
     return sum;
   };
   return {
     nodes,
     admins,
     client() {
-      const client = new Cluster([{ host: '127.0.0.1', port: nodes[0]!.port }], { redisOptions: { disconnectTimeout: 10 } });
+      const client = new Cluster([{ host: '127.0.0.1', port: nodes[0]!.port }], {
+        redisOptions: { disconnectTimeout: 10 },
+      });
       clients.push(client);
       return new Promise((resolve, reject) => {
         client.once('ready', () => resolve(client));

@@ -23,7 +23,14 @@ describe('a lock key with no expiry', () => {
     await client.set(lockKey, 'left by an old version'); // no PX
     // A wait would show as lockContended (and, with this clock, never end: sleep never settles).
     const stuck = { now: () => Date.now(), sleep: () => new Promise<void>(() => {}) };
-    const cache = createCache({ store: redisStore({ client, prefix }), ttl: 60_000, lock: true, lockTtl: 300, clock: stuck, lockWaitTimeout: 60_000 });
+    const cache = createCache({
+      store: redisStore({ client, prefix }),
+      ttl: 60_000,
+      lock: true,
+      lockTtl: 300,
+      clock: stuck,
+      lockWaitTimeout: 60_000,
+    });
     let fills = 0;
     expect(await cache.getOrCompute('k', () => `v${++fills}`)).toBe('v1');
     expect(cache.metrics().total).toMatchObject({ lockContended: 0, lockTimeouts: 0, lockAcquired: 1, fills: 1 });
@@ -54,14 +61,18 @@ describe('a lock key with no expiry', () => {
   it('two replicas loading a key behind garbage at once: one fill', async () => {
     const prefix = randomPrefix('lock-no-expiry-fleet');
     await client.set(`${prefix}{k}:lock`, 'garbage');
-    const caches = [0, 1].map(() => createCache({ store: redisStore({ client, prefix }), ttl: 60_000, lock: true, lockPollInterval: 10 }));
+    const caches = [0, 1].map(() =>
+      createCache({ store: redisStore({ client, prefix }), ttl: 60_000, lock: true, lockPollInterval: 10 }),
+    );
     let fills = 0;
     const fill = async () => {
       fills++;
       await sleep(30);
       return 'v';
     };
-    const values = await Promise.all(caches.flatMap((cache) => [cache.getOrCompute('k', fill), cache.getOrCompute('k', fill)]));
+    const values = await Promise.all(
+      caches.flatMap((cache) => [cache.getOrCompute('k', fill), cache.getOrCompute('k', fill)]),
+    );
     expect(values).toEqual(['v', 'v', 'v', 'v']);
     expect(fills).toBe(1);
     expect(caches.reduce((n, cache) => n + cache.metrics().total.lockTimeouts, 0)).toBe(0);

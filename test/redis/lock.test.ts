@@ -85,7 +85,11 @@ describe('fill lock', () => {
 
   it('tries 100 locks at once, per key, aligned with the keys', async () => {
     const keys = Array.from({ length: 100 }, (_, i) => `k${i}`);
-    await store.lock.acquire(keys.filter((_, i) => i % 2 === 0), 'other', 10_000);
+    await store.lock.acquire(
+      keys.filter((_, i) => i % 2 === 0),
+      'other',
+      10_000,
+    );
     await store.setMany([{ key: 'k7', entry: entry(7), ttl: 60_000 }]);
     const attempts = await store.lock.acquire(keys, 'mine', 10_000);
     expect(attempts.map((a) => a.won)).toEqual(keys.map((_, i) => i % 2 === 1));
@@ -121,7 +125,9 @@ describe('fill lock', () => {
   it('fence: an expired lock nobody retook still refuses the write', async () => {
     await store.lock.acquire(['k'], 'slow', 50);
     await sleep(80);
-    expect(await store.lock.writeAndRelease([{ key: 'k', entry: entry('late'), ttl: 60_000 }], 'slow')).toEqual([false]);
+    expect(await store.lock.writeAndRelease([{ key: 'k', entry: entry('late'), ttl: 60_000 }], 'slow')).toEqual([
+      false,
+    ]);
     expect(await client.exists(valueKey('k'))).toBe(0);
   });
 

@@ -11,7 +11,20 @@ import { memoryStore } from '../../src/core/memory';
 import { redisStore } from '../../src/redis/redis-store';
 import { tieredStore, type TieredStore } from '../../src/redis/tiered';
 import { flush } from '../helpers';
-import { ioIdle, ioSettle, lockOptions, observedCache, pollingClock, report, run, SEED, timeoutFor, type ScheduleBudget, type Tallies, type World } from './tiered/interleavings';
+import {
+  ioIdle,
+  ioSettle,
+  lockOptions,
+  observedCache,
+  pollingClock,
+  report,
+  run,
+  SEED,
+  timeoutFor,
+  type ScheduleBudget,
+  type Tallies,
+  type World,
+} from './tiered/interleavings';
 import { connect, randomPrefix } from './helpers';
 
 /**
@@ -50,54 +63,77 @@ describe('on Redis', () => {
     for (const client of clients) if (client.status !== 'end') client.disconnect();
   });
 
-  it(`redis store, two replicas: up to ${BUDGET.max} schedules (at least ${BUDGET.min})`, async () => {
-    const prefix = randomPrefix('nss-redis');
-    const caches: Cache[] = [];
-    for (let i = 0; i < 2; i++) {
-      const client = await connect();
-      clients.push(client);
-      caches.push(observedCache(i, { store: redisStore({ client, prefix, ...patient }), clock: pollingClock, ...lockOptions }));
-    }
-    const world: World = { name: 'redis', caches, settle: ioSettle, idle: ioIdle, mark: () => 0, knows: () => true, close: async () => {} };
-    const started = Date.now();
-    const tally = await runWorld(world, caches, SEED + 1);
-    tallies.redis = { ...tally, ms: Date.now() - started };
-    expect(tally.schedules).toBeGreaterThanOrEqual(BUDGET.min);
-    expect(tally.racingFills).toBeGreaterThanOrEqual(BUDGET.minRacingFills);
-    expectNoStoreErrors(caches);
-  }, timeoutFor(BUDGET));
+  it(
+    `redis store, two replicas: up to ${BUDGET.max} schedules (at least ${BUDGET.min})`,
+    async () => {
+      const prefix = randomPrefix('nss-redis');
+      const caches: Cache[] = [];
+      for (let i = 0; i < 2; i++) {
+        const client = await connect();
+        clients.push(client);
+        caches.push(
+          observedCache(i, { store: redisStore({ client, prefix, ...patient }), clock: pollingClock, ...lockOptions }),
+        );
+      }
+      const world: World = {
+        name: 'redis',
+        caches,
+        settle: ioSettle,
+        idle: ioIdle,
+        mark: () => 0,
+        knows: () => true,
+        close: async () => {},
+      };
+      const started = Date.now();
+      const tally = await runWorld(world, caches, SEED + 1);
+      tallies.redis = { ...tally, ms: Date.now() - started };
+      expect(tally.schedules).toBeGreaterThanOrEqual(BUDGET.min);
+      expect(tally.racingFills).toBeGreaterThanOrEqual(BUDGET.minRacingFills);
+      expectNoStoreErrors(caches);
+    },
+    timeoutFor(BUDGET),
+  );
 
-  it(`tiered store (L1 + Redis L2 + pub/sub), two replicas: up to ${BUDGET.max} schedules (at least ${BUDGET.min})`, async () => {
-    const prefix = randomPrefix('nss-tiered');
-    const caches: Cache[] = [];
-    const stores: TieredStore[] = [];
-    for (let i = 0; i < 2; i++) {
-      const client = await connect();
-      const subscriber = await connect();
-      clients.push(client, subscriber);
-      const store = tieredStore({ l2: redisStore({ client, prefix, ...patient }), subscriber, l1: memoryStore({ max: 10_000 }), l1Ttl: 60_000 });
-      stores.push(store);
-      caches.push(observedCache(i, { store, clock: pollingClock, ...lockOptions }));
-    }
-    for (const store of stores) while (!store.subscribed) await flush(1);
-    const world: World = {
-      name: 'tiered',
-      caches,
-      settle: ioSettle,
-      idle: ioIdle,
-      // With two replicas, the other one has applied an invalidation once it has received as many
-      // messages as the invalidating one had published when its call completed (messages from one
-      // publisher arrive in order).
-      mark: (from) => stores[from]!.stats().published,
-      knows: (to, from, mark) => to === from || stores[to]!.stats().received >= mark,
-      close: async () => {},
-    };
-    const started = Date.now();
-    const tally = await runWorld(world, caches, SEED + 2);
-    tallies.tiered = { ...tally, ms: Date.now() - started };
-    expect(tally.schedules).toBeGreaterThanOrEqual(BUDGET.min);
-    expect(tally.racingFills).toBeGreaterThanOrEqual(BUDGET.minRacingFills);
-    expectNoStoreErrors(caches);
-    for (const cache of caches) await cache.close();
-  }, timeoutFor(BUDGET));
+  it(
+    `tiered store (L1 + Redis L2 + pub/sub), two replicas: up to ${BUDGET.max} schedules (at least ${BUDGET.min})`,
+    async () => {
+      const prefix = randomPrefix('nss-tiered');
+      const caches: Cache[] = [];
+      const stores: TieredStore[] = [];
+      for (let i = 0; i < 2; i++) {
+        const client = await connect();
+        const subscriber = await connect();
+        clients.push(client, subscriber);
+        const store = tieredStore({
+          l2: redisStore({ client, prefix, ...patient }),
+          subscriber,
+          l1: memoryStore({ max: 10_000 }),
+          l1Ttl: 60_000,
+        });
+        stores.push(store);
+        caches.push(observedCache(i, { store, clock: pollingClock, ...lockOptions }));
+      }
+      for (const store of stores) while (!store.subscribed) await flush(1);
+      const world: World = {
+        name: 'tiered',
+        caches,
+        settle: ioSettle,
+        idle: ioIdle,
+        // With two replicas, the other one has applied an invalidation once it has received as many
+        // messages as the invalidating one had published when its call completed (messages from one
+        // publisher arrive in order).
+        mark: (from) => stores[from]!.stats().published,
+        knows: (to, from, mark) => to === from || stores[to]!.stats().received >= mark,
+        close: async () => {},
+      };
+      const started = Date.now();
+      const tally = await runWorld(world, caches, SEED + 2);
+      tallies.tiered = { ...tally, ms: Date.now() - started };
+      expect(tally.schedules).toBeGreaterThanOrEqual(BUDGET.min);
+      expect(tally.racingFills).toBeGreaterThanOrEqual(BUDGET.minRacingFills);
+      expectNoStoreErrors(caches);
+      for (const cache of caches) await cache.close();
+    },
+    timeoutFor(BUDGET),
+  );
 });

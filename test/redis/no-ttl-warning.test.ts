@@ -24,7 +24,10 @@ afterAll(() => {
 
 beforeEach(() => {
   warnings = [];
-  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: { code?: string }) => {
+  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((
+    warning: string | Error,
+    options?: { code?: string },
+  ) => {
     warnings.push({ message: String(warning), code: typeof options === 'object' ? options?.code : undefined });
   }) as typeof process.emitWarning);
 });
@@ -99,7 +102,7 @@ it('a call that gives a ttl does not silence the cache-wide warning for the call
   await cache.close();
 });
 
-it('the in-process memory store (default or given) does not warn: its values are this process\'s own', async () => {
+it("the in-process memory store (default or given) does not warn: its values are this process's own", async () => {
   await createCache().getOrCompute('k', async () => 1);
   await createCache({ store: memoryStore() }).getOrCompute('k', async () => 1);
   expect(noTtl()).toEqual([]);

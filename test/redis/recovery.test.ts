@@ -51,7 +51,12 @@ interface Replica {
 async function fleet(url: string, prefix: string): Promise<Replica[]> {
   const out: Replica[] = [];
   for (let i = 0; i < 2; i++) {
-    const store = redisStore({ client: await client(url), prefix, commandTimeout: 100, breaker: { threshold: 2, coolDown: 60_000 } });
+    const store = redisStore({
+      client: await client(url),
+      prefix,
+      commandTimeout: 100,
+      breaker: { threshold: 2, coolDown: 60_000 },
+    });
     out.push({ store, cache: createCache({ store, ttl: 60_000, lock: true, lockPollInterval: 10 }) });
   }
   return out;
@@ -82,10 +87,16 @@ async function stampede(replicas: readonly Replica[], rounds: number): Promise<M
 /** Fails calls until every replica's breaker is open. */
 async function openBreakers(replicas: readonly Replica[]): Promise<void> {
   for (const { store } of replicas) {
-    expect(await eventually(async () => {
-      await store.getMany(['probe']).catch(() => undefined);
-      return store.breakerState === 'open';
-    }, 10_000, 0)).toBe(true);
+    expect(
+      await eventually(
+        async () => {
+          await store.getMany(['probe']).catch(() => undefined);
+          return store.breakerState === 'open';
+        },
+        10_000,
+        0,
+      ),
+    ).toBe(true);
   }
 }
 
@@ -115,7 +126,8 @@ it('after a kill and an empty restart: the reconnected client closes the breaker
   servers.splice(servers.indexOf(redis), 1);
   await openBreakers(replicas);
   redis = await server(port);
-  for (const { store } of replicas) expect(await eventually(() => (store.client as Redis).status === 'ready', 10_000)).toBe(true);
+  for (const { store } of replicas)
+    expect(await eventually(() => (store.client as Redis).status === 'ready', 10_000)).toBe(true);
   // Empty after the restart: every key is a miss, and each is filled by one replica.
   const after = await stampede(replicas, 5);
   expect(Object.fromEntries(after)).toEqual(Object.fromEntries(KEYS.map((key) => [key, 1])));
@@ -124,14 +136,22 @@ it('after a kill and an empty restart: the reconnected client closes the breaker
 
 it('a Redis that stays down costs no waiting: calls fail fast, a trial now and then', async () => {
   const redis = await server();
-  const store = redisStore({ client: await client(redis.url), prefix: randomPrefix('recovery-down'), commandTimeout: 100, breaker: { threshold: 1, coolDown: 50, maxCoolDown: 400 } });
+  const store = redisStore({
+    client: await client(redis.url),
+    prefix: randomPrefix('recovery-down'),
+    commandTimeout: 100,
+    breaker: { threshold: 1, coolDown: 50, maxCoolDown: 400 },
+  });
   await redis.stop('SIGKILL');
   servers.splice(servers.indexOf(redis), 1);
   expect(await eventually(() => (store.client as Redis).status !== 'ready', 5000)).toBe(true);
   const codes: Record<string, number> = {};
   // 400 calls over at least 400 ms (a loaded machine only stretches it): never a timeout, mostly refused.
   for (let i = 0; i < 400; i++) {
-    const code = await store.getMany(['k']).then(() => 'ok', (error: { code?: string }) => error.code ?? 'uncoded');
+    const code = await store.getMany(['k']).then(
+      () => 'ok',
+      (error: { code?: string }) => error.code ?? 'uncoded',
+    );
     codes[code] = (codes[code] ?? 0) + 1;
     await sleep(1);
   }

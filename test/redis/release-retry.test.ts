@@ -29,7 +29,13 @@ async function store(label: string) {
   clients.push(client);
   const prefix = randomPrefix(label);
   const made = redisStore({ client, prefix });
-  return { client, prefix, store: made, lock: made.lock as RedisFillLock, lockKey: (key: string) => `${prefix}{${key}}:lock` };
+  return {
+    client,
+    prefix,
+    store: made,
+    lock: made.lock as RedisFillLock,
+    lockKey: (key: string) => `${prefix}{${key}}:lock`,
+  };
 }
 
 /** Drops the connection and waits until ioredis has seen it go (status no longer "ready"). */
@@ -72,7 +78,9 @@ it('after a reconnection, recent releases are sent again: a lock the old master 
   await reconnect(client);
   // The first call that finds the client reconnected sends the recent releases again.
   await s.getMany(['x']);
-  expect(await eventually(async () => (await admin.exists(lockKey('done'), lockKey('written'))) === 0, 5000)).toBe(true);
+  expect(await eventually(async () => (await admin.exists(lockKey('done'), lockKey('written'))) === 0, 5000)).toBe(
+    true,
+  );
   // Untouched: a lock still in use (its fill is not over), and another token's.
   expect(await admin.get(lockKey('busy'))).toBe('t2');
   expect(await admin.get(lockKey('taken'))).toBe('other');

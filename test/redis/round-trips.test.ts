@@ -48,7 +48,9 @@ it('reads a 100-key batch with one MGET', async () => {
 });
 
 it('writes a 100-entry batch in one pipeline (one socket write) of SET … PX', async () => {
-  const { commands, writes } = await measure(() => store.setMany(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 }))));
+  const { commands, writes } = await measure(() =>
+    store.setMany(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 }))),
+  );
   expect(commands).toEqual({ set: 100 });
   expect(writes).toBe(1);
 });
@@ -62,7 +64,10 @@ it('tries 100 fill locks, with their re-reads, in one script call', async () => 
 
 it('writes and releases 100 keys in one script call', async () => {
   const { commands, writes } = await measure(() =>
-    store.lock.writeAndRelease(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 })), 'tok'),
+    store.lock.writeAndRelease(
+      keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 })),
+      'tok',
+    ),
   );
   // One PUBLISH per key, from inside the script (no round trip): the announcement that wakes waiters.
   expect(commands).toEqual({ evalsha: 1, get: 100, set: 100, del: 100, publish: 100 });
@@ -76,7 +81,13 @@ it('fenced writes issued in one tick by separate fills (other tokens too) travel
   const { commands, writes } = await measure(async () => {
     landed = await Promise.all([
       store.lock.writeAndRelease([{ key: 'a', entry: entry('a'), ttl: 60_000 }], 'tok-a'),
-      store.lock.writeAndRelease([{ key: 'b', entry: entry('b'), ttl: 60_000 }, { key: 'c', entry: entry('c'), ttl: 60_000 }], 'tok-a'),
+      store.lock.writeAndRelease(
+        [
+          { key: 'b', entry: entry('b'), ttl: 60_000 },
+          { key: 'c', entry: entry('c'), ttl: 60_000 },
+        ],
+        'tok-a',
+      ),
       store.lock.writeAndRelease([{ key: 'd', entry: entry('d'), ttl: 60_000 }], 'tok-d'),
       // Not its lock: fenced out, in the same call.
       store.lock.writeAndRelease([{ key: 'e', entry: entry('e'), ttl: 60_000 }], 'tok-a'),
@@ -85,7 +96,13 @@ it('fenced writes issued in one tick by separate fills (other tokens too) travel
   expect(landed).toEqual([[true], [true, true], [true], [false]]);
   expect(commands.evalsha).toBe(1);
   expect(writes).toBe(1);
-  expect((await store.getMany(['a', 'b', 'c', 'd', 'e'])).map((found) => found?.value)).toEqual(['a', 'b', 'c', 'd', undefined]);
+  expect((await store.getMany(['a', 'b', 'c', 'd', 'e'])).map((found) => found?.value)).toEqual([
+    'a',
+    'b',
+    'c',
+    'd',
+    undefined,
+  ]);
 });
 
 it('50 cold siblings through the registry: one MGET, one lock script, one write script', async () => {
@@ -94,7 +111,9 @@ it('50 cold siblings through the registry: one MGET, one lock script, one write 
   let values: unknown[] = [];
   // Each sibling is its own getOrCompute (as @cached fields are), its fill finishing on its own.
   const { commands, writes } = await measure(async () => {
-    values = await Promise.all(siblings.map((key, i) => cache.getOrCompute(key, async () => (await Promise.resolve(), i))));
+    values = await Promise.all(
+      siblings.map((key, i) => cache.getOrCompute(key, async () => (await Promise.resolve(), i))),
+    );
     // The writes leave right after the answers: let them land before counting.
     await store.getMany(['sibling:0']);
   });
@@ -115,7 +134,9 @@ it('50 cold siblings whose fills finish one by one in one turn (each in its own 
   // 50 write scripts. (Immediates rather than timers: 5 ms timers started across a millisecond
   // boundary are due in two turns, which would make the count depend on the machine.)
   const { commands } = await measure(async () => {
-    values = await Promise.all(siblings.map((key, i) => cache.getOrCompute(key, () => new Promise((resolve) => setImmediate(() => resolve(i))))));
+    values = await Promise.all(
+      siblings.map((key, i) => cache.getOrCompute(key, () => new Promise((resolve) => setImmediate(() => resolve(i))))),
+    );
     await store.getMany(['turn:0']);
   });
   expect(values).toEqual(siblings.map((_, i) => i));

@@ -156,7 +156,12 @@ describe('getMany / setMany', () => {
     ]);
     expect(reporter.encodeErrors.map((e) => e.key)).toEqual(['big', 'cycle', 'fn']);
     for (const { error } of reporter.encodeErrors) expect(error).toMatchObject({ code: 'E_STORE_ENCODE' });
-    expect((await store.getMany(['big', 'ok', 'cycle', 'fn'])).map((e) => e?.value)).toEqual([undefined, 'fine', undefined, undefined]);
+    expect((await store.getMany(['big', 'ok', 'cycle', 'fn'])).map((e) => e?.value)).toEqual([
+      undefined,
+      'fine',
+      undefined,
+      undefined,
+    ]);
     expect(await client.exists(valueKey('big'), valueKey('cycle'), valueKey('fn'))).toBe(0);
   });
 
@@ -229,7 +234,12 @@ describe('keys', () => {
     expect((await store.getMany(keys)).map((e) => e?.value)).toEqual(keys.map((_, i) => i));
     const attempts = await store.lock.acquire(keys, 'tok', 1000);
     expect(attempts.map((a) => a.won)).toEqual(keys.map(() => true));
-    expect(await store.lock.writeAndRelease(keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 })), 'tok')).toEqual(keys.map(() => true));
+    expect(
+      await store.lock.writeAndRelease(
+        keys.map((key) => ({ key, entry: entry(key), ttl: 60_000 })),
+        'tok',
+      ),
+    ).toEqual(keys.map(() => true));
     expect((await store.getMany(keys)).map((e) => e?.value)).toEqual(keys);
   });
 

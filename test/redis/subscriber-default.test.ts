@@ -53,43 +53,46 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 
 // enableOfflineQueue: false (the README's client) is copied by duplicate(): the SUBSCRIBE sent
 // while the new connection is still connecting fails, and is sent again once it is ready.
-it.each([true, false])('redisStore({ client }) (enableOfflineQueue %s): the waiter is woken by the announcement through a subscriber the store opened, and closed on cache.close()', async (enableOfflineQueue) => {
-  const prefix = randomPrefix('sub-default');
-  const holderClient = await connect();
-  connections.push(holderClient);
-  const holder = createCache({ store: redisStore({ client: holderClient, prefix }), ttl: 60_000 });
-  const { client, name } = await namedClient(enableOfflineQueue);
-  const store = redisStore({ client, prefix });
-  const clock = stuckClock();
-  const waiter = createCache({ store, ttl: 60_000, clock, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
-  // Opened lazily: a store nobody waits through costs no connection.
-  expect(store.waitStats()).toMatchObject({ enabled: true, owned: true, listening: false });
-  await store.getMany(['k']);
-  expect(await connectionsNamed(name)).toBe(1);
+it.each([true, false])(
+  'redisStore({ client }) (enableOfflineQueue %s): the waiter is woken by the announcement through a subscriber the store opened, and closed on cache.close()',
+  async (enableOfflineQueue) => {
+    const prefix = randomPrefix('sub-default');
+    const holderClient = await connect();
+    connections.push(holderClient);
+    const holder = createCache({ store: redisStore({ client: holderClient, prefix }), ttl: 60_000 });
+    const { client, name } = await namedClient(enableOfflineQueue);
+    const store = redisStore({ client, prefix });
+    const clock = stuckClock();
+    const waiter = createCache({ store, ttl: 60_000, clock, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+    // Opened lazily: a store nobody waits through costs no connection.
+    expect(store.waitStats()).toMatchObject({ enabled: true, owned: true, listening: false });
+    await store.getMany(['k']);
+    expect(await connectionsNamed(name)).toBe(1);
 
-  const gate = deferred<string>();
-  const filling = deferred<void>();
-  const held = holder.getOrCompute('k', async () => (filling.resolve(), gate.promise));
-  await filling.promise;
-  let waiterFills = 0;
-  const waited = waiter.getOrCompute('k', async () => (waiterFills++, 'filled-by-waiter'));
-  expect(await eventually(() => store.waitStats().channels === 1, 5000, 2)).toBe(true);
-  expect(await connectionsNamed(name)).toBe(2);
-  gate.resolve('filled-by-holder');
-  expect(await held).toBe('filled-by-holder');
-  expect(await within(waited, 5000, 'the waiter answered by the announcement')).toBe('filled-by-holder');
-  expect(waiterFills).toBe(0);
-  // No poll sleep ever ended (they never do): only announcements moved the waiter.
-  expect(store.waitStats().polled).toBe(0);
-  expect(store.waitStats().woken).toBeGreaterThanOrEqual(1);
-  expect(clock.sleeps.length).toBeGreaterThanOrEqual(1);
+    const gate = deferred<string>();
+    const filling = deferred<void>();
+    const held = holder.getOrCompute('k', async () => (filling.resolve(), gate.promise));
+    await filling.promise;
+    let waiterFills = 0;
+    const waited = waiter.getOrCompute('k', async () => (waiterFills++, 'filled-by-waiter'));
+    expect(await eventually(() => store.waitStats().channels === 1, 5000, 2)).toBe(true);
+    expect(await connectionsNamed(name)).toBe(2);
+    gate.resolve('filled-by-holder');
+    expect(await held).toBe('filled-by-holder');
+    expect(await within(waited, 5000, 'the waiter answered by the announcement')).toBe('filled-by-holder');
+    expect(waiterFills).toBe(0);
+    // No poll sleep ever ended (they never do): only announcements moved the waiter.
+    expect(store.waitStats().polled).toBe(0);
+    expect(store.waitStats().woken).toBeGreaterThanOrEqual(1);
+    expect(clock.sleeps.length).toBeGreaterThanOrEqual(1);
 
-  await waiter.close();
-  expect(store.waitStats().listening).toBe(false);
-  expect(await eventually(async () => (await connectionsNamed(name)) === 1, 5000, 10)).toBe(true);
-  expect(client.status).toBe('ready'); // the user's client is left alone
-  await holder.close();
-});
+    await waiter.close();
+    expect(store.waitStats().listening).toBe(false);
+    expect(await eventually(async () => (await connectionsNamed(name)) === 1, 5000, 10)).toBe(true);
+    expect(client.status).toBe('ready'); // the user's client is left alone
+    await holder.close();
+  },
+);
 
 it('subscriber: false opens nothing, and its waiters poll', async () => {
   const prefix = randomPrefix('sub-false');

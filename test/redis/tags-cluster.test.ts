@@ -46,7 +46,11 @@ it('reads the versions of 40 tags with one MGET per slot, and bumps them with on
 it('through createCache on the cluster: invalidateTags makes the tagged entries misses', async () => {
   const cache = createCache({ ttl: Infinity, store });
   let version = 1;
-  const users = cache.loader<number, string>({ name: 'cu', batch: async (ids) => ids.map((id) => `u${id}@${version}`), tags: (id) => [`CU:${id}`, 'CU'] });
+  const users = cache.loader<number, string>({
+    name: 'cu',
+    batch: async (ids) => ids.map((id) => `u${id}@${version}`),
+    tags: (id) => [`CU:${id}`, 'CU'],
+  });
   const ids = Array.from({ length: 20 }, (_, i) => i);
   expect(await users.loadMany(ids)).toEqual(ids.map((id) => `u${id}@1`));
   version = 2;
@@ -85,5 +89,7 @@ it('tiered on the cluster: a write on one replica drops the other replica L1 cop
 it('tiered on the cluster: a plain Cluster subscriber (no shardedSubscribers) is refused, naming the fix', async () => {
   const client = await cluster();
   const subscriber = await cluster();
-  expect(() => tieredStore({ l2: redisStore({ client, prefix: 'tct2:' }), subscriber })).toThrow(/shardedSubscribers: true/);
+  expect(() => tieredStore({ l2: redisStore({ client, prefix: 'tct2:' }), subscriber })).toThrow(
+    /shardedSubscribers: true/,
+  );
 });

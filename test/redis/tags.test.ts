@@ -9,7 +9,16 @@ import { jsonCodec } from '../../src/redis/codec';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 import { deferred, flush } from '../helpers';
-import { commandCalls, connect, delta, entry, eventually, randomPrefix, recordingReporter, roundTrips } from './helpers';
+import {
+  commandCalls,
+  connect,
+  delta,
+  entry,
+  eventually,
+  randomPrefix,
+  recordingReporter,
+  roundTrips,
+} from './helpers';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -19,10 +28,21 @@ describe('codec: tags and tag versions', () => {
     const raw = jsonCodec.encode(tagged) as string;
     expect(JSON.parse(raw)).toMatchObject({ v: 1, t: ['User:1', 'Users'], g: [3, 0] });
     expect(jsonCodec.decode(raw)).toEqual(tagged);
-    expect(jsonCodec.decode(jsonCodec.encode({ value: 1, freshUntil: 10, staleUntil: 20, tags: ['T'] }))).toEqual({ value: 1, freshUntil: 10, staleUntil: 20, tags: ['T'] });
-    expect(jsonCodec.decode('{"v":1,"f":10,"s":20,"d":"old"}')).toEqual({ value: 'old', freshUntil: 10, staleUntil: 20 });
+    expect(jsonCodec.decode(jsonCodec.encode({ value: 1, freshUntil: 10, staleUntil: 20, tags: ['T'] }))).toEqual({
+      value: 1,
+      freshUntil: 10,
+      staleUntil: 20,
+      tags: ['T'],
+    });
+    expect(jsonCodec.decode('{"v":1,"f":10,"s":20,"d":"old"}')).toEqual({
+      value: 'old',
+      freshUntil: 10,
+      staleUntil: 20,
+    });
     // No tags: no "t", no "g" (empty tags are no tags).
-    expect(jsonCodec.encode({ value: 1, freshUntil: 1, staleUntil: 1, tags: [], tagVersions: [] })).toBe('{"v":1,"f":1,"s":1,"d":1}');
+    expect(jsonCodec.encode({ value: 1, freshUntil: 1, staleUntil: 1, tags: [], tagVersions: [] })).toBe(
+      '{"v":1,"f":1,"s":1,"d":1}',
+    );
   });
 
   it.each([
@@ -40,8 +60,12 @@ describe('codec: tags and tag versions', () => {
   });
 
   it('refuses to encode versions that are not integers aligned with the tags (the write is skipped, not half-fenced)', () => {
-    expect(() => jsonCodec.encode({ value: 1, freshUntil: 1, staleUntil: 1, tags: ['A'], tagVersions: [NaN] })).toThrow(expect.objectContaining({ code: 'E_STORE_ENCODE' }));
-    expect(() => jsonCodec.encode({ value: 1, freshUntil: 1, staleUntil: 1, tags: ['A'], tagVersions: [1, 2] })).toThrow(expect.objectContaining({ code: 'E_STORE_ENCODE' }));
+    expect(() => jsonCodec.encode({ value: 1, freshUntil: 1, staleUntil: 1, tags: ['A'], tagVersions: [NaN] })).toThrow(
+      expect.objectContaining({ code: 'E_STORE_ENCODE' }),
+    );
+    expect(() =>
+      jsonCodec.encode({ value: 1, freshUntil: 1, staleUntil: 1, tags: ['A'], tagVersions: [1, 2] }),
+    ).toThrow(expect.objectContaining({ code: 'E_STORE_ENCODE' }));
   });
 });
 
@@ -108,7 +132,12 @@ describe('on a server of its own (commands counted)', () => {
     expect(await admin.pttl('tags:{long}')).toBeLessThanOrEqual(60_000);
     expect(await admin.pttl('tags:{plain}')).toBe(-1);
     await store.lock.acquire(['fenced'], 'tok', 5000);
-    expect(await store.lock.writeAndRelease([{ key: 'fenced', entry: { ...entry('f', Infinity), tags: ['A'], tagVersions: [0] }, ttl: Infinity }], 'tok')).toEqual([true]);
+    expect(
+      await store.lock.writeAndRelease(
+        [{ key: 'fenced', entry: { ...entry('f', Infinity), tags: ['A'], tagVersions: [0] }, ttl: Infinity }],
+        'tok',
+      ),
+    ).toEqual([true]);
     expect(await admin.pttl('tags:{fenced}')).toBeLessThanOrEqual(60_000);
   });
 });
@@ -129,7 +158,9 @@ describe('on the shared server', () => {
 
   it('validates tagTtl, naming it', () => {
     for (const bad of [0, -1, 1.5, Infinity, '7d', 2 ** 53]) {
-      expect(() => redisStore({ client, tagTtl: bad as never })).toThrow(/option "tagTtl" must be a positive integer number of milliseconds/);
+      expect(() => redisStore({ client, tagTtl: bad as never })).toThrow(
+        /option "tagTtl" must be a positive integer number of milliseconds/,
+      );
     }
   });
 
@@ -161,9 +192,17 @@ describe('on the shared server', () => {
     const prefix = randomPrefix('tags-cache');
     const store = redisStore({ client, prefix });
     const reporter = recordingReporter();
-    const cache = createCache({ ttl: Infinity, store, hooks: { onStoreError: (error) => reporter.decodeError('', error) } });
+    const cache = createCache({
+      ttl: Infinity,
+      store,
+      hooks: { onStoreError: (error) => reporter.decodeError('', error) },
+    });
     let version = 1;
-    const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `u${id}@${version}`), tags: (id) => [`User:${id}`] });
+    const users = cache.loader<number, string>({
+      name: 'user',
+      batch: async (ids) => ids.map((id) => `u${id}@${version}`),
+      tags: (id) => [`User:${id}`],
+    });
     expect(await users.loadMany([1, 2])).toEqual(['u1@1', 'u2@1']);
     const stored = JSON.parse((await client.get(`${prefix}{user:1}`))!);
     expect(stored).toMatchObject({ t: ['User:1'], g: [0] });

@@ -37,7 +37,9 @@ describe('jsonCodec', () => {
     ['a symbol', Symbol('s')],
     ['undefined', undefined],
   ])('refuses %s with E_STORE_ENCODE', (_label, value) => {
-    expect(() => jsonCodec.encode({ value, freshUntil: 1, staleUntil: 1 })).toThrow(expect.objectContaining({ code: 'E_STORE_ENCODE' }));
+    expect(() => jsonCodec.encode({ value, freshUntil: 1, staleUntil: 1 })).toThrow(
+      expect.objectContaining({ code: 'E_STORE_ENCODE' }),
+    );
   });
 
   it('refuses cycles with E_STORE_ENCODE, keeping the cause', () => {
@@ -77,9 +79,29 @@ describe('jsonCodec', () => {
     // The reference: parse the whole envelope and keep the fields the codec keeps.
     let expected: unknown;
     try {
-      const o = JSON.parse(raw) as { v: unknown; f: number | null; s: number | null; m?: number; d?: unknown; t?: string[]; g?: number[] };
-      const ok = o.v === 1 && o.d !== undefined && (o.s ?? Infinity) >= (o.f ?? Infinity) && (o.t === undefined) === (o.g === undefined);
-      expected = ok ? { value: o.d, freshUntil: o.f ?? Infinity, staleUntil: o.s ?? Infinity, ...(o.m === undefined ? {} : { fillMs: o.m }), ...(o.t === undefined ? {} : { tags: o.t, tagVersions: o.g }) } : 'refused';
+      const o = JSON.parse(raw) as {
+        v: unknown;
+        f: number | null;
+        s: number | null;
+        m?: number;
+        d?: unknown;
+        t?: string[];
+        g?: number[];
+      };
+      const ok =
+        o.v === 1 &&
+        o.d !== undefined &&
+        (o.s ?? Infinity) >= (o.f ?? Infinity) &&
+        (o.t === undefined) === (o.g === undefined);
+      expected = ok
+        ? {
+            value: o.d,
+            freshUntil: o.f ?? Infinity,
+            staleUntil: o.s ?? Infinity,
+            ...(o.m === undefined ? {} : { fillMs: o.m }),
+            ...(o.t === undefined ? {} : { tags: o.t, tagVersions: o.g }),
+          }
+        : 'refused';
     } catch {
       expected = 'refused';
     }
@@ -193,7 +215,22 @@ describe('keys', () => {
   });
 
   it('computes the same slots as cluster-key-slot (ioredis), UTF-8 and hash tags included', () => {
-    const samples = ['', 'a', 'foo', '{user1000}.following', 'foo{{bar}}zap', 'foo{bar}{zap}', '{}x', 'ü', '€uro', '😀', 'a\ud800b', '\udc00', 'herdcache:{k}', 'herdcache:{k}:lock'];
+    const samples = [
+      '',
+      'a',
+      'foo',
+      '{user1000}.following',
+      'foo{{bar}}zap',
+      'foo{bar}{zap}',
+      '{}x',
+      'ü',
+      '€uro',
+      '😀',
+      'a\ud800b',
+      '\udc00',
+      'herdcache:{k}',
+      'herdcache:{k}:lock',
+    ];
     for (let i = 0; i < 2000; i++) samples.push(`p:{key:${i}}`, String.fromCharCode(i * 37) + i);
     for (const key of samples) expect([key, hashSlot(key)]).toEqual([key, calculateSlot(Buffer.from(key, 'utf8'))]);
   });

@@ -47,7 +47,13 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
   const waiterStore = redisStore({ client, prefix, subscriber });
   const sleeps: number[] = [];
   const stuck = { now: () => Date.now(), sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
-  const waiter = createCache({ store: waiterStore, ttl: 60_000, clock: stuck, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+  const waiter = createCache({
+    store: waiterStore,
+    ttl: 60_000,
+    clock: stuck,
+    lockPollInterval: 10_000,
+    lockWaitTimeout: 60_000,
+  });
 
   const gate = deferred<void>();
   const filling = deferred<void>();
@@ -61,7 +67,10 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
   });
   const held = holderLoader.loadMany(keys);
   await filling.promise;
-  const waiterLoader = waiter.loader<string, string>({ name: 'items', batch: async (batch) => batch.map((key) => `${key}-by-waiter`) });
+  const waiterLoader = waiter.loader<string, string>({
+    name: 'items',
+    batch: async (batch) => batch.map((key) => `${key}-by-waiter`),
+  });
   const waited = waiterLoader.loadMany(keys);
   expect(await eventually(() => waiter.metrics().total.lockContended === keys.length, 5000, 2)).toBe(true);
   // The shard channels of the five slots are subscribed on first wait; their confirmations wake the
@@ -70,7 +79,10 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
   const before = await local.calls();
   gate.resolve();
   expect(await held).toEqual(keys.map((key) => `${key}-by-holder`));
-  const answered = await Promise.race([waited, new Promise((resolve) => setTimeout(() => resolve('not woken within 5 s'), 5000))]);
+  const answered = await Promise.race([
+    waited,
+    new Promise((resolve) => setTimeout(() => resolve('not woken within 5 s'), 5000)),
+  ]);
   expect(answered).toEqual(keys.map((key) => `${key}-by-holder`));
   const after = await local.calls();
   const ran = (name: string) => (after[name] ?? 0) - (before[name] ?? 0);
@@ -106,7 +118,13 @@ it('redisStore({ client }) in a Cluster: the store opens its own sharded subscri
   const holder = createCache({ store: redisStore({ client: await local.client(), prefix }), ttl: 60_000 });
   const waiterStore = redisStore({ client: await local.client(), prefix });
   const stuck = { now: () => Date.now(), sleep: () => new Promise<void>(() => {}) };
-  const waiter = createCache({ store: waiterStore, ttl: 60_000, clock: stuck, lockPollInterval: 10_000, lockWaitTimeout: 60_000 });
+  const waiter = createCache({
+    store: waiterStore,
+    ttl: 60_000,
+    clock: stuck,
+    lockPollInterval: 10_000,
+    lockWaitTimeout: 60_000,
+  });
   const gate = deferred<void>();
   const filling = deferred<void>();
   const holderLoader = holder.loader<string, string>({
@@ -119,11 +137,16 @@ it('redisStore({ client }) in a Cluster: the store opens its own sharded subscri
   });
   const held = holderLoader.loadMany(keys);
   await filling.promise;
-  const waited = waiter.loader<string, string>({ name: 'items', batch: async (batch) => batch.map((key) => `${key}-by-waiter`) }).loadMany(keys);
+  const waited = waiter
+    .loader<string, string>({ name: 'items', batch: async (batch) => batch.map((key) => `${key}-by-waiter`) })
+    .loadMany(keys);
   expect(await eventually(() => waiterStore.waitStats().channels === keys.length, 5000, 2)).toBe(true);
   gate.resolve();
   await held;
-  const answered = await Promise.race([waited, new Promise((resolve) => setTimeout(() => resolve('not woken within 5 s'), 5000))]);
+  const answered = await Promise.race([
+    waited,
+    new Promise((resolve) => setTimeout(() => resolve('not woken within 5 s'), 5000)),
+  ]);
   expect(answered).toEqual(keys.map((key) => `${key}-by-holder`));
   expect(waiterStore.waitStats()).toMatchObject({ owned: true, polled: 0 });
   await waiter.close();

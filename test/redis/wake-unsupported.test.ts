@@ -15,7 +15,9 @@ let local: LocalCluster;
 const subscribers: Cluster[] = [];
 
 beforeAll(async () => {
-  local = await startLocalCluster('wake-unsupported', { extraArgs: ['--rename-command', 'SSUBSCRIBE', '', '--rename-command', 'SPUBLISH', ''] });
+  local = await startLocalCluster('wake-unsupported', {
+    extraArgs: ['--rename-command', 'SSUBSCRIBE', '', '--rename-command', 'SPUBLISH', ''],
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -26,12 +28,20 @@ afterAll(async () => {
 it('no sharded pub/sub: the write lands, the waiter polls (counted deaf and polled) and is answered', async () => {
   const prefix = 'wu:';
   // Patient stores: the test counts store errors, and a loaded machine can hold a reply past 250 ms.
-  const holder = createCache({ store: redisStore({ client: await local.client(), prefix, commandTimeout: 10_000 }), ttl: 60_000 });
+  const holder = createCache({
+    store: redisStore({ client: await local.client(), prefix, commandTimeout: 10_000 }),
+    ttl: 60_000,
+  });
   const client = await local.client();
   const subscriber = client.duplicate([], { shardedSubscribers: true });
   subscribers.push(subscriber);
   const waiterStore = redisStore({ client, prefix, subscriber, commandTimeout: 10_000 });
-  const waiter = createCache({ store: waiterStore, ttl: 60_000, clock: manualClock(Date.now()), lockWaitTimeout: 10 * 60_000 });
+  const waiter = createCache({
+    store: waiterStore,
+    ttl: 60_000,
+    clock: manualClock(Date.now()),
+    lockWaitTimeout: 10 * 60_000,
+  });
   const gate = deferred<string>();
   const filling = deferred<void>();
   const held = holder.getOrCompute('k', async () => {

@@ -52,7 +52,13 @@ async function pair(prefix: string, waiterClock: Clock, lockWaitTimeout = 60_000
   const client = await connection();
   const subscriber = await connection();
   const waiterStore = redisStore({ client, prefix, subscriber });
-  const waiter = createCache({ store: waiterStore, ttl: 60_000, clock: waiterClock, lockPollInterval: 10_000, lockWaitTimeout });
+  const waiter = createCache({
+    store: waiterStore,
+    ttl: 60_000,
+    clock: waiterClock,
+    lockPollInterval: 10_000,
+    lockWaitTimeout,
+  });
   expect(await eventually(() => waiterStore.waitStats().channels === 1, 5000, 2)).toBe(true);
   return { holder, waiter, waiterStore, subscriber };
 }
@@ -164,7 +170,9 @@ it('subscriber: false: the store offers no watch, waiters poll as before', async
 
 it('rejects a subscriber that cannot serve: the client itself, or another keyPrefix', async () => {
   const client = await connection();
-  expect(() => redisStore({ client, subscriber: client })).toThrow(expect.objectContaining({ code: 'E_INVALID_OPTION', message: expect.stringContaining('"subscriber"') }));
+  expect(() => redisStore({ client, subscriber: client })).toThrow(
+    expect.objectContaining({ code: 'E_INVALID_OPTION', message: expect.stringContaining('"subscriber"') }),
+  );
   const other = await connect(undefined, { keyPrefix: 'elsewhere:' });
   connections.push(other);
   expect(() => redisStore({ client, subscriber: other })).toThrow(/keyPrefix/);

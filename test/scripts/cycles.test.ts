@@ -5,7 +5,8 @@ import { join } from 'node:path';
 
 // scripts/cycles.mjs, run by CI: fails on an import cycle among the files of a folder.
 const script = join(__dirname, '..', '..', 'scripts', 'cycles.mjs');
-const run = (dir?: string) => spawnSync(process.execPath, dir === undefined ? [script] : [script, dir], { encoding: 'utf8' });
+const run = (dir?: string) =>
+  spawnSync(process.execPath, dir === undefined ? [script] : [script, dir], { encoding: 'utf8' });
 
 describe('scripts/cycles.mjs', () => {
   let dir: string;
@@ -24,7 +25,10 @@ describe('scripts/cycles.mjs', () => {
 
   test('a cycle through a type-only, a multi-line and an index import fails and is named', () => {
     writeFileSync(join(dir, 'graphql', 'a.ts'), "import type { B } from './b';\nexport type A = B;\n");
-    writeFileSync(join(dir, 'graphql', 'b.ts'), "import {\n  c,\n} from '../core';\nexport type B = number;\nexport const b = c;\n");
+    writeFileSync(
+      join(dir, 'graphql', 'b.ts'),
+      "import {\n  c,\n} from '../core';\nexport type B = number;\nexport const b = c;\n",
+    );
     writeFileSync(join(dir, 'core', 'index.ts'), "export { c } from './c';\n");
     writeFileSync(join(dir, 'core', 'c.ts'), "import type { A } from '../graphql/a';\nexport const c: A = 1;\n");
     writeFileSync(join(dir, 'core', 'leaf.ts'), "import { c } from './c';\nexport const leaf = c;\n");

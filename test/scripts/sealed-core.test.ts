@@ -21,7 +21,11 @@ function internalsUsed(text: string): string[] {
 }
 
 describe('sealed core', () => {
-  const files = INTEGRATIONS.flatMap((dir) => readdirSync(join(SRC, dir)).filter((f) => f.endsWith('.ts')).map((f) => `${dir}/${f}`));
+  const files = INTEGRATIONS.flatMap((dir) =>
+    readdirSync(join(SRC, dir))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => `${dir}/${f}`),
+  );
 
   it('integrations use the core only through internal.ts beyond its public API', () => {
     const offenders: Record<string, string[]> = {};
@@ -29,10 +33,14 @@ describe('sealed core', () => {
       const used = internalsUsed(readFileSync(join(SRC, file), 'utf8'));
       if (used.length > 0) offenders[file] = used;
     }
-    expect(offenders).toEqual(Object.fromEntries(Object.entries(PENDING).map(([file, used]) => [file, [...used].sort()])));
+    expect(offenders).toEqual(
+      Object.fromEntries(Object.entries(PENDING).map(([file, used]) => [file, [...used].sort()])),
+    );
   });
 
   it('the check itself finds a `_`-member call and a sentinel', () => {
-    expect(internalsUsed('cache._peek(a, b, NO_ARG, c); scope._read(x, y) !== NO_ANSWER; a.b(); _x()')).toEqual(['._peek(', '._read(', 'NO_ANSWER', 'NO_ARG'].sort());
+    expect(internalsUsed('cache._peek(a, b, NO_ARG, c); scope._read(x, y) !== NO_ANSWER; a.b(); _x()')).toEqual(
+      ['._peek(', '._read(', 'NO_ANSWER', 'NO_ARG'].sort(),
+    );
   });
 });

@@ -61,7 +61,10 @@ setInterval(() => {
   if (!alive(server)) process.exit(0);
   if (!alive(owner)) { try { process.kill(server, 'SIGKILL'); } catch {} process.exit(0); }
 }, 500);`;
-  spawn(process.execPath, ['-e', watch, String(process.pid), String(serverPid)], { detached: true, stdio: 'ignore' }).unref();
+  spawn(process.execPath, ['-e', watch, String(process.pid), String(serverPid)], {
+    detached: true,
+    stdio: 'ignore',
+  }).unref();
 }
 
 export async function startRedisServer(options: StartOptions = {}): Promise<RedisServer> {
@@ -70,11 +73,16 @@ export async function startRedisServer(options: StartOptions = {}): Promise<Redi
     'redis-server',
     [
       ...(options.sentinelConfig === undefined ? [] : [options.sentinelConfig, '--sentinel']),
-      '--port', String(port),
-      '--bind', '127.0.0.1',
-      '--save', '',
-      '--appendonly', 'no',
-      '--protected-mode', 'no',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
       ...(options.extraArgs ?? []),
     ],
     { stdio: 'ignore' },

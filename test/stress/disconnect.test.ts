@@ -62,7 +62,10 @@ function app(seed: number) {
   });
   cachedDirectiveTransformer(schema, { cache, sessionId: (ctx: { session?: string }) => ctx.session });
   const pending = trackResolvers(schema);
-  const context = (session: string | undefined, signal?: AbortSignal) => ({ ...herdcacheContext({ cache, loaders: { user: users }, signal }), session });
+  const context = (session: string | undefined, signal?: AbortSignal) => ({
+    ...herdcacheContext({ cache, loaders: { user: users }, signal }),
+    session,
+  });
   return { cache, schema, pending, context, random, abandoned };
 }
 
@@ -95,7 +98,12 @@ function query(random: () => number): string {
   const n = () => Math.floor(random() * 4);
   // Few field keys (requests share fills), many user ids (a request is often a fill's only reader).
   const id = () => Math.floor(random() * 200);
-  const parts = [`pub(n: ${n()})`, `mine(n: ${n()})`, `user(id: "${id()}") { id score }`, `users(ids: ["${id()}", "${id()}"]) { id score }`];
+  const parts = [
+    `pub(n: ${n()})`,
+    `mine(n: ${n()})`,
+    `user(id: "${id()}") { id score }`,
+    `users(ids: ["${id()}", "${id()}"]) { id score }`,
+  ];
   return `{ ${parts.filter(() => random() < 0.7).join(' ') || 'pub(n: 0)'} }`;
 }
 
@@ -112,9 +120,15 @@ async function storm(url: string, random: () => number, count: number) {
         const body = JSON.stringify({ query: query(random) });
         const session = `s${Math.floor(random() * 3)}`;
         try {
-          const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session': session }, body, signal: controller.signal });
+          const response = await fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-session': session },
+            body,
+            signal: controller.signal,
+          });
           const json = (await response.json()) as { data?: unknown };
-          if (json.data === undefined) outcome.unanswered.push(`${response.status} ${JSON.stringify(json).slice(0, 200)}`);
+          if (json.data === undefined)
+            outcome.unanswered.push(`${response.status} ${JSON.stringify(json).slice(0, 200)}`);
           else outcome.answered++;
         } catch (error) {
           if (controller.signal.aborted) outcome.aborted++;
@@ -137,7 +151,8 @@ function clientLeft(res: ServerResponse): AbortSignal {
 
 async function settled(state: { count: number }, inFlight: () => number): Promise<void> {
   const deadline = Date.now() + 20_000;
-  while ((state.count > 0 || inFlight() > 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  while ((state.count > 0 || inFlight() > 0) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 describe('clients that disconnect mid-request never leave a request hanging', () => {
@@ -156,12 +171,22 @@ describe('clients that disconnect mid-request never leave a request hanging', ()
     try {
       const outcome = await storm(url, random, 400);
       await settled(pending, () => cache.inFlight);
-      expect({ pending: pending.count, inFlight: cache.inFlight, unanswered: outcome.unanswered }).toEqual({ pending: 0, inFlight: 0, unanswered: [] });
+      expect({ pending: pending.count, inFlight: cache.inFlight, unanswered: outcome.unanswered }).toEqual({
+        pending: 0,
+        inFlight: 0,
+        unanswered: [],
+      });
       expect(outcome.aborted).toBeGreaterThan(40);
       expect(outcome.answered).toBeGreaterThan(100);
       expect(abandoned.fills).toBeGreaterThan(0);
       expect(pending.started).toBeGreaterThan(100);
-      const after = (await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ user(id: \\"9\\") { id } }"}' })).json()) as { data?: unknown };
+      const after = (await (
+        await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"query":"{ user(id: \\"9\\") { id } }"}',
+        })
+      ).json()) as { data?: unknown };
       expect(after.data).toBeDefined();
     } finally {
       server.closeAllConnections();
@@ -173,11 +198,18 @@ describe('clients that disconnect mid-request never leave a request hanging', ()
   it('Apollo Server 5: the same', async () => {
     const { cache, schema, pending, context, random, abandoned } = app(11);
     const server = new ApolloServer<ReturnType<typeof context>>({ schema, plugins: [herdcachePlugin({ cache })] });
-    const { url } = await startStandaloneServer(server, { listen: { port: 0, host: '127.0.0.1' }, context: async ({ req, res }) => context(req.headers['x-session'] as string | undefined, clientLeft(res)) });
+    const { url } = await startStandaloneServer(server, {
+      listen: { port: 0, host: '127.0.0.1' },
+      context: async ({ req, res }) => context(req.headers['x-session'] as string | undefined, clientLeft(res)),
+    });
     try {
       const outcome = await storm(url, random, 400);
       await settled(pending, () => cache.inFlight);
-      expect({ pending: pending.count, inFlight: cache.inFlight, unanswered: outcome.unanswered }).toEqual({ pending: 0, inFlight: 0, unanswered: [] });
+      expect({ pending: pending.count, inFlight: cache.inFlight, unanswered: outcome.unanswered }).toEqual({
+        pending: 0,
+        inFlight: 0,
+        unanswered: [],
+      });
       expect(outcome.aborted).toBeGreaterThan(40);
       expect(outcome.answered).toBeGreaterThan(100);
       expect(abandoned.fills).toBeGreaterThan(0);

@@ -8,7 +8,8 @@ import { connect } from '../redis/helpers';
 import { settleStress, summary, type StressStore } from './settle';
 
 const replay = process.env.SETTLE_SEED === undefined ? undefined : Number(process.env.SETTLE_SEED);
-const seeds = (count: number, base: number) => (replay !== undefined ? [replay] : Array.from({ length: count }, (_, i) => base + i));
+const seeds = (count: number, base: number) =>
+  replay !== undefined ? [replay] : Array.from({ length: count }, (_, i) => base + i);
 
 describe('every promise settles: seeded random stress over every public path', () => {
   let client: Redis;
@@ -30,14 +31,23 @@ describe('every promise settles: seeded random stress over every public path', (
     ['tiered', seeds(3, 201), 800],
   ];
   for (const [store, storeSeeds, ops] of cases) {
-    it.each(storeSeeds)(`${store} store, seed %i: nothing pending, no wrong value, nothing unhandled, nothing in flight`, async (seed) => {
-      const report = await settleStress({ seed, ops, store, client, subscriber });
-      const problems = { pending: report.pending, wrong: report.wrong, unhandled: report.unhandled, inFlightAfter: report.inFlightAfter };
-      if (report.pending.length + report.wrong.length + report.unhandled.length + report.inFlightAfter > 0) console.error(summary(report));
-      expect(problems).toEqual({ pending: [], wrong: [], unhandled: [], inFlightAfter: 0 });
-      // The run did exercise both outcomes (a stress that never rejects or never resolves tests little).
-      expect(report.resolved).toBeGreaterThan(ops / 10);
-      expect(report.rejected).toBeGreaterThan(ops / 20);
-    });
+    it.each(storeSeeds)(
+      `${store} store, seed %i: nothing pending, no wrong value, nothing unhandled, nothing in flight`,
+      async (seed) => {
+        const report = await settleStress({ seed, ops, store, client, subscriber });
+        const problems = {
+          pending: report.pending,
+          wrong: report.wrong,
+          unhandled: report.unhandled,
+          inFlightAfter: report.inFlightAfter,
+        };
+        if (report.pending.length + report.wrong.length + report.unhandled.length + report.inFlightAfter > 0)
+          console.error(summary(report));
+        expect(problems).toEqual({ pending: [], wrong: [], unhandled: [], inFlightAfter: 0 });
+        // The run did exercise both outcomes (a stress that never rejects or never resolves tests little).
+        expect(report.resolved).toBeGreaterThan(ops / 10);
+        expect(report.rejected).toBeGreaterThan(ops / 20);
+      },
+    );
   }
 });

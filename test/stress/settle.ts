@@ -16,7 +16,15 @@
  * asked for; no rejection goes unhandled inside the library; nothing is left in flight.
  */
 import type Redis from 'ioredis';
-import { createCache, manualClock, memoryStore, type Cache, type Loader, type RequestScope, type Store } from '../../src/core';
+import {
+  createCache,
+  manualClock,
+  memoryStore,
+  type Cache,
+  type Loader,
+  type RequestScope,
+  type Store,
+} from '../../src/core';
 import { redisStore, tieredStore } from '../../src/redis';
 
 export type StressStore = 'memory' | 'redis' | 'tiered';
@@ -74,7 +82,12 @@ export async function settleStress(options: StressOptions): Promise<StressReport
   const chance = (p: number) => random() < p;
   const clock = manualClock(1_700_000_000_000);
   const prefix = `settle:${seed}:${Math.floor(Math.random() * 1e9)}:`;
-  const cache = createCache({ clock, store: makeStore(options, prefix, clock), lockWaitTimeout: 2000, lockPollInterval: 5 });
+  const cache = createCache({
+    clock,
+    store: makeStore(options, prefix, clock),
+    lockWaitTimeout: 2000,
+    lockPollInterval: 5,
+  });
 
   let version = 0;
   /** After a random delay (or none), per the seed: fills and batches answer at varied times. */
@@ -105,13 +118,35 @@ export async function settleStress(options: StressOptions): Promise<StressReport
   };
   const loaders: Loader<string, string>[] = [
     cache.loader<string, string>({ name: 'tick', ttl: 1000, batch: batchOf('tick') }),
-    cache.loader<string, string>({ name: 'window', ttl: 500, batchScheduleFn: (dispatch) => setTimeout(dispatch, Math.floor(random() * 3)), batch: batchOf('window') }),
-    cache.loader<string, string>({ name: 'tagged', ttl: 800, swr: 2000, earlyRefresh: true, tags: (id) => [`T:${Number(id.slice(1)) % 3}`], batch: batchOf('tagged') }),
+    cache.loader<string, string>({
+      name: 'window',
+      ttl: 500,
+      batchScheduleFn: (dispatch) => setTimeout(dispatch, Math.floor(random() * 3)),
+      batch: batchOf('window'),
+    }),
+    cache.loader<string, string>({
+      name: 'tagged',
+      ttl: 800,
+      swr: 2000,
+      earlyRefresh: true,
+      tags: (id) => [`T:${Number(id.slice(1)) % 3}`],
+      batch: batchOf('tagged'),
+    }),
     cache.loader<string, string>({ name: 'coalesce', batch: batchOf('coalesce') }),
   ];
   const keyOf = () => `k${Math.floor(random() * 6)}`;
 
-  const report: StressReport = { seed, store: options.store, issued: 0, resolved: 0, rejected: 0, pending: [], wrong: [], unhandled: [], inFlightAfter: 0 };
+  const report: StressReport = {
+    seed,
+    store: options.store,
+    issued: 0,
+    resolved: 0,
+    rejected: 0,
+    pending: [],
+    wrong: [],
+    unhandled: [],
+    inFlightAfter: 0,
+  };
   const pending = new Map<number, string>();
   const onUnhandled = (reason: unknown) => report.unhandled.push(describe(reason));
   process.on('unhandledRejection', onUnhandled);
@@ -142,9 +177,12 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     if (problem !== undefined && report.wrong.length < 20) report.wrong.push(problem);
   };
   /** A value answered for `key` must be that key's (a fill's, a batch's or a prime's). */
-  const valueOf = (key: string, what: string) => (value: unknown) => (typeof value === 'string' && value.split('|')[1] === key ? undefined : `${what} answered ${describe(value)}`);
+  const valueOf = (key: string, what: string) => (value: unknown) =>
+    typeof value === 'string' && value.split('|')[1] === key ? undefined : `${what} answered ${describe(value)}`;
   const manyOf = (keys: string[], what: string) => (values: unknown) =>
-    Array.isArray(values) && values.length === keys.length ? values.map((v, i) => (v instanceof Error ? undefined : valueOf(keys[i]!, what)(v))).find((p) => p !== undefined) : `${what} answered ${describe(values)}`;
+    Array.isArray(values) && values.length === keys.length
+      ? values.map((v, i) => (v instanceof Error ? undefined : valueOf(keys[i]!, what)(v))).find((p) => p !== undefined)
+      : `${what} answered ${describe(values)}`;
 
   const signalFor = (plan: SignalPlan): AbortSignal | undefined => {
     if (plan === 'none') return undefined;
@@ -161,7 +199,12 @@ export async function settleStress(options: StressOptions): Promise<StressReport
   const views = () => {
     const loader = pick(loaders);
     const view = pick(['default', 'default', 'nocache', 'cacheMap'] as const);
-    const scoped = view === 'default' ? scope.loader(loader) : view === 'nocache' ? scope.loader(loader, { cache: false }) : scope.loader(loader, { cacheMap: new Map() });
+    const scoped =
+      view === 'default'
+        ? scope.loader(loader)
+        : view === 'nocache'
+          ? scope.loader(loader, { cache: false })
+          : scope.loader(loader, { cacheMap: new Map() });
     return { loader, scoped, label: `${loader.name}/${view}` };
   };
   const fillFor = (key: string) => async () => {
@@ -176,13 +219,21 @@ export async function settleStress(options: StressOptions): Promise<StressReport
       const { scoped, label } = views();
       const key = keyOf();
       const plan = pick(SIGNAL_PLANS);
-      track(`scoped ${label} load ${key} signal:${plan}`, scoped.load(key, { signal: signalFor(plan) }), valueOf(key, 'scoped load'));
+      track(
+        `scoped ${label} load ${key} signal:${plan}`,
+        scoped.load(key, { signal: signalFor(plan) }),
+        valueOf(key, 'scoped load'),
+      );
     },
     () => {
       const { scoped, label } = views();
       const keys = [keyOf(), keyOf(), keyOf()];
       const plan = pick(SIGNAL_PLANS);
-      track(`scoped ${label} loadMany ${keys} signal:${plan}`, scoped.loadMany(keys, { signal: signalFor(plan) }), manyOf(keys, 'scoped loadMany'));
+      track(
+        `scoped ${label} loadMany ${keys} signal:${plan}`,
+        scoped.loadMany(keys, { signal: signalFor(plan) }),
+        manyOf(keys, 'scoped loadMany'),
+      );
     },
     () => {
       const { scoped, label } = views();
@@ -199,13 +250,21 @@ export async function settleStress(options: StressOptions): Promise<StressReport
       const loader = pick(loaders);
       const key = keyOf();
       const plan = pick(SIGNAL_PLANS);
-      track(`shared ${loader.name} load ${key} signal:${plan}`, loader.load(key, { signal: signalFor(plan) }), valueOf(key, 'shared load'));
+      track(
+        `shared ${loader.name} load ${key} signal:${plan}`,
+        loader.load(key, { signal: signalFor(plan) }),
+        valueOf(key, 'shared load'),
+      );
     },
     () => {
       const loader = pick(loaders);
       const keys = [keyOf(), keyOf()];
       const plan = pick(SIGNAL_PLANS);
-      track(`shared ${loader.name} loadMany ${keys} signal:${plan}`, loader.loadMany(keys, { signal: signalFor(plan) }), manyOf(keys, 'shared loadMany'));
+      track(
+        `shared ${loader.name} loadMany ${keys} signal:${plan}`,
+        loader.loadMany(keys, { signal: signalFor(plan) }),
+        manyOf(keys, 'shared loadMany'),
+      );
     },
     () => {
       const loader = pick(loaders);
@@ -224,15 +283,32 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     () => {
       const key = keyOf();
       const plan = pick(SIGNAL_PLANS);
-      const policy = pick([{ ttl: 1000 }, { ttl: 500, swr: 2000, tags: [`T:${key.slice(1)}`] }, { ttl: 800, earlyRefresh: true }, {}]);
-      track(`getOrCompute ${key} ${JSON.stringify(policy)} signal:${plan}`, cache.getOrCompute(`c:${key}`, fillFor(key), { ...policy, signal: signalFor(plan) }), valueOf(key, 'getOrCompute'));
+      const policy = pick([
+        { ttl: 1000 },
+        { ttl: 500, swr: 2000, tags: [`T:${key.slice(1)}`] },
+        { ttl: 800, earlyRefresh: true },
+        {},
+      ]);
+      track(
+        `getOrCompute ${key} ${JSON.stringify(policy)} signal:${plan}`,
+        cache.getOrCompute(`c:${key}`, fillFor(key), { ...policy, signal: signalFor(plan) }),
+        valueOf(key, 'getOrCompute'),
+      );
     },
     () => {
       const key = keyOf();
       const plan = pick(SIGNAL_PLANS);
-      track(`scope.getOrCompute ${key} signal:${plan}`, scope.getOrCompute(`c:${key}`, fillFor(key), { ttl: 1000, signal: signalFor(plan) }), valueOf(key, 'scope.getOrCompute'));
+      track(
+        `scope.getOrCompute ${key} signal:${plan}`,
+        scope.getOrCompute(`c:${key}`, fillFor(key), { ttl: 1000, signal: signalFor(plan) }),
+        valueOf(key, 'scope.getOrCompute'),
+      );
     },
-    () => track('invalidate', cache.invalidate(chance(0.5) ? `c:${keyOf()}` : [pick(loaders).storeKey(keyOf()), `c:${keyOf()}`])),
+    () =>
+      track(
+        'invalidate',
+        cache.invalidate(chance(0.5) ? `c:${keyOf()}` : [pick(loaders).storeKey(keyOf()), `c:${keyOf()}`]),
+      ),
     () => track('invalidateTags', cache.invalidateTags([`T:${Math.floor(random() * 3)}`])),
     () => clock.advance(Math.floor(random() * 1500)),
     () => {
@@ -242,7 +318,7 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     },
   ];
 
-  for (let issued = 0; issued < ops; ) {
+  for (let issued = 0; issued < ops;) {
     const burst = 1 + Math.floor(random() * 8);
     for (let i = 0; i < burst && issued < ops; i++, issued++) pick(operations)();
     const pause = random();
@@ -268,7 +344,11 @@ export async function settleStress(options: StressOptions): Promise<StressReport
 function makeStore(options: StressOptions, prefix: string, clock: { now(): number }): Store {
   if (options.store === 'memory') return memoryStore();
   if (options.client === undefined) throw new Error(`settleStress: store '${options.store}' needs a client`);
-  const l2 = redisStore({ client: options.client, prefix, ...(options.subscriber && options.store === 'redis' ? { subscriber: options.subscriber } : {}) });
+  const l2 = redisStore({
+    client: options.client,
+    prefix,
+    ...(options.subscriber && options.store === 'redis' ? { subscriber: options.subscriber } : {}),
+  });
   if (options.store === 'redis') return l2;
   if (options.subscriber === undefined) throw new Error("settleStress: store 'tiered' needs a subscriber");
   return tieredStore({ l2, subscriber: options.subscriber, l1: memoryStore({ max: 1000 }), clock });

@@ -33,7 +33,10 @@ export interface LoaderUnderTest<K, V> {
   readonly name: string | null;
 }
 
-export type BatchLoadFn<K, V> = (this: unknown, keys: readonly K[]) => PromiseLike<ReadonlyArray<V | Error>> | ReadonlyArray<V | Error>;
+export type BatchLoadFn<K, V> = (
+  this: unknown,
+  keys: readonly K[],
+) => PromiseLike<ReadonlyArray<V | Error>> | ReadonlyArray<V | Error>;
 
 export interface Implementation {
   readonly name: 'dataloader' | 'herdcache';
@@ -47,7 +50,11 @@ export interface Implementation {
 export const dataloader: Implementation = {
   name: 'dataloader',
   perRequest<K, V>(batch: BatchLoadFn<K, V>, options?: DataLoaderOptions<K, V>) {
-    return () => new DataLoader<K, V, string>(batch as DataLoader.BatchLoadFn<K, V>, options as DataLoader.Options<K, V, string>) as unknown as LoaderUnderTest<K, V>;
+    return () =>
+      new DataLoader<K, V, string>(
+        batch as DataLoader.BatchLoadFn<K, V>,
+        options as DataLoader.Options<K, V, string>,
+      ) as unknown as LoaderUnderTest<K, V>;
   },
 };
 
@@ -65,7 +72,10 @@ export const herdcache: Implementation = {
       ...(batching === false ? { maxBatchSize: 1 } : maxBatchSize === undefined ? {} : { maxBatchSize }),
       ...(batchScheduleFn === undefined ? {} : { batchScheduleFn }),
     });
-    const memoOptions = memo === undefined && cacheMap === undefined ? undefined : { ...(memo === undefined ? {} : { cache: memo }), ...(cacheMap === undefined ? {} : { cacheMap }) };
+    const memoOptions =
+      memo === undefined && cacheMap === undefined
+        ? undefined
+        : { ...(memo === undefined ? {} : { cache: memo }), ...(cacheMap === undefined ? {} : { cacheMap }) };
     return () => cache.request().loader(shared, memoOptions) as unknown as LoaderUnderTest<K, V>;
   },
 };

@@ -57,8 +57,15 @@ describe.each(implementations)('$name', (impl: Implementation) => {
     });
 
     behaviour('each load resolves with the value at its key index, null included', async () => {
-      const loader = impl.perRequest<number, { id: number } | null>(async (ids) => ids.map((id) => (id === 6 ? null : { id })))();
-      expect(await Promise.all([loader.load(2), loader.load(9), loader.load(6), loader.load(1)])).toEqual([{ id: 2 }, { id: 9 }, null, { id: 1 }]);
+      const loader = impl.perRequest<number, { id: number } | null>(async (ids) =>
+        ids.map((id) => (id === 6 ? null : { id })),
+      )();
+      expect(await Promise.all([loader.load(2), loader.load(9), loader.load(6), loader.load(1)])).toEqual([
+        { id: 2 },
+        { id: 9 },
+        null,
+        { id: 1 },
+      ]);
     });
 
     behaviour('a load resolves with the very object the batch function returned', async () => {
@@ -212,14 +219,17 @@ describe.each(implementations)('$name', (impl: Implementation) => {
       expect(calls).toEqual([[1]]);
     });
 
-    behaviour('cache hits resolve together with the pending batch, so the loads they lead to share the next batch', async () => {
-      const { calls, batch } = recording<number, { bestFriend: number }>((id) => ({ bestFriend: id + 10 }));
-      const users = impl.perRequest(batch)();
-      users.prime(1, { bestFriend: 3 });
-      const bestFriend = async (id: number) => users.load((await users.load(id)).bestFriend);
-      await Promise.all([bestFriend(1), bestFriend(2)]);
-      expect(calls.map((keys) => [...keys].sort((a, b) => a - b))).toEqual([[2], [3, 12]]);
-    });
+    behaviour(
+      'cache hits resolve together with the pending batch, so the loads they lead to share the next batch',
+      async () => {
+        const { calls, batch } = recording<number, { bestFriend: number }>((id) => ({ bestFriend: id + 10 }));
+        const users = impl.perRequest(batch)();
+        users.prime(1, { bestFriend: 3 });
+        const bestFriend = async (id: number) => users.load((await users.load(id)).bestFriend);
+        await Promise.all([bestFriend(1), bestFriend(2)]);
+        expect(calls.map((keys) => [...keys].sort((a, b) => a - b))).toEqual([[2], [3, 12]]);
+      },
+    );
 
     behaviour('cache hits resolve even when the batch they waited for fails', async () => {
       const loader = impl.perRequest<number, string>(async () => Promise.reject(new Error('down')))();
@@ -322,11 +332,13 @@ describe.each(implementations)('$name', (impl: Implementation) => {
 
     behaviour('clearAll() inside the batch function: unique keys per batch, yet later loads load anew', async () => {
       const calls: number[][] = [];
-      const loader: ReturnType<ReturnType<Implementation['perRequest']>> = impl.perRequest<number, number>(async (ids) => {
-        loader.clearAll();
-        calls.push([...ids]);
-        return ids.map((id) => id);
-      })() as never;
+      const loader: ReturnType<ReturnType<Implementation['perRequest']>> = impl.perRequest<number, number>(
+        async (ids) => {
+          loader.clearAll();
+          calls.push([...ids]);
+          return ids.map((id) => id);
+        },
+      )() as never;
       await Promise.all([loader.load(1), loader.load(1)]);
       await loader.load(1);
       expect(calls).toEqual([[1], [1]]);
@@ -335,7 +347,9 @@ describe.each(implementations)('$name', (impl: Implementation) => {
     behaviour('a batch function may prime another loader of the request (loading by alternative keys)', async () => {
       const byNameCalls: string[][] = [];
       type User = { id: number; username: string };
-      const byName = impl.perRequest<string, User>(async (names) => (byNameCalls.push([...names]), names.map((username) => ({ id: 0, username }))))();
+      const byName = impl.perRequest<string, User>(
+        async (names) => (byNameCalls.push([...names]), names.map((username) => ({ id: 0, username }))),
+      )();
       const byId = impl.perRequest<number, User>(async (ids) => {
         const users = ids.map((id) => ({ id, username: `user${id}` }));
         for (const user of users) byName.prime(user.username, user);
@@ -492,7 +506,9 @@ describe.each(implementations)('$name', (impl: Implementation) => {
     });
 
     behaviour('loadMany never rejects for a key: an Error stands in its place', async () => {
-      const loader = impl.perRequest<string, string>(async (keys) => keys.map((key) => (key === 'badkey' ? new Error('no badkey') : key)))();
+      const loader = impl.perRequest<string, string>(async (keys) =>
+        keys.map((key) => (key === 'badkey' ? new Error('no badkey') : key)),
+      )();
       const [a, b, c] = await loader.loadMany(['a', 'b', 'badkey']);
       expect([a, b]).toEqual(['a', 'b']);
       expect(c).toBeInstanceOf(Error);
@@ -568,9 +584,11 @@ describe.each(implementations)('$name', (impl: Implementation) => {
     // One child process per implementation runs both scenarios (see unhandled-probe.ts).
     let reported: Promise<Record<string, string>>;
     beforeAll(() => {
-      reported = promisify(execFile)(process.execPath, [require.resolve('tsx/cli'), join(__dirname, 'unhandled-probe.ts'), impl.name], { timeout: 25_000 }).then(
-        ({ stdout }) => JSON.parse(stdout) as Record<string, string>,
-      );
+      reported = promisify(execFile)(
+        process.execPath,
+        [require.resolve('tsx/cli'), join(__dirname, 'unhandled-probe.ts'), impl.name],
+        { timeout: 25_000 },
+      ).then(({ stdout }) => JSON.parse(stdout) as Record<string, string>);
       reported.catch(() => {}); // each test below awaits it and fails with the reason
     });
 

@@ -13,9 +13,8 @@ export const INTENDED_DIFFERENCES: Readonly<Record<string, string>> = {
   'keys 1 and "1" are different keys':
     'keys are compared by their string (the store key): the default key function maps finite numbers with String()',
   'object keys without cacheKeyFn are compared by identity':
-    'keys must map to strings: an object key needs a key function (`key`, DataLoader\'s cacheKeyFn); load() throws a TypeError showing the fix',
+    "keys must map to strings: an object key needs a key function (`key`, DataLoader's cacheKeyFn); load() throws a TypeError showing the fix",
   'a batch function must return a Promise':
     'a batch function may return the array itself (synchronously) as well as a promise of it',
-  'name defaults to null':
-    'a loader has a name, always: it namespaces its keys in the store and labels its metrics',
+  'name defaults to null': 'a loader has a name, always: it namespaces its keys in the store and labels its metrics',
 };

@@ -8,13 +8,19 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import { graphql, parse, type GraphQLObjectType } from 'graphql';
 import { createCache } from '../../../src/core/cache';
 import { memoryStore } from '../../../src/core/memory';
-import { cachedDirectiveTransformer, cachedDirectiveTypeDefs, cachedFieldKey, herdcacheContext } from '../../../src/graphql';
+import {
+  cachedDirectiveTransformer,
+  cachedDirectiveTypeDefs,
+  cachedFieldKey,
+  herdcacheContext,
+} from '../../../src/graphql';
 import { redisStore } from '../../../src/redis/redis-store';
 import { asyncStore, countingStore } from '../../helpers';
 import { connect, randomPrefix } from '../../redis/helpers';
 import { PRODUCTS, productsSchema } from './fixtures';
 
-const ENTITIES = 'query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on Product { id name price } } }';
+const ENTITIES =
+  'query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on Product { id name price } } }';
 
 function representations(n: number, over = PRODUCTS): { __typename: string; id: string }[] {
   return Array.from({ length: n }, (_, i) => ({ __typename: 'Product', id: String(i % over) }));
@@ -82,9 +88,15 @@ describe('@cached entities on the subgraph', () => {
   it('a representation that cannot be keyed (no key fields) is resolved without the cache', async () => {
     const cache = createCache();
     const bypassed: string[] = [];
-    const { schema, calls } = productsSchema(cache, undefined, { onBypass: (coordinate, reason) => bypassed.push(`${coordinate} ${reason}`) });
+    const { schema, calls } = productsSchema(cache, undefined, {
+      onBypass: (coordinate, reason) => bypassed.push(`${coordinate} ${reason}`),
+    });
     // (The answers fail graphql's non-null id: these representations name no product.)
-    await graphql({ schema, source: ENTITIES, variableValues: { representations: [{ __typename: 'Product' }, { __typename: 'Product' }] } });
+    await graphql({
+      schema,
+      source: ENTITIES,
+      variableValues: { representations: [{ __typename: 'Product' }, { __typename: 'Product' }] },
+    });
     expect(calls.resolveReference).toBe(2);
     expect(bypassed).toEqual(['Product.__resolveReference no_identity', 'Product.__resolveReference no_identity']);
   });
@@ -93,7 +105,9 @@ describe('@cached entities on the subgraph', () => {
     const store = memoryStore();
     const cache = createCache({ store });
     const bypassed: string[] = [];
-    const { schema, calls } = productsSchema(cache, undefined, { onBypass: (coordinate, reason) => bypassed.push(`${coordinate} ${reason}`) });
+    const { schema, calls } = productsSchema(cache, undefined, {
+      onBypass: (coordinate, reason) => bypassed.push(`${coordinate} ${reason}`),
+    });
     let deep: unknown = 'x';
     for (let i = 0; i < 100; i++) deep = { deep };
     const hostile = [
@@ -115,12 +129,17 @@ describe('@cached entities on the subgraph', () => {
 
   it('reference resolvers kept on type.resolveReference (older builds, schemas made by hand) are cached too', async () => {
     const cache = createCache();
-    const built = buildSubgraphSchema({ typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+    const built = buildSubgraphSchema({
+      typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
       ${cachedDirectiveTypeDefs}
       type Product @key(fields: "id") @cached(ttl: 60) { id: ID!, name: String! }
-      type Query { product(id: ID!): Product }`) });
+      type Query { product(id: ID!): Product }`),
+    });
     let resolved = 0;
-    const type = built.getType('Product') as GraphQLObjectType & { resolveReference?: unknown; extensions: Record<string, unknown> };
+    const type = built.getType('Product') as GraphQLObjectType & {
+      resolveReference?: unknown;
+      extensions: Record<string, unknown>;
+    };
     (type as { extensions: unknown }).extensions = {};
     type.resolveReference = (reference: { id: string }) => {
       resolved++;
@@ -129,7 +148,9 @@ describe('@cached entities on the subgraph', () => {
     cachedDirectiveTransformer(built, { cache });
     const wrapped = type.resolveReference as (reference: object, context: unknown, info: unknown) => unknown;
     const info = { cacheControl: undefined };
-    const answers = await Promise.all(Array.from({ length: 10 }, () => wrapped({ __typename: 'Product', id: '1' }, {}, info)));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => wrapped({ __typename: 'Product', id: '1' }, {}, info)),
+    );
     expect(answers).toEqual(Array(10).fill({ id: '1', name: 'p1' }));
     expect(resolved).toBe(1);
   });
@@ -142,36 +163,78 @@ describe('@cached entities on the subgraph', () => {
         ${cachedDirectiveTypeDefs}
         type Product @key(fields: "id") { id: ID!, name: String!, price: Int! }
         type Query { product(id: ID!): Product }`),
-      resolvers: { Product: { __resolveReference: (reference: { id: string }) => ({ id: reference.id, name: `p${(resolved++, reference.id)}`, price: 1 }) } } as never,
+      resolvers: {
+        Product: {
+          __resolveReference: (reference: { id: string }) => ({
+            id: reference.id,
+            name: `p${(resolved++, reference.id)}`,
+            price: 1,
+          }),
+        },
+      } as never,
     });
     const type = schema.getType('Product') as GraphQLObjectType;
-    (type as { extensions: unknown }).extensions = { ...type.extensions, directives: [{ name: 'cached', args: { ttl: 60, tags: ['Product:{id}'] } }] };
+    (type as { extensions: unknown }).extensions = {
+      ...type.extensions,
+      directives: [{ name: 'cached', args: { ttl: 60, tags: ['Product:{id}'] } }],
+    };
     cachedDirectiveTransformer(schema, { cache });
     await Promise.all(Array.from({ length: 10 }, () => entities(schema, representations(20))));
     expect(resolved).toBe(PRODUCTS);
   });
 
   describe('build errors name the type', () => {
-    const sdl = (type: string) => parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+    const sdl = (type: string) =>
+      parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
       ${cachedDirectiveTypeDefs}
       ${type}
       type Query { product(id: ID!): Product }`);
 
     it.each([
-      ['type Product @cached(ttl: 60) { id: ID!, name: String! }', { Product: { __resolveReference: () => null } }, {}, '@cached on the type Product: on a type, @cached caches a Federation entity\'s reference resolution (__resolveReference) and needs @key'],
-      ['type Product @key(fields: "id") @cached(ttl: 60) { id: ID!, name: String! }', {}, {}, '@cached on the type Product: it has no __resolveReference to cache'],
-      ['type Product @key(fields: "id") @cached(ttl: 60, scope: PRIVATE) { id: ID!, name: String! }', { Product: { __resolveReference: () => null } }, {}, '@cached(scope: PRIVATE) on the type Product needs the "sessionId" option'],
-      ['type Product @key(fields: "id") @cached(ttl: 60, tags: ["P:{args.id}"]) { id: ID!, name: String! }', { Product: { __resolveReference: () => null } }, {}, '@cached(tags:) on Product.__resolveReference'],
-      ['type Product @key(fields: "id") @cached(ttl: 0) { id: ID!, name: String! }', { Product: { __resolveReference: () => null } }, {}, '@cached(ttl:) on Product must be a positive integer number of seconds, got 0'],
+      [
+        'type Product @cached(ttl: 60) { id: ID!, name: String! }',
+        { Product: { __resolveReference: () => null } },
+        {},
+        "@cached on the type Product: on a type, @cached caches a Federation entity's reference resolution (__resolveReference) and needs @key",
+      ],
+      [
+        'type Product @key(fields: "id") @cached(ttl: 60) { id: ID!, name: String! }',
+        {},
+        {},
+        '@cached on the type Product: it has no __resolveReference to cache',
+      ],
+      [
+        'type Product @key(fields: "id") @cached(ttl: 60, scope: PRIVATE) { id: ID!, name: String! }',
+        { Product: { __resolveReference: () => null } },
+        {},
+        '@cached(scope: PRIVATE) on the type Product needs the "sessionId" option',
+      ],
+      [
+        'type Product @key(fields: "id") @cached(ttl: 60, tags: ["P:{args.id}"]) { id: ID!, name: String! }',
+        { Product: { __resolveReference: () => null } },
+        {},
+        '@cached(tags:) on Product.__resolveReference',
+      ],
+      [
+        'type Product @key(fields: "id") @cached(ttl: 0) { id: ID!, name: String! }',
+        { Product: { __resolveReference: () => null } },
+        {},
+        '@cached(ttl:) on Product must be a positive integer number of seconds, got 0',
+      ],
     ])('%s', (type, resolvers, options, message) => {
       const schema = buildSubgraphSchema({ typeDefs: sdl(type), resolvers: resolvers as never });
       expect(() => cachedDirectiveTransformer(schema, { cache: createCache(), ...options })).toThrow(message);
     });
 
     it('a schema transformed twice', () => {
-      const schema = buildSubgraphSchema({ typeDefs: sdl('type Product @key(fields: "id") @cached(ttl: 60) { id: ID! }'), resolvers: { Product: { __resolveReference: () => null } } as never });
+      const schema = buildSubgraphSchema({
+        typeDefs: sdl('type Product @key(fields: "id") @cached(ttl: 60) { id: ID! }'),
+        resolvers: { Product: { __resolveReference: () => null } } as never,
+      });
       cachedDirectiveTransformer(schema, { cache: createCache() });
-      expect(() => cachedDirectiveTransformer(schema, { cache: createCache() })).toThrow('Product.__resolveReference is already wrapped');
+      expect(() => cachedDirectiveTransformer(schema, { cache: createCache() })).toThrow(
+        'Product.__resolveReference is already wrapped',
+      );
     });
   });
 });
@@ -189,7 +252,14 @@ describe('@cached entities across replicas sharing Redis', () => {
   function counted(prefix: string) {
     const inner = redisStore({ client, prefix });
     const counting = countingStore(inner);
-    return { calls: counting.calls, store: { ...counting.store, invalidateTags: inner.invalidateTags.bind(inner), tagVersions: inner.tagVersions.bind(inner) } };
+    return {
+      calls: counting.calls,
+      store: {
+        ...counting.store,
+        invalidateTags: inner.invalidateTags.bind(inner),
+        tagVersions: inner.tagVersions.bind(inner),
+      },
+    };
   }
 
   it('one cold _entities request (20 representations, 5 products): one store read (MGET) for the 5 keys; warm on another replica: one read, no resolution', async () => {
@@ -213,10 +283,20 @@ describe('@cached entities across replicas sharing Redis', () => {
   it('two subgraph replicas, 20 concurrent _entities requests each (20 representations over 5 products): 5 __resolveReference calls fleet-wide', async () => {
     const prefix = randomPrefix('entities');
     const replicas = [0, 1].map(() => {
-      const cache = createCache({ store: redisStore({ client, prefix }), lockPollInterval: 5, lockWaitTimeout: 10_000 });
+      const cache = createCache({
+        store: redisStore({ client, prefix }),
+        lockPollInterval: 5,
+        lockWaitTimeout: 10_000,
+      });
       return { cache, ...productsSchema(cache) };
     });
-    await Promise.all(replicas.flatMap((replica) => Array.from({ length: 20 }, () => entities(replica.schema, representations(20), herdcacheContext({ cache: replica.cache })))));
+    await Promise.all(
+      replicas.flatMap((replica) =>
+        Array.from({ length: 20 }, () =>
+          entities(replica.schema, representations(20), herdcacheContext({ cache: replica.cache })),
+        ),
+      ),
+    );
     expect(replicas[0]!.calls.resolveReference + replicas[1]!.calls.resolveReference).toBe(PRODUCTS);
     // A mutation on one replica invalidates on every replica (tag versions live in Redis).
     await replicas[0]!.cache.invalidateTags(['Product:4']);

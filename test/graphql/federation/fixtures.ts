@@ -11,7 +11,12 @@ import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
 import type { Cache } from '../../../src/core/cache';
-import { type CachedDirectiveOptions, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../../../src/graphql';
+import {
+  type CachedDirectiveOptions,
+  cachedDirectiveTransformer,
+  cachedDirectiveTypeDefs,
+  herdcacheContext,
+} from '../../../src/graphql';
 import { herdcachePlugin } from '../../../src/apollo';
 
 export const PRODUCTS = 5;
@@ -28,7 +33,11 @@ export function productsSdl(entityDirective: string): string {
 }
 
 /** The products subgraph's schema, transformed; `calls.resolveReference` counts reference resolutions per product id. */
-export function productsSchema(cache: Cache, entityDirective = '@cached(ttl: 60, tags: ["Product:{id}"])', options: Omit<CachedDirectiveOptions, 'cache'> = {}) {
+export function productsSchema(
+  cache: Cache,
+  entityDirective = '@cached(ttl: 60, tags: ["Product:{id}"])',
+  options: Omit<CachedDirectiveOptions, 'cache'> = {},
+) {
   const names = new Map<string, string>(Array.from({ length: PRODUCTS }, (_, i) => [String(i), `product ${i}`]));
   const calls = { resolveReference: 0, byId: {} as Record<string, number> };
   const schema = buildSubgraphSchema({
@@ -42,7 +51,9 @@ export function productsSchema(cache: Cache, entityDirective = '@cached(ttl: 60,
           return { id: reference.id, name: names.get(reference.id), price: 10 * Number(reference.id) };
         },
       },
-      Query: { product: (_p: unknown, { id }: { id: string }) => ({ id, name: names.get(id), price: 10 * Number(id) }) },
+      Query: {
+        product: (_p: unknown, { id }: { id: string }) => ({ id, name: names.get(id), price: 10 * Number(id) }),
+      },
       Mutation: {
         renameProduct: (_p: unknown, { id, name }: { id: string; name: string }) => {
           names.set(id, name);
@@ -66,7 +77,13 @@ function reviewsSchema() {
   return buildSubgraphSchema({
     typeDefs: parse(reviewsSdl),
     resolvers: {
-      Query: { reviews: () => Array.from({ length: REVIEWS }, (_, i) => ({ id: String(i), product: { __typename: 'Product', id: String(i % PRODUCTS) } })) },
+      Query: {
+        reviews: () =>
+          Array.from({ length: REVIEWS }, (_, i) => ({
+            id: String(i),
+            product: { __typename: 'Product', id: String(i % PRODUCTS) },
+          })),
+      },
     } as never,
   });
 }
@@ -80,16 +97,30 @@ export interface Federation {
 /** Starts both subgraphs and the gateway (composition by introspecting the subgraphs over HTTP). */
 export async function startFederation(cache: Cache, entityDirective?: string): Promise<Federation> {
   const products = productsSchema(cache, entityDirective);
-  const productsServer = new ApolloServer({ schema: products.schema, plugins: [herdcachePlugin({ cache }), ApolloServerPluginInlineTraceDisabled()] });
-  const reviewsServer = new ApolloServer({ schema: reviewsSchema(), plugins: [ApolloServerPluginInlineTraceDisabled()] });
+  const productsServer = new ApolloServer({
+    schema: products.schema,
+    plugins: [herdcachePlugin({ cache }), ApolloServerPluginInlineTraceDisabled()],
+  });
+  const reviewsServer = new ApolloServer({
+    schema: reviewsSchema(),
+    plugins: [ApolloServerPluginInlineTraceDisabled()],
+  });
   const servers: { stop(): Promise<void> }[] = [];
   try {
-    const { url: productsUrl } = await startStandaloneServer(productsServer, { listen: { port: 0, host: '127.0.0.1' }, context: async () => herdcacheContext({ cache }) });
+    const { url: productsUrl } = await startStandaloneServer(productsServer, {
+      listen: { port: 0, host: '127.0.0.1' },
+      context: async () => herdcacheContext({ cache }),
+    });
     servers.push(productsServer);
     const { url: reviewsUrl } = await startStandaloneServer(reviewsServer, { listen: { port: 0, host: '127.0.0.1' } });
     servers.push(reviewsServer);
     const gateway = new ApolloGateway({
-      supergraphSdl: new IntrospectAndCompose({ subgraphs: [{ name: 'products', url: productsUrl }, { name: 'reviews', url: reviewsUrl }] }),
+      supergraphSdl: new IntrospectAndCompose({
+        subgraphs: [
+          { name: 'products', url: productsUrl },
+          { name: 'reviews', url: reviewsUrl },
+        ],
+      }),
     });
     const gatewayServer = new ApolloServer({ gateway });
     const { url: gatewayUrl } = await startStandaloneServer(gatewayServer, { listen: { port: 0, host: '127.0.0.1' } });

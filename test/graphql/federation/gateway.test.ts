@@ -24,7 +24,10 @@ describe('Federation entities through @apollo/gateway', () => {
       for (const result of results) expectReviews(result, (id) => `product ${id}`);
       expect(federation.products.calls.resolveReference).toBe(PRODUCTS);
       expect(Object.values(federation.products.calls.byId)).toEqual(Array(PRODUCTS).fill(1));
-      expect(cache.metrics().sources['Product.__resolveReference']).toMatchObject({ misses: PRODUCTS, fills: PRODUCTS });
+      expect(cache.metrics().sources['Product.__resolveReference']).toMatchObject({
+        misses: PRODUCTS,
+        fills: PRODUCTS,
+      });
     } finally {
       await federation.stop();
     }
@@ -49,9 +52,14 @@ describe('Federation entities through @apollo/gateway', () => {
       expectReviews(await post(federation.gatewayUrl, REVIEWS_QUERY), (id) => `product ${id}`);
       expectReviews(await post(federation.gatewayUrl, REVIEWS_QUERY), (id) => `product ${id}`);
       expect(federation.products.calls.resolveReference).toBe(PRODUCTS);
-      const renamed = await post(federation.gatewayUrl, 'mutation { renameProduct(id: "3", name: "renamed") { id name } }');
+      const renamed = await post(
+        federation.gatewayUrl,
+        'mutation { renameProduct(id: "3", name: "renamed") { id name } }',
+      );
       expect(renamed).toEqual({ data: { renameProduct: { id: '3', name: 'renamed' } } });
-      expectReviews(await post(federation.gatewayUrl, REVIEWS_QUERY), (id) => (id === '3' ? 'renamed' : `product ${id}`));
+      expectReviews(await post(federation.gatewayUrl, REVIEWS_QUERY), (id) =>
+        id === '3' ? 'renamed' : `product ${id}`,
+      );
       expect(federation.products.calls.resolveReference).toBe(PRODUCTS + 1);
       expect(federation.products.calls.byId['3']).toBe(2);
     } finally {

@@ -97,14 +97,19 @@ afterAll(async () => {
   await Promise.all([a?.exit(), b?.exit(), c?.exit()]);
   await admin.quit();
   // The numbers the report quotes: pub/sub propagation, measured, not asserted beyond the deadline.
-  if (Object.keys(measured).length > 0) console.log(`tiered fleet, ms from the change on A to the new value on B: ${JSON.stringify(measured)}`);
+  if (Object.keys(measured).length > 0)
+    console.log(`tiered fleet, ms from the change on A to the new value on B: ${JSON.stringify(measured)}`);
 });
 
 const setDb = (key: string, value: string) => admin.set(`${prefix}db:${key}`, value);
 
 /** `replica` has `key` in its L1 (filled from L2 or by its own fill) with `value`. */
 async function cachedOn(replica: ReplicaProcess, key: string, value: string, tags?: string[]): Promise<void> {
-  await within(PROPAGATION_DEADLINE, `caching ${key}`, async () => (await replica.get(key, tags)) === value && (await replica.peek(key)) === value);
+  await within(
+    PROPAGATION_DEADLINE,
+    `caching ${key}`,
+    async () => (await replica.get(key, tags)) === value && (await replica.peek(key)) === value,
+  );
 }
 
 it('a write on A (loader.prime) makes B drop its L1 copy: B reads the new value within milliseconds', async () => {
@@ -134,7 +139,11 @@ it('invalidateTags on A is seen on B: its tagged copies go, untagged ones stay',
   await cachedOn(b, 'plain', 'p1');
   await setDb('user:1', 'u1@2');
   await a.send('invalidateTags', { tags: ['User:1'] });
-  measured.invalidateTags = await within(PROPAGATION_DEADLINE, 'B sees the tag invalidation', async () => (await b.get('user:1', ['User:1'])) === 'u1@2');
+  measured.invalidateTags = await within(
+    PROPAGATION_DEADLINE,
+    'B sees the tag invalidation',
+    async () => (await b.get('user:1', ['User:1'])) === 'u1@2',
+  );
   expect(await b.peek('plain')).toBe('p1');
 });
 
@@ -143,7 +152,11 @@ it('C loses its subscriber: its L1 is emptied, and while deaf a copy is stale fo
   await cachedOn(c, 'd', 'v1');
   await c.send('dropSubscriber');
   type Stats = { store: { subscribed: boolean; l1Size: number } };
-  await within(PROPAGATION_DEADLINE, 'C notices the drop', async () => !(await c.send<Stats>('stats')).store.subscribed);
+  await within(
+    PROPAGATION_DEADLINE,
+    'C notices the drop',
+    async () => !(await c.send<Stats>('stats')).store.subscribed,
+  );
   expect((await c.send<Stats>('stats')).store).toMatchObject({ subscribed: false, l1Size: 0 });
   // Deaf: C copies d again, A invalidates it, C does not hear it and keeps serving its copy...
   expect(await c.get('d')).toBe('v1');
@@ -152,5 +165,9 @@ it('C loses its subscriber: its L1 is emptied, and while deaf a copy is stale fo
   await a.send('invalidate', { key: 'd' });
   expect(await c.get('d')).toBe('v1');
   // ...until l1Ttl (1500 ms) has passed since the copy was made.
-  measured.deafStaleness = await within(1500 + 1000, 'C serves the new value once l1Ttl passed', async () => (await c.get('d')) === 'v2');
+  measured.deafStaleness = await within(
+    1500 + 1000,
+    'C serves the new value once l1Ttl passed',
+    async () => (await c.get('d')) === 'v2',
+  );
 });

@@ -36,7 +36,10 @@ export interface ReplicaOptions {
 
 export async function replica(options: ReplicaOptions): Promise<Replica> {
   const client = await connect(options.url);
-  const subscriber = await connect(options.url, options.connectionName === undefined ? {} : { connectionName: options.connectionName });
+  const subscriber = await connect(
+    options.url,
+    options.connectionName === undefined ? {} : { connectionName: options.connectionName },
+  );
   const l2 = redisStore({ client, prefix: options.prefix, ...options.redis });
   const store = tieredStore({
     l2: options.wrapL2 ? options.wrapL2(l2) : l2,
@@ -46,7 +49,12 @@ export async function replica(options: ReplicaOptions): Promise<Replica> {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...options.tiered,
   });
-  const cache = createCache({ ttl: Infinity, store, ...(options.clock === undefined ? {} : { clock: options.clock }), ...options.cache });
+  const cache = createCache({
+    ttl: Infinity,
+    store,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...options.cache,
+  });
   if (!(await eventually(() => store.subscribed, 3000, 5))) throw new Error('the tiered store did not subscribe');
   return {
     client,
@@ -93,7 +101,8 @@ export function controllableL2(l2: RedisStore) {
     delete: (keys, options) => l2.delete(keys, options),
     clear: () => l2.clear(),
     invalidateTags: (tags) => l2.invalidateTags(tags),
-    publish: (channel, message) => (control.failPublish ? Promise.reject(new Error('publish refused by the test')) : l2.publish(channel, message)),
+    publish: (channel, message) =>
+      control.failPublish ? Promise.reject(new Error('publish refused by the test')) : l2.publish(channel, message),
     waitStats: () => l2.waitStats(),
     close: () => l2.close(),
   };

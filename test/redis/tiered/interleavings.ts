@@ -21,7 +21,11 @@ export function prng(seed: number) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]! };
+  return {
+    next,
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!,
+  };
 }
 export type Rng = ReturnType<typeof prng>;
 
@@ -92,13 +96,15 @@ async function schedule(world: World, rng: Rng, ns: string, tally: Tally): Promi
   const current: { key: string; coalesced: boolean; cache?: number } = { key: '', coalesced: false };
   hooks.current = current;
 
-  const fillOf = (cache: number) => ({ key }: { key: string }) => {
-    const fill: PendingFill = { id: ++fillSeq, key, version: db.get(key)!, done: deferred<Value>() };
-    pending.push(fill);
-    tally.fills++;
-    trace.push(`  fill#${fill.id} starts on ${cache} for ${key.slice(ns.length)} at v${fill.version}`);
-    return fill.done.promise;
-  };
+  const fillOf =
+    (cache: number) =>
+    ({ key }: { key: string }) => {
+      const fill: PendingFill = { id: ++fillSeq, key, version: db.get(key)!, done: deferred<Value>() };
+      pending.push(fill);
+      tally.fills++;
+      trace.push(`  fill#${fill.id} starts on ${cache} for ${key.slice(ns.length)} at v${fill.version}`);
+      return fill.done.promise;
+    };
 
   const activate = () => {
     for (let i = waiting.length - 1; i >= 0; i--) {
@@ -146,7 +152,9 @@ async function schedule(world: World, rng: Rng, ns: string, tally: Tally): Promi
     tally.invalidations++;
     tally.racingFills += pending.filter((fill) => keys.includes(fill.key)).length;
     const versions = keys.map((key) => db.get(key)!);
-    trace.push(`${label} on ${cache} (db now ${keys.map((k, i) => `${k.slice(ns.length)}=v${versions[i]}`).join(' ')})`);
+    trace.push(
+      `${label} on ${cache} (db now ${keys.map((k, i) => `${k.slice(ns.length)}=v${versions[i]}`).join(' ')})`,
+    );
     outstanding++;
     call.then(
       () => {
@@ -205,7 +213,9 @@ async function schedule(world: World, rng: Rng, ns: string, tally: Tally): Promi
       if (outstanding === 0 && pending.length === 0) return;
       if (Date.now() > deadline) break;
     }
-    violations.push(`did not drain within ${DRAIN_DEADLINE} ms: ${outstanding} outstanding, ${pending.length} fills pending`);
+    violations.push(
+      `did not drain within ${DRAIN_DEADLINE} ms: ${outstanding} outstanding, ${pending.length} fills pending`,
+    );
   };
   await drain();
   // Once every replica knows every invalidation, what is cached anywhere must be current.
@@ -251,7 +261,8 @@ export interface ScheduleBudget {
   readonly budgetMs: number;
 }
 
-export const LONG_FORM = process.env.HERDCACHE_NSS_SCHEDULES === undefined ? undefined : Number(process.env.HERDCACHE_NSS_SCHEDULES);
+export const LONG_FORM =
+  process.env.HERDCACHE_NSS_SCHEDULES === undefined ? undefined : Number(process.env.HERDCACHE_NSS_SCHEDULES);
 
 /** Jest's timeout for a budgeted world: the floor alone must fit on a starved machine. */
 export function timeoutFor(budget: ScheduleBudget): number {
@@ -259,7 +270,16 @@ export function timeoutFor(budget: ScheduleBudget): number {
 }
 
 export async function run(world: World, budget: ScheduleBudget, seed: number): Promise<Tally> {
-  const tally: Tally = { schedules: 0, steps: 0, reads: 0, fills: 0, invalidations: 0, racingFills: 0, coalescedStale: 0, finalReads: 0 };
+  const tally: Tally = {
+    schedules: 0,
+    steps: 0,
+    reads: 0,
+    fills: 0,
+    invalidations: 0,
+    racingFills: 0,
+    coalescedStale: 0,
+    finalReads: 0,
+  };
   const rng = prng(seed);
   const schedules = LONG_FORM ?? budget.max;
   const until = LONG_FORM === undefined ? Date.now() + budget.budgetMs : Infinity;
@@ -267,7 +287,9 @@ export async function run(world: World, budget: ScheduleBudget, seed: number): P
     if (n >= budget.min && tally.racingFills >= budget.minRacingFills && Date.now() > until) break;
     const violations = await schedule(world, rng, `s${n}:`, tally);
     if (violations.length > 0) {
-      throw new Error(`${world.name}: stale value in schedule ${n} (seed ${seed}):\n${violations.slice(0, 200).join('\n')}`);
+      throw new Error(
+        `${world.name}: stale value in schedule ${n} (seed ${seed}):\n${violations.slice(0, 200).join('\n')}`,
+      );
     }
   }
   return tally;
@@ -291,5 +313,9 @@ export const lockOptions = { lockTtl: 60_000, lockWaitTimeout: 60_000, lockPollI
 export type Tallies = Record<string, Tally & { ms: number }>;
 
 export function report(tallies: Tallies): void {
-  console.log(`no stale sets:\n${Object.entries(tallies).map(([name, t]) => `  ${name}: ${JSON.stringify(t)}`).join('\n')}`);
+  console.log(
+    `no stale sets:\n${Object.entries(tallies)
+      .map(([name, t]) => `  ${name}: ${JSON.stringify(t)}`)
+      .join('\n')}`,
+  );
 }

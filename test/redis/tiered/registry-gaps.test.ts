@@ -35,7 +35,11 @@ it('tiered: an L1 miss is read from L2 (getMany), not filled again', async () =>
 // loader.prime writes the loader's tags (and, on a versioned store, their current versions).
 it('memory: invalidateTags removes a value written by loader.prime', async () => {
   const cache = createCache({ ttl: Infinity, store: memoryStore() });
-  const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `fresh ${id}`), tags: (id) => [`User:${id}`] });
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => ids.map((id) => `fresh ${id}`),
+    tags: (id) => [`User:${id}`],
+  });
   await users.prime(1, 'primed');
   await cache.invalidateTags(['User:1']);
   expect(await users.load(1)).toBe('fresh 1');
@@ -54,7 +58,11 @@ it('redis: a value with an empty tag list is cached like an untagged one', async
 it('redis: a primed value of a tagged loader is a hit, then a miss after invalidateTags', async () => {
   const cache = createCache({ ttl: Infinity, store: redisStore({ client, prefix: randomPrefix('gap-prime') }) });
   let version = 1;
-  const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `db ${id} v${version}`), tags: (id) => [`User:${id}`] });
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => ids.map((id) => `db ${id} v${version}`),
+    tags: (id) => [`User:${id}`],
+  });
   await users.prime(1, 'primed');
   expect(await users.load(1)).toBe('primed');
   version = 2;

@@ -41,7 +41,11 @@ const WAIT = 2000;
 
 /** Until `from` has published `count` messages and `to` applied them (`from` the only publisher so far). */
 function heard(from: Replica, to: Replica, count: number): Promise<boolean> {
-  return eventually(() => from.store.stats().published >= count && to.store.stats().received >= from.store.stats().published, WAIT, 1);
+  return eventually(
+    () => from.store.stats().published >= count && to.store.stats().received >= from.store.stats().published,
+    WAIT,
+    1,
+  );
 }
 
 describe('options', () => {
@@ -185,7 +189,9 @@ describe('coherence between replicas', () => {
     expect(await admin.exists(`${a.l2.prefix}{k}`, `${a.l2.prefix}{k}:lock`)).toBe(0);
     expect(a.store.getSync('k')).toBeUndefined();
     const published = a.store.stats().published;
-    expect(await a.store.lock.writeAndRelease([{ key: 'k', entry: entry('late'), ttl: 60_000 }], 'someone')).toEqual([false]);
+    expect(await a.store.lock.writeAndRelease([{ key: 'k', entry: entry('late'), ttl: 60_000 }], 'someone')).toEqual([
+      false,
+    ]);
     expect(a.store.getSync('k')).toBeUndefined(); // fenced out: not copied, not announced
     expect(a.store.stats().published).toBe(published);
   });
@@ -193,7 +199,11 @@ describe('coherence between replicas', () => {
   it('tells the registry about remote invalidations (delete, tags, clear), not about remote writes', async () => {
     const [a, b] = await pair();
     const calls: unknown[][] = [];
-    const reporter: StoreReporter = { encodeError() {}, decodeError() {}, remoteInvalidation: (...args) => void calls.push(args) };
+    const reporter: StoreReporter = {
+      encodeError() {},
+      decodeError() {},
+      remoteInvalidation: (...args) => void calls.push(args),
+    };
     b.store.bind(reporter);
     await a.store.setMany([{ key: 'w', entry: entry(1), ttl: 1000 }]);
     await a.store.delete(['k1', 'k2']);
@@ -274,7 +284,11 @@ describe('what may enter L1', () => {
     const [a] = await pair();
     await a.l2.invalidateTags(['T']); // T at version 1
     await a.l2.setMany([
-      { key: 'stale', entry: { ...entry('written by a fill that raced the bump'), tags: ['T'], tagVersions: [0] }, ttl: 60_000 },
+      {
+        key: 'stale',
+        entry: { ...entry('written by a fill that raced the bump'), tags: ['T'], tagVersions: [0] },
+        ttl: 60_000,
+      },
       { key: 'current', entry: { ...entry('ok'), tags: ['T'], tagVersions: [1] }, ttl: 60_000 },
       { key: 'unversioned', entry: { ...entry('?'), tags: ['T'] }, ttl: 60_000 },
     ]);
