@@ -88,3 +88,41 @@ export async function until(what: string, timeoutMs: number, check: () => Promis
     await sleep(50);
   }
 }
+
+/** A master, its replica and one sentinel watching them, up: the replica synced, the sentinel sees it. */
+export interface SentinelGroup {
+  readonly master: RedisServer;
+  readonly replica: RedisServer;
+  readonly watcher: RedisServer;
+  /** A connection to the sentinel, for SENTINEL commands. */
+  readonly sentinelAdmin: Redis;
+  /** Stops the three servers and the admin connection. */
+  stop(): Promise<void>;
+}
+
+export async function sentinelGroup(name: string): Promise<SentinelGroup> {
+  const master = await redisServer();
+  const replica = await redisServer({ extraArgs: ['--replicaof', '127.0.0.1', String(master.port)] });
+  const watcher = await sentinel(name, master);
+  const sentinelAdmin = await admin(watcher.port);
+  const stop = async (): Promise<void> => {
+    sentinelAdmin.disconnect();
+    for (const server of [watcher, replica, master]) await server.stop('SIGKILL');
+  };
+  try {
+    const replicaAdmin = await admin(replica.port);
+    await until('the replica to sync', 10_000, async () =>
+      (await replicaAdmin.info('replication')).includes('master_link_status:up'),
+    );
+    replicaAdmin.disconnect();
+    // SENTINEL FAILOVER refuses until the sentinel has found a replica to promote.
+    await until('the sentinel to see the replica', 15_000, async () => {
+      const replicas = (await sentinelAdmin.call('SENTINEL', 'REPLICAS', name)) as string[][];
+      return replicas.some((fields) => fields[fields.indexOf('flags') + 1] === 'slave');
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { master, replica, watcher, sentinelAdmin, stop };
+}

@@ -11,7 +11,7 @@
  */
 import { figures, type FaultWindow } from './figures';
 import { runLoad } from './fleet';
-import { admin, redisServer, sentinel, sleep, until } from './processes';
+import { admin, redisServer, sentinelGroup, sleep, until } from './processes';
 import type { Connection, LoadPlan, LoadReport } from './protocol';
 import { plan, type Outcome, type Scenario, type ScenarioContext } from './scenarios';
 
@@ -137,20 +137,8 @@ const failover: Scenario = {
   name: 'recovery: sentinel (kill)',
   replicas: 2,
   run: async (context) => {
-    const master = await redisServer();
-    const replica = await redisServer({ extraArgs: ['--replicaof', '127.0.0.1', String(master.port)] });
-    const watcher = await sentinel(MASTER_NAME, master);
-    const sentinelAdmin = await admin(watcher.port);
+    const { master, replica, watcher, sentinelAdmin, stop } = await sentinelGroup(MASTER_NAME);
     try {
-      const replicaAdmin = await admin(replica.port);
-      await until('the replica to sync', 10_000, async () =>
-        (await replicaAdmin.info('replication')).includes('master_link_status:up'),
-      );
-      replicaAdmin.disconnect();
-      await until('the sentinel to see the replica', 15_000, async () => {
-        const replicas = (await sentinelAdmin.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as string[][];
-        return replicas.some((fields) => fields[fields.indexOf('flags') + 1] === 'slave');
-      });
       const connection: Connection = { sentinels: [{ host: '127.0.0.1', port: watcher.port }], name: MASTER_NAME };
       // The master dies: the sentinel sees it down (down-after 1 s), promotes the replica, and the
       // clients, reconnecting through the sentinel, find it. Releases sent meanwhile were not sent
@@ -178,8 +166,7 @@ const failover: Scenario = {
         `master SIGKILLed at +${(faultAt(context) / 1000).toFixed(1)} s, the replica promoted ("Redis answered") ${((fault.to - fault.from) / 1000).toFixed(1)} s later; 2 replicas via 1 sentinel, 20 keys, ttl 200 ms`,
       );
     } finally {
-      sentinelAdmin.disconnect();
-      for (const server of [watcher, replica, master]) await server.stop('SIGKILL');
+      await stop();
     }
   },
 };

@@ -10,7 +10,7 @@ import type Redis from 'ioredis';
 import type { RedisServer } from '../test/setup/redis-server';
 import { figures, type FaultWindow, type Figures } from './figures';
 import { runLoad, type Replica } from './fleet';
-import { admin, redisServer, sentinel, sleep, until } from './processes';
+import { admin, redisServer, sentinelGroup, sleep, until } from './processes';
 import type { Connection, LoadPlan, LoadReport } from './protocol';
 
 export interface ScenarioContext {
@@ -305,21 +305,8 @@ const sentinelFailover: Scenario = {
   name: 'sentinel failover',
   replicas: 2,
   run: async (context) => {
-    const master = await redisServer();
-    const replica = await redisServer({ extraArgs: ['--replicaof', '127.0.0.1', String(master.port)] });
-    const watcher = await sentinel(MASTER_NAME, master);
-    const sentinelAdmin = await admin(watcher.port);
+    const { replica, watcher, sentinelAdmin, stop } = await sentinelGroup(MASTER_NAME);
     try {
-      const replicaAdmin = await admin(replica.port);
-      await until('the replica to sync', 10_000, async () =>
-        (await replicaAdmin.info('replication')).includes('master_link_status:up'),
-      );
-      replicaAdmin.disconnect();
-      // SENTINEL FAILOVER refuses until the sentinel has found a replica to promote.
-      await until('the sentinel to see the replica', 15_000, async () => {
-        const replicas = (await sentinelAdmin.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as string[][];
-        return replicas.some((fields) => fields[fields.indexOf('flags') + 1] === 'slave');
-      });
       const connection: Connection = { sentinels: [{ host: '127.0.0.1', port: watcher.port }], name: MASTER_NAME };
       // Keys are read again for a second after their epoch, as hot keys are: what a lock or a value
       // lost in the switch costs shows up as waits and extra fills.
@@ -361,8 +348,7 @@ const sentinelFailover: Scenario = {
             : `${left.length} lock(s) whose release the old master took after the promotion (lost with it); they expire within lockTtl`,
       };
     } finally {
-      sentinelAdmin.disconnect();
-      for (const server of [watcher, replica, master]) await server.stop('SIGKILL');
+      await stop();
     }
   },
 };
