@@ -31,7 +31,8 @@ import {
   storesValues,
   NO_TTL_WARNING,
 } from './options';
-import type { FillPipeline, Source } from './pipeline';
+import type { Source } from './item';
+import { StoreCalls } from './store-calls';
 import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
 import { Sources } from './sources';
@@ -65,8 +66,8 @@ export class Cache implements Registry {
   readonly #loads: LoadPath;
   /** The last getOrCompute options resolved, by value (see #computationOf). */
   #recent: (Omit<GetOrComputeOptions, 'signal' | 'tags'> & { readonly computation: Computation }) | undefined;
-  /** The miss pipeline (the load path's): every store call goes through its storeCall. */
-  readonly #pipeline: FillPipeline;
+  /** Every store call goes through it: a failing store is counted, never fails a call. */
+  readonly #storeCalls: StoreCalls;
 
   constructor(options: CacheOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
@@ -103,6 +104,7 @@ export class Cache implements Registry {
         ? DEFAULTS.maxRefreshes
         : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
     this.#observers = new Observers(options.hooks);
+    this.#storeCalls = new StoreCalls(this.#sources.getOrCompute.counters, this.#observers);
     this.#loads = new LoadPath({
       store,
       clock,
@@ -112,9 +114,8 @@ export class Cache implements Registry {
       maxRefreshes,
       timing,
       tokenPrefix: `${process.pid}.${++registryIds}.${Math.random().toString(36).slice(2, 10)}`,
-      fallback: this.#sources.getOrCompute.counters,
+      storeCalls: this.#storeCalls,
     });
-    this.#pipeline = this.#loads.pipeline;
     store.bind?.({
       encodeError: (key, error) => this.#storeProblem('encodeErrors', key, error, 'encode'),
       decodeError: (key, error) => this.#storeProblem('decodeErrors', key, error, 'decode'),
@@ -268,7 +269,7 @@ export class Cache implements Registry {
     if (!stored) return; // a coalesce-only loader's keys are never in the store
     // The time lets a store refuse the unlocked writes of fills that started before this.
     const at = this.#clock.now();
-    await this.#pipeline.storeCall('delete', () => this.#store.delete(keys, { at }));
+    await this.#storeCalls.call('delete', () => this.#store.delete(keys, { at }));
   }
 
   /**
@@ -281,7 +282,7 @@ export class Cache implements Registry {
     if (tags.length === 0) return;
     this.#abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
     this.#counters.count(this.#sources.getOrCompute.name, 'invalidations', tags.length);
-    await this.#pipeline.storeCall('invalidateTags', () => this.#store.invalidateTags!(tags));
+    await this.#storeCalls.call('invalidateTags', () => this.#store.invalidateTags!(tags));
   }
 
   /** @internal validates tags and that the store can invalidate them. */
@@ -315,12 +316,12 @@ export class Cache implements Registry {
     let tagVersions: number[] | undefined;
     if (tags !== undefined && this.#store.tagVersions !== undefined) {
       // As a fill does: the versions current now, so a later invalidateTags makes this a miss.
-      tagVersions = await this.#pipeline.storeCall('tagVersions', () => this.#store.tagVersions!(tags), source);
+      tagVersions = await this.#storeCalls.call('tagVersions', () => this.#store.tagVersions!(tags), source);
       if (tagVersions === undefined || tagVersions.some(Number.isNaN)) return; // unknown versions: not cached
     }
     const now = this.#clock.now();
     const entry = makeEntry(value, now, policy, { tags, tagVersions });
-    await this.#pipeline.storeCall(
+    await this.#storeCalls.call(
       'setMany',
       () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]),
       source,
@@ -330,7 +331,7 @@ export class Cache implements Registry {
   /** Empties the store and abandons every fill in flight (their waiters start over). */
   async clear(): Promise<void> {
     this.#abandon([], [], true, 'the cache was cleared while this fill ran');
-    await this.#pipeline.storeCall('clear', () => this.#store.clear());
+    await this.#storeCalls.call('clear', () => this.#store.clear());
   }
 
   /** Abandons fills in flight, rejects later misses and new loaders, closes the store if it can. */

@@ -4,7 +4,7 @@
  * wrapFill hook (tracing) without the hook being able to change or break it.
  */
 import { Failure, asError } from './flight';
-import type { Item, LockOutcome, Source } from './pipeline';
+import type { Item, LockOutcome, Source } from './item';
 import type { CacheHooks, Fill, FillInfo } from './types';
 
 /** One call of the source's function; a throw fails every key of the call. Never rejects. */

@@ -15,8 +15,7 @@
  */
 import { HerdcacheError, describe } from './errors';
 import type { Entry } from './freshness';
-import type { Sink } from './metrics';
-import type { Source } from './pipeline';
+import type { Counted, Sink } from './metrics';
 
 /** What a caller that joined a flight counts as: the flight's outcome ('coalesced': it ran a fill). */
 export type JoinOutcome = 'hits' | 'staleServed' | 'coalesced';
@@ -198,10 +197,10 @@ export class Flight<V = unknown> {
    */
   joinedAs: JoinOutcome | undefined = undefined;
   /** The first noted joiner's source, and how many of its joiners had no request scope (sink). */
-  joinSource: Source | undefined = undefined;
+  joinSource: Counted | undefined = undefined;
   joins = 0;
   /** The other noted joiners (a request scope's, or another source's), flat: source, sink, … */
-  joiners: (Source | Sink | undefined)[] | undefined = undefined;
+  joiners: (Counted | Sink | undefined)[] | undefined = undefined;
   #state = PENDING;
   #resolve!: (value: V) => void;
   #reject!: (reason: unknown) => void;

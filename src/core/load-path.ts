@@ -9,15 +9,13 @@ import { type Clock, type Entry, refreshEarly } from './freshness';
 import { type Observers, notify } from './hooks';
 import type { CounterName, Sink } from './metrics';
 import type { Policy } from './options';
-import { FillPipeline, type Item, type PipelineHost, type Source } from './pipeline';
+import type { Item, Source } from './item';
+import { FillPipeline, type PipelineHost } from './pipeline';
 import { NO_ARG } from './registry';
 import type { Store } from './store';
 import { afterPromiseJobs, scheduleOnce } from './tick';
 
-export interface LoadPathOptions extends Omit<
-  PipelineHost,
-  'record' | 'settled' | 'count' | 'refresh' | 'hook' | 'fillWrapper'
-> {
+export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
   readonly store: Store;
   readonly clock: Clock;
   readonly flights: FlightTable;
@@ -28,7 +26,7 @@ export interface LoadPathOptions extends Omit<
 
 export class LoadPath {
   /** The miss pipeline: store reads, fill locks, fills and writes for the keys queued here. */
-  readonly pipeline: FillPipeline;
+  readonly #pipeline: FillPipeline;
   /** Set by the registry's close(): later misses are refused. */
   closed = false;
   readonly #getSync: ((key: string) => Entry | undefined) | undefined;
@@ -49,14 +47,10 @@ export class LoadPath {
     this.#flights = flights;
     this.#observers = observers;
     this.#maxRefreshes = maxRefreshes;
-    this.pipeline = new FillPipeline({
+    this.#pipeline = new FillPipeline({
       ...options,
-      record: (source, counter, key, sink) => this.record(source, counter, key, sink),
       settled: (item, counter) => this.settled(item, counter),
-      count: (source, counter, sink) => this.count(source, counter, sink),
-      hook: (name, ...args) => notify(observers.current[name] as ((...a: unknown[]) => void) | undefined, args),
       refresh: (source, key, arg, policy, replacing) => this.refresh(source, key, arg, policy, replacing),
-      fillWrapper: () => observers.current.wrapFill,
     });
   }
 
@@ -279,7 +273,7 @@ export class LoadPath {
       this.#windows.set(source, items);
       scheduleOnce(schedule, () => {
         if (this.#windows.get(source) === items) this.#windows.delete(source);
-        void this.pipeline.dispatch(items);
+        void this.#pipeline.dispatch(items);
       });
       return;
     }
@@ -290,7 +284,7 @@ export class LoadPath {
   readonly #dispatchQueued = (): void => {
     const queued = this.#queued;
     this.#queued = [];
-    void this.pipeline.dispatch(queued);
+    void this.#pipeline.dispatch(queued);
   };
 
   /**

@@ -6,7 +6,7 @@
  * contract of `batch` is DataLoader's: same length and order as the keys; an `Error` at a
  * position fails that key only.
  */
-import type { Item, Source } from './pipeline';
+import type { Item, Source } from './item';
 import { HerdcacheError, HerdcacheKeyError, describe, invalidArgument, invalidOption } from './errors';
 import { Failure, asError } from './flight';
 import type { Sink } from './metrics';

@@ -65,6 +65,18 @@ export interface Sink {
   readonly holder?: object;
 }
 
+/** Who an event counts under: a source (loader, getOrCompute, a label), seen by its name and counters. */
+export interface Counted {
+  readonly name: string;
+  readonly counters: Counters;
+}
+
+/** One event of `on`, counted in the registry's counters and, when the load has one, its request scope's. */
+export function countOn(on: Counted, counter: CounterName, sink: Sink | undefined): void {
+  on.counters[counter]++;
+  if (sink !== undefined) sink.count(on.name, counter, 1);
+}
+
 /**
  * Counters grouped by source, created on first use. Shared by the registry and request scopes.
  * A request usually touches one source: the first is held in fields, the others in a Map made

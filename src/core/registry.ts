@@ -6,7 +6,7 @@
 import type { Entry } from './freshness';
 import type { Sink } from './metrics';
 import type { Policy } from './options';
-import type { Source } from './pipeline';
+import type { Source } from './item';
 import type { Fill, GetOrComputeOptions } from './types';
 
 /**

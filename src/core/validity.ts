@@ -1,9 +1,12 @@
 /**
  * Whether a stored entry answers a queued item: fresh, newer than the entry a refresh replaces,
- * and on a tag-versioned store, carrying tags whose versions are still current.
+ * and on a tag-versioned store, carrying tags whose versions are still current; and the reads of
+ * those versions (one store call each, made by the pipeline's read and lock steps).
  */
 import type { Entry } from './freshness';
-import type { Item } from './pipeline';
+import type { Item } from './item';
+import type { Store } from './store';
+import type { StoreCalls } from './store-calls';
 
 /**
  * Whether a stored entry answers this item: fresh, and for a background refresh newer than the
@@ -26,7 +29,7 @@ export function usable(
  * On a tag-versioned store, an entry answers an item that names tags only if it carries the same
  * tags at the versions just read; anything else (invalidated since, written before tags were set)
  * is a miss. An entry carrying tags its item did not name answers only if the versions it
- * recorded are all current (`current`, see #ownTagVersions).
+ * recorded are all current (`current`, see ownTagVersions).
  */
 export function tagsValid(item: Item, entry: Entry, current: ReadonlyMap<string, number> | undefined): boolean {
   const versions = item.versions;
@@ -57,4 +60,52 @@ export function knownVersions(items: readonly Item[]): Map<string, number> {
       for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions[i]!);
   }
   return known;
+}
+
+/**
+ * Sets each tagged item's `versions` (read before any fill: a fill records them, so an
+ * invalidation landing during the fill makes its write a miss); NaN where unknown (the store
+ * failed): never valid, never written.
+ */
+export async function readTagVersions(store: Store, calls: StoreCalls, items: Item[]): Promise<void> {
+  const unique = [...new Set(items.flatMap((item) => item.tags ?? []))];
+  const versions = await calls.call('tagVersions', () => store.tagVersions!(unique), items);
+  const byTag = new Map<string, number>();
+  if (versions !== undefined) for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions[i]!);
+  for (const item of items) if (item.tags !== undefined) item.versions = item.tags.map((tag) => byTag.get(tag) ?? NaN);
+}
+
+/**
+ * Validity follows the entry, not the caller: an entry that records tags is a miss once any of
+ * them was invalidated, whether or not this load names them. Items that name tags are judged
+ * against the versions read with the entries (readTagVersions); for entries carrying tags
+ * their item did not name, the current versions of those tags are read here (one call, only
+ * when there are such entries). Returns tag → current version (NaN: unknown, never valid), or
+ * undefined when no entry needs it (or the store enforces tags itself).
+ */
+export function ownTagVersions(
+  store: Store,
+  calls: StoreCalls,
+  items: readonly Item[],
+  entries: readonly (Entry | undefined)[],
+): Map<string, number> | Promise<Map<string, number>> | undefined {
+  if (store.tagVersions === undefined) return undefined;
+  let current: Map<string, number> | undefined;
+  let missing: Set<string> | undefined;
+  for (let i = 0; i < items.length; i++) {
+    const tags = entries[i]?.tags;
+    const item = items[i]!;
+    if (tags === undefined || tags.length === 0 || item.versions !== undefined) continue;
+    current ??= knownVersions(items);
+    for (const tag of tags) if (!current.has(tag)) (missing ??= new Set()).add(tag);
+  }
+  if (missing === undefined) return current;
+  const tags = [...missing];
+  const known = current!;
+  return calls
+    .call('tagVersions', () => store.tagVersions!(tags), items)
+    .then((versions) => {
+      for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions?.[i] ?? NaN);
+      return known;
+    });
 }

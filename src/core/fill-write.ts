@@ -1,0 +1,195 @@
+/**
+ * The pipeline's last step: run each source's function for exactly the keys to fill (in the
+ * source's groups: batches, or one call per key), write what succeeded (fenced by the fill lock
+ * when one is held, else refused by the store for a key invalidated since the fill started),
+ * release what is not written, and answer the flights. Failures are answered, never written.
+ */
+import { Failure, FillRun, type FlightTable } from './flight';
+import { type Clock, makeEntry, physicalTtl } from './freshness';
+import { type Observers, notify } from './hooks';
+import type { Item, LockOutcome, Source } from './item';
+import { LateTagged } from './late-tags';
+import { countOn } from './metrics';
+import { storesValues } from './options';
+import type { Store, StoreWrite } from './store';
+import type { StoreCalls } from './store-calls';
+import { WrappedFill, runGroup, wrapped } from './fill-call';
+
+/** What the fill step needs from the registry. */
+export interface FillWriteDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly flights: FlightTable;
+  readonly storeCalls: StoreCalls;
+  readonly observers: Observers;
+}
+
+/** The tags an entry is written with when its fill returned LateTagged, and their versions. */
+interface LateTags {
+  tags: readonly string[] | undefined;
+  versions: readonly number[] | undefined;
+}
+
+export class FillWrite {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #flights: FlightTable;
+  readonly #calls: StoreCalls;
+  readonly #observers: Observers;
+
+  constructor(deps: FillWriteDeps) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#flights = deps.flights;
+    this.#calls = deps.storeCalls;
+    this.#observers = deps.observers;
+  }
+
+  /**
+   * Runs each source's function for its items (in its groups), writes what succeeded, settles
+   * all. `token`: the fill lock held for these keys (the write is fenced by it and releases it).
+   */
+  async fill(all: Item[], token: string | undefined, lock: LockOutcome): Promise<void> {
+    // A flight abandoned before its fill starts is not filled (the only such path is a failed lock
+    // call, where no lock is held; with a token, callers pass flights checked in this very step).
+    const items = all.filter((item) => !item.flight.abandoned);
+    if (items.length === 0) return;
+    const bySource = new Map<Source, Item[]>();
+    for (const item of items) {
+      const list = bySource.get(item.source);
+      if (list === undefined) bySource.set(item.source, [item]);
+      else list.push(item);
+    }
+    const runs: Promise<void>[] = [];
+    for (const [source, list] of bySource)
+      for (const group of source.groups(list)) runs.push(this.#fillGroup(source, group, token, lock));
+    await Promise.all(runs);
+  }
+
+  async #fillGroup(source: Source, items: Item[], token: string | undefined, lockOutcome: LockOutcome): Promise<void> {
+    const run = new FillRun(items.length);
+    for (const item of items) item.flight.run = run;
+    const started = performance.now();
+    const startedAt = this.#clock.now();
+    const wrap = this.#observers.current.wrapFill;
+    const results = await (wrap === undefined
+      ? runGroup(source, items, run.signal)
+      : wrapped(wrap, new WrappedFill(source, items, run.signal, lockOutcome)));
+    const duration = performance.now() - started;
+    const late = results.some((result) => result instanceof LateTagged)
+      ? await this.#lateTags(items, results)
+      : undefined;
+    const now = this.#clock.now();
+    const writes: StoreWrite[] = [];
+    const release: string[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const result = results[i];
+      const failed = result instanceof Failure;
+      countOn(source, failed ? 'fillFailures' : 'fills', item.sink);
+      notify(this.#observers.current.onFill, [item.key, source.name, duration, failed ? result.error : undefined]);
+      if (item.flight.abandoned || failed || result === undefined) {
+        // Abandoned (invalidated or cleared while filling: the result may be stale), failed
+        // (errors are never cached: the next caller retries), or nothing to cache.
+        if (token !== undefined) release.push(item.key);
+      } else {
+        if (!storesValues(item.policy)) continue; // coalesce-only: served, never written
+        // Tags whose versions could not be read: the value is served but not cached.
+        if (item.versions !== undefined && item.versions.some(Number.isNaN)) {
+          if (token !== undefined) release.push(item.key);
+          continue;
+        }
+        const tagged = late?.[i];
+        if (tagged !== undefined && tagged.versions?.some(Number.isNaN)) {
+          if (token !== undefined) release.push(item.key);
+          continue;
+        }
+        const entry = makeEntry(results[i], now, item.policy, {
+          fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
+          tags: tagged === undefined ? item.tags : tagged.tags,
+          tagVersions: tagged === undefined ? item.versions : tagged.versions,
+        });
+        // Without the lock nothing fences this write: `since` lets the store refuse it when the
+        // key was invalidated after this fill started (the lockless gap).
+        writes.push(
+          token === undefined
+            ? { key: item.key, entry, ttl: physicalTtl(entry, now), since: startedAt }
+            : { key: item.key, entry, ttl: physicalTtl(entry, now) },
+        );
+      }
+    }
+    const lock = this.#store.lock;
+    const calls = this.#calls;
+    if (release.length > 0 && lock !== undefined && token !== undefined) {
+      void calls.call('lock.release', () => lock.release(release, token), items);
+    }
+    // The write is issued (a store may gather it with others for a moment: redisStore sends the
+    // fenced writes finishing together in one call) before the callers are answered, in the same
+    // synchronous step: whatever a caller does next (a read, a delete) reaches the store after
+    // it (memory: applied already; Redis: same connection, commands in order). With a lock, the
+    // write lands only if our lock still stands.
+    let written: Promise<unknown> | undefined;
+    if (writes.length > 0) {
+      written =
+        lock !== undefined && token !== undefined
+          ? calls
+              .call('lock.writeAndRelease', () => lock.writeAndRelease(writes, token), items)
+              .then((landed) => {
+                // Failed or timed out (all, or the part on a failing Cluster master): make sure no
+                // lock of ours outlives this fill.
+                const unsure = landed === undefined ? writes : writes.filter((_, i) => landed[i] === undefined);
+                const keys = unsure.map((w) => w.key);
+                if (keys.length > 0) void calls.call('lock.release', () => lock.release(keys, token), items);
+              })
+          : calls.call('setMany', () => this.#store.setMany(writes), items);
+      // A lock that gathers writes for a moment (redisStore: to the end of the event-loop turn, so
+      // the fills finishing in one turn share one call) says when they are on the connection; the
+      // callers are answered after that, so the order above holds for them too.
+      const sent = token === undefined ? undefined : lock?.sent?.();
+      if (sent !== undefined) await sent;
+    }
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      if (item.flight.abandoned) continue;
+      const result = results[i];
+      if (result instanceof Failure) this.#flights.fail(item.flight, result.error);
+      else this.#flights.resolve(item.flight, result);
+    }
+    await written;
+  }
+
+  /**
+   * Unwraps the LateTagged results of a fill in place (`results[i]` becomes the value) and returns,
+   * per position, the entry's tags (the item's own plus the late ones) with their versions: the
+   * item's read before the fill, the late ones read now in one call (see late-tags).
+   */
+  async #lateTags(items: Item[], results: unknown[]): Promise<(LateTags | undefined)[]> {
+    const out: (LateTags | undefined)[] = [];
+    const fresh = new Set<string>();
+    for (let i = 0; i < items.length; i++) {
+      const result = results[i];
+      if (!(result instanceof LateTagged)) continue;
+      results[i] = result.value;
+      const own = items[i]!.tags ?? [];
+      const tags = [...new Set([...own, ...result.tags])];
+      for (const tag of tags) if (!own.includes(tag)) fresh.add(tag);
+      out[i] = { tags: tags.length > 0 ? tags : undefined, versions: undefined };
+    }
+    const store = this.#store;
+    if (store.tagVersions === undefined || fresh.size === 0) return out;
+    const unique = [...fresh];
+    const versions = await this.#calls.call('tagVersions', () => store.tagVersions!(unique), items);
+    const byTag = new Map<string, number>();
+    for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions?.[i] ?? NaN);
+    for (let i = 0; i < items.length; i++) {
+      const late = out[i];
+      if (late?.tags === undefined) continue;
+      const item = items[i]!;
+      late.versions = late.tags.map((tag) => {
+        const at = item.tags?.indexOf(tag) ?? -1;
+        return at >= 0 ? (item.versions?.[at] ?? NaN) : (byTag.get(tag) ?? NaN);
+      });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The distributed fill lock, seed 000's protocol, for the keys the read step found missing: try
+ * the locks of all of them in one call; keys won are filled and written fenced (FillWrite); keys
+ * held elsewhere are polled with capped exponential backoff (each poll re-reads and re-tries the
+ * lock; a holder's announcement ends the sleep early) until the value appears, the lock is won,
+ * or lockWaitTimeout passes, after which the key is filled here: bounded damage, never
+ * unavailability.
+ */
+import type { FlightTable } from './flight';
+import type { Clock } from './freshness';
+import type { Item } from './item';
+import type { FillWrite } from './fill-write';
+import { countOn } from './metrics';
+import { DEFAULTS, type LockTiming } from './options';
+import type { FillLock, LockAttempt, LockWatch, Store } from './store';
+import type { StoreCalls } from './store-calls';
+import { ownTagVersions, usable } from './validity';
+
+/** What the lock step needs from the registry. */
+export interface LockWaitDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly flights: FlightTable;
+  readonly timing: LockTiming;
+  /** Unique per registry: fill-lock tokens are this plus a sequence number. */
+  readonly tokenPrefix: string;
+  readonly storeCalls: StoreCalls;
+}
+
+export class LockWait {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #flights: FlightTable;
+  readonly #timing: LockTiming;
+  readonly #tokenPrefix: string;
+  readonly #calls: StoreCalls;
+  readonly #fills: FillWrite;
+  #tokenSeq = 0;
+
+  constructor(deps: LockWaitDeps, fills: FillWrite) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#sleep = deps.sleep;
+    this.#flights = deps.flights;
+    this.#timing = deps.timing;
+    this.#tokenPrefix = deps.tokenPrefix;
+    this.#calls = deps.storeCalls;
+    this.#fills = fills;
+  }
+
+  /** Locks, waits for and fills `items` (all on a store with a lock); settles every flight. */
+  async lockAndFill(items: Item[]): Promise<void> {
+    const lock = this.#store.lock!;
+    const fills: Promise<void>[] = [];
+    // Opened before the first attempt: a holder's announcement that lands while it is in flight
+    // is kept, and ends the first wait at once.
+    const watch = lock.watch?.(items.map((item) => item.key));
+    try {
+      await this.#waitForLocks(lock, items, watch, fills);
+    } finally {
+      watch?.close();
+    }
+    await Promise.all(fills);
+  }
+
+  async #waitForLocks(
+    lock: FillLock,
+    items: Item[],
+    watch: LockWatch | undefined,
+    fills: Promise<void>[],
+  ): Promise<void> {
+    const token = `${this.#tokenPrefix}.${++this.#tokenSeq}`;
+    const { lockTtl, lockPollInterval, lockWaitTimeout } = this.#timing;
+    const calls = this.#calls;
+    const deadline = this.#clock.now() + lockWaitTimeout;
+    let waiting = items;
+    let delay = lockPollInterval;
+    for (let attempt = 0; ; attempt++) {
+      const keys = waiting.map((item) => item.key);
+      const attempts = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl), waiting);
+      if (attempts === undefined) {
+        // The store failed or timed out: fill without the lock rather than wait on it. The
+        // script may still have run late and taken locks under our token: release them (compare
+        // and delete), or other replicas would wait on them until lockTtl.
+        void calls.call('lock.release', () => lock.release(keys, token), waiting);
+        fills.push(this.#fills.fill(waiting, undefined, 'failed'));
+        break;
+      }
+      const won: Item[] = [];
+      const release: string[] = [];
+      const next: Item[] = [];
+      /** Keys whose lock call failed alone (a Cluster master down): filled without the lock. */
+      let lost: Item[] | undefined;
+      let current = ownTagVersions(
+        this.#store,
+        calls,
+        waiting,
+        attempts.map((attempt) => attempt?.entry),
+      );
+      if (current instanceof Promise) current = await current;
+      const now = this.#clock.now();
+      for (let i = 0; i < waiting.length; i++) {
+        const item = waiting[i]!;
+        const source = item.source;
+        const result: LockAttempt | undefined = attempts[i];
+        if (result?.won) source.counters.lockAcquired++;
+        if (result === undefined) {
+          // Its part of the call failed (the rest answered): fill it here, as for a failed call,
+          // and release in case the script ran late.
+          if (!item.flight.abandoned) (lost ??= []).push(item);
+          release.push(item.key);
+        } else if (item.flight.abandoned) {
+          if (result.won) release.push(item.key);
+        } else if (result?.entry !== undefined && usable(item, result.entry, now, current)) {
+          // Re-check after acquiring: another process wrote it since our read.
+          if (result.won) release.push(item.key);
+          this.#flights.resolve(item.flight, result.entry.value);
+        } else if (result.won) {
+          won.push(item);
+        } else if (item.flight.background && result.entry !== undefined) {
+          // Another process refreshes this key: keep serving the stale value it replaces.
+          if (attempt === 0) countOn(source, 'lockContended', item.sink);
+          this.#flights.resolve(item.flight, result.entry.value);
+        } else {
+          if (attempt === 0) countOn(source, 'lockContended', item.sink);
+          next.push(item);
+        }
+      }
+      if (release.length > 0) void calls.call('lock.release', () => lock.release(release, token), waiting);
+      if (won.length > 0) fills.push(this.#fills.fill(won, token, 'won'));
+      if (lost !== undefined) fills.push(this.#fills.fill(lost, undefined, 'failed'));
+      waiting = next;
+      if (waiting.length === 0) break;
+      const left = deadline - this.#clock.now();
+      if (left <= 0) {
+        // Bounded damage, never unavailability: stop waiting on the other process and fill here.
+        for (const item of waiting) countOn(item.source, 'lockTimeouts', item.sink);
+        fills.push(this.#fills.fill(waiting, undefined, 'timeout'));
+        break;
+      }
+      // Never sleep past the deadline; the last poll lands on it. A holder's announcement (where
+      // the store has them) ends the sleep early: the next attempt re-reads the value it wrote.
+      const sleep = this.#sleep(Math.min(delay, left));
+      await (watch === undefined ? sleep : watch.wait(sleep));
+      delay = Math.min(delay * 2, DEFAULTS.lockPollCap);
+      waiting = waiting.filter((item) => !item.flight.abandoned);
+      if (waiting.length === 0) break;
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Every store call of a registry goes through here, so a store that fails never fails a load: the
+ * failure is counted (once for each source it affected, or under getOrCompute for calls of no
+ * source), told to onStoreError, and the load goes on without the store (it computes the value).
+ */
+import { StorePartialError } from './errors';
+import { type Observers, notify } from './hooks';
+import type { Item, Source } from './item';
+import type { Counters } from './types';
+
+export class StoreCalls {
+  /** Where failures of calls that concern no source are counted (getOrCompute's counters). */
+  readonly #fallback: Counters;
+  readonly #observers: Observers;
+
+  constructor(fallback: Counters, observers: Observers) {
+    this.#fallback = fallback;
+    this.#observers = observers;
+  }
+
+  /** `call()`'s result, or undefined when it failed (or its part, on a partial failure). Never rejects. */
+  async call<T>(
+    operation: string,
+    call: () => Promise<T>,
+    affected?: Source | readonly Item[],
+  ): Promise<T | undefined> {
+    try {
+      return await call();
+    } catch (error) {
+      this.#countError(operation, error, affected);
+      // Part of the call succeeded (a Cluster master down, the others fine): use that part.
+      return error instanceof StorePartialError ? (error.partial as T) : undefined;
+    }
+  }
+
+  #countError(operation: string, error: unknown, affected: Source | readonly Item[] | undefined): void {
+    if (affected === undefined) this.#fallback.storeErrors++;
+    else if (!Array.isArray(affected)) (affected as Source).counters.storeErrors++;
+    else
+      for (const source of new Set((affected as readonly Item[]).map((item) => item.source)))
+        source.counters.storeErrors++;
+    notify(this.#observers.current.onStoreError, [error, operation]);
+  }
+}
