@@ -3,15 +3,12 @@ export {
   herdcacheMetrics,
   CACHE_COUNTER_METRICS,
   IN_FLIGHT_METRIC,
-  BREAKER_METRIC,
-  NODE_BREAKER_METRIC,
-  NODE_FAILURES_METRIC,
-  LOCK_WAITS_METRIC,
   DEFAULT_MAX_SOURCES,
   DEFAULT_MAX_NODES,
   type HerdcacheCollectors,
   type HerdcacheMetricsOptions,
 } from './cache-metrics';
+export { BREAKER_METRIC, NODE_BREAKER_METRIC, NODE_FAILURES_METRIC, LOCK_WAITS_METRIC } from './store-metrics';
 export {
   prometheusMetrics,
   HerdcacheMetrics,
