@@ -31,7 +31,8 @@ import { checkKnownKeys, optionNames } from '../core/options';
 import { type Computation, checkTagsSupported, computationOf, nowOf } from '../core/internal';
 import { canonicalArgs, identityString } from './keys';
 import { operationOf } from './request';
-import { type StaticPolicy, entityTags, staticPolicy } from './response-policy';
+import { type StaticPolicy, staticPolicy } from './response-policy';
+import { entityTags, resultFacts } from './response-result';
 
 export interface ResponseCacheOptions<TContext = any> {
   /**
@@ -271,20 +272,27 @@ export class ResponseEngine {
       if (final.maxAge !== undefined && final.maxAge < policy.maxAge) return undefined;
       if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return undefined;
     }
-    let size: number;
-    try {
-      size = Buffer.byteLength(JSON.stringify(executed.data));
-    } catch {
-      return undefined;
+    const { request } = plan;
+    // One walk finds the entities and bounds the JSON's size: only a result that may be over
+    // maxBytes is serialized (a second time: the server serializes what it sends) to know.
+    const facts = resultFacts(request.schema, request.document, request.operationName, executed.data);
+    if (facts === undefined) return undefined;
+    if (!facts.bounded || facts.maxBytes > this.#maxBytes) {
+      let size: number;
+      try {
+        size = Buffer.byteLength(JSON.stringify(executed.data));
+      } catch {
+        return undefined;
+      }
+      if (size > this.#maxBytes) return 'oversized';
     }
-    if (size > this.#maxBytes) return 'oversized';
-    const tags = new Set(
-      entityTags(plan.request.schema, plan.request.document, plan.request.operationName, executed.data),
-    );
-    for (const tag of operationOf(plan.request.context)?.tagsSeen ?? []) tags.add(tag);
+    // Repeats are fine: the registry dedupes an entry's tags (core/pipeline).
+    const tags = facts.tags;
+    const seen = operationOf(request.context)?.tagsSeen;
+    if (seen !== undefined) for (const tag of seen) tags.push(tag);
     return new LateTagged<StoredResponse>(
       { data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() },
-      [...tags],
+      tags,
     );
   }
 

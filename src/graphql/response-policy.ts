@@ -1,7 +1,8 @@
 /**
- * What the schema says about a whole operation, read from its static hints before it runs, and
- * which entities its result holds, read after. Both walk the operation's selections against the
- * schema; only types come from graphql (an optional peer): kinds are read from Symbol.toStringTag.
+ * What the schema says about a whole operation, read from its static hints before it runs (which
+ * entities its result holds is read after: see response-result). It walks the operation's
+ * selections against the schema; only types come from graphql (an optional peer): kinds are read
+ * from Symbol.toStringTag.
  *
  * The policy follows Apollo's cache-control rules, so both servers agree: a field's maxAge is its
  * own `@cacheControl(maxAge:)`, else (for a field returning an object, interface or union) its
@@ -44,7 +45,7 @@ export function operationOfDocument(
   return found;
 }
 
-function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if ((definition.kind as string) === 'FragmentDefinition')
@@ -53,9 +54,10 @@ function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode
   return fragments;
 }
 
-const tagOf = (type: unknown): string => Object.prototype.toString.call(type).slice(8, -1);
+/** The graphql-js class of a type, read from Symbol.toStringTag (graphql is an optional peer: no instanceof). */
+export const tagOf = (type: unknown): string => Object.prototype.toString.call(type).slice(8, -1);
 
-function namedType(type: unknown): GraphQLNamedType {
+export function namedType(type: unknown): GraphQLNamedType {
   let t = type as { ofType?: unknown };
   while (t.ofType !== undefined) t = t.ofType as { ofType?: unknown };
   return t as unknown as GraphQLNamedType;
@@ -181,137 +183,4 @@ function computePolicy(
   walk(operation.selectionSet, root, undefined, true, new Set());
   if (incremental || maxAge === Infinity || maxAge <= 0) return undefined;
   return { maxAge, scope, swr: swr === Infinity ? 0 : swr };
-}
-
-/**
- * The entities a result holds, as tags `Type:id`: every object whose type is known (its field's
- * object type, or its `__typename` when selected) and whose `id` is selected. A mutation's result
- * entities are invalidated by the same tags.
- */
-export function entityTags(
-  schema: GraphQLSchema,
-  document: DocumentNode,
-  operationName: string | null | undefined,
-  data: unknown,
-): string[] {
-  const operation = operationOfDocument(document, operationName);
-  if (operation === undefined || data === null || typeof data !== 'object') return [];
-  const root =
-    operation.operation === 'mutation'
-      ? schema.getMutationType()
-      : operation.operation === 'query'
-        ? schema.getQueryType()
-        : undefined;
-  if (root === null || root === undefined) return [];
-  const walk: EntityWalk = { schema, fragments: documentFragments(document), tags: new Set<string>() };
-  visitObject(walk, data as Record<string, unknown>, root, [operation.selectionSet], operation);
-  return [...walk.tags];
-}
-
-interface EntityWalk {
-  readonly schema: GraphQLSchema;
-  readonly fragments: Map<string, FragmentDefinitionNode>;
-  readonly tags: Set<string>;
-}
-
-/** One response key of a selection: the field's name, its sub-selections, and what owns them (for the memo). */
-interface Collected {
-  readonly responseKey: string;
-  readonly name: string;
-  readonly childSets: readonly SelectionSetNode[];
-  readonly childOwner: FieldNode | undefined;
-}
-
-/**
- * The fields a selection collects, per node that owns it (the operation, or a field selected once
- * under its response key): every response of one document walks the same selections, so they
- * are collected once, not per object. Type conditions are not read here, so the list does not
- * depend on the object's type.
- */
-const collectedBySelection = new WeakMap<object, readonly Collected[]>();
-const fragmentsByDocument = new WeakMap<DocumentNode, Map<string, FragmentDefinitionNode>>();
-
-function documentFragments(document: DocumentNode): Map<string, FragmentDefinitionNode> {
-  let fragments = fragmentsByDocument.get(document);
-  if (fragments === undefined) fragmentsByDocument.set(document, (fragments = fragmentsOf(document)));
-  return fragments;
-}
-
-function collected(
-  walk: EntityWalk,
-  sets: readonly SelectionSetNode[],
-  owner: object | undefined,
-): readonly Collected[] {
-  const memo = owner === undefined ? undefined : collectedBySelection.get(owner);
-  if (memo !== undefined) return memo;
-  const fields = new Map<string, FieldNode[]>();
-  const collect = (set: SelectionSetNode, seen: Set<string>): void => {
-    for (const selection of set.selections) {
-      if ((selection.kind as string) === 'Field') {
-        const node = selection as FieldNode;
-        const responseKey = node.alias?.value ?? node.name.value;
-        const list = fields.get(responseKey);
-        if (list === undefined) fields.set(responseKey, [node]);
-        else list.push(node);
-      } else if ((selection.kind as string) === 'InlineFragment') {
-        collect((selection as { selectionSet: SelectionSetNode }).selectionSet, seen);
-      } else {
-        const name = (selection as { name: { value: string } }).name.value;
-        const fragment = walk.fragments.get(name);
-        if (fragment !== undefined && !seen.has(name)) collect(fragment.selectionSet, new Set([...seen, name]));
-      }
-    }
-  };
-  for (const set of sets) collect(set, new Set());
-  const list: Collected[] = [];
-  for (const [responseKey, nodes] of fields) {
-    const childSets = nodes.flatMap((node) => (node.selectionSet === undefined ? [] : [node.selectionSet]));
-    list.push({
-      responseKey,
-      name: nodes[0]!.name.value,
-      childSets,
-      childOwner: nodes.length === 1 ? nodes[0] : undefined,
-    });
-  }
-  if (owner !== undefined) collectedBySelection.set(owner, list);
-  return list;
-}
-
-function visitObject(
-  walk: EntityWalk,
-  value: Record<string, unknown>,
-  declared: GraphQLNamedType,
-  sets: readonly SelectionSetNode[],
-  owner: object | undefined,
-): void {
-  const typename = value.__typename;
-  const concrete =
-    tagOf(declared) === 'GraphQLObjectType'
-      ? declared
-      : typeof typename === 'string'
-        ? walk.schema.getType(typename)
-        : undefined;
-  for (const { responseKey, name, childSets, childOwner } of collected(walk, sets, owner)) {
-    if (name === 'id' && concrete !== undefined) {
-      const id = value[responseKey];
-      if (typeof id === 'string' || typeof id === 'number') walk.tags.add(`${concrete.name}:${id}`);
-      continue;
-    }
-    if (childSets.length === 0) continue;
-    const field = ((concrete ?? declared) as GraphQLObjectType).getFields?.()[name];
-    if (field === undefined) continue;
-    visitValue(walk, value[responseKey], namedType(field.type), childSets, childOwner);
-  }
-}
-
-function visitValue(
-  walk: EntityWalk,
-  value: unknown,
-  declared: GraphQLNamedType,
-  sets: readonly SelectionSetNode[],
-  owner: object | undefined,
-): void {
-  if (Array.isArray(value)) for (const item of value) visitValue(walk, item, declared, sets, owner);
-  else if (value !== null && typeof value === 'object')
-    visitObject(walk, value as Record<string, unknown>, declared, sets, owner);
 }

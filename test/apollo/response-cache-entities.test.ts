@@ -1,6 +1,6 @@
 /** The entities a response holds (its `Type:id` tags): aliases, fragments, abstract types by __typename, and one document's selections reused across results. */
 import { buildSchema, parse } from 'graphql';
-import { entityTags } from '../../src/graphql/response-policy';
+import { entityTags } from '../../src/graphql/response-result';
 
 const schema = buildSchema(`
   interface Node { id: ID! }

@@ -1,0 +1,255 @@
+/**
+ * What an executed result holds, read in one pass when it is stored (a miss's cost, so it is
+ * kept small): the entities it contains, as tags `Type:id`, and a bound of its JSON's size in
+ * UTF-8 bytes, so that a result well under maxBytes is stored without serializing it a second
+ * time (the server serializes it anyway); only one that may be over it is serialized to know.
+ *
+ * Entities: every object whose type is known (its field's object type, or its `__typename` when
+ * selected) and whose `id` is selected. A mutation's result entities are invalidated by the same
+ * tags.
+ *
+ * The walk follows the operation's selections, compiled once per operation (not per result, not
+ * per object): a `Shape` is the fields one selection collects under their response keys (type
+ * conditions are not read, so it does not depend on the object's type), and, per type an object
+ * turns out to have, which keys are ids and which lead to objects (with their own shape).
+ */
+import type {
+  DocumentNode,
+  FieldNode,
+  FragmentDefinitionNode,
+  GraphQLNamedType,
+  GraphQLObjectType,
+  GraphQLSchema,
+  OperationDefinitionNode,
+  SelectionSetNode,
+} from 'graphql';
+import { fragmentsOf, namedType, operationOfDocument, tagOf } from './response-policy';
+
+export interface ResultFacts {
+  /** `Type:id` of each entity, in the order met (repeats kept: the registry dedupes entry tags). */
+  readonly tags: string[];
+  /** Most bytes the result's JSON can have (UTF-8). */
+  readonly maxBytes: number;
+  /** False when a value was met that the bound does not judge (a toJSON, a class, a deep custom scalar): serialize to know. */
+  readonly bounded: boolean;
+}
+
+/** The facts of `data`, a result of the operation; undefined for an operation it cannot walk. */
+export function resultFacts(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  data: unknown,
+): ResultFacts | undefined {
+  const operation = operationOfDocument(document, operationName);
+  if (operation === undefined || data === null || typeof data !== 'object') return undefined;
+  const root =
+    operation.operation === 'mutation'
+      ? schema.getMutationType()
+      : operation.operation === 'query'
+        ? schema.getQueryType()
+        : undefined;
+  if (root === null || root === undefined) return undefined;
+  const walk = new Walk(schema);
+  visitObject(walk, data as Record<string, unknown>, root, true, rootShape(document, operation), 0);
+  return walk;
+}
+
+/** The entities a result holds, as tags `Type:id` (each once). */
+export function entityTags(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  data: unknown,
+): string[] {
+  const facts = resultFacts(schema, document, operationName, data);
+  return facts === undefined ? [] : [...new Set(facts.tags)];
+}
+
+/** Custom scalar values deeper than this are not bounded (a cycle would never end): serialized instead. */
+const MAX_DEPTH = 64;
+/** The longest JSON of a number (sign, 17 significant digits, point, exponent), rounded up. */
+const NUMBER_MAX = 32;
+
+class Walk implements ResultFacts {
+  readonly tags: string[] = [];
+  maxBytes = 0;
+  bounded = true;
+  constructor(readonly schema: GraphQLSchema) {}
+}
+
+interface Shape {
+  readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  readonly sets: readonly SelectionSetNode[];
+  readonly byType: Map<GraphQLNamedType, Typed>;
+}
+
+/** A shape read against one type: the response keys selecting `id`, and those leading to objects. */
+interface Typed {
+  readonly idKeys: readonly string[];
+  readonly children: Readonly<Record<string, Child | undefined>>;
+}
+
+interface Child {
+  readonly type: GraphQLNamedType;
+  readonly isObject: boolean;
+  readonly shape: Shape;
+}
+
+const rootShapes = new WeakMap<OperationDefinitionNode, Shape>();
+
+function rootShape(document: DocumentNode, operation: OperationDefinitionNode): Shape {
+  let shape = rootShapes.get(operation);
+  if (shape === undefined) {
+    shape = { fragments: fragmentsOf(document), sets: [operation.selectionSet], byType: new Map() };
+    rootShapes.set(operation, shape);
+  }
+  return shape;
+}
+
+/** The shape read against `type`, built on first use. */
+function typed(shape: Shape, type: GraphQLNamedType): Typed {
+  let found = shape.byType.get(type);
+  if (found !== undefined) return found;
+  const fields = new Map<string, FieldNode[]>();
+  const collect = (set: SelectionSetNode, seen: ReadonlySet<string>): void => {
+    for (const selection of set.selections) {
+      if ((selection.kind as string) === 'Field') {
+        const node = selection as FieldNode;
+        const responseKey = node.alias?.value ?? node.name.value;
+        const list = fields.get(responseKey);
+        if (list === undefined) fields.set(responseKey, [node]);
+        else list.push(node);
+      } else if ((selection.kind as string) === 'InlineFragment') {
+        collect((selection as { selectionSet: SelectionSetNode }).selectionSet, seen);
+      } else {
+        const name = (selection as { name: { value: string } }).name.value;
+        const fragment = shape.fragments.get(name);
+        if (fragment !== undefined && !seen.has(name)) collect(fragment.selectionSet, new Set([...seen, name]));
+      }
+    }
+  };
+  for (const set of shape.sets) collect(set, new Set());
+  const idKeys: string[] = [];
+  const children: Record<string, Child | undefined> = Object.create(null) as Record<string, Child | undefined>;
+  const definitions = (type as GraphQLObjectType).getFields?.();
+  for (const [responseKey, nodes] of fields) {
+    const name = nodes[0]!.name.value;
+    if (name === 'id') {
+      idKeys.push(responseKey);
+      continue;
+    }
+    const sets = nodes.flatMap((node) => (node.selectionSet === undefined ? [] : [node.selectionSet]));
+    const definition = definitions?.[name];
+    if (sets.length === 0 || definition === undefined) continue;
+    const target = namedType(definition.type);
+    children[responseKey] = {
+      type: target,
+      isObject: tagOf(target) === 'GraphQLObjectType',
+      shape: { fragments: shape.fragments, sets, byType: new Map() },
+    };
+  }
+  found = { idKeys, children };
+  if (shape.byType.size < 64) shape.byType.set(type, found);
+  return found;
+}
+
+function visitObject(
+  walk: Walk,
+  value: Record<string, unknown>,
+  declared: GraphQLNamedType,
+  isObject: boolean,
+  shape: Shape,
+  depth: number,
+): void {
+  let concrete: GraphQLNamedType | undefined = declared;
+  if (!isObject) {
+    const typename = value.__typename;
+    concrete = typeof typename === 'string' ? walk.schema.getType(typename) : undefined;
+  }
+  const reading = typed(shape, concrete ?? declared);
+  if (concrete !== undefined) {
+    for (const key of reading.idKeys) {
+      const id = value[key];
+      if (typeof id === 'string' || typeof id === 'number') walk.tags.push(`${concrete.name}:${id}`);
+    }
+  }
+  let count = 0;
+  for (const key in value) {
+    const item = value[key];
+    if (item === undefined) continue; // left out of the JSON
+    count++;
+    // `"key":`. A key inherited from a prototype is counted though JSON leaves it out: a bound.
+    walk.maxBytes += key.length * 6 + 3;
+    const child = reading.children[key];
+    if (child === undefined) leaf(walk, item, depth + 1);
+    else visitValue(walk, item, child, depth + 1);
+  }
+  const braces = count === 0 ? 2 : count + 1; // braces and commas
+  walk.maxBytes += braces;
+}
+
+function visitValue(walk: Walk, value: unknown, child: Child, depth: number): void {
+  if (Array.isArray(value)) {
+    const brackets = value.length === 0 ? 2 : value.length + 1;
+    walk.maxBytes += brackets;
+    for (const item of value) visitValue(walk, item, child, depth + 1);
+  } else if (value !== null && typeof value === 'object') {
+    visitObject(walk, value as Record<string, unknown>, child.type, child.isObject, child.shape, depth);
+  } else {
+    leaf(walk, value, depth);
+  }
+}
+
+/** A value outside the selections (a scalar, or a custom scalar's JSON): its bytes only. */
+function leaf(walk: Walk, value: unknown, depth: number): void {
+  switch (typeof value) {
+    case 'string':
+      // Each UTF-16 unit is 1 to 3 bytes of UTF-8, or an escape of at most 6 (`\u001f`, a lone surrogate).
+      walk.maxBytes += value.length * 6 + 2;
+      return;
+    case 'number':
+      walk.maxBytes += NUMBER_MAX;
+      return;
+    case 'boolean':
+      walk.maxBytes += 5;
+      return;
+    case 'undefined': // an array's hole: `null`
+      walk.maxBytes += 4;
+      return;
+    case 'object':
+      break;
+    default: // bigint, function, symbol: left to JSON.stringify's own rules
+      walk.bounded = false;
+      return;
+  }
+  if (value === null) {
+    walk.maxBytes += 4;
+    return;
+  }
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  if (depth > MAX_DEPTH || (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null)) {
+    walk.bounded = false; // a Date, a class with toJSON, a cycle: serialized to know
+    return;
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    walk.bounded = false;
+    return;
+  }
+  if (Array.isArray(value)) {
+    const brackets = value.length === 0 ? 2 : value.length + 1;
+    walk.maxBytes += brackets;
+    for (const item of value) leaf(walk, item, depth + 1);
+    return;
+  }
+  let count = 0;
+  for (const key of Object.keys(value)) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined) continue;
+    count++;
+    walk.maxBytes += key.length * 6 + 3;
+    leaf(walk, item, depth + 1);
+  }
+  const braces = count === 0 ? 2 : count + 1;
+  walk.maxBytes += braces;
+}

@@ -1,0 +1,135 @@
+/**
+ * The one pass over a stored result (src/graphql/response-result): its JSON size bound is a true
+ * upper bound, and the response layer serializes a result only when the bound says it may be over
+ * maxBytes, so maxBytes stays exact (at the byte) without a second serialization of small results.
+ */
+import { buildSchema, parse } from 'graphql';
+import { createCache } from '../../src/core/cache';
+import { ResponseEngine } from '../../src/graphql/response-cache';
+import { resultFacts } from '../../src/graphql/response-result';
+
+const schema = buildSchema(`
+  scalar JSON
+  type Item { id: ID!, name: String, score: Float, flag: Boolean, tags: [String], extra: JSON, child: Item }
+  type Query { items: [Item!]!, item: Item }
+`);
+const document = parse('{ items { id name score flag tags extra child { id name extra } } item { id } }');
+
+/** A deterministic generator (xorshift), so a failure reproduces. */
+function random(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+const ALPHABET = ['a', 'Z', '"', '\\', '\n', '\u0001', '\u001f', 'é', '€', '\ud83d\ude00', '\ud800', '\udfff', ' '];
+
+function text(next: () => number): string {
+  let out = '';
+  const length = Math.floor(next() * 12);
+  for (let i = 0; i < length; i++) out += ALPHABET[Math.floor(next() * ALPHABET.length)];
+  return out;
+}
+
+function json(next: () => number, depth: number): unknown {
+  const pick = next();
+  if (depth > 3 || pick < 0.3) return text(next);
+  if (pick < 0.4) return (next() - 0.5) * 10 ** Math.floor(next() * 40 - 20);
+  if (pick < 0.45) return next() < 0.5 ? -0 : Number.MIN_VALUE;
+  if (pick < 0.5) return next() < 0.5;
+  if (pick < 0.55) return null;
+  if (pick < 0.75) return Array.from({ length: Math.floor(next() * 4) }, () => json(next, depth + 1));
+  const object: Record<string, unknown> = {};
+  for (let i = Math.floor(next() * 4); i > 0; i--)
+    object[text(next)] = next() < 0.1 ? undefined : json(next, depth + 1);
+  return object;
+}
+
+function item(next: () => number, depth: number): Record<string, unknown> {
+  return {
+    id: String(Math.floor(next() * 100)),
+    name: next() < 0.2 ? null : text(next),
+    score: (next() - 0.5) * 1e6,
+    flag: next() < 0.5,
+    tags: Array.from({ length: Math.floor(next() * 3) }, () => text(next)),
+    extra: json(next, 0),
+    child: depth > 1 || next() < 0.5 ? null : item(next, depth + 1),
+  };
+}
+
+it('bounds the JSON of 2,000 random results from above (unicode, escapes, lone surrogates, numbers, custom scalars)', () => {
+  const next = random(2026);
+  for (let i = 0; i < 2000; i++) {
+    const data = { items: Array.from({ length: Math.floor(next() * 4) }, () => item(next, 0)), item: null };
+    const facts = resultFacts(schema, document, undefined, data)!;
+    const bytes = Buffer.byteLength(JSON.stringify(data));
+    expect(facts.bounded).toBe(true);
+    expect(facts.maxBytes).toBeGreaterThanOrEqual(bytes);
+  }
+});
+
+it('does not bound what JSON.stringify judges by its own rules (toJSON, class instances, cycles)', () => {
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  for (const extra of [new Date(0), { toJSON: () => 'x' }, new Map(), cyclic, 1n]) {
+    const data = { items: [{ id: '1', extra }], item: null };
+    expect(resultFacts(schema, document, undefined, data)!.bounded).toBe(false);
+  }
+});
+
+describe('maxBytes through the engine', () => {
+  const request = () => ({
+    schema,
+    document,
+    operationName: undefined,
+    variables: {},
+    context: {},
+  });
+  const hinted = buildSchema(`
+    scalar JSON
+    type Item { id: ID!, name: String, score: Float, flag: Boolean, tags: [String], extra: JSON, child: Item }
+    type Query { items: [Item!]! @cacheControl(maxAge: 60), item: Item @cacheControl(maxAge: 60) }
+    directive @cacheControl(maxAge: Int) on FIELD_DEFINITION | OBJECT
+  `);
+
+  async function store(maxBytes: number, data: Record<string, unknown>) {
+    const engine = new ResponseEngine(createCache(), { maxBytes, defaultMaxAge: 60 });
+    const plan = engine.plan({ ...request(), schema: hinted })!;
+    const lookup = await engine.lookup(plan, async () => ({ data }));
+    expect(lookup.outcome).toBe('miss');
+    return lookup.complete!({ data });
+  }
+
+  it('stores a result whose JSON is exactly maxBytes, not one byte more (a bound over it is checked)', async () => {
+    const data = { items: [{ id: '1', name: 'é"\n'.repeat(20) }], item: null };
+    const bytes = Buffer.byteLength(JSON.stringify(data));
+    expect(resultFacts(hinted, document, undefined, data)!.maxBytes).toBeGreaterThan(bytes); // the bound alone would refuse it
+    expect(await store(bytes, data)).toBe('stored');
+    expect(await store(bytes - 1, data)).toBe('oversized');
+  });
+
+  it('a result well under maxBytes is stored without serializing it again', async () => {
+    const data = { items: [{ id: '1', name: 'a', tags: ['b'] }], item: { id: '2' } };
+    const stringify = jest.spyOn(JSON, 'stringify');
+    try {
+      const engine = new ResponseEngine(createCache(), { defaultMaxAge: 60 });
+      const plan = engine.plan({ ...request(), schema: hinted })!;
+      stringify.mockClear();
+      const lookup = await engine.lookup(plan, async () => ({ data }));
+      expect(await lookup.complete!({ data })).toBe('stored');
+      expect(stringify.mock.calls.filter(([value]) => value === data)).toEqual([]);
+    } finally {
+      stringify.mockRestore();
+    }
+  });
+
+  it('a custom scalar with toJSON is measured by serializing it', async () => {
+    const data = { items: [{ id: '1', extra: { toJSON: () => 'x'.repeat(100) } }], item: null };
+    expect(await store(50, data)).toBe('oversized');
+    expect(await store(200, data)).toBe('stored');
+  });
+});
