@@ -138,11 +138,11 @@ class Run {
    */
   #blockAfterLockCalls(client: Redis): void {
     const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    const acquire = commands.herdcacheLockAcquire1;
+    const acquire = commands.herdcacheLockAcquire2;
     if (typeof acquire !== 'function')
-      throw new Error('redisStore no longer defines herdcacheLockAcquire1: update chaos/replica.ts');
+      throw new Error('redisStore no longer defines herdcacheLockAcquire2: update chaos/replica.ts');
     const plan = this.#plan;
-    commands.herdcacheLockAcquire1 = (...args: unknown[]) => {
+    commands.herdcacheLockAcquire2 = (...args: unknown[]) => {
       const pending = acquire.apply(client, args);
       const now = Date.now();
       if (now - this.#lastBlock >= plan.blockEveryMs) {

@@ -2,18 +2,38 @@
  * Fill announcements: a replica waiting on another replica's fill lock learns the moment the value
  * lands, instead of after its poll backoff (50 ms, doubling).
  *
- * The fenced write script, and the release script, announce each value key whose lock they give up
- * (scripts.ts): one message per fill, sent by the script itself, so no extra round trip for the
- * filler. A waiter that hears its key tries the lock again at once, and that one script call reads
- * the value (the lock's re-check), so a woken waiter is answered one round trip after the write.
+ * Only where someone waits. A process that finds a key locked by another registers as its waiter
+ * in the same script call (the lock attempt: its id goes into `prefix{K}:waiters`, which expires
+ * with the lock; scripts.ts). The fenced write script, and the release script, read that marker
+ * when they give the lock up: nobody registered, no message (a fill nobody waits on costs one GET
+ * inside the script, the same at 4 or 64 subscribed replicas); otherwise one message per waiting
+ * process, on that process's own channel, and the marker is deleted. So the filler pays no round
+ * trip, a replica that does not wait hears nothing, and Redis output grows with the waiters of a
+ * key, never with the fleet. A woken waiter tries the lock again at once, and that one script call
+ * reads the value (the lock's re-check): it is answered one round trip after the write. (A
+ * replica that meets the lock while refreshing in the background, serving the stale value, registers
+ * too: the script cannot tell. It gets its one message, unheeded.)
+ *
+ * Why a channel per process, not per key: a per-key channel would need a SUBSCRIBE and an
+ * UNSUBSCRIBE per wait, on another connection than the lock attempt (so its confirmation races
+ * the attempt, or costs a round trip before it), and server-side channel churn under every
+ * stampede; a bounded set of hashed channels would still reach processes waiting on other keys
+ * of the bucket, and be subscribed by whoever waits there. A process channel is subscribed once
+ * and kept: no churn, and the marker names exactly who waits.
+ *
+ * Ordering, why no waiter is left behind: both scripts run atomically on the server. A waiter's
+ * attempt that runs before the write finds the lock held and registers: the write sees it and
+ * tells it. One that runs after the write finds the lock gone (or someone else's new lock) and
+ * reads the value written, in the same call: nothing to be told. A waiter that keeps waiting
+ * registers again on every attempt (on whatever lock holds the key then).
  *
  * One subscriber connection per store (the user's, like tieredStore's) serves every waiting key of
- * the process: the channel is subscribed once and stays subscribed, and a local map routes each
- * message to the waits of its key. Standalone: one channel (PUBLISH/SUBSCRIBE). Cluster: sharded
- * pub/sub (Redis 7 SPUBLISH/SSUBSCRIBE), one shard channel per hash slot, named with a hash tag of
- * that slot so the write script (which may only touch its own slot) can publish on it, and
- * subscribed lazily the first time a key of that slot is waited on; a message then travels to the
- * subscribers of that shard only, not to every node.
+ * the process: its channel is subscribed once and stays subscribed, and a local map routes each
+ * message to the waits of its key. Standalone: one channel, `prefix` + `filled.` + the process id
+ * (PUBLISH/SUBSCRIBE). Cluster: sharded pub/sub (Redis 7 SPUBLISH/SSUBSCRIBE), one shard channel
+ * per hash slot and process, named with a hash tag of that slot so the write script (which may
+ * only touch its own slot) can publish on it, and subscribed lazily the first time a key of that
+ * slot is waited on; a message then travels to the shard of its slot only.
  *
  * Polling stays underneath, unchanged: a wait ends with the announcement or with the poll's sleep,
  * whichever comes first. So a lost message, a subscriber that is disconnected, or a server without
@@ -21,10 +41,12 @@
  * Messages published while a channel's SUBSCRIBE was not yet confirmed are lost: when it is
  * confirmed (first time, or after a reconnect), every wait in progress is woken once to re-check.
  */
+import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { invalidOption } from '../core/errors';
 import type { LockWatch } from '../core/store';
 import { hashSlot } from './keys';
+import { shardChannel, standaloneChannel } from './fill-channels';
 import type { RedisLink } from './link';
 
 function noop(): void {}
@@ -49,46 +71,6 @@ type ChannelState = 'subscribing' | 'active' | 'failed' | 'unsupported';
 /** How long a channel whose SUBSCRIBE failed is left alone before a wait tries again. */
 const RETRY_AFTER_MS = 5000;
 
-/** Hash-tag strings, one per Cluster slot: `tags[s]` hashes to slot s. Built once, on first use. */
-let slotTags: string[] | undefined;
-
-function slotTag(slot: number): string {
-  if (slotTags === undefined) {
-    const tags = new Array<string>(16384);
-    let missing = 16384;
-    for (let n = 0; missing > 0; n++) {
-      const tag = n.toString(36);
-      const s = hashSlot(tag);
-      if (tags[s] === undefined) {
-        tags[s] = tag;
-        missing--;
-      }
-    }
-    slotTags = tags;
-  }
-  return slotTags[slot]!;
-}
-
-/**
- * The channel a write or release script announces its keys on, as the server names it: one
- * channel for a standalone server; in a Cluster a shard channel of the keys' own slot (the script
- * may only touch its slot). Every store announces, with or without a subscriber of its own: the
- * waiters may be other processes. Computed per script call, not per key.
- */
-export function announceChannel(link: RedisLink, valueKey: string): string {
-  if (!link.cluster) return standaloneChannel(link);
-  return link.clientPrefix + shardChannel(link, hashSlot(link.clientPrefix + valueKey));
-}
-
-function standaloneChannel(link: RedisLink): string {
-  return `${link.prefix}filled`;
-}
-
-/** Without the client's keyPrefix, which ioredis adds to shard channels as it does to keys. */
-function shardChannel(link: RedisLink, slot: number): string {
-  return `${link.prefix}filled{${slotTag(slot)}}`;
-}
-
 export class FillAnnouncements {
   /** The connection, once there is one: the user's (given), or opened here on the first wait. */
   #subscriber: Redis | Cluster | undefined;
@@ -101,6 +83,14 @@ export class FillAnnouncements {
   /** Full Redis value key → the waits on it. */
   readonly #waits = new Map<string, Set<Wait>>();
   readonly #standaloneChannel: string;
+  /**
+   * This store's waiter id: the lock attempts register it on the keys they find held, and the
+   * scripts announce those keys on the channels named with it. Random: unique across the fleet
+   * for any practical purpose (48 bits), hex (never the space that separates ids in a marker).
+   */
+  readonly #id = randomBytes(6).toString('hex');
+  /** A Cluster without sharded pub/sub (before Redis 7): nothing would reach us, so we register nowhere. */
+  #unsupported = false;
   #listening = false;
   #closed = false;
   received = 0;
@@ -141,7 +131,7 @@ export class FillAnnouncements {
   constructor(subscriber: Redis | Cluster | undefined, link: RedisLink) {
     this.#link = link;
     this.#sharded = link.cluster;
-    this.#standaloneChannel = standaloneChannel(link);
+    this.#standaloneChannel = standaloneChannel(link) + this.#id;
     this.#owned = subscriber === undefined;
     if (subscriber === undefined) {
       link.client.once('end', this.#onClientEnd);
@@ -179,6 +169,16 @@ export class FillAnnouncements {
     this.#attach(opened);
     if (!this.#sharded) this.#subscribe(this.#standaloneChannel);
     return opened;
+  }
+
+  /**
+   * The id the lock attempts register as the waiter of a key held elsewhere: '' when nothing
+   * announced could reach this store (closed, or a Cluster without sharded pub/sub), so that no
+   * fill sends it a message. Registered even while the subscriber connects: its confirmation
+   * wakes every wait to re-check, and from then on the messages arrive.
+   */
+  waiterId(): string {
+    return this.#closed || this.#unsupported ? '' : this.#id;
   }
 
   stats(): WakeStats {
@@ -262,7 +262,7 @@ export class FillAnnouncements {
   }
 
   #shardChannel(slot: number): string {
-    return shardChannel(this.#link, slot);
+    return shardChannel(this.#link, slot) + this.#id;
   }
 
   #subscribe(name: string): void {
@@ -284,6 +284,7 @@ export class FillAnnouncements {
         const message = error instanceof Error ? error.message : String(error);
         // A server before Redis 7 (or one that renamed the command away): polling only, for good.
         channel.state = /unknown command/i.test(message) ? 'unsupported' : 'failed';
+        if (channel.state === 'unsupported') this.#unsupported = true;
         channel.since = Date.now();
       },
     );

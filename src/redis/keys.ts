@@ -1,8 +1,9 @@
 /**
  * Redis key layout and Cluster hash slots.
  *
- * A cache key K is stored at `prefix{K}` and its fill lock at `prefix{K}:lock`. The braces are a
- * Cluster hash tag: both keys hash on K alone, so they share a slot and one script can touch both.
+ * A cache key K is stored at `prefix{K}`, its fill lock at `prefix{K}:lock` and the ids of the
+ * processes waiting on that lock at `prefix{K}:waiters`. The braces are a Cluster hash tag: the
+ * three keys hash on K alone, so they share a slot and one script can touch them all.
  * A tag T's version is kept at `prefixtag:{T}`: never matched by the `prefix{*` of clear(), so
  * clearing entries does not reset versions (an entry written while clear() runs keeps its fence).
  */
@@ -19,6 +20,9 @@ export const LOCK_SUFFIX = ':lock';
 
 /** Appended to a value key to name its invalidation marker (the time of its last invalidation). */
 export const INVALIDATED_SUFFIX = ':inv';
+
+/** Appended to a value key to name the processes waiting on its lock (scripts.ts, WAITERS). */
+export const WAITERS_SUFFIX = ':waiters';
 
 /**
  * The part of a key that goes between the braces. Injective: two distinct keys never share it,

@@ -4,12 +4,14 @@
  * Each step is one script call for the whole batch (in a Cluster: one per hash slot, in parallel):
  * try the locks and re-read the values; write the values fenced by the token and release; release
  * without writing. The scripts and why each step is atomic: scripts.ts. The fenced writes of every
- * fill that finishes in one turn of the event loop share one call. Writes and releases announce
- * their keys to waiting replicas (heard where a store has a subscriber): announcements.ts.
+ * fill that finishes in one turn of the event loop share one call. A lock attempt that finds a key
+ * held registers its store as a waiter of it (when the store has a subscriber), and writes and
+ * releases announce their keys to the registered waiters only: announcements.ts.
  */
 import { StorePartialError } from '../core/errors';
 import type { FillLock, LockAttempt, LockWatch, StoreWrite } from '../core/store';
-import { announceChannel, type FillAnnouncements } from './announcements';
+import type { FillAnnouncements } from './announcements';
+import { announceChannel } from './fill-channels';
 import { LOCK_SUFFIX, pick, withLockKeys } from './keys';
 import { toPx, type Raw, type RedisLink } from './link';
 import { ReleaseLedger } from './release-ledger';
@@ -27,11 +29,14 @@ export class RedisFillLock implements FillLock {
   readonly #ledger: ReleaseLedger;
   /** Only a store that hears announcements offers it: without it the registry just polls. */
   readonly watch: ((keys: readonly string[]) => LockWatch) | undefined;
+  /** The id a lock attempt registers on keys held elsewhere ('': none, nothing would reach us). */
+  readonly #waiterId: () => string;
 
   constructor(link: RedisLink, scripts: LockScripts, announcements: FillAnnouncements | undefined) {
     this.#link = link;
     this.#scripts = scripts;
     this.watch = announcements === undefined ? undefined : (keys) => announcements.watch(keys);
+    this.#waiterId = announcements === undefined ? () => '' : () => announcements.waiterId();
     const ledger = (this.#ledger = new ReleaseLedger(
       (keys, token) => this.#release(keys, token),
       () => link.client.status === 'ready',
@@ -55,11 +60,14 @@ export class RedisFillLock implements FillLock {
     const px = toPx(ttlMs);
     const binary = link.binary;
     const scripts = this.#scripts;
+    // Keys found held register this store as their waiter, in this same call: only then do their
+    // holders' writes send a message, and only to the stores registered (announcements.ts).
+    const waiter = this.#waiterId();
     const send = (indices: number[] | null): Promise<(number | Raw)[]> => {
       const pairs = withLockKeys(valueKeys, indices);
       return binary
-        ? scripts.herdcacheLockAcquire1Buffer(pairs.length, pairs, token, px)
-        : scripts.herdcacheLockAcquire1(pairs.length, pairs, token, px);
+        ? scripts.herdcacheLockAcquire2Buffer(pairs.length, pairs, token, px, waiter)
+        : scripts.herdcacheLockAcquire2(pairs.length, pairs, token, px, waiter);
     };
     // A failed group's keys have no attempt (undefined): the registry fills them without the lock.
     return link.call(
@@ -165,7 +173,7 @@ export class RedisFillLock implements FillLock {
     const send = (indices: number[] | null) => {
       const pairs = withLockKeys(valueKeys, indices);
       const [channel, sharded] = this.#announceOn(valueKeys[indices === null ? 0 : indices[0]!]!);
-      return scripts.herdcacheLockWrite2(
+      return scripts.herdcacheLockWrite3(
         pairs.length,
         pairs,
         channel,
@@ -210,7 +218,7 @@ export class RedisFillLock implements FillLock {
     const send = (indices: number[] | null) => {
       const batch = indices === null ? lockKeys : pick(lockKeys, indices);
       const [channel, sharded] = this.#announceOn(batch[0]!);
-      return scripts.herdcacheLockRelease2(batch.length, batch, token, channel, sharded);
+      return scripts.herdcacheLockRelease3(batch.length, batch, token, channel, sharded);
     };
     await link.call('lock.release', lockKeys, groups, send, noop, RELEASES);
   }

@@ -9,6 +9,7 @@
  * Cluster all KEYS of one call share a slot (the store groups by slot).
  */
 import type { Cluster, Redis } from 'ioredis';
+import { WAITERS_SUFFIX } from './keys';
 
 /**
  * GET that reads a key of another type (something foreign under our prefix) as missing, as MGET
@@ -22,7 +23,51 @@ local function get(key)
 end`;
 
 /**
- * ARGV: token, lock ttl (ms). Returns, per key, `won` (1/0) then the raw value or nil.
+ * The waiters of a key: who to tell when its lock is given up. A string key next to the value,
+ * `prefix{K}:waiters` (the value's hash tag: same slot, so the lock scripts may touch it), holding
+ * the ids of the processes waiting on it, space-separated, each added once. Its expiry is the
+ * lock's remaining ttl, never longer: it goes with the lock it was registered on, and a waiter
+ * still waiting on a later lock registers again on its next attempt (every attempt does). Plain
+ * GET and SET, the commands the store already runs: no set type, no command more for an ACL.
+ * Not among the script's KEYS: derived from the value key, like the lock's announcement.
+ */
+const WAITERS = `
+local function wait_on(key, id, pttl)
+  if id == nil or id == '' or pttl <= 0 then return end
+  local marker = key .. '${WAITERS_SUFFIX}'
+  local ids = get(marker)
+  if not ids then
+    ids = id
+  elseif not string.find(' ' .. ids .. ' ', ' ' .. id .. ' ', 1, true) then
+    ids = ids .. ' ' .. id
+  end
+  redis.call('SET', marker, ids, 'PX', pttl)
+end`;
+
+/**
+ * Tells the waiters of a key whose lock was just given up (written or released) to read it now,
+ * instead of after their poll backoff, and forgets them: one message per waiting process, on that
+ * process's own channel (`channel` .. id); a key nobody waits on costs one GET and no message.
+ * Not `written` (a release) and the value there: forgotten without a message (see RELEASE).
+ * ARGV channel '' tells nobody.
+ * PUBLISH on a standalone server; in a Cluster SPUBLISH on a shard channel of the keys' own slot
+ * (a script may only touch its slot), which only that shard's subscribers hear. pcall: a server
+ * without SPUBLISH (before Redis 7) must not fail the write; its waiters poll, as they always could.
+ */
+const ANNOUNCE = `
+local function announce(channel, sharded, key, written)
+  local marker = key .. '${WAITERS_SUFFIX}'
+  local ids = get(marker)
+  if not ids then return end
+  redis.call('DEL', marker)
+  if channel == '' or (not written and redis.call('PTTL', key) ~= -2) then return end
+  local publish = sharded == '1' and 'SPUBLISH' or 'PUBLISH'
+  for id in string.gmatch(ids, '%S+') do redis.pcall(publish, channel .. id, key) end
+end`;
+
+/**
+ * ARGV: token, lock ttl (ms), waiter id ('' : none). Returns, per key, `won` (1/0) then the raw
+ * value or nil.
  * The value is read after the lock is tried: that read is the re-check that stops a replica from
  * filling a key another replica wrote between this replica's MGET and its lock.
  * Re-entrant for the same token: a retry after a timed-out acquire (which may have run on the
@@ -30,9 +75,12 @@ end`;
  * without expiry is taken over: herdcache sets a PX on every lock it takes (SET NX PX, PEXPIRE),
  * so such a key is nobody's lock (foreign, typed by hand, left by an old version, another type) and
  * nobody would ever release it; waiting on it would cost a load lockWaitTimeout for nothing.
+ * A key held by another lock registers the caller as its waiter (see WAITERS): in the same call
+ * that found the lock held, so waiting costs no round trip more.
  */
 const ACQUIRE = `
 ${SAFE_GET}
+${WAITERS}
 local out = {}
 local token = ARGV[1]
 for i = 1, #KEYS, 2 do
@@ -41,10 +89,15 @@ for i = 1, #KEYS, 2 do
     if get(KEYS[i + 1]) == token then
       redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
       won = true
-    elseif redis.call('PTTL', KEYS[i + 1]) == -1 then
-      -- Not a lock of ours (ours always expire): taken over, whatever its type.
-      redis.call('SET', KEYS[i + 1], token, 'PX', ARGV[2])
-      won = true
+    else
+      local pttl = redis.call('PTTL', KEYS[i + 1])
+      if pttl == -1 then
+        -- Not a lock of ours (ours always expire): taken over, whatever its type.
+        redis.call('SET', KEYS[i + 1], token, 'PX', ARGV[2])
+        won = true
+      else
+        wait_on(KEYS[i], ARGV[3], pttl)
+      end
     end
   end
   out[i] = won and 1 or 0
@@ -54,20 +107,7 @@ return out
 `;
 
 /**
- * Announces a key whose lock was just given up (written or released): tells the replicas waiting on
- * it to read it now instead of after their poll backoff. ARGV channel '' announces nothing.
- * PUBLISH on a standalone server; in a Cluster SPUBLISH on a shard channel of the keys' own slot
- * (a script may only touch its slot), which only that shard's subscribers hear. pcall: a server
- * without SPUBLISH (before Redis 7) must not fail the write; its waiters poll, as they always could.
- */
-const ANNOUNCE = `
-local function announce(channel, sharded, key)
-  if channel == '' then return end
-  if sharded == '1' then redis.pcall('SPUBLISH', channel, key) else redis.pcall('PUBLISH', channel, key) end
-end`;
-
-/**
- * ARGV: announce channel, sharded ('1'/'0'), then per key token, payload and px ('0': no expiry;
+ * ARGV: announce channel (the waiters' ids are appended), sharded ('1'/'0'), then per key token, payload and px ('0': no expiry;
  * '-1': nothing to write, only release). Returns per key 1 when the value was written, else 0.
  * The fence: a filler whose lock expired (paused, slow) or was deleted by an invalidation no longer
  * matches and writes nothing, so it cannot overwrite a newer value or resurrect an invalidated one.
@@ -92,7 +132,7 @@ for i = 1, #KEYS, 2 do
       out[n] = 1
     end
     redis.call('DEL', KEYS[i + 1])
-    announce(ARGV[1], ARGV[2], KEYS[i])
+    announce(ARGV[1], ARGV[2], KEYS[i], true)
   end
 end
 return out
@@ -100,8 +140,13 @@ return out
 
 /**
  * KEYS: lock keys only. ARGV: token, announce channel, sharded ('1'/'0'). Compare-and-delete:
- * another filler's lock is untouched. A lock released without a write is announced too: its waiters
- * then try the lock at once instead of after their backoff. The announcement names the value key.
+ * another filler's lock is untouched. A lock released without a write (its fill failed) is
+ * announced too, to its waiters: they then try the lock at once instead of after their backoff.
+ * Unless the value is there (PTTL -2: no key): then the release is a re-check's (a replica took
+ * the free lock only to find the value written, typically a woken waiter), and whoever registered
+ * on that brief lock read the same value in the call that registered it: a message would tell
+ * nothing (a waiter that cannot use that value, outdated by its tags, polls). The announcement
+ * names the value key.
  */
 const RELEASE = `
 ${SAFE_GET}
@@ -112,7 +157,7 @@ for i = 1, #KEYS do
   if get(KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     released = released + 1
-    announce(ARGV[2], ARGV[3], string.sub(KEYS[i], 1, #KEYS[i] - suffix))
+    announce(ARGV[2], ARGV[3], string.sub(KEYS[i], 1, #KEYS[i] - suffix), false)
   end
 end
 return released
@@ -184,10 +229,10 @@ type Arg = string | Buffer | number | readonly (string | Buffer)[];
 
 /** The commands `defineScripts` adds to a client (numKeys first: the key count varies per call). */
 export interface LockScripts {
-  herdcacheLockAcquire1(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
-  herdcacheLockAcquire1Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
-  herdcacheLockWrite2(numKeys: number, ...args: Arg[]): Promise<number[]>;
-  herdcacheLockRelease2(numKeys: number, ...args: Arg[]): Promise<number>;
+  herdcacheLockAcquire2(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
+  herdcacheLockAcquire2Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
+  herdcacheLockWrite3(numKeys: number, ...args: Arg[]): Promise<number[]>;
+  herdcacheLockRelease3(numKeys: number, ...args: Arg[]): Promise<number>;
   herdcacheTagBump1(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheInvalidate1(numKeys: number, ...args: Arg[]): Promise<number>;
 }
@@ -203,9 +248,9 @@ export interface ScriptPipeline {
  * Defining them again (a second store on the same client) is harmless: same name, same script.
  */
 export function defineScripts(client: Redis | Cluster): LockScripts {
-  client.defineCommand('herdcacheLockAcquire1', { lua: ACQUIRE });
-  client.defineCommand('herdcacheLockWrite2', { lua: WRITE_AND_RELEASE });
-  client.defineCommand('herdcacheLockRelease2', { lua: RELEASE });
+  client.defineCommand('herdcacheLockAcquire2', { lua: ACQUIRE });
+  client.defineCommand('herdcacheLockWrite3', { lua: WRITE_AND_RELEASE });
+  client.defineCommand('herdcacheLockRelease3', { lua: RELEASE });
   client.defineCommand('herdcacheTagBump1', { lua: TAG_BUMP });
   client.defineCommand('herdcacheInvalidate1', { lua: INVALIDATE });
   client.defineCommand('herdcacheWriteUnlessInvalidated1', { lua: WRITE_UNLESS_INVALIDATED });

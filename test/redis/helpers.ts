@@ -116,3 +116,18 @@ export async function eventually(
     await sleep(everyMs);
   }
 }
+
+/** A clock whose sleeps (the lock poll's backoff) never end: only an announcement moves a waiter. */
+export function stuckClock() {
+  const sleeps: number[] = [];
+  return { now: () => Date.now(), sleeps, sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
+}
+
+/** Rejects, naming what did not happen, if `promise` takes longer than `ms`. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

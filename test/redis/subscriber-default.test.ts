@@ -10,7 +10,7 @@ import type Redis from 'ioredis';
 import { createCache } from '../../src/core/cache';
 import { redisStore } from '../../src/redis/redis-store';
 import { deferred } from '../helpers';
-import { connect, eventually, randomPrefix } from './helpers';
+import { connect, eventually, randomPrefix, stuckClock, within } from './helpers';
 
 const connections: Redis[] = [];
 let admin: Redis;
@@ -35,20 +35,6 @@ async function namedClient(enableOfflineQueue = true): Promise<{ client: Redis; 
 async function connectionsNamed(name: string): Promise<number> {
   const list = (await admin.client('LIST')) as string;
   return list.split('\n').filter((line) => line.includes(` name=${name} `)).length;
-}
-
-/** A clock whose sleeps (the lock poll's backoff) never end: only an announcement moves a waiter. */
-function stuckClock() {
-  const sleeps: number[] = [];
-  return { now: () => Date.now(), sleeps, sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
-}
-
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 // enableOfflineQueue: false (the README's client) is copied by duplicate(): the SUBSCRIBE sent

@@ -11,7 +11,7 @@ import { manualClock, type Clock } from '../../src/core/freshness';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { tieredStore } from '../../src/redis/tiered';
 import { deferred } from '../helpers';
-import { connect, eventually, randomPrefix } from './helpers';
+import { connect, eventually, randomPrefix, stuckClock, within } from './helpers';
 
 const connections: Redis[] = [];
 async function connection(): Promise<Redis> {
@@ -23,21 +23,6 @@ async function connection(): Promise<Redis> {
 afterAll(async () => {
   for (const client of connections) if (client.status !== 'end') client.disconnect();
 });
-
-/** A clock whose sleeps (the lock poll's backoff) never end: only an announcement moves a waiter. */
-function stuckClock() {
-  const sleeps: number[] = [];
-  return { now: () => Date.now(), sleeps, sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
-}
-
-/** Rejects, naming what did not happen, if `promise` takes longer than `ms`. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 interface Pair {
   holder: Cache;
