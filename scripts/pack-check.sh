@@ -37,6 +37,11 @@ internal='\b(_load|_peek|_computation|_reserveNamespace|_read|_compute|_loadAlon
 if grep -nE "$internal" node_modules/herdcache/dist/*.d.ts node_modules/herdcache/dist/*.d.mts; then
   echo "internal members in the published types (mark them /** @internal */)"; exit 1
 fi
+# The CJS build keeps `?.` and `??` as written (tsup.config.ts: treeshake): sucrase's helpers for them
+# allocate an array and closures per use, on the hit path too.
+if grep -l '_optionalChain\|_nullishCoalesce' node_modules/herdcache/dist/*.js; then
+  echo "the CJS build lowers ?. / ?? into sucrase helpers (tsup's cjs-splitting pass): keep treeshake on"; exit 1
+fi
 for peer in graphql @apollo/server ioredis prom-client @envelop/core @opentelemetry/api; do
   test ! -e "node_modules/$peer" || { echo "npm installed the optional peer $peer"; exit 1; }
 done
