@@ -29,6 +29,8 @@ export type HerdcacheErrorCode =
   | 'E_STORE_ERROR'
   /** A value could not be encoded by the store's codec (reported, not stored). */
   | 'E_STORE_ENCODE'
+  /** A value's payload is larger than the store's maxValueBytes (reported, not stored). */
+  | 'E_VALUE_TOO_LARGE'
   /** A stored payload could not be decoded by the store's codec (reported, read as a miss). */
   | 'E_STORE_DECODE';
 

@@ -15,7 +15,8 @@
  * stall is over) makes the next call the trial. So the fill lock is back within milliseconds of
  * Redis, not after a fixed cool-down, while a Redis that is down still costs no waiting.
  * After sending: the call rejects with E_STORE_TIMEOUT when the answer takes longer than the
- * timeout. The verdict is deferred past the event loop's poll phase (setImmediate): when the
+ * timeout: the command timeout, plus 1 ms per 4 KiB for a call that sends a large payload (a write of
+ * an 8 MB value on a busy machine takes longer than 250 ms to move, and would be refused on every fill). The verdict is deferred past the event loop's poll phase (setImmediate): when the
  * loop was blocked longer than the timeout, the timer and the reply are both due, and timers run
  * first; the reply, already in the socket, wins. Every outcome of an admitted call feeds the breaker.
  *
@@ -48,6 +49,24 @@ export interface CallOptions {
    * position of the group, for runGroups.
    */
   readonly onLate?: (value: unknown, group: number) => void;
+  /**
+   * Bytes the call sends (a write's payloads): its timeout grows by 1 ms per 4 KiB (writeTimeout),
+   * so a large value is not refused for the time it takes to move, while a stalled Redis still
+   * fails a small call after the command timeout.
+   */
+  readonly bytes?: number;
+}
+
+/** Bytes a write may move per millisecond of its budget beyond the command timeout. */
+export const BYTES_PER_MS = 4096;
+
+/** setTimeout's ceiling; a longer timeout would fire at once. */
+export const MAX_TIMEOUT = 2 ** 31 - 1;
+
+/** The budget of a call sending `bytes`: the command timeout + 1 ms per 4 KiB. */
+export function writeTimeout(commandTimeout: number, bytes: number | undefined): number {
+  if (bytes === undefined || bytes < BYTES_PER_MS) return commandTimeout;
+  return Math.min(MAX_TIMEOUT, commandTimeout + Math.ceil(bytes / BYTES_PER_MS));
 }
 
 /** What runGroups settled: a value per group (undefined where it failed), and the first failure. */
@@ -69,6 +88,8 @@ const noop = (): void => {};
 export class CallGuard {
   readonly #connection: Connection;
   readonly #timeout: number;
+  /** The longest a call is waited for while its reply keeps arriving (see #bound). */
+  readonly #arrivingTimeout: number;
   readonly #readyTimeout: number;
   readonly #breaker: CircuitBreaker | undefined;
   /** Makes one breaker per Cluster master (undefined: no breaker). */
@@ -93,12 +114,14 @@ export class CallGuard {
     timeout: number,
     readyTimeout: number,
     newBreaker: (() => CircuitBreaker) | undefined,
+    arrivingTimeout = timeout,
   ) {
     const breaker = newBreaker?.();
     this.#newBreaker = newBreaker;
     this.#name = name;
     this.#connection = connection;
     this.#timeout = timeout;
+    this.#arrivingTimeout = Math.max(timeout, arrivingTimeout);
     this.#readyTimeout = readyTimeout;
     this.#breaker = breaker;
     this.#wasReady = connection.status === 'ready';
@@ -174,7 +197,7 @@ export class CallGuard {
       }
       const late = onLate === undefined ? undefined : (value: unknown) => onLate(value, g);
       pending.push(
-        this.#bound(on, send(g), breaker, late).then(
+        this.#bound(on, send(g), breaker, late, options?.bytes).then(
           (value) => {
             values[g] = value;
           },
@@ -242,7 +265,7 @@ export class CallGuard {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#bound(op, send(), breaker, options?.onLate);
+    return this.#bound(op, send(), breaker, options?.onLate, options?.bytes);
   }
 
   async #afterFirstReady<T>(op: string, send: () => Promise<T>, options: CallOptions | undefined): Promise<T> {
@@ -250,7 +273,7 @@ export class CallGuard {
     // Ready now, or the budget is spent: from here on, the usual rules (fail fast if not ready).
     const breaker = options?.releases === true ? undefined : this.#breaker;
     this.#check(op, breaker);
-    return this.#bound(op, send(), breaker, options?.onLate);
+    return this.#bound(op, send(), breaker, options?.onLate, options?.bytes);
   }
 
   #reconnected(): void {
@@ -300,29 +323,56 @@ export class CallGuard {
    * Settles with `pending` or rejects with E_STORE_TIMEOUT, whichever comes first, and feeds the
    * breaker. A late answer is still observed (so a late rejection never becomes an unhandled one)
    * and is handed to `onLate` if given: the call already failed as far as anyone is concerned.
+   *
+   * A reply still arriving is waited for: a read cannot know its size before it is answered (an
+   * MGET of an 8 MiB value takes longer than 250 ms to move on a busy machine). When the timeout
+   * is due and the connection received bytes since the call was sent (or since the last such
+   * check), the call gets another `timeout`, up to `arrivingTimeout` in all: replies come in order
+   * on a connection, so bytes arriving are progress toward this one, while a stalled or paused
+   * Redis sends nothing and still fails the call at `timeout`. A Cluster has no single connection:
+   * its calls keep the plain timeout.
    */
   #bound<T>(
     op: string,
     pending: Promise<T>,
     breaker: CircuitBreaker | undefined,
     onLate: ((value: unknown, group: number) => void) | undefined,
+    bytes: number | undefined,
   ): Promise<T> {
-    const timeout = this.#timeout;
+    const timeout = writeTimeout(this.#timeout, bytes);
     const name = this.#name;
+    const socket = this.#connection.stream as { readonly bytesRead?: unknown } | undefined;
+    let received = typeof socket?.bytesRead === 'number' ? socket.bytesRead : undefined;
+    let waited = timeout;
+    const longest = Math.max(timeout, this.#arrivingTimeout);
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       let timedOut = false;
+      let timer: NodeJS.Timeout;
       const verdict = (): void => {
         if (settled) return;
+        if (received !== undefined && waited < longest) {
+          const now = socket!.bytesRead as number;
+          if (now > received) {
+            received = now;
+            const more = Math.min(this.#timeout, longest - waited);
+            waited += more;
+            arm(more);
+            return;
+          }
+        }
         settled = true;
         timedOut = true;
         breaker?.failure();
-        reject(new HerdcacheError('E_STORE_TIMEOUT', `herdcache: ${name} ${op} timed out after ${timeout} ms`));
+        reject(new HerdcacheError('E_STORE_TIMEOUT', `herdcache: ${name} ${op} timed out after ${waited} ms`));
       };
-      // setImmediate runs after the poll phase that reads a reply already waiting in the socket.
-      const timer = setTimeout(() => setImmediate(verdict), timeout);
-      // The pending command keeps its socket alive anyway; the timer alone must not hold a process.
-      timer.unref();
+      const arm = (ms: number): void => {
+        // setImmediate runs after the poll phase that reads a reply already waiting in the socket.
+        timer = setTimeout(() => setImmediate(verdict), ms);
+        // The pending command keeps its socket alive anyway; the timer alone must not hold a process.
+        timer.unref();
+      };
+      arm(timeout);
       pending.then(
         (value) => {
           if (settled) {

@@ -8,12 +8,15 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Entry } from '../core/freshness';
 import type { StoreReporter, StoreWrite } from '../core/store';
 import type { Codec } from './codec';
-import { StorePartialError } from '../core/errors';
+import { HerdcacheError, StorePartialError } from '../core/errors';
 import type { CallGuard, CallOptions } from './guard';
 import { groupPositions, hashSlot, tagVersionKey, taggedKey } from './keys';
 import { keptFor } from './tags';
 
 const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
+
+/** A string this short is never scanned for its UTF-8 length: its budget is off by < 32 ms at most. */
+const SCANNED_FROM = 64 * 1024;
 
 /** A reply value of MGET or of a script: a payload, or nil. */
 export type Raw = string | Buffer | null;
@@ -30,6 +33,9 @@ export class RedisLink {
   readonly binary: boolean;
   readonly tagTtl: number;
   readonly #maxKeyLength: number;
+  readonly #maxValueBytes: number;
+  /** Writes skipped because their payload was larger than maxValueBytes. */
+  oversized = 0;
   reporter: StoreReporter = NO_REPORTER;
 
   constructor(
@@ -39,6 +45,7 @@ export class RedisLink {
     codec: Codec,
     maxKeyLength: number,
     tagTtl: number,
+    maxValueBytes: number,
   ) {
     this.client = client;
     this.guard = guard;
@@ -49,6 +56,7 @@ export class RedisLink {
     this.binary = codec.binary === true;
     this.tagTtl = tagTtl;
     this.#maxKeyLength = maxKeyLength;
+    this.#maxValueBytes = maxValueBytes;
   }
 
   // ── key names ──────────────────────────────────────────────────────────────────────────
@@ -126,13 +134,48 @@ export class RedisLink {
     return ttl === Infinity ? 0 : toPx(ttl);
   }
 
+  /**
+   * The payload of a write, or undefined when it is not to be stored: the codec failed, or the
+   * payload is larger than maxValueBytes (a write that big would hold the connection, and every
+   * read of it, for longer than a cache is worth). Both are reported (encodeErrors, onStoreError);
+   * the value is still answered to its callers.
+   */
   encode(write: StoreWrite): string | Buffer | undefined {
+    let payload: string | Buffer;
     try {
-      return this.codec.encode(write.entry);
+      payload = this.codec.encode(write.entry);
     } catch (error) {
       report(this.reporter, 'encodeError', write.key, error);
       return undefined;
     }
+    const cap = this.#maxValueBytes;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: only a string that could pass the cap is counted.
+    const length = payload.length;
+    if (length > cap || (typeof payload === 'string' && 3 * length > cap && Buffer.byteLength(payload) > cap)) {
+      this.oversized++;
+      const bytes = typeof payload === 'string' ? Buffer.byteLength(payload) : length;
+      const error = new HerdcacheError(
+        'E_VALUE_TOO_LARGE',
+        `herdcache: redis value not stored: its payload is ${bytes} bytes, more than maxValueBytes (${cap})`,
+      );
+      report(this.reporter, 'encodeError', write.key, error);
+      return undefined;
+    }
+    return payload;
+  }
+
+  /**
+   * Options of a call that sends these payloads (with small arguments among them: tokens, PX): its
+   * timeout follows their size (see CallOptions.bytes).
+   */
+  sending(payloads: readonly (string | Buffer)[], options?: CallOptions): CallOptions {
+    let bytes = 0;
+    for (let i = 0; i < payloads.length; i++) {
+      const payload = payloads[i]!;
+      const length = payload.length;
+      bytes += typeof payload === 'string' && length >= SCANNED_FROM ? Buffer.byteLength(payload) : length;
+    }
+    return { ...options, bytes };
   }
 
   decode(key: string, raw: string | Buffer): Entry | undefined {

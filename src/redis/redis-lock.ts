@@ -182,16 +182,25 @@ export class RedisFillLock implements FillLock {
       );
     };
     // A failed group's writes are undefined (not known to have landed, locks maybe still held).
-    return link.call('lock.writeAndRelease', valueKeys, groups, send, (replies) => {
-      const out = new Array<boolean>(n);
-      for (let g = 0; g < replies.length; g++) {
-        const reply = replies[g];
-        if (reply === undefined) continue;
-        const indices = groups === null ? null : groups[g]!;
-        for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
-      }
-      return out;
-    });
+    // Timed by what it sends: a large value takes longer than commandTimeout to move (see guard.ts).
+    const sending = link.sending(args);
+    return link.call(
+      'lock.writeAndRelease',
+      valueKeys,
+      groups,
+      send,
+      (replies) => {
+        const out = new Array<boolean>(n);
+        for (let g = 0; g < replies.length; g++) {
+          const reply = replies[g];
+          if (reply === undefined) continue;
+          const indices = groups === null ? null : groups[g]!;
+          for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
+        }
+        return out;
+      },
+      sending,
+    );
   }
 
   async release(keys: readonly string[], token: string): Promise<void> {

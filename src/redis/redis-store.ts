@@ -29,10 +29,10 @@ import { HerdcacheError, invalidOption } from '../core/errors';
 import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breaker';
 import { jsonCodec, type Codec } from './codec';
 import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts';
-import { CallGuard, storeError, type NodeHealth } from './guard';
+import { CallGuard, MAX_TIMEOUT, storeError, writeTimeout, type NodeHealth } from './guard';
 import { readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
 import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LENGTH, pick } from './keys';
-import { MAX_DURATION, checkKnownKeys, checkNestedKeys, optionNames } from '../core/options';
+import { MAX_DURATION, checkKnownKeys, checkNestedKeys, checkPositiveInteger, optionNames } from '../core/options';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
 import { checkSubscriber, FillAnnouncements, type WakeStats } from './announcements';
@@ -46,8 +46,19 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** How entries become payloads. Default: JSON with a format version (`jsonCodec`). */
   codec?: Codec;
-  /** Milliseconds any store call may take before it rejects with E_STORE_TIMEOUT. Default 250. */
+  /**
+   * Milliseconds any store call may take before it rejects with E_STORE_TIMEOUT; a write is given
+   * 1 ms more per 4 KiB of its payloads (an 8 MiB value: 2,048 ms more), and a call whose reply is
+   * still arriving (a read of a large value) more slices of this, while bytes keep coming, up to
+   * the budget of a `maxValueBytes` write (standalone Redis; see guard.ts). Default 250.
+   */
   commandTimeout?: number;
+  /**
+   * A value whose payload (as the codec encodes it) is larger than this many bytes is not stored:
+   * answered to its callers, counted in `oversized` and `encodeErrors`, reported to onStoreError
+   * (E_VALUE_TOO_LARGE). So no read has to move more than this per key. Default 16 MiB.
+   */
+  maxValueBytes?: number;
   /**
    * Milliseconds calls wait for a client that has never been ready yet (still connecting right
    * after `new Redis(...)`) to become ready, counted from the first call that waits; then they
@@ -115,6 +126,8 @@ export interface RedisStore extends Store {
   readonly prefix: string;
   /** The user's client, as given. */
   readonly client: Redis | Cluster;
+  /** Writes not stored because their payload was larger than `maxValueBytes`. */
+  readonly oversized: number;
   /**
    * PUBLISH on the store's client (SPUBLISH in a Cluster: sharded pub/sub), bounded like every
    * other call (timeout, breaker). Used by tieredStore to tell other replicas what changed;
@@ -140,10 +153,8 @@ const DEFAULTS = {
   maxCoolDown: 5000,
   maxKeyLength: 256,
   tagTtl: TAG_TTL_DEFAULT,
+  maxValueBytes: 16 * 1024 * 1024,
 } as const;
-
-/** setTimeout's ceiling; a longer timeout would fire at once. */
-const MAX_TIMEOUT = 2 ** 31 - 1;
 /** SCAN page size hint for clear(): large enough to be quick, small enough not to block Redis. */
 const SCAN_COUNT = 1000;
 
@@ -161,6 +172,7 @@ const REDIS_STORE_OPTIONS = optionNames<RedisStoreOptions>({
   maxKeyLength: true,
   tagTtl: true,
   subscriber: true,
+  maxValueBytes: true,
 });
 
 const BREAKER_OPTIONS = optionNames<BreakerOptions>({ threshold: true, coolDown: true, maxCoolDown: true });
@@ -180,6 +192,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     maxKeyLength = DEFAULTS.maxKeyLength,
     tagTtl = DEFAULTS.tagTtl,
     subscriber,
+    maxValueBytes = DEFAULTS.maxValueBytes,
   } = options;
   const candidate = client as Partial<Redis> | null | undefined;
   if (
@@ -225,6 +238,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   if (!Number.isSafeInteger(tagTtl) || tagTtl < 1 || 2 * tagTtl > Number.MAX_SAFE_INTEGER) {
     throw invalidOption('tagTtl', tagTtl, 'a positive integer number of milliseconds');
   }
+  checkPositiveInteger('maxValueBytes', maxValueBytes);
   if (subscriber !== undefined && subscriber !== false) checkSubscriber('subscriber', subscriber, client);
   let newBreaker: (() => CircuitBreaker) | undefined;
   if (breaker !== false) {
@@ -253,11 +267,20 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
   const link = new RedisLink(
     client,
-    new CallGuard('redis', client, commandTimeout, readyTimeout, newBreaker),
+    // A reply still arriving is waited for as long as the largest value may take to move (guard.ts).
+    new CallGuard(
+      'redis',
+      client,
+      commandTimeout,
+      readyTimeout,
+      newBreaker,
+      writeTimeout(commandTimeout, maxValueBytes),
+    ),
     prefix,
     codec,
     maxKeyLength,
     tagTtl,
+    maxValueBytes,
   );
   return new RedisStoreImpl(
     link,
@@ -321,6 +344,10 @@ class RedisStoreImpl implements RedisStore {
 
   get client(): Redis | Cluster {
     return this.#link.client;
+  }
+
+  get oversized(): number {
+    return this.#link.oversized;
   }
 
   bind(reporter: StoreReporter): void {
@@ -404,7 +431,7 @@ class RedisStoreImpl implements RedisStore {
         for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
       });
     };
-    await link.call('setMany', keys, groups, send, none);
+    await link.call('setMany', keys, groups, send, none, link.sending(payloads));
   }
 
   async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {

@@ -93,6 +93,9 @@ export function controllableL2(l2: RedisStore) {
     get breakerState() {
       return l2.breakerState;
     },
+    get oversized() {
+      return l2.oversized;
+    },
     nodeHealth: () => l2.nodeHealth(),
     bind: (reporter) => l2.bind(reporter),
     getMany: (keys) => held(l2.getMany(keys)),
