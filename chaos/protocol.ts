@@ -64,6 +64,11 @@ export interface LoadReport {
   readonly maxLatencyMs: number;
   /** Key → start times (epoch ms) of this replica's fills of it. */
   readonly fills: Readonly<Record<string, readonly number[]>>;
+  /** Start times (epoch ms) of the fills made without the fill lock (lock outcome other than "won"). */
+  readonly unlockedFills: readonly number[];
+  /** When the client reported 'ready' (epoch ms), and when it scheduled a reconnection: [time, delay ms]. */
+  readonly readyTimes: readonly number[];
+  readonly reconnects: readonly (readonly [number, number])[];
   /** Times (epoch ms) of the store errors the cache reported, and how many of each code. */
   readonly storeErrorTimes: readonly number[];
   readonly storeErrorCodes: Readonly<Record<string, number>>;

@@ -37,6 +37,31 @@ function rate(reports: readonly LoadReport[], from: number, to: number): number 
   return fills / KEYS.length / ((to - from) / 1000);
 }
 
+/**
+ * Where the first second's fills come from, per 100 ms after Redis answered: all fills / those
+ * made without the lock; and when each replica's client was ready again (relative to Redis
+ * answering) with the reconnect delay it was waiting out. Fills without the lock after Redis
+ * answered are what a slow reconnection costs.
+ */
+function firstSecond(reports: readonly LoadReport[], fault: FaultWindow): string {
+  const all = new Array<number>(10).fill(0);
+  const unlocked = new Array<number>(10).fill(0);
+  const count = (into: number[], time: number): void => {
+    const bucket = Math.floor((time - fault.to) / 100);
+    if (bucket >= 0 && bucket < into.length) into[bucket]!++;
+  };
+  for (const report of reports) {
+    for (const starts of Object.values(report.fills)) for (const start of starts) count(all, start);
+    for (const start of report.unlockedFills) count(unlocked, start);
+  }
+  const ready = reports.map((report) => {
+    const at = report.readyTimes.find((time) => time > fault.from);
+    const waited = report.reconnects.filter(([time]) => time > fault.from && (at === undefined || time < at)).pop();
+    return `${at === undefined ? 'never' : `${at - fault.to >= 0 ? '+' : ''}${at - fault.to} ms`}${waited === undefined ? '' : ` (after a ${waited[1]} ms reconnect delay)`}`;
+  });
+  return `per 100 ms after Redis answered, fills / without the lock: ${all.map((n, i) => `${n}/${unlocked[i]}`).join(' ')}; clients ready again ${ready.join(', ')}`;
+}
+
 function outcome(
   reports: LoadReport[],
   startedAt: number,
@@ -58,6 +83,7 @@ function outcome(
     figures: f,
     notes: [
       note,
+      firstSecond(reports, fault),
       `steady ${steady.toFixed(2)} fills/key/s; first 1 s after Redis answered ${first.toFixed(2)} (${ratio.toFixed(2)}x), next 1 s ${second.toFixed(2)} (${(steady === 0 ? Infinity : second / steady).toFixed(2)}x)`,
     ],
     flags: flags.length > 0 ? flags : undefined,
