@@ -173,12 +173,12 @@ export class FillAnnouncements {
 
   /**
    * The id the lock attempts register as the waiter of a key held elsewhere: '' when nothing
-   * announced could reach this store (closed, or a Cluster without sharded pub/sub), so that no
-   * fill sends it a message. Registered even while the subscriber connects: its confirmation
+   * announced could reach this store (closed, no connection opened: no watch yet, or a Cluster
+   * without sharded pub/sub), so that no fill sends it a message. Registered even while the subscriber connects: its confirmation
    * wakes every wait to re-check, and from then on the messages arrive.
    */
   waiterId(): string {
-    return this.#closed || this.#unsupported ? '' : this.#id;
+    return this.#closed || this.#unsupported || this.#subscriber === undefined ? '' : this.#id;
   }
 
   stats(): WakeStats {

@@ -55,6 +55,11 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
     lockWaitTimeout: 60_000,
   });
 
+  // The keys the waiter watches, as the store sees them (a loader's keys carry its name).
+  const watched: string[] = [];
+  const watch = waiterStore.lock.watch!;
+  waiterStore.lock.watch = (storeKeys) => (watched.push(...storeKeys), watch(storeKeys));
+
   const gate = deferred<void>();
   const filling = deferred<void>();
   const holderLoader = holder.loader<string, string>({
@@ -76,6 +81,14 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
   // The shard channels of the five slots are subscribed on first wait; their confirmations wake the
   // waiter once (a re-check), after which it waits again, now hearing every slot.
   expect(await eventually(() => waiterStore.waitStats().channels === keys.length, 5000, 2)).toBe(true);
+  // A bystander subscribed to the same slots (it watched the same keys once) but not waiting now.
+  const bystanderSubscriber = client.duplicate([], { shardedSubscribers: true });
+  subscribers.push(bystanderSubscriber);
+  let bystanderHeard = 0;
+  bystanderSubscriber.on('smessage', () => bystanderHeard++);
+  const bystander = redisStore({ client: await local.client(), prefix, subscriber: bystanderSubscriber });
+  bystander.lock.watch!(watched).close();
+  expect(await eventually(() => bystander.waitStats().channels === keys.length, 5000, 2)).toBe(true);
   const before = await local.calls();
   gate.resolve();
   expect(await held).toEqual(keys.map((key) => `${key}-by-holder`));
@@ -95,7 +108,9 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
   expect(waiterStore.waitStats().deaf).toBeLessThanOrEqual(1);
   expect(waiterStore.waitStats().woken).toBeGreaterThanOrEqual(1);
   expect(waiter.metrics().total.fills).toBe(0);
+  expect(bystanderHeard).toBe(0);
   await waiter.close();
+  await bystander.close();
 });
 
 it('50 cold siblings across slots: one lock script and one write script per slot', async () => {
