@@ -22,6 +22,7 @@ import {
   type ResponseRequest,
   ResponseEngine,
 } from '../graphql/response-cache';
+import { responseCacheHintOf } from '../graphql/response-hint';
 
 export interface HerdcachePluginOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -116,8 +117,13 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           return { http, body: { kind: 'single', singleResult: { data: stored.data as Record<string, unknown> } } };
         },
 
-        async willSendResponse({ response, operation: document, operationName, overallCachePolicy }) {
+        async willSendResponse({ response, operation: document, operationName, overallCachePolicy, contextValue }) {
           const single = response.body.kind === 'single' ? response.body.singleResult : undefined;
+          // setResponseCacheHint() restricts the policy as info.cacheControl.setCacheHint does. Done
+          // before this hook's first await: Apollo's cache-control plugin, which runs after the
+          // application's plugins, writes the header from it then.
+          const hint = engine === undefined ? undefined : responseCacheHintOf(contextValue);
+          if (hint !== undefined) overallCachePolicy.restrict(hint);
           if (lookup?.complete !== undefined) {
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).

@@ -24,6 +24,8 @@ import {
   type ResponseRequest,
   ResponseEngine,
 } from '../graphql/response-cache';
+import { responseCacheHintOf, restrictPolicy } from '../graphql/response-hint';
+import { CacheControlHeaders, type YogaResponsePayload } from './cache-control';
 
 export interface UseHerdcacheOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -49,12 +51,14 @@ const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the default envelop's own plugins use (useMaskedErrors, useResponseCache)
 export function useHerdcache<TContext extends Record<string, any> = {}>(
   options: UseHerdcacheOptions<TContext>,
-): Plugin<TContext> {
+): Plugin<TContext> & { onResponse?(payload: YogaResponsePayload): void } {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
   const engine =
     options.responseCache === undefined || options.responseCache === false
       ? undefined
       : new ResponseEngine(options.cache, options.responseCache);
+  // Yoga only (its onResponse hook): the response layer's Cache-Control header, as Apollo's.
+  const headers = engine === undefined ? undefined : new CacheControlHeaders();
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({
     cache: options.cache,
@@ -71,6 +75,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
   }
 
   return {
+    ...(headers === undefined ? {} : { onResponse: (payload: YogaResponsePayload) => headers.write(payload) }),
     async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
       const active = reporting.begin(args.contextValue);
       const operationName = operationNameOf(args.document, args.operationName);
@@ -93,7 +98,8 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
           outcome = lookup.outcome;
           const stored = lookup.response;
           if (stored !== undefined) {
-            // Answered before execution.
+            // Answered before execution, with the Cache-Control its stored policy allows and its age.
+            headers?.note(args.contextValue, stored, lookup.age);
             reporting.recordResponse(operationName, outcome);
             const report = active === undefined ? undefined : reporting.end(active, operationName, true);
             const result: ExecutionResult = { data: stored.data as Record<string, unknown> };
@@ -120,13 +126,22 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
         async onExecuteDone({ result, setResult }) {
           if (isAsyncIterable(result)) {
             // Incremental delivery is never stored: waiters on this key execute themselves.
+            headers?.note(args.contextValue, undefined);
             if (lookup?.complete !== undefined) await lookup.complete({ errors: ['incremental delivery'] });
             if (engine !== undefined) reporting.recordResponse(operationName, outcome);
             return { onEnd: () => void (active !== undefined && reporting.end(active, operationName, true)) };
           }
           const single = result as ExecutionResult;
+          // The final policy: the static one restricted by the resolvers' runtime hints (a result
+          // stricter than its key's policy is neither stored nor shared: see response-hint).
+          const hint = responseCacheHintOf(args.contextValue);
+          if (headers !== undefined && request !== undefined) {
+            const policy = engine!.policyOf(request);
+            const final = policy === undefined || hint === undefined ? policy : restrictPolicy(policy, hint);
+            headers.note(args.contextValue, single.errors?.length ? undefined : final);
+          }
           try {
-            if (lookup?.complete !== undefined && (await lookup.complete(single)) === 'oversized')
+            if (lookup?.complete !== undefined && (await lookup.complete(single, hint)) === 'oversized')
               outcome = 'oversized'; // served, not stored: counted apart
           } finally {
             if (engine !== undefined && request !== undefined && isMutation(args.document, args.operationName))

@@ -20,3 +20,4 @@ export {
   type ScopedLoaders,
 } from './request';
 export type { ResponseCacheOptions, ResponseOutcome } from './response-cache';
+export { setResponseCacheHint, type ResponseCacheHint } from './response-hint';

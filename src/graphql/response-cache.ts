@@ -161,7 +161,7 @@ export class ResponseEngine {
 
   /** The operation's plan, or undefined when it is not cached (not a query, no hint, no session, unkeyable variables). */
   plan(request: ResponseRequest): ResponsePlan | undefined {
-    const policy = staticPolicy(request.schema, request.document, request.operationName, this.#defaultMaxAge);
+    const policy = this.policyOf(request);
     if (policy === undefined) return undefined;
     let session: string | null = null;
     if (policy.scope === 'PRIVATE') {
@@ -180,6 +180,11 @@ export class ResponseEngine {
     // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
     const key = `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${JSON.stringify([request.operationName ?? null, session, vary])}:${variables}`;
     return { request, policy, key };
+  }
+
+  /** The operation's static policy (undefined: not a cacheable query), whether or not it has a plan: the HTTP header's. */
+  policyOf(request: ResponseRequest): StaticPolicy | undefined {
+    return staticPolicy(request.schema, request.document, request.operationName, this.#defaultMaxAge);
   }
 
   /** A response without executing (hit, stale, shared), or "execute" with the function that hands the result back. */

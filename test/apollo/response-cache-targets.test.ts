@@ -177,8 +177,10 @@ describe.each([
       storeName === 'redis' ? redisStore({ client: await client(), prefix: randomPrefix('private') }) : undefined;
     const f = responseFixture({ store });
     const { url, stop } = await serve(kind, f);
-    // Yoga has no dynamic hints (info.cacheControl is Apollo's): its PUBLIC-declared viewerDynamic would be the schema's own lie.
+    // Declared PUBLIC, made PRIVATE at run time: by setResponseCacheHint (both servers), and on Apollo by
+    // info.cacheControl.setCacheHint too (Yoga has none: there viewerDynamic would be the schema's own lie).
     const queries = ['{ me { id name } }', '{ me { name } products { id } }', '{ products { id name } }'];
+    queries.push('{ viewerHinted }', '{ viewerHinted products { id } }');
     if (kind === 'apollo') queries.push('{ viewerDynamic }', '{ viewerDynamic products { id } }');
     const sessions = ['s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7'];
     const random = seeded(18);

@@ -106,6 +106,22 @@ describe.each(stores)('Apollo response cache (%s store)', (_name, store) => {
     }
   });
 
+  it('setResponseCacheHint (herdcache/graphql) restricts as setCacheHint does: the header, and not stored', async () => {
+    const f = responseFixture({ store: store() });
+    const { url, stop } = await serve(f);
+    try {
+      const a = await post(url, '{ viewerHinted }', { session: 'a' });
+      expect(a.headers.get('cache-control')).toBe('max-age=60, private');
+      expect((await post(url, '{ viewerHinted }', { session: 'b' })).body.data).toEqual({ viewerHinted: 'viewer b' });
+      expect(f.calls.viewerHinted).toBe(2);
+      expect((await post(url, '{ hintedShort }')).headers.get('cache-control')).toBe('max-age=5, public');
+      await post(url, '{ hintedShort }');
+      expect(f.calls.hintedShort).toBe(2);
+    } finally {
+      await stop();
+    }
+  });
+
   it('a mutation with @invalidates, a mutation result entity, and cache.invalidateTags: the next read is fresh', async () => {
     const f = responseFixture({ store: store() });
     const { url, stop } = await serve(f);

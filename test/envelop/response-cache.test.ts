@@ -1,9 +1,10 @@
 /** The response layer on GraphQL Yoga 5 (useHerdcache) over HTTP, with the memory store and with Redis. */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createYoga } from 'graphql-yoga';
+import { createYoga, type Plugin } from 'graphql-yoga';
 import type Redis from 'ioredis';
 import { useHerdcache } from '../../src/envelop/plugin';
+import { setResponseCacheHint } from '../../src/graphql';
 import { createCache } from '../../src/core/cache';
 import type { Store } from '../../src/core/store';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
@@ -15,10 +16,11 @@ import { connect, randomPrefix } from '../redis/helpers';
 async function serve(
   f: ResponseFixture,
   responseCache: true | ResponseCacheOptions = { sessionId: (ctx) => ctx.session },
+  before: Plugin[] = [],
 ) {
   const yoga = createYoga({
     schema: f.schema,
-    plugins: [useHerdcache({ cache: f.cache, extensions: true, responseCache })],
+    plugins: [...before, useHerdcache({ cache: f.cache, extensions: true, responseCache })],
     context: ({ request }) => {
       const session = request.headers.get('x-session');
       return session === null ? {} : { session };
@@ -154,6 +156,82 @@ describe.each(stores)('Yoga response cache (%s store)', (_name, store) => {
   });
 });
 
+describe('Yoga response cache: the Cache-Control header (as Apollo writes it) and runtime hints', () => {
+  it('a miss and a hit say the policy (a hit with its age); PRIVATE says private', async () => {
+    const clock = manualClock();
+    const f = responseFixture({ cache: createCache({ clock }) });
+    const { url, stop } = await serve(f);
+    try {
+      const miss = await post(url, '{ products { id } }');
+      expect(miss.body.extensions?.cache?.response).toBe('miss');
+      expect(miss.headers.get('cache-control')).toBe('max-age=60, public'); // the field's 60, not Product's 120
+      expect(miss.headers.get('age')).toBeNull();
+      clock.advance(20_000);
+      const hit = await post(url, '{ products { id } }');
+      expect(hit.body.extensions?.cache?.response).toBe('hit');
+      expect(hit.headers.get('cache-control')).toBe('max-age=60, public');
+      expect(hit.headers.get('age')).toBe('20'); // an HTTP cache keeps it 40 s more, not 60
+      const mine = await post(url, '{ me { id } }', { session: 'a' });
+      expect(mine.headers.get('cache-control')).toBe('max-age=60, private');
+      expect((await post(url, '{ me { id } }', { session: 'a' })).headers.get('cache-control')).toBe(
+        'max-age=60, private',
+      );
+      // PRIVATE without a session: not cached here, but the header still says what the schema does.
+      expect((await post(url, '{ me { id } }')).headers.get('cache-control')).toBe('max-age=60, private');
+    } finally {
+      await stop();
+    }
+  });
+
+  it('no-store for what is not cacheable: no hint, a mutation, errors', async () => {
+    const f = responseFixture();
+    const { url, stop } = await serve(f);
+    try {
+      expect((await post(url, '{ uncached }')).headers.get('cache-control')).toBe('no-store');
+      expect((await post(url, 'mutation { renameUserQuietly(id: "2", name: "B") }')).headers.get('cache-control')).toBe(
+        'no-store',
+      );
+      expect((await post(url, '{ broken }')).headers.get('cache-control')).toBe('no-store');
+    } finally {
+      await stop();
+    }
+  });
+
+  it('a header set before is left as it is', async () => {
+    const f = responseFixture();
+    const mine: Plugin = { onResponse: ({ response }) => response.headers.set('cache-control', 'max-age=5') };
+    const { url, stop } = await serve(f, true, [mine]);
+    try {
+      expect((await post(url, '{ products { id } }')).headers.get('cache-control')).toBe('max-age=5');
+    } finally {
+      await stop();
+    }
+  });
+
+  it('setResponseCacheHint: a stricter result is served with its own header, and neither stored nor shared', async () => {
+    const f = responseFixture();
+    const { url, stop } = await serve(f);
+    try {
+      const a = await post(url, '{ viewerHinted }', { session: 'a' });
+      expect(a.body.data).toEqual({ viewerHinted: 'viewer a' });
+      expect(a.headers.get('cache-control')).toBe('max-age=60, private');
+      const b = await post(url, '{ viewerHinted }', { session: 'b' });
+      expect(b.body.data).toEqual({ viewerHinted: 'viewer b' }); // not a's, stored under the PUBLIC key
+      expect(f.calls.viewerHinted).toBe(2);
+      // Concurrent joiners of one execution that turns out PRIVATE execute themselves.
+      const joined = await Promise.all(['c', 'd', 'e'].map((session) => post(url, '{ viewerHinted }', { session })));
+      expect(joined.map((r) => r.body.data.viewerHinted)).toEqual(['viewer c', 'viewer d', 'viewer e']);
+      // A shorter maxAge: the header says it; the key was made for 60 s, so it is not stored.
+      const short = await post(url, '{ hintedShort }');
+      expect(short.headers.get('cache-control')).toBe('max-age=5, public');
+      await post(url, '{ hintedShort }');
+      expect(f.calls.hintedShort).toBe(2);
+    } finally {
+      await stop();
+    }
+  });
+});
+
 describe('Yoga response cache: SWR and a store that is down', () => {
   it('SWR: an expired response is served stale at once while one execution refreshes it', async () => {
     const clock = manualClock();
@@ -209,5 +287,9 @@ describe('Yoga response cache: SWR and a store that is down', () => {
     const cache = createCache();
     expect(() => useHerdcache({ cache, responseCache: { maxBytes: -1 } })).toThrow(/responseCache.maxBytes/);
     expect(() => useHerdcache({ cache, responseCache: { sesionId: () => 'x' } as never })).toThrow(/sesionId/);
+    expect(() => setResponseCacheHint({}, { maxAge: -1 })).toThrow(/"maxAge"/);
+    expect(() => setResponseCacheHint({}, { scope: 'private' as never })).toThrow(/"scope"/);
+    expect(() => setResponseCacheHint({}, { maxage: 1 } as never)).toThrow(/maxage/);
+    expect(() => setResponseCacheHint(null as never, {})).toThrow(/context/);
   });
 });

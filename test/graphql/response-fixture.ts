@@ -1,7 +1,7 @@
 /** A schema for the response layer (hints from @cacheControl and @cached), its counted resolvers, and HTTP helpers. */
 import { createCache, type Cache } from '../../src/core/cache';
 import type { Store } from '../../src/core/store';
-import { cachedDirectiveTransformer } from '../../src/graphql';
+import { cachedDirectiveTransformer, setResponseCacheHint } from '../../src/graphql';
 import { callCounter, makeSchema } from './fixtures';
 
 export const responseTypeDefs = `
@@ -17,6 +17,8 @@ export const responseTypeDefs = `
     onlyCached: Int @cached(ttl: 60)
     dynamicPrivate: Int @cacheControl(maxAge: 60)
     viewerDynamic: String @cacheControl(maxAge: 60)
+    viewerHinted: String @cacheControl(maxAge: 60)
+    hintedShort: Int @cacheControl(maxAge: 60)
     big(size: Int!): String @cacheControl(maxAge: 60)
     uncached: Int
   }
@@ -102,6 +104,18 @@ export function responseFixture(
         });
         await new Promise((resolve) => setTimeout(resolve, 2));
         return `viewer ${ctx.session}`;
+      },
+      // The same, through herdcache's own runtime hint (what Yoga has instead of info.cacheControl).
+      viewerHinted: async (_p, _a, ctx: { session?: string }) => {
+        counter.count('viewerHinted');
+        setResponseCacheHint(ctx, { scope: 'PRIVATE' });
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return `viewer ${ctx.session}`;
+      },
+      hintedShort: (_p, _a, ctx: object) => {
+        counter.count('hintedShort');
+        setResponseCacheHint(ctx, { maxAge: 5 });
+        return 1;
       },
       big: (_p, { size }: { size: number }) => {
         counter.count('big');
