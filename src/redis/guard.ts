@@ -107,6 +107,8 @@ export class CallGuard {
   #stream: unknown;
   /** Called (in a microtask) when a call finds the client reconnected: the fill lock re-sends its recent releases. */
   onReconnect: (() => void) | undefined;
+  /** Called with the error of every call the client rejected (not a timeout): READONLY reconnects it (reconnect.ts). */
+  onReplyError: ((error: unknown) => void) | undefined;
 
   constructor(
     name: string,
@@ -393,6 +395,7 @@ export class CallGuard {
           clearTimeout(timer);
           breaker?.failure();
           reject(storeError(name, op, error));
+          this.onReplyError?.(error);
         },
       );
     });

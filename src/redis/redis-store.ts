@@ -35,6 +35,7 @@ import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LE
 import { MAX_DURATION, checkKnownKeys, checkNestedKeys, checkPositiveInteger, optionNames } from '../core/options';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
+import { reconnectOnReadOnly } from './reconnect';
 import { checkSubscriber, FillAnnouncements, type WakeStats } from './announcements';
 import type { Entry } from '../core/freshness';
 import type { DeleteOptions, FillLock, Store, StoreReporter, StoreWrite } from '../core/store';
@@ -282,6 +283,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     tagTtl,
     maxValueBytes,
   );
+  // A connection to a demoted master refuses every lock call: reconnect it (reconnect.ts).
+  link.guard.onReplyError = reconnectOnReadOnly(client);
   return new RedisStoreImpl(
     link,
     defineScripts(client),
