@@ -106,7 +106,9 @@ it('slots resharded under load: 0 failed loads, no wait near lockWaitTimeout, mo
     `migration: ${rounds} rounds × ${2 * (keys.length + 10)} loads while 2000 slots moved, failed ${failed}, slowest round ${Math.round(slowest)} ms, warm-key fills during it ${during} (${keys.length} keys, ${moved} now on the target), cold keys filled twice ${coldTwice} of ${coldFills.length}`,
   );
   expect(failed).toBe(0);
-  expect(slowest).toBeLessThan(LOCK_WAIT);
+  // No load waited on a lock until lockWaitTimeout (counted, not timed: a round's wall time on a
+  // loaded machine says more about the machine; it is printed above).
+  expect(apps.map((cache) => cache.metrics().total.lockTimeouts)).toEqual([0, 0]);
   expect(rounds).toBeGreaterThan(1);
   expect(fills.size).toBe(0);
   expect(coldFills.length).toBe(10 * rounds);
