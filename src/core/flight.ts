@@ -111,14 +111,27 @@ export function raceAbort<V>(
   });
 }
 
-/** Outcomes of promises handed to callers, recorded as they settle: see outcomeOf. */
-const values = new WeakMap<Promise<unknown>, unknown>();
+/**
+ * The value of a promise handed to callers, once known: a property of the promise itself, not a
+ * WeakMap entry. A flight's shared promise is marked when the flight resolves, with no handler of
+ * its own; a WeakMap entry per flight (100 per request of a 100-key list) cost the GC an ephemeron
+ * each, and the handler a promise, two closures and a microtask.
+ */
+const VALUE: unique symbol = Symbol('herdcache.value');
+type Marked = Promise<unknown> & { [VALUE]?: unknown };
+
+function markValue(promise: Promise<unknown>, value: unknown): void {
+  (promise as Marked)[VALUE] = value;
+}
+
+/** Rejections of promises handed to callers (rare: failed fills, refused calls). */
 const rejections = new WeakMap<Promise<unknown>, unknown>();
 
+/** Records how `promise` settles, by a handler (a promise whose outcome no flight decides). */
 function recordOutcome(promise: Promise<unknown>): void {
   promise.then(
     (value) => {
-      values.set(promise, value);
+      markValue(promise, value);
     },
     (reason: unknown) => {
       rejections.set(promise, reason);
@@ -139,7 +152,7 @@ export function fulfilled<V>(entry: Entry<V>): Promise<V> {
   if (promise === undefined) {
     promise = Promise.resolve(entry.value);
     entry.resolved = promise;
-    values.set(promise, entry.value);
+    markValue(promise, entry.value);
   }
   return promise;
 }
@@ -155,7 +168,7 @@ export const PENDING_OR_UNKNOWN: unique symbol = Symbol('herdcache.pending');
  * requests would pay 10k of them).
  */
 export function outcomeOf(promise: Promise<unknown>): unknown {
-  if (values.has(promise)) return values.get(promise);
+  if (VALUE in promise) return (promise as Marked)[VALUE];
   if (rejections.has(promise)) return new Rejection(rejections.get(promise));
   return PENDING_OR_UNKNOWN;
 }
@@ -232,12 +245,11 @@ export class Flight<V = unknown> {
   share(retry: () => Promise<V>): Promise<V> {
     this.waiters++;
     if (this.#joined !== undefined) return this.#joined;
-    const joined = this.promise.then(undefined, (reason: unknown) =>
+    // Its outcome is recorded when the flight ends (see _resolve): no handler of its own.
+    this.#joined = this.promise.then(undefined, (reason: unknown) =>
       reason === RETRY ? retry() : Promise.reject(reason),
     );
-    recordOutcome(joined);
-    this.#joined = joined;
-    return joined;
+    return this.#joined;
   }
 
   /** Joins with a signal: this caller may leave; the last one out abandons a caller-owned flight. */
@@ -262,6 +274,9 @@ export class Flight<V = unknown> {
     if (this.#state !== PENDING) return false;
     this.#state = RESOLVED;
     this.#resolve(value);
+    // Known now, a turn before the shared promise settles with it: a scope reading it meanwhile
+    // gets the value itself (as it would a moment later), never a different one.
+    if (this.#joined !== undefined) markValue(this.#joined, value);
     return true;
   }
 
@@ -270,6 +285,8 @@ export class Flight<V = unknown> {
     if (this.#state !== PENDING) return false;
     this.#state = FAILED;
     this.#reject(error);
+    // Recorded as it reaches the shared promise, before any of its callers' handlers run.
+    if (this.#joined !== undefined) recordOutcome(this.#joined);
     return true;
   }
 
@@ -278,6 +295,8 @@ export class Flight<V = unknown> {
     if (this.#state !== PENDING) return false;
     this.#state = ABANDONED;
     this.#reject(RETRY);
+    // Its callers re-contend (share's retry): the shared promise ends as the new flight does.
+    if (this.#joined !== undefined) recordOutcome(this.#joined);
     this.run?.release(reason);
     return true;
   }
