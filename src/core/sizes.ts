@@ -17,6 +17,8 @@ export const SIZE_WALK_DEPTH = 32;
 
 const HEADER = 16;
 const SLOT = 8;
+/** The header and slot sizes, for a producer that measures its own values (see giveSize). */
+export { HEADER as SIZE_HEADER, SLOT as SIZE_SLOT };
 /** The entry object itself (freshness, grace, the tag arrays' headers). */
 const ENTRY_OVERHEAD = 96;
 
@@ -29,8 +31,23 @@ export function entrySize(key: string, entry: Entry): number {
   return size + valueSize(entry.value);
 }
 
+/**
+ * Sizes measured by the code that built the value, by these rules, in a walk it makes anyway (the
+ * response layer's one pass over a result): valueSize returns them instead of walking again.
+ */
+const given = new WeakMap<object, number>();
+
+/** Records `bytes` as the estimated size of `value` (an object the caller will not change). */
+export function giveSize(value: object, bytes: number): void {
+  given.set(value, bytes);
+}
+
 /** The estimated bytes of a value (see above). */
 export function valueSize(value: unknown): number {
+  if (typeof value === 'object' && value !== null) {
+    const known = given.get(value);
+    if (known !== undefined) return known;
+  }
   const walk = { left: SIZE_WALK_NODES };
   return sizeOf(value, 0, walk);
 }

@@ -25,6 +25,7 @@ import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { invalidOption } from '../core/errors';
 import { LateTagged } from '../core/late-tags';
+import { SIZE_SLOT, giveSize, valueSize } from '../core/sizes';
 import type { Sink } from '../core/metrics';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
@@ -295,10 +296,11 @@ export class ResponseEngine {
     const tags = facts.tags;
     const seen = operationOf(request.context)?.tagsSeen;
     if (seen !== undefined) for (const tag of seen) tags.push(tag);
-    return new LateTagged<StoredResponse>(
-      { data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() },
-      tags,
-    );
+    const stored: StoredResponse = { data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
+    // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
+    // data (counted there as the null that stands for it) as measured.
+    if (facts.bounded) giveSize(stored, valueSize({ ...stored, data: null }) - SIZE_SLOT + facts.heapBytes);
+    return new LateTagged<StoredResponse>(stored, tags);
   }
 
   #now(): number {

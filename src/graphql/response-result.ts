@@ -1,8 +1,11 @@
 /**
  * What an executed result holds, read in one pass when it is stored (a miss's cost, so it is
- * kept small): the entities it contains, as tags `Type:id`, and a bound of its JSON's size in
- * UTF-8 bytes, so that a result well under maxBytes is stored without serializing it a second
- * time (the server serializes it anyway); only one that may be over it is serialized to know.
+ * kept small): the entities it contains, as tags `Type:id`; a bound of its JSON's size in UTF-8
+ * bytes, so that a result well under maxBytes is stored without serializing it a second time (the
+ * server serializes it anyway; only one that may be over it is serialized to know); and the memory
+ * store's estimate of its heap, so the store does not walk it either. graphql-js builds results
+ * of dictionary-mode objects (Object.create(null)), slow to enumerate: each walk of one cost
+ * about as much as JSON.stringify (a 20-item page: ~60 µs each, on the bench machine).
  *
  * Entities: every object whose type is known (its field's object type, or its `__typename` when
  * selected) and whose `id` is selected. A mutation's result entities are invalidated by the same
@@ -23,6 +26,7 @@ import type {
   OperationDefinitionNode,
   SelectionSetNode,
 } from 'graphql';
+import { SIZE_HEADER, SIZE_SLOT } from '../core/sizes';
 import { fragmentsOf, namedType, operationOfDocument, tagOf } from './response-policy';
 
 export interface ResultFacts {
@@ -30,6 +34,11 @@ export interface ResultFacts {
   readonly tags: string[];
   /** Most bytes the result's JSON can have (UTF-8). */
   readonly maxBytes: number;
+  /**
+   * The memory store's estimate of the result's heap (core/sizes' rules, every node counted):
+   * measured here so the store does not walk the result again (see giveSize).
+   */
+  readonly heapBytes: number;
   /** False when a value was met that the bound does not judge (a toJSON, a class, a deep custom scalar): serialize to know. */
   readonly bounded: boolean;
 }
@@ -66,6 +75,9 @@ export function entityTags(
   return facts === undefined ? [] : [...new Set(facts.tags)];
 }
 
+/** core/sizes' rules, read once (an imported binding may be a getter call per read, once compiled to CommonJS). */
+const HEAP_HEADER = SIZE_HEADER;
+const HEAP_SLOT = SIZE_SLOT;
 /** Custom scalar values deeper than this are not bounded (a cycle would never end): serialized instead. */
 const MAX_DEPTH = 64;
 /** The longest JSON of a number (sign, 17 significant digits, point, exponent), rounded up. */
@@ -74,6 +86,7 @@ const NUMBER_MAX = 32;
 class Walk implements ResultFacts {
   readonly tags: string[] = [];
   maxBytes = 0;
+  heapBytes = 0;
   bounded = true;
   constructor(readonly schema: GraphQLSchema) {}
 }
@@ -84,8 +97,9 @@ interface Shape {
   readonly byType: Map<GraphQLNamedType, Typed>;
 }
 
-/** A shape read against one type: the response keys selecting `id`, and those leading to objects. */
+/** A shape read against one type: its response keys, those selecting `id`, and those leading to objects. */
 interface Typed {
+  readonly keys: readonly string[];
   readonly idKeys: readonly string[];
   readonly children: Readonly<Record<string, Child | undefined>>;
 }
@@ -130,6 +144,7 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
     }
   };
   for (const set of shape.sets) collect(set, new Set());
+  const keys = [...fields.keys()];
   const idKeys: string[] = [];
   const children: Record<string, Child | undefined> = Object.create(null) as Record<string, Child | undefined>;
   const definitions = (type as GraphQLObjectType).getFields?.();
@@ -149,7 +164,7 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
       shape: { fragments: shape.fragments, sets, byType: new Map() },
     };
   }
-  found = { idKeys, children };
+  found = { keys, idKeys, children };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return found;
 }
@@ -175,24 +190,43 @@ function visitObject(
     }
   }
   let count = 0;
-  for (const key in value) {
-    const item = value[key];
-    if (item === undefined) continue; // left out of the JSON
-    count++;
-    // `"key":`. A key inherited from a prototype is counted though JSON leaves it out: a bound.
-    walk.maxBytes += key.length * 6 + 3;
-    const child = reading.children[key];
-    if (child === undefined) leaf(walk, item, depth + 1);
-    else visitValue(walk, item, child, depth + 1);
+  if (Object.getPrototypeOf(value) === null) {
+    // graphql-js builds result objects with Object.create(null), holding the selected response keys
+    // only, in dictionary mode (where for…in is slow: it sorts the keys each time): read those keys.
+    for (const key of reading.keys) {
+      const item = value[key];
+      if (item === undefined) continue; // not selected for this type (a fragment), or @skip
+      count++;
+      field(walk, key, item, reading.children[key], depth);
+    }
+  } else {
+    // Another executor's objects: every enumerable key (an inherited one is counted though JSON
+    // leaves it out: a bound).
+    for (const key in value) {
+      const item = value[key];
+      if (item === undefined) continue; // left out of the JSON
+      count++;
+      field(walk, key, item, reading.children[key], depth);
+    }
   }
   const braces = count === 0 ? 2 : count + 1; // braces and commas
   walk.maxBytes += braces;
+  walk.heapBytes += HEAP_HEADER + count * (HEAP_SLOT + HEAP_HEADER);
+}
+
+/** One key of a result object and its value. */
+function field(walk: Walk, key: string, item: unknown, child: Child | undefined, depth: number): void {
+  walk.maxBytes += key.length * 6 + 3; // `"key":`
+  walk.heapBytes += key.length;
+  if (child === undefined) leaf(walk, item, depth + 1);
+  else visitValue(walk, item, child, depth + 1);
 }
 
 function visitValue(walk: Walk, value: unknown, child: Child, depth: number): void {
   if (Array.isArray(value)) {
     const brackets = value.length === 0 ? 2 : value.length + 1;
     walk.maxBytes += brackets;
+    walk.heapBytes += HEAP_HEADER + value.length * HEAP_SLOT;
     for (const item of value) visitValue(walk, item, child, depth + 1);
   } else if (value !== null && typeof value === 'object') {
     visitObject(walk, value as Record<string, unknown>, child.type, child.isObject, child.shape, depth);
@@ -207,15 +241,19 @@ function leaf(walk: Walk, value: unknown, depth: number): void {
     case 'string':
       // Each UTF-16 unit is 1 to 3 bytes of UTF-8, or an escape of at most 6 (`\u001f`, a lone surrogate).
       walk.maxBytes += value.length * 6 + 2;
+      walk.heapBytes += HEAP_HEADER + value.length;
       return;
     case 'number':
       walk.maxBytes += NUMBER_MAX;
+      walk.heapBytes += HEAP_SLOT;
       return;
     case 'boolean':
       walk.maxBytes += 5;
+      walk.heapBytes += HEAP_SLOT;
       return;
     case 'undefined': // an array's hole: `null`
       walk.maxBytes += 4;
+      walk.heapBytes += HEAP_SLOT;
       return;
     case 'object':
       break;
@@ -225,6 +263,7 @@ function leaf(walk: Walk, value: unknown, depth: number): void {
   }
   if (value === null) {
     walk.maxBytes += 4;
+    walk.heapBytes += HEAP_SLOT;
     return;
   }
   const prototype = Object.getPrototypeOf(value) as unknown;
@@ -239,6 +278,7 @@ function leaf(walk: Walk, value: unknown, depth: number): void {
   if (Array.isArray(value)) {
     const brackets = value.length === 0 ? 2 : value.length + 1;
     walk.maxBytes += brackets;
+    walk.heapBytes += HEAP_HEADER + value.length * HEAP_SLOT;
     for (const item of value) leaf(walk, item, depth + 1);
     return;
   }
@@ -248,8 +288,10 @@ function leaf(walk: Walk, value: unknown, depth: number): void {
     if (item === undefined) continue;
     count++;
     walk.maxBytes += key.length * 6 + 3;
+    walk.heapBytes += key.length;
     leaf(walk, item, depth + 1);
   }
   const braces = count === 0 ? 2 : count + 1;
   walk.maxBytes += braces;
+  walk.heapBytes += HEAP_HEADER + count * (HEAP_SLOT + HEAP_HEADER);
 }

@@ -7,6 +7,8 @@ import { buildSchema, parse } from 'graphql';
 import { createCache } from '../../src/core/cache';
 import { ResponseEngine } from '../../src/graphql/response-cache';
 import { resultFacts } from '../../src/graphql/response-result';
+import { memoryStore } from '../../src/core/memory';
+import { valueSize } from '../../src/core/sizes';
 
 const schema = buildSchema(`
   scalar JSON
@@ -69,6 +71,8 @@ it('bounds the JSON of 2,000 random results from above (unicode, escapes, lone s
     const bytes = Buffer.byteLength(JSON.stringify(data));
     expect(facts.bounded).toBe(true);
     expect(facts.maxBytes).toBeGreaterThanOrEqual(bytes);
+    // The memory store's estimate, as its own walk makes it (of the JSON: undefined keys left out).
+    expect(facts.heapBytes).toBe(valueSize(JSON.parse(JSON.stringify(data))));
   }
 });
 
@@ -125,6 +129,37 @@ describe('maxBytes through the engine', () => {
     } finally {
       stringify.mockRestore();
     }
+  });
+
+  it('graphql-js results (null-prototype objects) are read by their selections: neither serialized nor walked again by the store', async () => {
+    // Counts how often the result's objects are enumerated (JSON.stringify and the store's size walk do).
+    let enumerated = 0;
+    const counted = <T extends object>(target: T): T =>
+      new Proxy(target, {
+        ownKeys: (t) => {
+          enumerated++;
+          return Reflect.ownKeys(t);
+        },
+      });
+    const node = (fields: Record<string, unknown>) => counted(Object.assign(Object.create(null), fields));
+    const data = node({
+      items: [node({ id: '1', name: 'a', child: node({ id: '2', name: 'b' }) }), node({ id: '3', name: null })],
+      item: node({ id: '4' }),
+    });
+    const store = memoryStore();
+    const engine = new ResponseEngine(createCache({ store }), { defaultMaxAge: 60 });
+    const plan = engine.plan({ ...request(), schema: hinted })!;
+    const lookup = await engine.lookup(plan, async () => ({ data }));
+    expect(await lookup.complete!({ data })).toBe('stored');
+    expect(enumerated).toBe(0);
+    // The size the store holds is the one its walk would have found.
+    const plain = JSON.parse(JSON.stringify(data)) as unknown;
+    enumerated = 0;
+    const estimate = valueSize({ data: plain, maxAge: 60, scope: 'PUBLIC', at: 0 });
+    const hit = await engine.lookup(plan, async () => ({ data }));
+    expect(hit.outcome).toBe('hit');
+    expect(valueSize(hit.response)).toBe(estimate);
+    expect(store.calculatedSize).toBeGreaterThan(estimate);
   });
 
   it('a custom scalar with toJSON is measured by serializing it', async () => {
