@@ -45,6 +45,7 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { invalidOption } from '../core/errors';
 import type { LockWatch } from '../core/store';
+import { warnIfDenied } from './guard';
 import { hashSlot } from './keys';
 import { shardChannel, standaloneChannel } from './fill-channels';
 import type { RedisLink } from './link';
@@ -280,6 +281,7 @@ export class FillAnnouncements {
         for (const waits of this.#waits.values()) for (const wait of waits) wait.announce();
       },
       (error: unknown) => {
+        warnIfDenied(this.#sharded ? 'ssubscribe' : 'subscribe', error);
         if (this.#channels.get(name)?.attempt !== attempt) return;
         const message = error instanceof Error ? error.message : String(error);
         // A server before Redis 7 (or one that renamed the command away): polling only, for good.

@@ -11,6 +11,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Entry } from '../core/freshness';
+import { warnIfDenied } from './guard';
 
 export type Change =
   | { readonly op: 'set'; readonly keys: readonly string[] }
@@ -152,8 +153,9 @@ export class Subscription {
         this.#active = true;
         this.#events.joined();
       },
-      () => {
+      (error: unknown) => {
         // Still deaf; the next 'ready' tries again.
+        warnIfDenied(this.#sharded ? 'ssubscribe' : 'subscribe', error);
       },
     );
   }
