@@ -6,12 +6,14 @@
  * "the lock is back at once"; without the lock every load of an expired key fills.
  *
  * "Redis answers again": the DEBUG SLEEP returned (stall), the restarted server accepts
- * connections (kill + empty restart), the sentinel names the new master (failover). Flagged above
+ * connections (kill + empty restart), the sentinel names the new master (failover), the name the
+ * replicas connect to points at the promoted replica (name moved: a managed Redis's DNS failover). Flagged above
  * TARGET; a failed load fails the run as everywhere else.
  */
 import { figures, type FaultWindow } from './figures';
 import { runLoad } from './fleet';
 import { admin, redisServer, sentinelGroup, sleep, until } from './processes';
+import { switchingProxy } from '../test/setup/switching-proxy';
 import type { Connection, LoadPlan, LoadReport } from './protocol';
 import { plan, type Outcome, type Scenario, type ScenarioContext } from './scenarios';
 
@@ -197,6 +199,58 @@ const failover: Scenario = {
   },
 };
 
+/** The replicas connect through a proxy playing a DNS name, so a failover can move the name and not the connections. */
+const nameMoved: Scenario = {
+  name: 'recovery: name moved',
+  replicas: 2,
+  run: async (context) => {
+    // No diskless-sync delay (5 s): the replica syncs at once, before the load and after the failover.
+    const fast = ['--repl-diskless-sync-delay', '0'];
+    const old = await redisServer({ extraArgs: fast });
+    const promoted = await redisServer({ extraArgs: [...fast, '--replicaof', '127.0.0.1', String(old.port)] });
+    const proxy = await switchingProxy(old.port);
+    try {
+      const promotedAdmin = await admin(promoted.port);
+      const oldAdmin = await admin(old.port);
+      try {
+        await until('the replica to sync', 10_000, async () =>
+          (await promotedAdmin.info('replication')).includes('master_link_status:up'),
+        );
+        const p = recoveryPlan({ url: `redis://127.0.0.1:${proxy.port}` }, 'chaos:rec-moved:', faultAt(context) + 6000);
+        // A managed failover: the replica promoted, the old master demoted, the name moved to the
+        // new one. The connections already open stay on the old master, which refuses every write
+        // (READONLY) and answers reads: without a reconnection the lock is out of reach for good.
+        const { reports, startedAt, fault } = await runLoad(
+          context.fleet.slice(0, 2),
+          [p],
+          async (startedAt): Promise<FaultWindow> => {
+            await sleep(startedAt + faultAt(context) - Date.now());
+            const from = Date.now();
+            await promotedAdmin.call('REPLICAOF', 'NO', 'ONE');
+            await oldAdmin.call('REPLICAOF', '127.0.0.1', String(promoted.port));
+            proxy.target = promoted.port;
+            return { from, to: Date.now() };
+          },
+        );
+        return outcome(
+          reports,
+          startedAt,
+          fault,
+          await locksLeft(promoted.port, p.prefix),
+          `replica promoted, master demoted (REPLICAOF), the name (a proxy) moved at +${(faultAt(context) / 1000).toFixed(1)} s, open connections left on the old master; 2 replicas, 20 keys, ttl 200 ms`,
+        );
+      } finally {
+        promotedAdmin.disconnect();
+        oldAdmin.disconnect();
+      }
+    } finally {
+      await proxy.close();
+      await promoted.stop('SIGKILL');
+      await old.stop('SIGKILL');
+    }
+  },
+};
+
 /** Lock keys left under `prefix` once the fleet is idle (the load ended, 500 ms to release). */
 async function locksLeft(port: number, prefix: string): Promise<number> {
   await sleep(500);
@@ -210,4 +264,4 @@ async function locksLeft(port: number, prefix: string): Promise<number> {
   }
 }
 
-export const RECOVERY_SCENARIOS: readonly Scenario[] = [stall, restart, failover];
+export const RECOVERY_SCENARIOS: readonly Scenario[] = [stall, restart, failover, nameMoved];
