@@ -26,6 +26,11 @@ export interface Entry<V = unknown> {
    * encoded by a codec.
    */
   resolved?: Promise<unknown>;
+  /**
+   * @internal An in-process copy that may answer only before this time, fresh or not (a tiered
+   * store's L1 copy: its l1Until). Judged by the registry with the clock read it makes anyway.
+   */
+  readonly servedUntil?: number;
 }
 
 /** Time source, injectable so tests move time instead of sleeping. Returns epoch milliseconds. */

@@ -32,6 +32,8 @@ export class LoadPath {
   readonly #store: Store;
   /** Whether the store reads synchronously (memory, tiered L1): a load then tries a hit first. */
   readonly #syncReads: boolean;
+  /** Whether it has peekSync (getSync leaving servedUntil to the registry's clock read). */
+  readonly #peeks: boolean;
   readonly #clock: Clock;
   readonly #flights: FlightTable;
   readonly #observers: Observers;
@@ -48,6 +50,7 @@ export class LoadPath {
     // generic builtin the compiler does not inline (~30 ns of every hit).
     this.#store = store;
     this.#syncReads = typeof store.getSync === 'function';
+    this.#peeks = this.#syncReads && typeof store.peekSync === 'function';
     this.#clock = clock;
     this.#flights = flights;
     this.#observers = observers;
@@ -80,7 +83,7 @@ export class LoadPath {
   peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined {
     // A coalesce-only policy (ttl 0) never reads the store: it only joins or starts a flight.
     if (!this.#syncReads || policy.ttl === 0) return undefined;
-    const entry = this.#store.getSync!(key);
+    const entry = this.#peeks ? this.#store.peekSync!(key) : this.#store.getSync!(key);
     if (entry === undefined) return undefined;
     return this.#answer(source, key, entry, arg, policy, sink, false);
   }
@@ -99,11 +102,14 @@ export class LoadPath {
     counted: boolean,
   ): Entry | undefined {
     const freshUntil = entry.freshUntil;
-    if (freshUntil === Infinity) {
+    const servedUntil = entry.servedUntil;
+    if (freshUntil === Infinity && servedUntil === undefined) {
       if (!counted) this.#hit(source, key, sink);
       return entry;
     }
     const now = this.#clock.now();
+    // A copy past what its store allows (peekSync): not there, a miss the store's async read answers.
+    if (servedUntil !== undefined && !(now < servedUntil)) return undefined;
     if (now < freshUntil) {
       if (policy.beta > 0) {
         // Without an arg no refresh can start here, and drawing twice (here, then on the
@@ -131,7 +137,12 @@ export class LoadPath {
     signal: AbortSignal | undefined,
     sink: Sink | undefined,
   ): Promise<V> {
-    const entry = policy.ttl === 0 || !this.#syncReads ? undefined : this.#store.getSync!(key);
+    const entry =
+      policy.ttl === 0 || !this.#syncReads
+        ? undefined
+        : this.#peeks
+          ? this.#store.peekSync!(key)
+          : this.#store.getSync!(key);
     const answer = entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true);
     if (answer !== undefined) return fulfilled(answer) as Promise<V>;
     return this.#miss<V>(source, key, arg, policy, signal, sink, true);

@@ -104,6 +104,11 @@ export interface Store {
    */
   getSync?(key: string): Entry | undefined;
   /**
+   * @internal getSync for the registry, which judges the entry's servedUntil itself with its one
+   * clock read: a store whose getSync reads the clock (tieredStore, for l1Until) skips that here.
+   */
+  peekSync?(key: string): Entry | undefined;
+  /**
    * `false` when getSync sees only part of the store (tieredStore: its in-process L1), so a getSync
    * miss must still be read with getMany before anything is filled. Default true: a getSync miss
    * is a miss of the store.

@@ -223,6 +223,11 @@ class TieredStoreImpl implements TieredStore {
     return this.#l1.getSync(key);
   }
 
+  /** @internal Store: see L1Copies.peekSync. */
+  peekSync(key: string): Entry | undefined {
+    return this.#l1.peekSync(key);
+  }
+
   /** Fresh L1 copies answer; the rest is one L2 read (MGET), whose hits are copied into L1. */
   async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
     const n = keys.length;

@@ -96,6 +96,46 @@ describe('reads', () => {
     expect(fills).toBe(1);
   });
 
+  it('an L1 hit reads the clock once (the registry judges the copy): 100 warm loads, 100 clock reads', async () => {
+    const base = manualClock();
+    let reads = 0;
+    const clock = { now: () => (reads++, base.now()), sleep: (ms: number) => base.sleep(ms) };
+    const [a] = await pair({ clock, cache: { ttl: 60_000 } });
+    let fills = 0;
+    const fill = async () => `v${++fills}`;
+    expect(await a.cache.getOrCompute('k', fill)).toBe('v1');
+    expect(await eventually(() => a.store.getSync('k') !== undefined, WAIT, 2)).toBe(true);
+    reads = 0;
+    for (let i = 0; i < 100; i++) expect(await a.cache.getOrCompute('k', fill)).toBe('v1');
+    expect(reads).toBe(100);
+    expect(fills).toBe(1);
+  });
+
+  it('a copy past l1Ttl is not answered from L1, fresh as its value is: the load reads L2 (one MGET), then L1 again', async () => {
+    const clock = manualClock();
+    const [a] = await pair({ clock, l1Ttl: 5000, cache: { ttl: 60_000 } });
+    let fills = 0;
+    const fill = async () => `v${++fills}`;
+    expect(await a.cache.getOrCompute('k', fill)).toBe('v1');
+    expect(await eventually(() => a.store.getSync('k') !== undefined, WAIT, 2)).toBe(true);
+    let socket = countSocketWrites(a.client);
+    expect(await a.cache.getOrCompute('k', fill)).toBe('v1');
+    socket.stop();
+    expect(socket.count).toBe(0); // within l1Ttl: L1
+    clock.advance(5000);
+    socket = countSocketWrites(a.client);
+    expect(await a.cache.getOrCompute('k', fill)).toBe('v1');
+    socket.stop();
+    expect(socket.count).toBe(1); // past l1Ttl: L2, though the value has 55 s to live
+    expect(fills).toBe(1);
+    expect(a.cache.metrics().total.staleServed).toBe(0);
+    expect(await eventually(() => a.store.getSync('k') !== undefined, WAIT, 2)).toBe(true);
+    socket = countSocketWrites(a.client);
+    expect(await a.cache.getOrCompute('k', fill)).toBe('v1');
+    socket.stop();
+    expect(socket.count).toBe(0); // copied into L1 again
+  });
+
   it('getMany answers from L1 what it holds and reads the rest with one MGET, copying L2 hits into L1', async () => {
     const [a] = await pair();
     await a.l2.setMany(['b', 'c'].map((key) => ({ key, entry: entry(`l2-${key}`), ttl: 60_000 })));
