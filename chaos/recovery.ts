@@ -59,9 +59,9 @@ function firstSecond(reports: readonly LoadReport[], fault: FaultWindow): string
   const ready = reports.map((report) => {
     const at = report.readyTimes.find((time) => time > fault.from);
     const waited = report.reconnects.filter(([time]) => time > fault.from && (at === undefined || time < at)).pop();
-    return `${at === undefined ? 'never' : `${at - fault.to >= 0 ? '+' : ''}${at - fault.to} ms`}${waited === undefined ? '' : ` (after a ${waited[1]} ms reconnect delay)`}`;
+    return `${at === undefined ? 'not reconnected' : `${at - fault.to >= 0 ? '+' : ''}${at - fault.to} ms`}${waited === undefined ? '' : ` (after a ${waited[1]} ms reconnect delay)`}`;
   });
-  return `per 100 ms after Redis answered, fills / without the lock: ${all.map((n, i) => `${n}/${unlocked[i]}`).join(' ')}; clients ready again ${ready.join(', ')}`;
+  return `per 100 ms after Redis answered, fills / without the lock: ${all.map((n, i) => `${n}/${unlocked[i]}`).join(' ')}; clients ready again (relative to Redis answering): ${ready.join(', ')}`;
 }
 
 function outcome(
