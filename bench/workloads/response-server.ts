@@ -41,11 +41,11 @@ async function main(): Promise<void> {
     enum CacheControlScope { PUBLIC PRIVATE }
     directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
     type Query {
-      items: [Item!]! @cacheControl(maxAge: 60)
-      page(n: Int!): [Item!]! @cacheControl(maxAge: 60)
+      items: [Item!]! @cacheControl(maxAge: 3600)
+      page(n: Int!): [Item!]! @cacheControl(maxAge: 3600)
     }
-    type Item @cacheControl(maxAge: 60) { id: ID! name: String! detail: Detail! ${herd ? '@cached(ttl: 60)' : ''} }
-    type Detail @cacheControl(maxAge: 60) { id: ID! text: String! }
+    type Item @cacheControl(maxAge: 3600) { id: ID! name: String! detail: Detail! ${herd ? '@cached(ttl: 3600)' : ''} }
+    type Detail @cacheControl(maxAge: 3600) { id: ID! text: String! }
     ${herd ? graphqlPieces.cachedDirectiveTypeDefs : ''}
   `;
   let executions = 0;
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   } else {
     const plugins: unknown[] = [];
     if (mode === 'yoga-herd-response') plugins.push(useHerdcache({ cache, extensions: false, responseCache: true }));
-    else plugins.push(useResponseCache({ session: () => null, ttl: 60_000 }));
+    else plugins.push(useResponseCache({ session: () => null, ttl: 3_600_000 }));
     const yoga = createYoga({ schema, plugins: plugins as never[], logging: false });
     const server = createServer((req, res) => void yoga(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
