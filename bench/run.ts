@@ -14,6 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { checkRedisStore, findRedis, loadRedisStore, type RedisEnv, type RedisStoreFactory } from './lib/redis';
+import { source } from './lib/package';
 import { machine, markdownNotes, markdownTable, skippedRow, type Row } from './lib/report';
 import { batchWindow } from './workloads/batch-window';
 import { graphqlEndToEnd } from './workloads/graphql';
@@ -112,7 +113,7 @@ async function step(n: keyof typeof TITLES, work: () => Promise<Row>): Promise<R
 async function main(): Promise<void> {
   const began = Date.now();
   const load = loadavg();
-  log(`${quick ? 'quick' : 'full'} run on ${machine()}`);
+  log(`${quick ? 'quick' : 'full'} run on ${machine()}; herdcache from ${source}`);
 
   let redis: RedisEnv | undefined;
   let noRedis: string | undefined;
@@ -191,6 +192,7 @@ async function main(): Promise<void> {
     `- Machine: ${machine()}`,
     `- Date: ${new Date().toISOString()}`,
     `- Commit: ${revision()}`,
+    `- herdcache measured: ${source}`,
     `- Mode: ${quick ? '`--quick` (smaller counts; CI checks that it runs)' : 'full'}${only ? `, only workloads ${[...only].join(', ')}` : ''}; took ${elapsed} s`,
     `- Load average at start: ${load.map((x) => x.toFixed(2)).join(' / ')} (a shared machine: absolute figures move, ratios measured side by side in one run hold better)`,
     `- Redis: ${redis ? `${redis.origin}` : `none (${noRedis ?? 'not needed'})`}`,

@@ -9,7 +9,8 @@ import { memoryDriver } from 'bentocache/drivers/memory';
 import { redisDriver } from 'bentocache/drivers/redis';
 import DataLoader from 'dataloader';
 import type Redis from 'ioredis';
-import { createCache, type Cache, type Store } from '../../src/core';
+import type { Cache, Store } from '../../src/core';
+import { core } from './package';
 import type { Item, SlowDb } from './db';
 import type { SystemId } from './report';
 
@@ -142,7 +143,7 @@ export interface HerdcacheOptions extends Freshness {
 }
 
 export function herdcache(db: SlowDb, options: HerdcacheOptions = {}): Contender {
-  const cache = createCache({
+  const cache = core.createCache({
     store: options.store,
     ttl: options.ttlMs ?? HOUR,
     swr: options.swrMs,

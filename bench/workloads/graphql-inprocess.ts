@@ -32,8 +32,8 @@ async function child(options: GraphqlInProcessOptions): Promise<Record<Mode, num
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { buildSchema, execute, parse } = require('graphql') as typeof import('graphql');
   const DataLoader = require('dataloader') as typeof import('dataloader');
-  const { createCache } = require('../../src/core') as typeof import('../../src/core');
-  const g = require('../../src/graphql') as typeof import('../../src/graphql');
+  const { createCache } = (require('../lib/package') as typeof import('../lib/package')).core;
+  const g = (require('../lib/package') as typeof import('../lib/package')).graphqlEntry();
   /* eslint-enable @typescript-eslint/no-require-imports */
   type Detail = { id: string; text: string };
   const detailOf = (id: string): Detail => ({ id, text: `detail of ${id}` });

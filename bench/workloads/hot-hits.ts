@@ -19,7 +19,7 @@ import { BentoCache, bentostore } from 'bentocache';
 import { memoryDriver } from 'bentocache/drivers/memory';
 import DataLoader from 'dataloader';
 import { LRUCache } from 'lru-cache';
-import { createCache } from '../../src/core';
+import { core } from '../lib/package';
 import { item, type Item } from '../lib/db';
 import type { Row } from '../lib/report';
 import { ns, rate, ratio } from '../lib/stats';
@@ -58,12 +58,12 @@ async function subjects(): Promise<Subject[]> {
   keys.forEach((k, i) => lruPrefixed.set(`item:${k}`, values[i]!));
 
   // herdcache with a ttl, as it is configured in practice (a hit then reads the clock once).
-  const cache = createCache({ ttl: HOUR });
+  const cache = core.createCache({ ttl: HOUR });
   const items = cache.loader({ name: 'item', batch: async (ids: readonly string[]) => ids.map(item) });
   await items.loadMany(keys);
   for (const k of keys) await cache.getOrCompute(k, () => fetch(k));
   // …and stored forever (never stale: the hit skips the clock). No ttl at all would be coalesce-only.
-  const forever = createCache({ ttl: Infinity });
+  const forever = core.createCache({ ttl: Infinity });
   const foreverItems = forever.loader({ name: 'item', batch: async (ids: readonly string[]) => ids.map(item) });
   await foreverItems.loadMany(keys);
 

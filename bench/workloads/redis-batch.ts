@@ -8,8 +8,7 @@
  */
 import DataLoader from 'dataloader';
 import type Redis from 'ioredis';
-import { createCache } from '../../src/core';
-import { redisStore, tieredStore } from '../../src/redis';
+import { core, redis } from '../lib/package';
 import { SlowDb, item, type Item } from '../lib/db';
 import { asyncCacheDedupe, bentocache, herdcache, type Contender } from '../lib/peers';
 import { commandCalls, commandDelta, connect, deleteMatching, type RedisStoreFactory } from '../lib/redis';
@@ -77,8 +76,10 @@ async function tieredL1Hits(url: string, prefix: string): Promise<{ tiered: numb
   const subscriber = await connect(url);
   const keys = Array.from({ length: 1024 }, (_, i) => `item-${i}`);
   const make = (tiered: boolean) => {
-    const store = tiered ? tieredStore({ l2: redisStore({ client, prefix }), subscriber, l1Ttl: 60_000 }) : undefined;
-    const cache = createCache({ store, ttl: 3_600_000 });
+    const store = tiered
+      ? redis.tieredStore({ l2: redis.redisStore({ client, prefix }), subscriber, l1Ttl: 60_000 })
+      : undefined;
+    const cache = core.createCache({ store, ttl: 3_600_000 });
     return { cache, items: cache.loader({ name: 'item', batch: async (ids: readonly string[]) => ids.map(item) }) };
   };
   const tiered = make(true);
