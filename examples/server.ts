@@ -96,7 +96,9 @@ async function makeStore(): Promise<{ store?: Store; close(): Promise<void> }> {
   if (!url) return { close: async () => {} };
   // Loaded only when asked for: the in-memory example needs neither ioredis nor the Redis store.
   const [{ Redis }, { redisStore }] = await Promise.all([import('ioredis'), import('herdcache/redis')]);
-  const client = new Redis(url);
+  // Reconnect within 100 ms of Redis answering again (ioredis backs off to 2 s): the fill lock is
+  // back sooner after an outage (docs/redis.md, Recovery).
+  const client = new Redis(url, { retryStrategy: (times) => Math.min(times * 50, 100) });
   // Without a listener ioredis prints "Unhandled error event" on every failed reconnect; the
   // cache degrades to computing values meanwhile, so a warning is all this needs.
   client.on('error', (error) => console.warn('redis:', error.message));
