@@ -10,7 +10,6 @@ import { type Loader, loadEach } from './loader';
 import { checkKnownKeys, checkSignal, optionNames } from './options';
 import type { CounterName, Sink } from './metrics';
 import { Shared, forgetUnlessKeyError, ignore } from './memo';
-import type { RequestScope } from './scope';
 import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
 import type { LoadOptions } from './types';
 
@@ -157,9 +156,22 @@ function passThrough<V>(value: V): V {
   return value;
 }
 
+/**
+ * @internal What a scoped loader needs of its request scope (RequestScope, scope.ts, implements it):
+ * declared here so the arrow points one way, scope → scoped loader.
+ */
+export interface LoaderScope {
+  /** The request's signal (cache.request({ signal })), undefined when none. */
+  readonly signal: AbortSignal | undefined;
+  /** The signal a load with its own `signal` option waits under: its own and the request's. */
+  _signal(own: AbortSignal | undefined): AbortSignal | undefined;
+  /** Counts go to the request's stats. */
+  count(source: string, counter: CounterName, n: number): void;
+}
+
 export class ScopedLoader<K, V> implements Sink {
   readonly #loader: Loader<K, V>;
-  readonly #scope: RequestScope;
+  readonly #scope: LoaderScope;
   /** The request memo: key string → the promise of its load (recorded: see outcomeOf). null: none. */
   readonly #memo: CacheMapLike<string, Promise<V>> | null;
   /** Memo entries whose first caller came with a signal: who still waits, to abandon when all left. */
@@ -176,7 +188,7 @@ export class ScopedLoader<K, V> implements Sink {
   #hits: PendingHits | undefined = undefined;
 
   /** @internal use scope.loader(loader, options?) */
-  constructor(loader: Loader<K, V>, scope: RequestScope, options?: ScopedLoaderOptions<V>) {
+  constructor(loader: Loader<K, V>, scope: LoaderScope, options?: ScopedLoaderOptions<V>) {
     this.#loader = loader;
     this.#scope = scope;
     this.#memo = memoOf(options);
