@@ -45,6 +45,7 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { invalidOption } from '../core/errors';
 import type { LockWatch } from '../core/store';
+import { listen } from './connection-events';
 import { warnIfDenied } from './guard';
 import { hashSlot } from './keys';
 import { shardChannel, standaloneChannel } from './fill-channels';
@@ -94,6 +95,8 @@ export class FillAnnouncements {
   #unsupported = false;
   #listening = false;
   #closed = false;
+  /** Removes this store's handlers from the shared listeners of the client and the subscriber. */
+  #unlisten: (() => void)[] = [];
   received = 0;
   woken = 0;
   polled = 0;
@@ -135,7 +138,8 @@ export class FillAnnouncements {
     this.#standaloneChannel = standaloneChannel(link) + this.#id;
     this.#owned = subscriber === undefined;
     if (subscriber === undefined) {
-      link.client.once('end', this.#onClientEnd);
+      // One listener on the client for all its stores (connection-events.ts), not one per store.
+      this.#unlisten.push(listen(link.client, 'end', this.#onClientEnd));
       return;
     }
     this.#attach(subscriber);
@@ -151,10 +155,12 @@ export class FillAnnouncements {
   #attach(subscriber: Redis | Cluster): void {
     this.#subscriber = subscriber;
     this.#listening = subscriber.status === 'ready';
-    subscriber.on(this.#sharded ? 'smessage' : 'message', this.#onMessage);
-    subscriber.on('close', this.#onLost);
-    subscriber.on('end', this.#onLost);
-    subscriber.on('ready', this.#onReady);
+    this.#unlisten.push(
+      listen(subscriber, this.#sharded ? 'smessage' : 'message', this.#onMessage),
+      listen(subscriber, 'close', this.#onLost),
+      listen(subscriber, 'end', this.#onLost),
+      listen(subscriber, 'ready', this.#onReady),
+    );
   }
 
   /** The connection, opened on first use when it is ours. */
@@ -242,7 +248,7 @@ export class FillAnnouncements {
     if (this.#closed) return;
     this.#closed = true;
     this.#listening = false;
-    if (this.#owned) this.#link.client.off('end', this.#onClientEnd);
+    for (const off of this.#unlisten.splice(0)) off();
     const subscriber = this.#subscriber;
     if (subscriber === undefined) return;
     if (this.#owned) {
@@ -251,10 +257,6 @@ export class FillAnnouncements {
       this.#channels.clear();
       return;
     }
-    subscriber.off(this.#sharded ? 'smessage' : 'message', this.#onMessage);
-    subscriber.off('close', this.#onLost);
-    subscriber.off('end', this.#onLost);
-    subscriber.off('ready', this.#onReady);
     const names = [...this.#channels.keys()];
     this.#channels.clear();
     if (names.length === 0 || subscriber.status !== 'ready') return;

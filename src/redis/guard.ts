@@ -26,15 +26,14 @@
  */
 import { HerdcacheError } from '../core/errors';
 import type { BreakerState, CircuitBreaker } from './breaker';
+import { listenOnce, type Emitter } from './connection-events';
 
 /** The part of an ioredis client the guard looks at. */
-export interface Connection {
+export interface Connection extends Emitter {
   readonly status: string;
   /** A standalone client's socket (replaced on each reconnection); none on a Cluster. */
   readonly stream?: unknown;
   connect(): Promise<unknown>;
-  once(event: 'ready', listener: () => void): unknown;
-  off(event: 'ready', listener: () => void): unknown;
 }
 
 export interface CallOptions {
@@ -127,12 +126,11 @@ export class CallGuard {
     this.#readyTimeout = readyTimeout;
     this.#breaker = breaker;
     this.#wasReady = connection.status === 'ready';
-    if (!this.#wasReady) {
-      const onReady = (): void => {
+    // Shared by every store on the client (connection-events.ts): twenty stores, one listener.
+    if (!this.#wasReady)
+      listenOnce(connection, 'ready', () => {
         this.#wasReady = true;
-      };
-      connection.once('ready', onReady);
-    }
+      });
   }
 
   /** The worst state of the store's breaker and of every Cluster master's: which one, nodeHealth() says. */
@@ -237,16 +235,15 @@ export class CallGuard {
     // A lazyConnect client is started as ioredis would on its first command.
     if (connection.status === 'wait') connection.connect().catch(noop);
     return (this.#firstReady ??= new Promise<boolean>((resolve) => {
-      const onReady = (): void => {
+      const off = listenOnce(connection, 'ready', () => {
         clearTimeout(timer);
         resolve(true);
-      };
+      });
       const timer = setTimeout(() => {
-        connection.off('ready', onReady);
+        off();
         resolve(false);
       }, left);
       timer.unref();
-      connection.once('ready', onReady);
     }));
   }
 

@@ -11,6 +11,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Entry } from '../core/freshness';
+import { listen } from './connection-events';
 import { warnIfDenied } from './guard';
 
 export type Change =
@@ -108,6 +109,8 @@ export class Subscription {
   #active = false;
   #attempt = 0;
   #closed = false;
+  /** Removes this subscription's handlers from the connection's shared listeners (connection-events.ts). */
+  readonly #unlisten: (() => void)[];
 
   readonly #onMessage = (channel: string, message: string): void => {
     // A shard channel comes back with the client's keyPrefix, which the channel name does not carry.
@@ -131,10 +134,12 @@ export class Subscription {
     this.#sharded = connection.isCluster === true;
     this.#prefixedChannel = this.#sharded ? (connection.options?.keyPrefix ?? '') + channel : channel;
     this.#events = events;
-    connection.on(this.#sharded ? 'smessage' : 'message', this.#onMessage);
-    connection.on('close', this.#onLost);
-    connection.on('end', this.#onLost);
-    connection.on('ready', this.#onReady);
+    this.#unlisten = [
+      listen(connection, this.#sharded ? 'smessage' : 'message', this.#onMessage),
+      listen(connection, 'close', this.#onLost),
+      listen(connection, 'end', this.#onLost),
+      listen(connection, 'ready', this.#onReady),
+    ];
     this.#subscribe();
   }
 
@@ -166,10 +171,7 @@ export class Subscription {
     this.#closed = true;
     this.#active = false;
     const connection = this.#connection;
-    connection.off(this.#sharded ? 'smessage' : 'message', this.#onMessage);
-    connection.off('close', this.#onLost);
-    connection.off('end', this.#onLost);
-    connection.off('ready', this.#onReady);
+    for (const off of this.#unlisten) off();
     if (connection.status !== 'ready') return;
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise((resolve) => {
