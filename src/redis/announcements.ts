@@ -46,7 +46,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { invalidOption } from '../core/errors';
 import type { LockWatch } from '../core/store';
 import { listen } from './connection-events';
-import { warnIfDenied } from './guard';
+import { warnIfDenied } from './permissions';
 import { hashSlot } from './keys';
 import { shardChannel, standaloneChannel } from './fill-channels';
 import type { RedisLink } from './link';

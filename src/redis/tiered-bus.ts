@@ -12,7 +12,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Entry } from '../core/freshness';
 import { listen } from './connection-events';
-import { warnIfDenied } from './guard';
+import { warnIfDenied } from './permissions';
 
 export type Change =
   | { readonly op: 'set'; readonly keys: readonly string[] }

@@ -14,7 +14,7 @@ import Redis from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
 import { memoryStore } from '../../src/core/memory';
 import type { Store } from '../../src/core/store';
-import { NOPERM_WARNING } from '../../src/redis/guard';
+import { NOPERM_WARNING } from '../../src/redis/permissions';
 import { tagVersionKey } from '../../src/redis/keys';
 import { redisStore } from '../../src/redis/redis-store';
 import { tieredStore } from '../../src/redis/tiered';
