@@ -8,10 +8,11 @@
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
 import { FlightTable, rejected } from './flight';
-import { type Clock, type Entry, makeEntry, physicalTtl, systemClock } from './freshness';
+import { type Clock, type Entry, systemClock } from './freshness';
 import { Observers, notify } from './hooks';
-import { LoadPath, nonEmpty } from './load-path';
-import { boundedKey, boundedKeys } from './long-keys';
+import { Invalidation } from './invalidation';
+import { LoadPath } from './load-path';
+import { boundedKey } from './long-keys';
 import { Loader } from './loader';
 import { CounterSet, type CounterName, type Sink } from './metrics';
 import {
@@ -25,10 +26,8 @@ import {
   checkPositiveInteger,
   givenOr,
   checkSignal,
-  checkTags,
   resolveLockTiming,
   resolvePolicy,
-  storesValues,
   NO_TTL_WARNING,
 } from './options';
 import type { Source } from './item';
@@ -68,6 +67,8 @@ export class Cache implements Registry {
   #recent: (Omit<GetOrComputeOptions, 'signal' | 'tags'> & { readonly computation: Computation }) | undefined;
   /** Every store call goes through it: a failing store is counted, never fails a call. */
   readonly #storeCalls: StoreCalls;
+  /** invalidate, invalidateTags, clear, prime: what abandons fills in flight. */
+  readonly #invalidation: Invalidation;
 
   constructor(options: CacheOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
@@ -105,6 +106,7 @@ export class Cache implements Registry {
         : checkPositiveInteger('maxRefreshes', options.maxRefreshes);
     this.#observers = new Observers(options.hooks);
     this.#storeCalls = new StoreCalls(this.#sources.getOrCompute.counters, this.#observers);
+    this.#invalidation = new Invalidation(store, clock, this.#flights, this.#counters, this.#storeCalls);
     this.#loads = new LoadPath({
       store,
       clock,
@@ -122,7 +124,7 @@ export class Cache implements Registry {
       // Another replica invalidated: a caller arriving after the news must not join a fill here
       // that started before it.
       remoteInvalidation: (keys, tags, all) =>
-        this.#abandon(keys, tags, all, 'another replica invalidated this value while it was filled'),
+        this.#invalidation.abandon(keys, tags, all, 'another replica invalidated this value while it was filled'),
     });
   }
 
@@ -176,7 +178,7 @@ export class Cache implements Registry {
   _computation(options: Omit<GetOrComputeOptions, 'signal'> | undefined): Computation {
     if (options === undefined) return { source: this.#sources.getOrCompute, policy: this.#policy };
     let policy = resolvePolicy(options, this.#policy);
-    if (options.tags !== undefined) policy = { ...policy, tags: this.#checkTags('tags', options.tags) };
+    if (options.tags !== undefined) policy = { ...policy, tags: this.#invalidation.checkTags('tags', options.tags) };
     const label = options.label;
     return { source: label === undefined ? this.#sources.getOrCompute : this.#sources.label(label), policy };
   }
@@ -262,14 +264,8 @@ export class Cache implements Registry {
   }
 
   /** @internal */
-  async _invalidate(keys: readonly string[], source: string, stored = true): Promise<void> {
-    keys = boundedKeys(keys);
-    this.#abandon(keys, [], false, 'the key was invalidated while this fill ran');
-    this.#counters.count(source, 'invalidations', keys.length);
-    if (!stored) return; // a coalesce-only loader's keys are never in the store
-    // The time lets a store refuse the unlocked writes of fills that started before this.
-    const at = this.#clock.now();
-    await this.#storeCalls.call('delete', () => this.#store.delete(keys, { at }));
+  _invalidate(keys: readonly string[], source: string, stored = true): Promise<void> {
+    return this.#invalidation.keys(keys, source, stored);
   }
 
   /**
@@ -277,67 +273,35 @@ export class Cache implements Registry {
    * abandons the fills of tagged values in flight here (their results are not written; their
    * waiters start over). No scan of the keyspace: see the store's invalidateTags.
    */
-  async invalidateTags(tags: readonly string[]): Promise<void> {
-    this.#checkTags('tags', tags);
-    if (tags.length === 0) return;
-    this.#abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
-    this.#counters.count(this.#sources.getOrCompute.name, 'invalidations', tags.length);
-    await this.#storeCalls.call('invalidateTags', () => this.#store.invalidateTags!(tags));
+  invalidateTags(tags: readonly string[]): Promise<void> {
+    return this.#invalidation.tags(tags, this.#sources.getOrCompute.name);
   }
 
   /** @internal validates tags and that the store can invalidate them. */
   _checkTagsSupported(option: string): void {
-    if (this.#store.invalidateTags === undefined) {
-      throw new HerdcacheError(
-        'E_UNSUPPORTED',
-        `herdcache: option "${option}" needs a store with invalidateTags (memoryStore, redisStore, tieredStore); "${this.#store.name}" has none`,
-      );
-    }
-  }
-
-  #checkTags(name: string, tags: unknown): readonly string[] {
-    this._checkTagsSupported(name);
-    return checkTags(name, tags);
+    this.#invalidation.checkTagsSupported(option);
   }
 
   /** @internal writes a value into the shared store now, with its tags (loader.prime). */
-  async _write(
+  _write(
     source: Source,
     key: string,
     value: unknown,
     policy: Policy,
     tags: readonly string[] | undefined,
   ): Promise<void> {
-    if (value === undefined || !storesValues(policy)) return; // coalesce-only: nothing is ever stored
-    key = boundedKey(key);
-    // A fill of this key already in flight computed from older data: it must not write over this.
-    this.#abandon([key], [], false, 'the key was primed while this fill ran');
-    tags = nonEmpty(tags);
-    let tagVersions: number[] | undefined;
-    if (tags !== undefined && this.#store.tagVersions !== undefined) {
-      // As a fill does: the versions current now, so a later invalidateTags makes this a miss.
-      tagVersions = await this.#storeCalls.call('tagVersions', () => this.#store.tagVersions!(tags), source);
-      if (tagVersions === undefined || tagVersions.some(Number.isNaN)) return; // unknown versions: not cached
-    }
-    const now = this.#clock.now();
-    const entry = makeEntry(value, now, policy, { tags, tagVersions });
-    await this.#storeCalls.call(
-      'setMany',
-      () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]),
-      source,
-    );
+    return this.#invalidation.prime(source, key, value, policy, tags);
   }
 
   /** Empties the store and abandons every fill in flight (their waiters start over). */
-  async clear(): Promise<void> {
-    this.#abandon([], [], true, 'the cache was cleared while this fill ran');
-    await this.#storeCalls.call('clear', () => this.#store.clear());
+  clear(): Promise<void> {
+    return this.#invalidation.clear();
   }
 
   /** Abandons fills in flight, rejects later misses and new loaders, closes the store if it can. */
   async close(): Promise<void> {
     this.#loads.closed = true;
-    this.#abandon([], [], true, 'the cache was closed while this fill ran');
+    this.#invalidation.abandon([], [], true, 'the cache was closed while this fill ran');
     await this.#store.close?.();
   }
 
@@ -396,20 +360,6 @@ export class Cache implements Registry {
   #storeProblem(counter: CounterName, key: string, error: unknown, operation: string): void {
     this.#counters.count(this.#sources.nameOfKey(key), counter, 1);
     notify(this.#observers.current.onStoreError, [error, `${operation} ${key}`]);
-  }
-
-  /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */
-  #abandon(keys: readonly string[], tags: readonly string[], all: boolean, why: string): void {
-    const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
-    if (all) {
-      this.#flights.abandonAll(reason);
-      return;
-    }
-    for (const key of keys) {
-      const flight = this.#flights.get(key);
-      if (flight !== undefined) this.#flights.abandon(flight, reason);
-    }
-    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason);
   }
 
   #assertOpen(): void {
