@@ -19,19 +19,20 @@
  * Staleness, in one line: an L1 copy is dropped within the pub/sub delivery time of a change made on
  * any replica, and is never older than l1Ttl whatever happens to pub/sub.
  *
- * This file: options, the store facade (reads, writes, lock) and pub/sub. How copies are made and
- * dropped: tiered-l1.ts; the messages, the subscription and change windows: tiered-bus.ts.
+ * This file: options and the store facade (reads, writes, lock). How copies are made and dropped:
+ * tiered-l1.ts; publishing changes and applying the others': tiered-replicas.ts; the messages, the
+ * subscription and change windows: tiered-bus.ts.
  */
-import { randomBytes } from 'node:crypto';
+// (A value import first: the header above stays out of the published .d.ts, as it always has.)
+import { invalidOption } from '../core/errors';
 import type { Cluster, Redis } from 'ioredis';
-import { HerdcacheError, invalidOption } from '../core/errors';
 import type { Clock, Entry } from '../core/freshness';
 import { MemoryStore, memoryStore } from '../core/memory';
 import { checkKnownKeys, givenOr, optionNames } from '../core/options';
 import type { RedisStore } from './redis-store';
-import { Subscription, decodeMessage, encodeMessages, type Change } from './tiered-bus';
 import { checkSubscriber } from './announcements';
 import { L1Copies, type Candidate } from './tiered-l1';
+import { Replicas } from './tiered-replicas';
 import type { DeleteOptions, FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
 
 export interface TieredStoreOptions {
@@ -152,17 +153,9 @@ class TieredStoreImpl implements TieredStore {
   readonly lock: FillLock;
   readonly #l1: L1Copies;
   readonly #l2: RedisStore;
-  readonly #subscription: Subscription;
-  readonly #channel: string;
-  readonly #maxMessageBytes: number;
+  readonly #replicas: Replicas;
   readonly #now: () => number;
-  /** Tells this replica's messages from the others' (and lets it ignore its own). */
-  readonly #id = randomBytes(8).toString('hex');
-  #reporter: StoreReporter | undefined;
   #closed = false;
-  #published = 0;
-  #publishFailures = 0;
-  #received = 0;
 
   constructor(
     l1: L1Copies,
@@ -174,8 +167,6 @@ class TieredStoreImpl implements TieredStore {
   ) {
     this.#l1 = l1;
     this.#l2 = l2;
-    this.#channel = channel;
-    this.#maxMessageBytes = maxMessageBytes;
     this.#now = now;
     const inner = l2.lock;
     this.lock = {
@@ -185,27 +176,22 @@ class TieredStoreImpl implements TieredStore {
       // The L2's fill announcements, when it has a subscriber: waiters are woken through the tier.
       watch: inner.watch,
     };
-    // Copies made while this replica was deaf may have missed a drop: L1 is emptied both when the
-    // subscription is lost and when it is (re)confirmed.
-    this.#subscription = new Subscription(subscriber, channel, {
-      message: (raw) => this.#apply(raw),
-      lost: () => l1.dropAll(),
-      joined: () => l1.dropAll(),
-    });
+    this.#replicas = new Replicas(l1, l2, subscriber, channel, maxMessageBytes);
   }
 
   get subscribed(): boolean {
-    return this.#subscription.active;
+    return this.#replicas.subscribed;
   }
 
   stats(): TieredStats {
     const l1 = this.#l1;
+    const replicas = this.#replicas;
     return {
-      subscribed: this.#subscription.active,
+      subscribed: replicas.subscribed,
       l1Size: l1.size,
-      published: this.#published,
-      publishFailures: this.#publishFailures,
-      received: this.#received,
+      published: replicas.published,
+      publishFailures: replicas.publishFailures,
+      received: replicas.received,
       l1Clears: l1.clears,
       promoted: l1.promoted,
       refused: l1.refused,
@@ -213,7 +199,7 @@ class TieredStoreImpl implements TieredStore {
   }
 
   bind(reporter: StoreReporter): void {
-    this.#reporter = reporter;
+    this.#replicas.reporter = reporter;
     this.#l2.bind(reporter);
   }
 
@@ -280,14 +266,14 @@ class TieredStoreImpl implements TieredStore {
       throw error;
     }
     this.#l1.promote(window, writes);
-    await this.#publish({ op: 'set', keys });
+    await this.#replicas.publish({ op: 'set', keys });
   }
 
   async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {
     if (keys.length === 0) return;
     this.#l1.dropKeys(keys);
     await this.#l2.delete(keys, options);
-    await this.#publish({ op: 'delete', keys });
+    await this.#replicas.publish({ op: 'delete', keys });
   }
 
   /** Bumps the tags in L2, drops this replica's tagged copies (L1 tag index), tells the others. */
@@ -295,7 +281,7 @@ class TieredStoreImpl implements TieredStore {
     if (tags.length === 0) return;
     this.#l1.dropTags(tags);
     await this.#l2.invalidateTags(tags);
-    await this.#publish({ op: 'tags', tags });
+    await this.#replicas.publish({ op: 'tags', tags });
   }
 
   async clear(): Promise<void> {
@@ -306,7 +292,7 @@ class TieredStoreImpl implements TieredStore {
       // A read issued while the SCAN ran may have copied a value the UNLINK then removed.
       this.#l1.dropAll();
     }
-    await this.#publish({ op: 'clear' });
+    await this.#replicas.publish({ op: 'clear' });
   }
 
   async #acquire(inner: FillLock, keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
@@ -341,62 +327,8 @@ class TieredStoreImpl implements TieredStore {
     // A fenced-out write (lock expired, or removed by an invalidation) is not copied or announced.
     const written = writes.filter((_, i) => landed[i] === true);
     this.#l1.promote(window, written);
-    if (written.length > 0) await this.#publish({ op: 'set', keys: written.map((write) => write.key) });
+    if (written.length > 0) await this.#replicas.publish({ op: 'set', keys: written.map((write) => write.key) });
     return landed;
-  }
-
-  // ── pub/sub ────────────────────────────────────────────────────────────────────────────
-
-  /** Sent after L2 confirmed the change: a replica that drops its copy and re-reads L2 sees it. */
-  async #publish(change: Change): Promise<void> {
-    try {
-      const messages = encodeMessages(this.#id, change, this.#maxMessageBytes);
-      if (messages.length === 1) await this.#l2.publish(this.#channel, messages[0]!);
-      else await Promise.all(messages.map((message) => this.#l2.publish(this.#channel, message)));
-      this.#published += messages.length;
-    } catch (error) {
-      this.#publishFailures++;
-      this.#l1.dropAll();
-      throw new HerdcacheError(
-        'E_STORE_ERROR',
-        `herdcache: tiered store could not publish the ${change.op} to other replicas (their L1 copies live at most l1Ttl): ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
-    }
-  }
-
-  #apply(raw: string): void {
-    const message = decodeMessage(raw);
-    if (message !== undefined && message.from === this.#id) return;
-    this.#received++;
-    // Unreadable (another version of herdcache, a stranger on the channel): assume the worst.
-    const change: Change = message?.change ?? { op: 'clear' };
-    const l1 = this.#l1;
-    switch (change.op) {
-      case 'set':
-        l1.dropKeys(change.keys);
-        return;
-      case 'delete':
-        l1.dropKeys(change.keys);
-        this.#tellRegistry(change.keys, [], false);
-        return;
-      case 'tags':
-        l1.dropTags(change.tags);
-        this.#tellRegistry([], change.tags, false);
-        return;
-      case 'clear':
-        l1.dropAll();
-        this.#tellRegistry([], [], true);
-        return;
-    }
-  }
-
-  #tellRegistry(keys: readonly string[], tags: readonly string[], all: boolean): void {
-    try {
-      this.#reporter?.remoteInvalidation?.(keys, tags, all);
-    } catch {
-      // The registry's hook must not stop this replica from applying the next message.
-    }
   }
 
   /** Unsubscribes (this store's channel, and the L2's fill announcements), leaves the connections open. */
@@ -404,6 +336,6 @@ class TieredStoreImpl implements TieredStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#l1.close();
-    await Promise.all([this.#subscription.close(), this.#l2.close()]);
+    await Promise.all([this.#replicas.close(), this.#l2.close()]);
   }
 }
