@@ -10,6 +10,7 @@
 import type { Cache } from '../core/cache';
 import { invalidArgument, invalidOption } from '../core/errors';
 import { Loader } from '../core/loader';
+import { checkKnownKeys, optionNames } from '../core/options';
 import type { RequestScope, ScopedLoader } from '../core/scope';
 import type { Counters } from '../core/types';
 
@@ -131,6 +132,12 @@ export interface HerdcacheContextOptions<L extends Record<string, AnyLoader>> {
   signal?: AbortSignal;
 }
 
+const CONTEXT_OPTIONS = optionNames<HerdcacheContextOptions<Record<never, AnyLoader>>>({
+  cache: true,
+  loaders: true,
+  signal: true,
+});
+
 /** What herdcacheContext() returns: spread it into (or return it as) the operation's context. */
 export interface HerdcacheContext<L extends Record<string, AnyLoader> = Record<never, AnyLoader>> {
   /** The operation's request scope: `scope.getOrCompute(key, fill, { ttl, label })`, `scope.load(loader, key)`, `scope.stats()`. */
@@ -154,6 +161,7 @@ export function herdcacheContext<L extends Record<string, AnyLoader> = Record<ne
 ): HerdcacheContext<L> {
   if (options === null || typeof options !== 'object')
     throw invalidArgument('options', options, 'an object with a "cache"');
+  checkKnownKeys('herdcacheContext()', options, CONTEXT_OPTIONS);
   const { cache, loaders, signal } = options;
   checkCache(cache);
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidOption('signal', signal, 'an AbortSignal');

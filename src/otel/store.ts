@@ -22,7 +22,7 @@ const TAGGED = ['invalidateTags', 'tagVersions'] as const;
 export function tracedStore<S extends Store>(store: S, options?: TracingOptions): S {
   if (store === null || typeof store !== 'object' || typeof store.getMany !== 'function')
     throw invalidArgument('store', store, 'a Store (memoryStore(), redisStore(...), tieredStore(...))');
-  const tracer = tracerOf(options);
+  const tracer = tracerOf(options, 'tracedStore()');
   const name = store.name;
   const own = new Map<PropertyKey, unknown>();
   for (const method of KEYED) {

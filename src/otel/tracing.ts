@@ -13,6 +13,7 @@
  */
 import { type Attributes, type Span, type Tracer, SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { invalidArgument, invalidOption } from '../core/errors';
+import { checkKnownKeys, optionNames } from '../core/options';
 import type { CacheHooks, FillInfo } from '../core/types';
 
 export const TRACER_NAME = 'herdcache';
@@ -26,9 +27,13 @@ export interface TracingOptions {
 export const FILL_SPAN = 'herdcache.fill';
 export const STORE_SPAN_PREFIX = 'herdcache.store.';
 
-export function tracerOf(options: TracingOptions | undefined): Tracer {
+const TRACING_OPTIONS = optionNames<TracingOptions>({ tracer: true });
+
+/** The tracer of `where`'s options (tracingHooks(), tracedStore()), validated: unknown names refused. */
+export function tracerOf(options: TracingOptions | undefined, where: string): Tracer {
   if (options !== undefined && (options === null || typeof options !== 'object'))
     throw invalidArgument('options', options, 'an object');
+  if (options !== undefined) checkKnownKeys(where, options, TRACING_OPTIONS);
   const tracer = options?.tracer;
   if (tracer === undefined) return trace.getTracer(TRACER_NAME);
   if (tracer === null || typeof tracer !== 'object' || typeof tracer.startSpan !== 'function')
@@ -45,7 +50,7 @@ export function tracerOf(options: TracingOptions | undefined): Tracer {
  * joined a fill already in flight), `herdcache.failures`; its status is ERROR when a key failed.
  */
 export function tracingHooks(options?: TracingOptions): CacheHooks {
-  const tracer = tracerOf(options);
+  const tracer = tracerOf(options, 'tracingHooks()');
   return {
     wrapFill<T>(fill: () => Promise<T>, info: FillInfo): Promise<T> {
       const span = tracer.startSpan(FILL_SPAN, {

@@ -7,10 +7,11 @@ import { Registry } from 'prom-client';
 import Redis from 'ioredis';
 import { createCache, memoryStore, HerdcacheError } from 'herdcache';
 import { redisStore, tieredStore } from 'herdcache/redis';
-import { cachedDirectiveTransformer, cachedDirectiveTypeDefs } from 'herdcache/graphql';
+import { cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from 'herdcache/graphql';
 import { herdcachePlugin } from 'herdcache/apollo';
 import { useHerdcache } from 'herdcache/envelop';
 import { herdcacheMetrics, prometheusMetrics } from 'herdcache/prometheus';
+import { tracedStore, tracingHooks } from 'herdcache/otel';
 
 function refusal(call: () => unknown): HerdcacheError {
   try {
@@ -96,6 +97,27 @@ describe('unknown option names are refused', () => {
     expect((await rejection(() => prometheusMetrics({ registry, maxOperationLabel: 5 } as never))).message).toContain(
       'prometheusMetrics(): unknown option "maxOperationLabel"',
     );
+  });
+});
+
+describe('the per-operation context and the OpenTelemetry helpers refuse unknown names too', () => {
+  test('herdcacheContext({ loadres }) would have given a context without its loaders', () => {
+    const cache = createCache();
+    const user = cache.loader({ name: 'user', batch });
+    const error = refusal(() => herdcacheContext({ cache, loadres: { user } } as never));
+    expect(error.message).toContain('herdcacheContext(): unknown option "loadres"');
+    expect(error.message).toContain('Did you mean "loaders"?');
+    expect(herdcacheContext({ cache, loaders: { user } }).loaders.user).toBeDefined();
+  });
+
+  test('tracingHooks() and tracedStore()', () => {
+    expect(refusal(() => tracingHooks({ tracr: undefined } as never)).message).toContain(
+      'tracingHooks(): unknown option "tracr"',
+    );
+    expect(refusal(() => tracedStore(memoryStore(), { tracr: undefined } as never)).message).toContain(
+      'tracedStore(): unknown option "tracr"',
+    );
+    expect(() => tracingHooks({})).not.toThrow();
   });
 });
 
