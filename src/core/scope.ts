@@ -14,12 +14,12 @@ import { isNamespacedKey, reservedKeyError } from './namespaces';
 import { GET_OR_COMPUTE_OPTIONS, checkKnownKeys, checkSignal } from './options';
 import { type CounterName, RequestCounters, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
-import { type LoaderScope, ScopedLoader, type ScopedLoaderOptions } from './scoped-loader';
+import { ScopedLoader, type ScopedLoaderOptions } from './scoped-loader';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
 
 export { ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './scoped-loader';
 
-export class RequestScope implements Sink, LoaderScope {
+export class RequestScope implements Sink {
   readonly #registry: Registry;
   // Made on first use: a request that never touches one of them pays nothing for it.
   #loaders: Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;

@@ -157,7 +157,8 @@ function passThrough<V>(value: V): V {
 }
 
 /**
- * @internal What a scoped loader needs of its request scope (RequestScope, scope.ts, implements it):
+ * @internal What a scoped loader needs of its request scope (RequestScope, scope.ts, has it; not
+ * named in its `implements`, so the published types, where this is stripped, never mention it):
  * declared here so the arrow points one way, scope → scoped loader.
  */
 export interface LoaderScope {
