@@ -2,8 +2,9 @@
  * The Redis store: entries shared by every replica, and the fill lock that lets one replica fill
  * a key while the others wait for its value.
  *
- * This file: options, and the store's reads, writes, tags and clear. The fill lock: redis-lock.ts;
- * what both share (client, guard, key names, slots, codec): link.ts.
+ * This file: the store's reads, writes, tags and clear. Its options, defaults and their checks:
+ * redis-store-options.ts; the fill lock: redis-lock.ts; what both share (client, guard, key names,
+ * slots, codec): link.ts.
  *
  * Round trips: a batch read is one MGET, a batch write one pipeline, a batch of lock attempts one
  * script call (in a Cluster: one per hash slot, sent in parallel). Freshness travels inside the
@@ -25,78 +26,22 @@
  * expiries, and why they cannot bring an invalidated value back: tags.ts.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { HerdcacheError, invalidOption } from '../core/errors';
-import { CircuitBreaker, type BreakerOptions, type BreakerState } from './breaker';
-import { jsonCodec, type Codec } from './codec';
+import { HerdcacheError } from '../core/errors';
+import type { BreakerState } from './breaker';
 import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts';
-import { CallGuard, MAX_TIMEOUT, storeError, writeTimeout, type NodeHealth } from './guard';
-import { readVersion, TAG_TTL_DEFAULT, versionKeyTtl } from './tags';
-import { escapeGlob, groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, MIN_KEY_LENGTH, pick } from './keys';
-import { MAX_DURATION, checkKnownKeys, checkNestedKeys, checkPositiveInteger, optionNames } from '../core/options';
+import { CallGuard, storeError, writeTimeout, type NodeHealth } from './guard';
+import { readVersion, versionKeyTtl } from './tags';
+import { groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, pick } from './keys';
+import { clearPrefix } from './redis-clear';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
 import { reconnectOnReadOnly } from './reconnect';
-import { checkSubscriber, FillAnnouncements, type WakeStats } from './announcements';
+import { FillAnnouncements, type WakeStats } from './announcements';
+import { resolveRedisStoreOptions, type RedisStoreOptions } from './redis-store-options';
 import type { Entry } from '../core/freshness';
 import type { DeleteOptions, FillLock, Store, StoreReporter, StoreWrite } from '../core/store';
 
-export interface RedisStoreOptions {
-  /** The user's ioredis client, `Redis` or `Cluster`. Connected and owned by the user. */
-  client: Redis | Cluster;
-  /** Prepended to every key; must not contain '{' or '}' (the keys' hash tag). Default "herdcache:". */
-  prefix?: string;
-  /** How entries become payloads. Default: JSON with a format version (`jsonCodec`). */
-  codec?: Codec;
-  /**
-   * Milliseconds any store call may take before it rejects with E_STORE_TIMEOUT; a write is given
-   * 1 ms more per 4 KiB of its payloads (an 8 MiB value: 2,048 ms more), and a call whose reply is
-   * still arriving (a read of a large value) more slices of this, while bytes keep coming, up to
-   * the budget of a `maxValueBytes` write (standalone Redis; see guard.ts). Default 250.
-   */
-  commandTimeout?: number;
-  /**
-   * A value whose payload (as the codec encodes it) is larger than this many bytes is not stored:
-   * answered to its callers, counted in `oversized` and `encodeErrors`, reported to onStoreError
-   * (E_VALUE_TOO_LARGE). So no read has to move more than this per key. Default 16 MiB.
-   */
-  maxValueBytes?: number;
-  /**
-   * Milliseconds calls wait for a client that has never been ready yet (still connecting right
-   * after `new Redis(...)`) to become ready, counted from the first call that waits; then they
-   * fail fast as for a client that lost its connection. 0: never wait. Default 2000.
-   */
-  readyTimeout?: number;
-  /**
-   * Milliseconds a key remembers its last `invalidate` (a small marker key), so a fill made without
-   * the fill lock that started before the invalidation cannot cache its result afterwards. A fill
-   * that runs longer than this after the invalidation is no longer fenced. Default 60000.
-   */
-  invalidationWindow?: number;
-  /**
-   * Circuit breaker, or `false` for none. Default `{ threshold: 5, coolDown: 250, maxCoolDown: 5000 }`:
-   * open after 5 consecutive failures, one trial call after 250 ms, doubled after each failed
-   * trial up to 5 s; closed at once when the client reconnects (see guard.ts).
-   */
-  breaker?: BreakerOptions | false;
-  /** Keys longer than this many characters are stored under a sha256 of the key. Default 256. */
-  maxKeyLength?: number;
-  /**
-   * Milliseconds. A tagged entry is kept at most this long (its PX is clamped to it), and a tag's
-   * version key expires 2 × tagTtl after the tag's last invalidation, so a tag invalidated once
-   * costs one key for a bounded time (tags.ts says why both). Default 7 days.
-   */
-  tagTtl?: number;
-  /**
-   * Pub/sub, to wake replicas waiting on a fill lock the moment the value lands instead of after
-   * their poll backoff. Default: the store opens a connection of its own (`client.duplicate()`; a
-   * Cluster: `client.duplicate([], { shardedSubscribers: true })`, Redis 7 sharded pub/sub) the
-   * first time this process waits on another's lock, and closes it on close() (`cache.close()`)
-   * or when `client` ends. A connection given here is used instead and stays the user's (the store
-   * subscribes and unsubscribes, never quits it; the same one can serve a tieredStore). `false`:
-   * no subscriber, waiters poll. See announcements.ts.
-   */
-  subscriber?: Redis | Cluster | false;
-}
+export type { RedisStoreOptions } from './redis-store-options';
 
 /** How waiting on other replicas' fill locks went (see RedisStoreOptions.subscriber). */
 export interface RedisWaitStats extends WakeStats {
@@ -144,128 +89,11 @@ export interface RedisStore extends Store {
   close(): Promise<void>;
 }
 
-const DEFAULTS = {
-  prefix: 'herdcache:',
-  commandTimeout: 250,
-  readyTimeout: 2000,
-  invalidationWindow: 60_000,
-  threshold: 5,
-  coolDown: 250,
-  maxCoolDown: 5000,
-  maxKeyLength: 256,
-  tagTtl: TAG_TTL_DEFAULT,
-  maxValueBytes: 16 * 1024 * 1024,
-} as const;
-/** SCAN page size hint for clear(): large enough to be quick, small enough not to block Redis. */
-const SCAN_COUNT = 1000;
-
 /** The assembled result of a call whose replies say nothing beyond success. */
 function none(): void {}
 
-const REDIS_STORE_OPTIONS = optionNames<RedisStoreOptions>({
-  client: true,
-  prefix: true,
-  codec: true,
-  commandTimeout: true,
-  readyTimeout: true,
-  invalidationWindow: true,
-  breaker: true,
-  maxKeyLength: true,
-  tagTtl: true,
-  subscriber: true,
-  maxValueBytes: true,
-});
-
-const BREAKER_OPTIONS = optionNames<BreakerOptions>({ threshold: true, coolDown: true, maxCoolDown: true });
-
 export function redisStore(options: RedisStoreOptions): RedisStore {
-  if (options === null || typeof options !== 'object')
-    throw invalidOption('options', options, 'an object with a "client"');
-  checkKnownKeys('redisStore()', options, REDIS_STORE_OPTIONS);
-  const {
-    client,
-    prefix = DEFAULTS.prefix,
-    codec = jsonCodec,
-    commandTimeout = DEFAULTS.commandTimeout,
-    readyTimeout = DEFAULTS.readyTimeout,
-    invalidationWindow = DEFAULTS.invalidationWindow,
-    breaker,
-    maxKeyLength = DEFAULTS.maxKeyLength,
-    tagTtl = DEFAULTS.tagTtl,
-    subscriber,
-    maxValueBytes = DEFAULTS.maxValueBytes,
-  } = options;
-  const candidate = client as Partial<Redis> | null | undefined;
-  if (
-    candidate === null ||
-    typeof candidate !== 'object' ||
-    typeof candidate.defineCommand !== 'function' ||
-    typeof candidate.mget !== 'function' ||
-    typeof candidate.status !== 'string'
-  ) {
-    throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
-  }
-  if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
-    throw invalidOption('prefix', prefix, "a string without '{' or '}' (they would change the keys' Cluster hash tag)");
-  }
-  if (
-    codec === null ||
-    typeof codec !== 'object' ||
-    typeof codec.encode !== 'function' ||
-    typeof codec.decode !== 'function'
-  ) {
-    throw invalidOption('codec', codec, 'an object with encode(entry) and decode(raw) functions');
-  }
-  if (typeof commandTimeout !== 'number' || !(commandTimeout > 0) || commandTimeout > MAX_TIMEOUT) {
-    throw invalidOption('commandTimeout', commandTimeout, `a number of milliseconds in (0, ${MAX_TIMEOUT}]`);
-  }
-  if (typeof readyTimeout !== 'number' || !(readyTimeout >= 0) || readyTimeout > MAX_TIMEOUT) {
-    throw invalidOption('readyTimeout', readyTimeout, `a number of milliseconds in [0, ${MAX_TIMEOUT}]`);
-  }
-  if (!Number.isSafeInteger(invalidationWindow) || invalidationWindow < 1 || invalidationWindow > MAX_DURATION) {
-    throw invalidOption(
-      'invalidationWindow',
-      invalidationWindow,
-      'a positive integer number of milliseconds, at most 1e15',
-    );
-  }
-  if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH) {
-    throw invalidOption(
-      'maxKeyLength',
-      maxKeyLength,
-      `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`,
-    );
-  }
-  if (!Number.isSafeInteger(tagTtl) || tagTtl < 1 || 2 * tagTtl > Number.MAX_SAFE_INTEGER) {
-    throw invalidOption('tagTtl', tagTtl, 'a positive integer number of milliseconds');
-  }
-  checkPositiveInteger('maxValueBytes', maxValueBytes);
-  if (subscriber !== undefined && subscriber !== false) checkSubscriber('subscriber', subscriber, client);
-  let newBreaker: (() => CircuitBreaker) | undefined;
-  if (breaker !== false) {
-    if (breaker !== undefined && (breaker === null || typeof breaker !== 'object')) {
-      throw invalidOption('breaker', breaker, 'false or an object { threshold?, coolDown?, maxCoolDown? }');
-    }
-    if (breaker !== undefined) checkNestedKeys('redisStore()', 'breaker', breaker, BREAKER_OPTIONS);
-    const { threshold = DEFAULTS.threshold, coolDown = DEFAULTS.coolDown } = breaker ?? {};
-    // The cap defaults to the larger of 5 s and the first cool-down (a long one given alone stays as given).
-    const maxCoolDown =
-      breaker?.maxCoolDown ?? Math.max(DEFAULTS.maxCoolDown, typeof coolDown === 'number' ? coolDown : 0);
-    if (!Number.isInteger(threshold) || threshold < 1)
-      throw invalidOption('breaker.threshold', threshold, 'an integer >= 1');
-    if (typeof coolDown !== 'number' || !(coolDown >= 0) || !Number.isFinite(coolDown)) {
-      throw invalidOption('breaker.coolDown', coolDown, 'a finite number of milliseconds >= 0');
-    }
-    if (typeof maxCoolDown !== 'number' || !(maxCoolDown >= coolDown) || !Number.isFinite(maxCoolDown)) {
-      throw invalidOption(
-        'breaker.maxCoolDown',
-        maxCoolDown,
-        `a finite number of milliseconds >= coolDown (${coolDown})`,
-      );
-    }
-    // One per store, and in a Cluster one per master (see CallGuard.runGroups).
-    newBreaker = () => new CircuitBreaker(threshold, coolDown, maxCoolDown);
-  }
+  const { client, commandTimeout, invalidationWindow, subscriber, ...rest } = resolveRedisStoreOptions(options);
   const link = new RedisLink(
     client,
     // A reply still arriving is waited for as long as the largest value may take to move (guard.ts).
@@ -273,15 +101,15 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       'redis',
       client,
       commandTimeout,
-      readyTimeout,
-      newBreaker,
-      writeTimeout(commandTimeout, maxValueBytes),
+      rest.readyTimeout,
+      rest.newBreaker,
+      writeTimeout(commandTimeout, rest.maxValueBytes),
     ),
-    prefix,
-    codec,
-    maxKeyLength,
-    tagTtl,
-    maxValueBytes,
+    rest.prefix,
+    rest.codec,
+    rest.maxKeyLength,
+    rest.tagTtl,
+    rest.maxValueBytes,
   );
   // A connection to a demoted master refuses every lock call: reconnect it (reconnect.ts).
   link.guard.onReplyError = reconnectOnReadOnly(client);
@@ -405,7 +233,7 @@ class RedisStoreImpl implements RedisStore {
       sinces.push(write.since);
     }
     if (keys.length === 0) return;
-    // Admitted only once something will be sent (see clear()).
+    // Admitted only once something will be sent (see redis-clear.ts).
     // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
     const groups = link.cluster ? groupPositions(keys.length, (i) => link.nodeOf(keys[i]!)) : null;
     const client = link.client;
@@ -542,33 +370,11 @@ class RedisStoreImpl implements RedisStore {
   }
 
   /**
-   * Removes every key under this store's prefix: SCAN + UNLINK page by page (on every master in
-   * a Cluster), never KEYS. An admin operation: it walks the keyspace, each command bounded by
-   * `commandTimeout`, and keys written while it runs may survive it.
+   * Removes every key under this store's prefix: SCAN + UNLINK page by page, never KEYS (see
+   * clearPrefix, redis-clear.ts).
    */
   async clear(): Promise<void> {
     this.lock.flushWrites();
-    const link = this.#link;
-    const guard = link.guard;
-    const pattern = `${escapeGlob(link.clientPrefix + link.prefix)}{*`;
-    // Each page is admitted once, right before the command that settles it: a half-open breaker
-    // admits one trial, and an admission that sends nothing would hold that trial forever.
-    const nodes = link.cluster ? (link.client as Cluster).nodes('master') : [link.client as Redis];
-    const strip = link.clientPrefix.length;
-    for (const node of nodes) {
-      let cursor = '0';
-      do {
-        const [next, found] = await guard.run('clear', () => node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT));
-        cursor = next;
-        if (found.length === 0) continue;
-        // The client adds its keyPrefix again on UNLINK: hand it the keys without it.
-        const keys = strip === 0 ? found : found.map((key) => key.slice(strip));
-        const groups = link.slotGroups(keys);
-        const client = link.client;
-        await guard.run('clear', () =>
-          link.perGroup(groups, (indices) => client.unlink(indices === null ? keys : pick(keys, indices))),
-        );
-      } while (cursor !== '0');
-    }
+    await clearPrefix(this.#link);
   }
 }
