@@ -133,8 +133,8 @@ JS
 check_entry herdcache "createCache memoryStore manualClock jitteredTtl HerdcacheError Cache Loader RequestScope"
 check_entry herdcache/redis "redisStore tieredStore jsonCodec" ioredis
 check_entry herdcache/graphql "cachedDirectiveTransformer cachedDirectiveTypeDefs herdcacheDirectives cachedDirective invalidatesDirective CacheScopeEnum herdcacheContext requestScope cacheReport cachedFieldKey" graphql
-check_entry herdcache/apollo "herdcachePlugin" @apollo/server graphql prom-client
-check_entry herdcache/envelop "useHerdcache" @envelop/core graphql prom-client
+check_entry herdcache/apollo "herdcachePlugin" @apollo/server graphql
+check_entry herdcache/envelop "useHerdcache" @envelop/core graphql
 check_entry herdcache/prometheus "herdcacheMetrics prometheusMetrics" prom-client
 check_entry herdcache/otel "tracingHooks tracedStore" @opentelemetry/api
 await_all

@@ -10,9 +10,8 @@
  * Only types come from @apollo/server: it is an optional peer and this module loads without it.
  */
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
-import type { Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
-import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
+import { type MetricsRegistry, OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
 import {
@@ -34,7 +33,7 @@ export interface HerdcachePluginOptions<TContext = any> {
    */
   extensions?: boolean;
   /** prom-client Registry to register herdcache's metrics on (needs prom-client installed). Default: no metrics. */
-  registry?: Registry;
+  registry?: MetricsRegistry;
   /** Distinct `operation` label values before the rest count as "other". Default 100. */
   maxOperationLabels?: number;
   /**

@@ -12,9 +12,8 @@
  */
 import type { Plugin } from '@envelop/core';
 import type { DocumentNode, ExecutionResult } from 'graphql';
-import type { Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
-import { OperationReporting, checkPluginOptions } from '../graphql/reporting';
+import { type MetricsRegistry, OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
 import {
@@ -33,7 +32,7 @@ export interface UseHerdcacheOptions<TContext = any> {
   /** Adds `extensions.cache` ({ total, sources }) to every result. Default: on outside production (`NODE_ENV`, read at creation). */
   extensions?: boolean;
   /** prom-client Registry to register herdcache's metrics on (needs prom-client installed). Default: no metrics. */
-  registry?: Registry;
+  registry?: MetricsRegistry;
   /** Distinct `operation` label values before the rest count as "other". Default 100. */
   maxOperationLabels?: number;
   /** Caches whole responses too (off by default): `true` or options; a hit skips execution. See docs/response-cache.md. */

@@ -17,6 +17,16 @@ import { checkBoolean, checkKnownKeys } from '../core/options';
 import { type CacheReport, type OperationCache, attachOperation, checkCache, detachOperation } from './request';
 
 /** Where operations' reports go besides the response (herdcache/prometheus's HerdcacheMetrics). */
+/**
+ * A prom-client `Registry`, as far as the plugins' option types name one: structural, so that the
+ * types of herdcache/apollo and herdcache/envelop compile without prom-client installed (it is
+ * needed only for metrics). A real Registry is checked when the plugin is made.
+ */
+export interface MetricsRegistry {
+  getSingleMetric(name: string): unknown;
+  registerMetric(metric: never): void;
+}
+
 export interface OperationRecorder {
   recordOperation(operationName: string | null | undefined, report: CacheReport): void;
   /** One operation's response-cache outcome (herdcache_responses_total). */

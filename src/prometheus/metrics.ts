@@ -15,6 +15,7 @@ import type { Counter, Histogram, Registry } from 'prom-client';
 import type { Cache } from '../core/cache';
 import { HerdcacheError, invalidOption } from '../core/errors';
 import type { CacheReport, CacheReportCounters } from '../graphql/request';
+import type { MetricsRegistry } from '../graphql/reporting';
 import { checkKnownKeys, checkPositiveInteger, optionNames } from '../core/options';
 
 export type PromClient = typeof import('prom-client');
@@ -221,7 +222,7 @@ export async function prometheusMetrics(options: PrometheusMetricsOptions): Prom
  * and returns the function that loads the metrics later, or undefined when no registry is given.
  */
 export function operationRecorder(options: {
-  registry?: Registry;
+  registry?: MetricsRegistry;
   maxOperationLabels?: number;
 }): (() => Promise<HerdcacheMetrics>) | undefined {
   const { registry, maxOperationLabels = DEFAULT_MAX_OPERATION_LABELS } = options;
