@@ -14,11 +14,8 @@
  * after its ready check) closes every breaker, and the late reply of a call that timed out (a
  * stall is over) makes the next call the trial. So the fill lock is back within milliseconds of
  * Redis, not after a fixed cool-down, while a Redis that is down still costs no waiting.
- * After sending: the call rejects with E_STORE_TIMEOUT when the answer takes longer than the
- * timeout: the command timeout, plus 1 ms per 4 KiB for a call that sends a large payload (a write of
- * an 8 MB value on a busy machine takes longer than 250 ms to move, and would be refused on every fill). The verdict is deferred past the event loop's poll phase (setImmediate): when the
- * loop was blocked longer than the timeout, the timer and the reply are both due, and timers run
- * first; the reply, already in the socket, wins. Every outcome of an admitted call feeds the breaker.
+ * After sending: the call is bounded by its timeout (call-timeout.ts: the command timeout, more for
+ * a large payload or a reply still arriving); every outcome of an admitted call feeds the breaker.
  *
  * In a Cluster a batch is one call per hash slot group (runGroups): each group is admitted by, and
  * feeds, the breaker of the master serving it, and settles on its own, so a dead or slow master
@@ -26,8 +23,8 @@
  */
 import { HerdcacheError } from '../core/errors';
 import type { BreakerState, CircuitBreaker } from './breaker';
+import { boundCall, type CallBounds } from './call-timeout';
 import { listenOnce, type Emitter } from './connection-events';
-import { warnIfDenied } from './permissions';
 
 /** The part of an ioredis client the guard looks at. */
 export interface Connection extends Emitter {
@@ -57,18 +54,6 @@ export interface CallOptions {
   readonly bytes?: number;
 }
 
-/** Bytes a write may move per millisecond of its budget beyond the command timeout. */
-export const BYTES_PER_MS = 4096;
-
-/** setTimeout's ceiling; a longer timeout would fire at once. */
-export const MAX_TIMEOUT = 2 ** 31 - 1;
-
-/** The budget of a call sending `bytes`: the command timeout + 1 ms per 4 KiB. */
-export function writeTimeout(commandTimeout: number, bytes: number | undefined): number {
-  if (bytes === undefined || bytes < BYTES_PER_MS) return commandTimeout;
-  return Math.min(MAX_TIMEOUT, commandTimeout + Math.ceil(bytes / BYTES_PER_MS));
-}
-
 /** What runGroups settled: a value per group (undefined where it failed), and the first failure. */
 export interface GroupOutcome<T> {
   readonly values: (T | undefined)[];
@@ -88,7 +73,7 @@ const noop = (): void => {};
 export class CallGuard {
   readonly #connection: Connection;
   readonly #timeout: number;
-  /** The longest a call is waited for while its reply keeps arriving (see #bound). */
+  /** The longest a call is waited for while its reply keeps arriving (see boundCall, call-timeout.ts). */
   readonly #arrivingTimeout: number;
   readonly #readyTimeout: number;
   readonly #breaker: CircuitBreaker | undefined;
@@ -198,7 +183,7 @@ export class CallGuard {
       }
       const late = onLate === undefined ? undefined : (value: unknown) => onLate(value, g);
       pending.push(
-        this.#bound(on, send(g), breaker, late, options?.bytes).then(
+        boundCall(this.#bounds(), on, send(g), breaker, late, options?.bytes).then(
           (value) => {
             values[g] = value;
           },
@@ -265,7 +250,8 @@ export class CallGuard {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#bound(op, send(), breaker, options?.onLate, options?.bytes);
+    const pending = send();
+    return boundCall(this.#bounds(), op, pending, breaker, options?.onLate, options?.bytes);
   }
 
   async #afterFirstReady<T>(op: string, send: () => Promise<T>, options: CallOptions | undefined): Promise<T> {
@@ -273,7 +259,8 @@ export class CallGuard {
     // Ready now, or the budget is spent: from here on, the usual rules (fail fast if not ready).
     const breaker = options?.releases === true ? undefined : this.#breaker;
     this.#check(op, breaker);
-    return this.#bound(op, send(), breaker, options?.onLate, options?.bytes);
+    const pending = send();
+    return boundCall(this.#bounds(), op, pending, breaker, options?.onLate, options?.bytes);
   }
 
   #reconnected(): void {
@@ -319,91 +306,14 @@ export class CallGuard {
     }
   }
 
-  /**
-   * Settles with `pending` or rejects with E_STORE_TIMEOUT, whichever comes first, and feeds the
-   * breaker. A late answer is still observed (so a late rejection never becomes an unhandled one)
-   * and is handed to `onLate` if given: the call already failed as far as anyone is concerned.
-   *
-   * A reply still arriving is waited for: a read cannot know its size before it is answered (an
-   * MGET of an 8 MiB value takes longer than 250 ms to move on a busy machine). When the timeout
-   * is due and the connection received bytes since the call was sent (or since the last such
-   * check), the call gets another `timeout`, up to `arrivingTimeout` in all: replies come in order
-   * on a connection, so bytes arriving are progress toward this one, while a stalled or paused
-   * Redis sends nothing and still fails the call at `timeout`. A Cluster has no single connection:
-   * its calls keep the plain timeout.
-   */
-  #bound<T>(
-    op: string,
-    pending: Promise<T>,
-    breaker: CircuitBreaker | undefined,
-    onLate: ((value: unknown, group: number) => void) | undefined,
-    bytes: number | undefined,
-  ): Promise<T> {
-    const timeout = writeTimeout(this.#timeout, bytes);
-    const name = this.#name;
-    const socket = this.#connection.stream as { readonly bytesRead?: unknown } | undefined;
-    let received = typeof socket?.bytesRead === 'number' ? socket.bytesRead : undefined;
-    let waited = timeout;
-    const longest = Math.max(timeout, this.#arrivingTimeout);
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      let timedOut = false;
-      let timer: NodeJS.Timeout;
-      const verdict = (): void => {
-        if (settled) return;
-        if (received !== undefined && waited < longest) {
-          const now = socket!.bytesRead as number;
-          if (now > received) {
-            received = now;
-            const more = Math.min(this.#timeout, longest - waited);
-            waited += more;
-            arm(more);
-            return;
-          }
-        }
-        settled = true;
-        timedOut = true;
-        breaker?.failure();
-        reject(new HerdcacheError('E_STORE_TIMEOUT', `herdcache: ${name} ${op} timed out after ${waited} ms`));
-      };
-      const arm = (ms: number): void => {
-        // setImmediate runs after the poll phase that reads a reply already waiting in the socket.
-        timer = setTimeout(() => setImmediate(verdict), ms);
-        // The pending command keeps its socket alive anyway; the timer alone must not hold a process.
-        timer.unref();
-      };
-      arm(timeout);
-      pending.then(
-        (value) => {
-          if (settled) {
-            if (!timedOut) return;
-            // Redis answers again (a stall is over): the cool-down ends, the next call is the trial.
-            breaker?.answered();
-            if (onLate !== undefined) onLate(value, 0);
-            return;
-          }
-          settled = true;
-          clearTimeout(timer);
-          breaker?.success();
-          resolve(value);
-        },
-        (error: unknown) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          breaker?.failure();
-          warnIfDenied(op, error);
-          reject(storeError(name, op, error));
-          this.onReplyError?.(error);
-        },
-      );
-    });
+  /** What bounds a call sent now (call-timeout.ts): the socket is the one it goes out on. */
+  #bounds(): CallBounds {
+    return {
+      name: this.#name,
+      timeout: this.#timeout,
+      arrivingTimeout: this.#arrivingTimeout,
+      socket: this.#connection.stream,
+      onReplyError: (error) => this.onReplyError?.(error),
+    };
   }
-}
-
-/** Errors from the client get a code; the original stays reachable as `cause`. */
-export function storeError(name: string, op: string, error: unknown): HerdcacheError {
-  if (error instanceof HerdcacheError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new HerdcacheError('E_STORE_ERROR', `herdcache: ${name} ${op} failed: ${message}`, { cause: error });
 }

@@ -182,7 +182,7 @@ export class RedisFillLock implements FillLock {
       );
     };
     // A failed group's writes are undefined (not known to have landed, locks maybe still held).
-    // Timed by what it sends: a large value takes longer than commandTimeout to move (see guard.ts).
+    // Timed by what it sends: a large value takes longer than commandTimeout to move (see call-timeout.ts).
     const sending = link.sending(args);
     return link.call(
       'lock.writeAndRelease',

@@ -8,7 +8,7 @@ import { MAX_DURATION, checkKnownKeys, checkNestedKeys, checkPositiveInteger, op
 import { checkSubscriber } from './announcements';
 import { CircuitBreaker, type BreakerOptions } from './breaker';
 import { jsonCodec, type Codec } from './codec';
-import { MAX_TIMEOUT } from './guard';
+import { MAX_TIMEOUT } from './call-timeout';
 import { MIN_KEY_LENGTH } from './keys';
 import { TAG_TTL_DEFAULT } from './tags';
 
@@ -23,7 +23,7 @@ export interface RedisStoreOptions {
    * Milliseconds any store call may take before it rejects with E_STORE_TIMEOUT; a write is given
    * 1 ms more per 4 KiB of its payloads (an 8 MiB value: 2,048 ms more), and a call whose reply is
    * still arriving (a read of a large value) more slices of this, while bytes keep coming, up to
-   * the budget of a `maxValueBytes` write (standalone Redis; see guard.ts). Default 250.
+   * the budget of a `maxValueBytes` write (standalone Redis; see call-timeout.ts). Default 250.
    */
   commandTimeout?: number;
   /**

@@ -29,7 +29,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError } from '../core/errors';
 import type { BreakerState } from './breaker';
 import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts';
-import { CallGuard, storeError, writeTimeout, type NodeHealth } from './guard';
+import { CallGuard, type NodeHealth } from './guard';
+import { storeError, writeTimeout } from './call-timeout';
 import { readVersion, versionKeyTtl } from './tags';
 import { groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, pick } from './keys';
 import { clearPrefix } from './redis-clear';
@@ -96,7 +97,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const { client, commandTimeout, invalidationWindow, subscriber, ...rest } = resolveRedisStoreOptions(options);
   const link = new RedisLink(
     client,
-    // A reply still arriving is waited for as long as the largest value may take to move (guard.ts).
+    // A reply still arriving is waited for as long as the largest value may take to move (call-timeout.ts).
     new CallGuard(
       'redis',
       client,
