@@ -89,18 +89,20 @@ describe('a read whose reply is still arriving', () => {
     await proxy.close();
   });
 
-  it('is waited for while bytes keep coming: 1 MiB at 16 KiB per 2 ms read with commandTimeout 50 ms is a hit', async () => {
+  it('is waited for while bytes keep coming: 6 MiB at 16 KiB per 2 ms read with commandTimeout 250 ms is a hit', async () => {
     const prefix = randomPrefix('big-read');
-    await client.set(`${prefix}{k}`, jsonCodec.encode(entry('r'.repeat(MiB))), 'PX', 60_000);
+    await client.set(`${prefix}{k}`, jsonCodec.encode(entry('r'.repeat(6 * MiB))), 'PX', 60_000);
     const errors = recorder();
-    // The proxy needs 128 ms or more to forward the reply: a fixed 50 ms budget cannot pass it.
+    // The proxy needs 768 ms or more to forward the reply (384 ticks of 2 ms at least): more than
+    // 3 slices of 250 ms, which a fixed budget cannot pass; each slice is far longer than a
+    // scheduling gap on a loaded machine. The whole wait is bounded by 250 + 16 MiB / 4 KiB ms.
     const cache = createCache({
-      store: redisStore({ client: slow, prefix, commandTimeout: 50, subscriber: false }),
+      store: redisStore({ client: slow, prefix, commandTimeout: 250, subscriber: false }),
       ttl: 60_000,
       hooks: { onStoreError: errors.onStoreError },
     });
     let fills = 0;
-    expect(await cache.getOrCompute('k', async () => `${++fills}`)).toHaveLength(MiB);
+    expect(await cache.getOrCompute('k', async () => `${++fills}`)).toHaveLength(6 * MiB);
     expect(errors.seen.map(({ error }) => message(error))).toEqual([]);
     expect(fills).toBe(0);
   });
@@ -109,7 +111,7 @@ describe('a read whose reply is still arriving', () => {
     const prefix = randomPrefix('big-stall');
     const errors = recorder();
     const cache = createCache({
-      store: redisStore({ client: slow, prefix, commandTimeout: 50, breaker: false, subscriber: false }),
+      store: redisStore({ client: slow, prefix, commandTimeout: 250, breaker: false, subscriber: false }),
       ttl: 60_000,
       lock: false,
       hooks: { onStoreError: errors.onStoreError },
@@ -121,7 +123,7 @@ describe('a read whose reply is still arriving', () => {
       proxy.stall(false);
     }
     expect(errors.seen.map(({ operation, error }) => `${operation}: ${message(error)}`)).toContain(
-      'getMany: herdcache: redis getMany timed out after 50 ms',
+      'getMany: herdcache: redis getMany timed out after 250 ms',
     );
   });
 });
@@ -133,7 +135,7 @@ interface ThrottledProxy {
   close(): Promise<void>;
 }
 
-/** A TCP proxy to Redis that forwards requests at once and replies 16 KiB every 2 ms. */
+/** A TCP proxy to Redis that forwards requests at once and replies at most 16 KiB every 2 ms. */
 async function throttledProxy(target: URL): Promise<ThrottledProxy> {
   const sockets = new Set<Socket>();
   let stalled = false;
@@ -141,14 +143,17 @@ async function throttledProxy(target: URL): Promise<ThrottledProxy> {
     const upstream = createConnection(Number(target.port), target.hostname);
     sockets.add(downstream).add(upstream);
     downstream.pipe(upstream);
-    let queue: Buffer = Buffer.alloc(0);
+    // Chunks as they came from Redis, not concatenated (a 6 MiB reply comes in many of them).
+    const queue: Buffer[] = [];
     const timer = setInterval(() => {
       if (stalled || queue.length === 0) return;
-      downstream.write(queue.subarray(0, 16 * 1024));
-      queue = queue.subarray(16 * 1024);
+      const head = queue[0]!;
+      downstream.write(head.subarray(0, 16 * 1024));
+      if (head.length > 16 * 1024) queue[0] = head.subarray(16 * 1024);
+      else queue.shift();
     }, 2);
     upstream.on('data', (chunk: Buffer) => {
-      queue = queue.length === 0 ? chunk : Buffer.concat([queue, chunk]);
+      queue.push(chunk);
     });
     const end = () => {
       clearInterval(timer);
