@@ -7,7 +7,7 @@
  * unavailability.
  */
 import type { FlightTable } from './flight';
-import type { Clock } from './freshness';
+import type { Clock, Entry } from './freshness';
 import type { Item } from './item';
 import type { FillWrite } from './fill-write';
 import { countOn } from './metrics';
@@ -141,12 +141,44 @@ export class LockWait {
         break;
       }
       // Never sleep past the deadline; the last poll lands on it. A holder's announcement (where
-      // the store has them) ends the sleep early: the next attempt re-reads the value it wrote.
+      // the store has them) ends the sleep early: the next attempt re-reads the value it wrote,
+      // unless the announcement carried it.
       const sleep = this.#sleep(Math.min(delay, left));
       await (watch === undefined ? sleep : watch.wait(sleep));
       delay = Math.min(delay * 2, DEFAULTS.lockPollCap);
       waiting = waiting.filter((item) => !item.flight.abandoned);
+      if (waiting.length > 0 && watch?.take !== undefined) waiting = await this.#answerAnnounced(watch, waiting);
       if (waiting.length === 0) break;
     }
+  }
+
+  /**
+   * Answers the keys whose holder announced its write with the value (LockWatch.take), when that
+   * value is usable, as the next attempt's re-read would have: the same value, without the round
+   * trip. Returns the keys left for that attempt (none announced with a value, or not usable).
+   */
+  async #answerAnnounced(watch: LockWatch, waiting: Item[]): Promise<Item[]> {
+    let announced: Item[] | undefined;
+    let entries: Entry[] | undefined;
+    for (const item of waiting) {
+      const entry = watch.take!(item.key);
+      if (entry === undefined) continue;
+      (announced ??= []).push(item);
+      (entries ??= []).push(entry);
+    }
+    if (announced === undefined || entries === undefined) return waiting;
+    let current = ownTagVersions(this.#store, this.#calls, announced, entries);
+    if (current instanceof Promise) current = await current;
+    const now = this.#clock.now();
+    let answered: Set<Item> | undefined;
+    for (let i = 0; i < announced.length; i++) {
+      const item = announced[i]!;
+      const entry = entries[i]!;
+      if (item.flight.abandoned || !usable(item, entry, now, current)) continue;
+      this.#flights.resolve(item.flight, entry.value);
+      (answered ??= new Set()).add(item);
+    }
+    if (answered === undefined) return waiting;
+    return waiting.filter((item) => !answered.has(item) && !item.flight.abandoned);
   }
 }

@@ -77,6 +77,12 @@ export interface LockWatch {
    * the sleep, never an answer.
    */
   wait(sleep: Promise<void>): Promise<void>;
+  /**
+   * The entry a holder's announcement carried for `key` (its write, fenced by its lock), once:
+   * the next attempt answers from it instead of re-reading the key. Undefined: none came (or the
+   * store announces keys only), re-read.
+   */
+  take?(key: string): Entry | undefined;
   close(): void;
 }
 

@@ -9,8 +9,12 @@
  * inside the script, the same at 4 or 64 subscribed replicas); otherwise one message per waiting
  * process, on that process's own channel, and the marker is deleted. So the filler pays no round
  * trip, a replica that does not wait hears nothing, and Redis output grows with the waiters of a
- * key, never with the fleet. A woken waiter tries the lock again at once, and that one script call
- * reads the value (the lock's re-check): it is answered one round trip after the write. (A
+ * key, never with the fleet. A small value (up to 16 KiB) travels in the message, written and
+ * announced by one atomic script under the writer's lock: the waiter answers from it when it is
+ * usable (tags still current), with no round trip after the write. Otherwise (a release, a large
+ * value, an outdated one, a writer of an earlier version) the woken waiter tries the lock again at
+ * once, and that one script call reads the value (the lock's re-check). Either way the bytes are
+ * those the re-read would have fetched. (A
  * replica that meets the lock while refreshing in the background, serving the stale value, registers
  * too: the script cannot tell. It gets its one message, unheeded.)
  *
@@ -48,7 +52,8 @@ import type { LockWatch } from '../core/store';
 import { listen } from './connection-events';
 import { warnIfDenied } from './permissions';
 import { hashSlot } from './keys';
-import { shardChannel, standaloneChannel } from './fill-channels';
+import { VALUE_READER, parseAnnouncement, shardChannel, standaloneChannel } from './fill-channels';
+import { Wait, type WaitOwner } from './fill-wait';
 import type { RedisLink } from './link';
 
 function noop(): void {}
@@ -73,7 +78,7 @@ type ChannelState = 'subscribing' | 'active' | 'failed' | 'unsupported';
 /** How long a channel whose SUBSCRIBE failed is left alone before a wait tries again. */
 const RETRY_AFTER_MS = 5000;
 
-export class FillAnnouncements {
+export class FillAnnouncements implements WaitOwner {
   /** The connection, once there is one: the user's (given), or opened here on the first wait. */
   #subscriber: Redis | Cluster | undefined;
   /** Whether the connection was opened here: then it is ours to close (close()). */
@@ -88,9 +93,10 @@ export class FillAnnouncements {
   /**
    * This store's waiter id: the lock attempts register it on the keys they find held, and the
    * scripts announce those keys on the channels named with it. Random: unique across the fleet
-   * for any practical purpose (48 bits), hex (never the space that separates ids in a marker).
+   * for any practical purpose (48 bits), hex (never the space that separates ids in a marker),
+   * ending with VALUE_READER: this store reads a value out of the message that carries one.
    */
-  readonly #id = randomBytes(6).toString('hex');
+  readonly #id = randomBytes(6).toString('hex') + VALUE_READER;
   /** A Cluster without sharded pub/sub (before Redis 7): nothing would reach us, so we register nowhere. */
   #unsupported = false;
   #listening = false;
@@ -102,11 +108,14 @@ export class FillAnnouncements {
   polled = 0;
   deaf = 0;
 
-  readonly #onMessage = (_channel: string | Buffer, message: string | Buffer): void => {
-    const waits = this.#waits.get(typeof message === 'string' ? message : message.toString());
+  readonly #onMessage = (_channel: Buffer, message: Buffer): void => {
+    const { key, payload } = parseAnnouncement(message, this.#link.binary);
+    const waits = this.#waits.get(key);
     if (waits === undefined) return;
     this.received++;
-    for (const wait of waits) wait.announce();
+    // Decoded once for every wait on the key; undecodable: they re-read it, as without a value.
+    const entry = payload === undefined ? undefined : this.#link.decodeAgain(payload);
+    for (const wait of waits) wait.announce(key, entry);
   };
 
   readonly #onLost = (): void => {
@@ -156,7 +165,7 @@ export class FillAnnouncements {
     this.#subscriber = subscriber;
     this.#listening = subscriber.status === 'ready';
     this.#unlisten.push(
-      listen(subscriber, this.#sharded ? 'smessage' : 'message', this.#onMessage),
+      listen(subscriber, this.#sharded ? 'smessageBuffer' : 'messageBuffer', this.#onMessage),
       listen(subscriber, 'close', this.#onLost),
       listen(subscriber, 'end', this.#onLost),
       listen(subscriber, 'ready', this.#onReady),
@@ -234,6 +243,10 @@ export class FillAnnouncements {
     return true;
   }
 
+  fullKey(key: string): string {
+    return this.#link.clientPrefix + this.#link.valueKey(key);
+  }
+
   forget(wait: Wait, keys: readonly string[]): void {
     for (const key of keys) {
       const set = this.#waits.get(key);
@@ -292,63 +305,6 @@ export class FillAnnouncements {
         channel.since = Date.now();
       },
     );
-  }
-}
-
-/** One pipeline's watch over the keys it waits on (see LockWatch). */
-class Wait implements LockWatch {
-  readonly #owner: FillAnnouncements;
-  readonly #keys: readonly string[];
-  readonly #channels: ReadonlySet<string>;
-  /** An announcement came since the last wait ended (it may concern a key no longer waited on). */
-  #announced = false;
-  #wake: (() => void) | undefined;
-  #closed = false;
-
-  constructor(owner: FillAnnouncements, keys: readonly string[], channels: ReadonlySet<string>) {
-    this.#owner = owner;
-    this.#keys = keys;
-    this.#channels = channels;
-  }
-
-  announce(): void {
-    const wake = this.#wake;
-    if (wake === undefined) this.#announced = true;
-    else wake();
-  }
-
-  wait(sleep: Promise<void>): Promise<void> {
-    const owner = this.#owner;
-    if (this.#announced || this.#closed) {
-      // Heard while the last lock attempt was in flight: try again now. The sleep is left to run out.
-      this.#announced = false;
-      if (!this.#closed) owner.woken++;
-      return Promise.resolve();
-    }
-    if (!owner.hears(this.#channels)) owner.deaf++;
-    return new Promise<void>((resolve) => {
-      let done = false;
-      this.#wake = () => {
-        if (done) return;
-        done = true;
-        this.#wake = undefined;
-        owner.woken++;
-        resolve();
-      };
-      sleep.then(() => {
-        if (done) return;
-        done = true;
-        this.#wake = undefined;
-        owner.polled++;
-        resolve();
-      }, resolve);
-    });
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#owner.forget(this, this.#keys);
   }
 }
 

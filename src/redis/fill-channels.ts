@@ -46,3 +46,52 @@ export function standaloneChannel(link: RedisLink): string {
 export function shardChannel(link: RedisLink, slot: number): string {
   return `${link.prefix}filled{${slotTag(slot)}}.`;
 }
+
+/**
+ * The waiter ids of stores that read the value out of an announcement end with this character: a
+ * fenced write announces a small value to them with the value (see ANNOUNCE, scripts.ts), to any
+ * other id (a store of an earlier version) the key alone. The write script of an earlier version
+ * sends such a store the key alone, which it reads as before: fleets of mixed versions still wake.
+ */
+export const VALUE_READER = '+';
+
+/** Values up to this many bytes travel in the announcement of their write; larger ones are re-read. */
+export const ANNOUNCED_VALUE_MAX = 16 * 1024;
+
+/**
+ * At most this many bytes of values are announced by one script call, summed over its waiters: a
+ * subscriber's output buffer at Redis (pubsub class, 8 MiB soft / 32 MiB hard by default, past which
+ * the server drops the connection) never holds more than this of them from one call.
+ */
+export const ANNOUNCED_BYTES_PER_CALL = 1024 * 1024;
+
+/** Hex digits of the key length that ends a message with a value. */
+const LENGTH_DIGITS = 8;
+
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * One message on a fill channel, as the scripts publish it: the value key alone (a release, a large
+ * value, a store of an earlier version), or the value key, the payload written under the lock, and
+ * the key's length in 8 hex digits. A value key always ends with '}' (`prefix{K}`) and hex digits
+ * never do, so the last byte tells the two apart. `payload` is a copy (a codec may keep what it is
+ * given), as text for a text codec.
+ */
+export function parseAnnouncement(
+  message: Buffer,
+  binary: boolean,
+): { readonly key: string; readonly payload: string | Buffer | undefined } {
+  const n = message.length;
+  if (n === 0 || message[n - 1] === CLOSE_BRACE || n < LENGTH_DIGITS + 1) {
+    return { key: message.toString(), payload: undefined };
+  }
+  const length = parseInt(message.toString('latin1', n - LENGTH_DIGITS, n), 16);
+  if (!(length > 0 && length <= n - LENGTH_DIGITS && message[length - 1] === CLOSE_BRACE)) {
+    return { key: message.toString(), payload: undefined };
+  }
+  const key = message.toString('utf8', 0, length);
+  const payload = binary
+    ? Buffer.from(message.subarray(length, n - LENGTH_DIGITS))
+    : message.toString('utf8', length, n - LENGTH_DIGITS);
+  return { key, payload };
+}

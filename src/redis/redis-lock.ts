@@ -173,7 +173,7 @@ export class RedisFillLock implements FillLock {
     const send = (indices: number[] | null) => {
       const pairs = withLockKeys(valueKeys, indices);
       const [channel, sharded] = this.#announceOn(valueKeys[indices === null ? 0 : indices[0]!]!);
-      return scripts.herdcacheLockWrite3(
+      return scripts.herdcacheLockWrite4(
         pairs.length,
         pairs,
         channel,

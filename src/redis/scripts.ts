@@ -9,6 +9,7 @@
  * Cluster all KEYS of one call share a slot (the store groups by slot).
  */
 import type { Cluster, Redis } from 'ioredis';
+import { ANNOUNCED_BYTES_PER_CALL, ANNOUNCED_VALUE_MAX, VALUE_READER } from './fill-channels';
 import { WAITERS_SUFFIX } from './keys';
 
 /**
@@ -50,19 +51,34 @@ end`;
  * process's own channel (`channel` .. id); a key nobody waits on costs one GET and no message.
  * Not `written` (a release) and the value there: forgotten without a message (see RELEASE).
  * ARGV channel '' tells nobody.
+ * `value`: the payload just written under the lock, or nil. A waiter whose id ends with
+ * VALUE_READER gets it in the message when it is small (fill-channels.ts: the format, the limits):
+ * its next step is to read that very value, so the message saves it a round trip, and it is the
+ * value of this write, fenced by this lock, not whatever the key holds by the time a re-read lands.
+ * Past the call's budget, or to other ids, the key alone.
  * PUBLISH on a standalone server; in a Cluster SPUBLISH on a shard channel of the keys' own slot
  * (a script may only touch its slot), which only that shard's subscribers hear. pcall: a server
  * without SPUBLISH (before Redis 7) must not fail the write; its waiters poll, as they always could.
  */
 const ANNOUNCE = `
-local function announce(channel, sharded, key, written)
+local announced = 0
+local function announce(channel, sharded, key, written, value)
   local marker = key .. '${WAITERS_SUFFIX}'
   local ids = get(marker)
   if not ids then return end
   redis.call('DEL', marker)
   if channel == '' or (not written and redis.call('PTTL', key) ~= -2) then return end
   local publish = sharded == '1' and 'SPUBLISH' or 'PUBLISH'
-  for id in string.gmatch(ids, '%S+') do redis.pcall(publish, channel .. id, key) end
+  local carried = false
+  if value and #value <= ${ANNOUNCED_VALUE_MAX} then carried = key .. value .. string.format('%08x', #key) end
+  for id in string.gmatch(ids, '%S+') do
+    local message = key
+    if carried and string.sub(id, -1) == '${VALUE_READER}' and announced + #value <= ${ANNOUNCED_BYTES_PER_CALL} then
+      message = carried
+      announced = announced + #value
+    end
+    redis.pcall(publish, channel .. id, message)
+  end
 end`;
 
 /**
@@ -132,7 +148,7 @@ for i = 1, #KEYS, 2 do
       out[n] = 1
     end
     redis.call('DEL', KEYS[i + 1])
-    announce(ARGV[1], ARGV[2], KEYS[i], true)
+    announce(ARGV[1], ARGV[2], KEYS[i], true, out[n] == 1 and ARGV[a + 1] or nil)
   end
 end
 return out
@@ -157,7 +173,7 @@ for i = 1, #KEYS do
   if get(KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     released = released + 1
-    announce(ARGV[2], ARGV[3], string.sub(KEYS[i], 1, #KEYS[i] - suffix), false)
+    announce(ARGV[2], ARGV[3], string.sub(KEYS[i], 1, #KEYS[i] - suffix), false, nil)
   end
 end
 return released
@@ -231,7 +247,7 @@ type Arg = string | Buffer | number | readonly (string | Buffer)[];
 export interface LockScripts {
   herdcacheLockAcquire2(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
   herdcacheLockAcquire2Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
-  herdcacheLockWrite3(numKeys: number, ...args: Arg[]): Promise<number[]>;
+  herdcacheLockWrite4(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheLockRelease3(numKeys: number, ...args: Arg[]): Promise<number>;
   herdcacheTagBump1(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheInvalidate1(numKeys: number, ...args: Arg[]): Promise<number>;
@@ -249,7 +265,7 @@ export interface ScriptPipeline {
  */
 export function defineScripts(client: Redis | Cluster): LockScripts {
   client.defineCommand('herdcacheLockAcquire2', { lua: ACQUIRE });
-  client.defineCommand('herdcacheLockWrite3', { lua: WRITE_AND_RELEASE });
+  client.defineCommand('herdcacheLockWrite4', { lua: WRITE_AND_RELEASE });
   client.defineCommand('herdcacheLockRelease3', { lua: RELEASE });
   client.defineCommand('herdcacheTagBump1', { lua: TAG_BUMP });
   client.defineCommand('herdcacheInvalidate1', { lua: INVALIDATE });

@@ -161,7 +161,7 @@ it('a waited-on fill reaches its two waiting processes only, each woken by the m
     expect(r.clock.sleeps).toEqual([10_000]); // the one sleep, never over
     expect(r.messages()).toBe(1);
   }
-  // One PUBLISH per waiting process; the waiters' re-checks took the free lock and released it: to nobody.
+  // One PUBLISH per waiting process, carrying the value: the waiters answer from it (wake-values.test.ts).
   expect(delta(before, await commandCalls(admin)).publish).toBe(2);
   expect(bystanders.map((r) => r.messages())).toEqual([0, 0, 0]);
   expect(await admin.exists('ww:{k}:waiters')).toBe(0);

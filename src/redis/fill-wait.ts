@@ -1,0 +1,89 @@
+/**
+ * One pipeline's watch over the keys it waits on (LockWatch): a wait that the holder's announcement
+ * ends before the poll's sleep, and the values announced with their writes, kept for the next
+ * attempt to answer from instead of re-reading them (announcements.ts says when a message carries one).
+ */
+import type { Entry } from '../core/freshness';
+import type { LockWatch } from '../core/store';
+
+/** What a wait needs from the announcements it belongs to. */
+export interface WaitOwner {
+  woken: number;
+  polled: number;
+  deaf: number;
+  /** Whether announcements on every one of `channels` reach this process now. */
+  hears(channels: ReadonlySet<string>): boolean;
+  forget(wait: Wait, keys: readonly string[]): void;
+  /** The full Redis value key of a cache key, as announcements name it. */
+  fullKey(key: string): string;
+}
+
+export class Wait implements LockWatch {
+  readonly #owner: WaitOwner;
+  readonly #keys: readonly string[];
+  readonly #channels: ReadonlySet<string>;
+  /** An announcement came since the last wait ended (it may concern a key no longer waited on). */
+  #announced = false;
+  #wake: (() => void) | undefined;
+  #closed = false;
+  /** Full key → the entry its write announced, until taken: only keys whose message carried one. */
+  #entries: Map<string, Entry> | undefined;
+
+  constructor(owner: WaitOwner, keys: readonly string[], channels: ReadonlySet<string>) {
+    this.#owner = owner;
+    this.#keys = keys;
+    this.#channels = channels;
+  }
+
+  /** `key` was written (with `entry`, when the message carried it) or released. */
+  announce(key?: string, entry?: Entry): void {
+    if (entry !== undefined && key !== undefined && !this.#closed) (this.#entries ??= new Map()).set(key, entry);
+    const wake = this.#wake;
+    if (wake === undefined) this.#announced = true;
+    else wake();
+  }
+
+  take(key: string): Entry | undefined {
+    const entries = this.#entries;
+    if (entries === undefined) return undefined;
+    const full = this.#owner.fullKey(key);
+    const entry = entries.get(full);
+    if (entry !== undefined) entries.delete(full);
+    return entry;
+  }
+
+  wait(sleep: Promise<void>): Promise<void> {
+    const owner = this.#owner;
+    if (this.#announced || this.#closed) {
+      // Heard while the last lock attempt was in flight: try again now. The sleep is left to run out.
+      this.#announced = false;
+      if (!this.#closed) owner.woken++;
+      return Promise.resolve();
+    }
+    if (!owner.hears(this.#channels)) owner.deaf++;
+    return new Promise<void>((resolve) => {
+      let done = false;
+      this.#wake = () => {
+        if (done) return;
+        done = true;
+        this.#wake = undefined;
+        owner.woken++;
+        resolve();
+      };
+      sleep.then(() => {
+        if (done) return;
+        done = true;
+        this.#wake = undefined;
+        owner.polled++;
+        resolve();
+      }, resolve);
+    });
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#entries = undefined;
+    this.#owner.forget(this, this.#keys);
+  }
+}
