@@ -69,8 +69,6 @@ async function main(): Promise<void> {
   const url = process.env.HERDCACHE_BENCH_REDIS;
   if (!url) throw new Error('replica-worker: HERDCACHE_BENCH_REDIS is not set');
   const client = await connect(url);
-  // herdcache's fill-lock waiters are woken over pub/sub: one subscriber connection per process.
-  const subscriber = client.duplicate();
   const factory = loadRedisStore();
 
   const build = (task: WorkerTask, db: SlowDb): Contender => {
@@ -88,7 +86,9 @@ async function main(): Promise<void> {
         return bentocache(db, {}, { l1: true, l2: shared });
       case 'herdcache':
         if (typeof factory === 'string') throw new Error(factory);
-        return herdcache(db, { store: factory({ ...shared, subscriber }) });
+        // As the README's first example: redisStore({ client }). The store opens its own subscriber
+        // (fill-lock waiters are woken over pub/sub) on its first locked fill, here the warm-up's.
+        return herdcache(db, { store: factory(shared) });
       default:
         throw new Error(`replica-worker: no system ${task.system}`);
     }
@@ -131,7 +131,6 @@ async function main(): Promise<void> {
   });
   process.on('disconnect', () => {
     client.disconnect();
-    subscriber.disconnect();
   });
   process.send!('ready');
 }

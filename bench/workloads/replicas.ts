@@ -133,7 +133,7 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
       notes: [
         `${o.replicas} child processes; per system ${o.trials} trials, each on a fresh key: every replica builds and warms the system on a key of its own, then all fire their burst at the same wall-clock instant. Latencies merged over replicas and trials.`,
         ...[...outcomes.values()].map((x) => `${x.label}: ${cell(x)}`),
-        "herdcache: redisStore with its fill lock and a subscriber connection per replica: replicas that lose the lock wait for the holder's announcement of its write (pub/sub), then read the value in one round trip; polling (50 ms, doubling) is only the fallback.",
+        "herdcache: redisStore({ client }) as in the README, with its fill lock and the subscriber connection it opens per replica: replicas that lose the lock wait for the holder's announcement of its write (pub/sub), which carries a small value (else they read it in one round trip); polling (50 ms, doubling) is only the fallback.",
         `herdcache, from the fill's return (its write issued) to the last load answered fleet-wide, per trial: ${herd.wake.map((x) => ms(x)).join(' / ')} (target ≤ 5 ms).`,
         'bentocache, async-cache-dedupe and DataLoader have no distributed lock: when they fill fewer than once per replica, it is timing (a replica read the L2 after another wrote it), not coordination.',
         `Target: herdcache fills = 1 fleet-wide: ${herd.fills.every((f) => f === 1) ? 'met' : 'missed'} (${herd.fills.join(' / ')}).`,
