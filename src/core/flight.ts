@@ -209,7 +209,10 @@ export class Flight<V = unknown> {
    * then joiners are only noted (below) and counted in one pass when it is known (LoadPath).
    */
   joinedAs: JoinOutcome | undefined = undefined;
-  /** The first noted joiner's source, and how many of its joiners had no request scope (sink). */
+  /**
+   * The first noted joiner's source, and how many of its joiners were noted (without a sink, or
+   * with one that counts itself from the flight: Sink.joined).
+   */
   joinSource: Counted | undefined = undefined;
   joins = 0;
   /** The other noted joiners (a request scope's, or another source's), flat: source, sink, … */

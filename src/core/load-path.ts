@@ -187,11 +187,35 @@ export class LoadPath {
       if (policy.lateTags === true) flight.lateTags = true;
       this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
     }
-    // A waiter whose flight is abandoned starts over from the top (the store may hold a value
-    // now); its load was counted once already, when it first arrived.
     if (signal === undefined)
-      return (flight.join() ??
-        flight.share(() => this.#again(source, key, arg, policy, undefined, sink))) as Promise<V>;
+      return (flight.join() ?? this.#share(flight, source, key, arg, policy, sink)) as Promise<V>;
+    return this.#joinWithSignal<V>(flight, source, key, arg, policy, signal, sink);
+  }
+
+  // The retry functions are made here, not in #miss: a closure there would make every call of
+  // #miss allocate its context (~90 bytes per coalesced caller), closure or not. A waiter whose
+  // flight is abandoned starts over from the top (the store may hold a value now); its load was
+  // counted once already, when it first arrived.
+  #share<V>(
+    flight: Flight,
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    sink: Sink | undefined,
+  ): Promise<V> {
+    return flight.share(() => this.#again(source, key, arg, policy, undefined, sink)) as Promise<V>;
+  }
+
+  #joinWithSignal<V>(
+    flight: Flight,
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal,
+    sink: Sink | undefined,
+  ): Promise<V> {
     return flight.joinWithSignal(signal, this.#abandonLeft, () =>
       this.#again(source, key, arg, policy, signal, sink),
     ) as Promise<V>;
@@ -310,9 +334,15 @@ export class LoadPath {
   #join(flight: Flight, source: Source, key: string, sink: Sink | undefined): void {
     const outcome = flight.joinedAs;
     if (outcome !== undefined) this.record(source, outcome, key, sink);
-    else if (sink === undefined && (flight.joinSource === undefined || flight.joinSource === source)) {
+    else if (
+      (sink === undefined || sink.joined !== undefined) &&
+      (flight.joinSource === undefined || flight.joinSource === source)
+    ) {
+      // Counted in one step when the outcome is known; a request scope counts its own share
+      // itself, from the flight (joined), so a stampede of scoped callers costs that pass nothing each.
       flight.joinSource = source;
       flight.joins++;
+      if (sink !== undefined) sink.joined!(flight);
     } else (flight.joiners ??= []).push(source, sink);
   }
 
@@ -340,8 +370,7 @@ export class LoadPath {
     if (joiners !== undefined)
       for (let i = 0; i < joiners.length; i += 2)
         this.record(joiners[i] as Source, outcome, flight.key, joiners[i + 1] as Sink | undefined);
-    flight.joinSource = undefined;
-    flight.joiners = undefined;
+    flight.joiners = undefined; // joinSource stays: the request scopes that joined count under it
   }
 
   /** #record for a hit, kept small so it inlines into the hit path. */

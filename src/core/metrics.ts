@@ -61,8 +61,24 @@ export function addCounters(into: Counters, from: Counters): void {
 export interface Sink {
   /** @internal */
   count(source: string, counter: CounterName, n: number): void;
+  /**
+   * @internal A load of this sink joined `join`'s flight before its outcome was known: the sink
+   * counts it under `join.source`'s name by `join.outcome` once that is set (a request scope does
+   * so when its stats are read), so the flight's one counting pass does nothing per such caller.
+   * Without it the sink is counted in that pass, through count().
+   */
+  joined?(join: PendingJoin): void;
   /** @internal The loader object the caller holds (a scoped loader): batch and key functions get it as `this`. */
   readonly holder?: object;
+}
+
+/**
+ * @internal A flight as the sinks that joined it see it: how its joiners count (set once, when
+ * its store read tells; undefined until then) and the source they count under.
+ */
+export interface PendingJoin {
+  readonly joinedAs: 'hits' | 'staleServed' | 'coalesced' | undefined;
+  readonly joinSource: Counted | undefined;
 }
 
 /** Who an event counts under: a source (loader, getOrCompute, a label), seen by its name and counters. */

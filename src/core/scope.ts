@@ -12,7 +12,7 @@ import type { Loader } from './loader';
 import { type Held, type MemoKey, NOTHING, SlotMemo, forgetAlways, held, memoized } from './memo';
 import { isNamespacedKey, reservedKeyError } from './namespaces';
 import { GET_OR_COMPUTE_OPTIONS, checkKnownKeys, checkSignal } from './options';
-import { type CounterName, RequestCounters, type Sink } from './metrics';
+import { type CounterName, type PendingJoin, RequestCounters, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
 import { ScopedLoader, type ScopedLoaderOptions } from './scoped-loader';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
@@ -30,6 +30,11 @@ export class RequestScope implements Sink {
   /** Synchronous answers for MemoKeys (the @cached fields' keys), made on the first. */
   #slots: SlotMemo | undefined;
   #stats: RequestCounters | undefined;
+  /**
+   * The flights this request joined before their outcome was known (Sink.joined), counted into
+   * #stats when they are read: one held as itself, more in an array (compacted as it grows).
+   */
+  #joins: PendingJoin | PendingJoin[] | undefined;
   /** The request's signal (cache.request({ signal })): every load of the request waits under it. */
   readonly signal: AbortSignal | undefined;
 
@@ -155,12 +160,46 @@ export class RequestScope implements Sink {
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */
   stats(): MetricsSnapshot {
+    if (this.#joins !== undefined) this.#countJoins();
     return (this.#stats ??= new RequestCounters()).snapshot();
   }
 
   /** @internal Sink */
   count(source: string, counter: CounterName, n: number): void {
     (this.#stats ??= new RequestCounters()).count(source, counter, n);
+  }
+
+  /** @internal Sink: counted when the stats are read, by the flight's outcome (if known by then). */
+  joined(join: PendingJoin): void {
+    const joins = this.#joins;
+    if (joins === undefined) this.#joins = join;
+    else if (!Array.isArray(joins)) this.#joins = [joins, join];
+    else {
+      // Counted as the array doubles, so a long request holds only the flights still undecided.
+      const n = joins.length;
+      if (n >= 64 && (n & (n - 1)) === 0) this.#countJoins();
+      if (this.#joins === undefined) this.#joins = join;
+      else (this.#joins as PendingJoin[]).push(join);
+    }
+  }
+
+  /** Counts the joined flights whose outcome is known; keeps the others. */
+  #countJoins(): void {
+    const joins = this.#joins;
+    if (!Array.isArray(joins)) {
+      if (joins?.joinedAs !== undefined) {
+        this.count(joins.joinSource!.name, joins.joinedAs, 1);
+        this.#joins = undefined;
+      }
+      return;
+    }
+    let kept = 0;
+    for (const join of joins) {
+      if (join.joinedAs !== undefined) this.count(join.joinSource!.name, join.joinedAs, 1);
+      else joins[kept++] = join;
+    }
+    joins.length = kept;
+    if (kept === 0) this.#joins = undefined;
   }
 }
 

@@ -8,7 +8,7 @@ import { invalidArgument, invalidOption } from './errors';
 import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort, rejected } from './flight';
 import { type Loader, loadEach } from './loader';
 import { checkKnownKeys, checkSignal, optionNames } from './options';
-import type { CounterName, Sink } from './metrics';
+import type { CounterName, PendingJoin, Sink } from './metrics';
 import { Shared, forgetUnlessKeyError, ignore } from './memo';
 import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
 import type { LoadOptions } from './types';
@@ -168,6 +168,8 @@ export interface LoaderScope {
   _signal(own: AbortSignal | undefined): AbortSignal | undefined;
   /** Counts go to the request's stats. */
   count(source: string, counter: CounterName, n: number): void;
+  /** So do the flights joined before their outcome was known (Sink.joined). */
+  joined(join: PendingJoin): void;
 }
 
 export class ScopedLoader<K, V> implements Sink {
@@ -207,6 +209,11 @@ export class ScopedLoader<K, V> implements Sink {
   /** @internal Sink: counts go to the request's stats. */
   count(source: string, counter: CounterName, n: number): void {
     this.#scope.count(source, counter, n);
+  }
+
+  /** @internal Sink */
+  joined(join: PendingJoin): void {
+    this.#scope.joined(join);
   }
 
   /**
@@ -319,12 +326,25 @@ export class ScopedLoader<K, V> implements Sink {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (signal === undefined) {
       // The registry's promise is shared by every caller of the key (and recorded, so the memo can
-      // read its outcome); this caller gets its own, as from DataLoader: unhandled if nobody handles it.
+      // read its outcome); this caller gets its own, as from DataLoader: unhandled if nobody handles
+      // it. (then() without a handler: the promise jobs settle it without calling a function.)
       const promise = loader._load(key, storeKey, undefined, this);
       memo.set(keyString, promise);
       this.#noteLoad(promise);
-      return promise.then(passThrough);
+      return promise.then();
     }
+    return this.#missWithSignal(key, keyString, storeKey, signal, memo);
+  }
+
+  /** #miss with a signal, apart: its closures would make every call of #miss allocate their context. */
+  #missWithSignal(
+    key: K,
+    keyString: string,
+    storeKey: string,
+    signal: AbortSignal,
+    memo: CacheMapLike<string, Promise<V>>,
+  ): Promise<V> {
+    const loader = this.#loader;
     const shared = new Shared<V>((s) => loader._load(key, storeKey, s, this));
     memo.set(keyString, shared.promise);
     (this.#shared ??= new WeakMap()).set(shared.promise, shared);

@@ -143,3 +143,43 @@ describe('request scope: DataLoader semantics per operation', () => {
     expect(sb).toMatchObject({ coalesced: 2, misses: 1 });
   });
 });
+
+describe('request scope: joins counted by their flight', () => {
+  it('hundreds of joins in one request, some flights decided and some not when it reads its stats: each counted once, by its outcome', async () => {
+    const cache = createCache({ ttl: Infinity });
+    let release: (() => void) | undefined;
+    const held = cache.loader<string, string>({
+      name: 'held',
+      batch: async (ids) => ids.map((id) => `held ${id}`),
+      // Its batch leaves only when the test says: its flights stay undecided meanwhile.
+      batchScheduleFn: (dispatch) => void (release = dispatch),
+    });
+    const quick = cache.loader<string, string>({ name: 'quick', batch: async (ids) => ids.map((id) => `quick ${id}`) });
+    const starter = cache.request();
+    const scope = cache.request();
+    const keys = Array.from({ length: 100 }, (_, i) => `k${i}`);
+    const first = keys.flatMap((k) => [starter.load(quick, k), starter.load(held, k)]);
+    // 200 joins of undecided flights in one request: its list of them grows past the sizes where it is compacted.
+    const joined = keys.flatMap((k) => [scope.load(quick, k), scope.load(held, k)]);
+    expect(scope.stats().total).toMatchObject({ hits: 0, misses: 0, coalesced: 0 });
+    await Promise.all(first.filter((_, i) => i % 2 === 0));
+    expect(scope.stats().sources.quick).toMatchObject({ coalesced: 100, misses: 0 });
+    expect(scope.stats().sources.held).toBeUndefined();
+    // 100 more joins: the list is compacted again while the held flights are still undecided.
+    const later = keys.map((k) => `later ${k}`);
+    const second = later.map((k) => starter.load(quick, k));
+    const joinedLater = later.map((k) => scope.load(quick, k));
+    expect(scope.stats().sources.quick).toMatchObject({ coalesced: 100 });
+    release!();
+    await Promise.all([...first, ...second, ...joined, ...joinedLater]);
+    const stats = scope.stats();
+    expect(stats.sources.quick).toMatchObject({ coalesced: 200, misses: 0, hits: 0 });
+    expect(stats.sources.held).toMatchObject({ coalesced: 100, misses: 0, hits: 0 });
+    expect(stats.total.coalesced).toBe(300);
+    // Read again: nothing counted twice.
+    expect(scope.stats().total.coalesced).toBe(300);
+    expect(starter.stats().total).toMatchObject({ misses: 300, coalesced: 0 });
+    expect(cache.metrics().sources.quick).toMatchObject({ misses: 200, coalesced: 200 });
+    expect(cache.metrics().sources.held).toMatchObject({ misses: 100, coalesced: 100 });
+  });
+});
