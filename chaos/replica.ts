@@ -158,11 +158,11 @@ class Run {
    */
   #blockAfterLockCalls(client: Redis): void {
     const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    const acquire = commands.herdcacheLockAcquire2;
+    const acquire = commands.herdcacheLockAcquire3;
     if (typeof acquire !== 'function')
-      throw new Error('redisStore no longer defines herdcacheLockAcquire2: update chaos/replica.ts');
+      throw new Error('redisStore no longer defines herdcacheLockAcquire3: update chaos/replica.ts');
     const plan = this.#plan;
-    commands.herdcacheLockAcquire2 = (...args: unknown[]) => {
+    commands.herdcacheLockAcquire3 = (...args: unknown[]) => {
       const pending = acquire.apply(client, args);
       const now = Date.now();
       if (now - this.#lastBlock >= plan.blockEveryMs) {

@@ -77,6 +77,8 @@ export class LockWait {
     const deadline = this.#clock.now() + lockWaitTimeout;
     let waiting = items;
     let delay = lockPollInterval;
+    /** Per key still waited on: the token of the lock its last attempt found (see LockWatch.take). */
+    const holders = watch?.take === undefined ? undefined : new Map<string, string>();
     for (let attempt = 0; ; attempt++) {
       const keys = waiting.map((item) => item.key);
       const attempts = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl), waiting);
@@ -126,6 +128,10 @@ export class LockWait {
         } else {
           if (attempt === 0) countOn(source, 'lockContended', item.sink);
           next.push(item);
+          if (holders !== undefined) {
+            if (result.holder === undefined) holders.delete(item.key);
+            else holders.set(item.key, result.holder);
+          }
         }
       }
       if (release.length > 0) void calls.call('lock.release', () => lock.release(release, token), waiting);
@@ -147,7 +153,7 @@ export class LockWait {
       await (watch === undefined ? sleep : watch.wait(sleep));
       delay = Math.min(delay * 2, DEFAULTS.lockPollCap);
       waiting = waiting.filter((item) => !item.flight.abandoned);
-      if (waiting.length > 0 && watch?.take !== undefined) waiting = await this.#answerAnnounced(watch, waiting);
+      if (waiting.length > 0 && holders !== undefined) waiting = await this.#answerAnnounced(watch!, waiting, holders);
       if (waiting.length === 0) break;
     }
   }
@@ -157,11 +163,13 @@ export class LockWait {
    * value is usable, as the next attempt's re-read would have: the same value, without the round
    * trip. Returns the keys left for that attempt (none announced with a value, or not usable).
    */
-  async #answerAnnounced(watch: LockWatch, waiting: Item[]): Promise<Item[]> {
+  async #answerAnnounced(watch: LockWatch, waiting: Item[], holders: ReadonlyMap<string, string>): Promise<Item[]> {
     let announced: Item[] | undefined;
     let entries: Entry[] | undefined;
     for (const item of waiting) {
-      const entry = watch.take!(item.key);
+      const holder = holders.get(item.key);
+      if (holder === undefined) continue;
+      const entry = watch.take!(item.key, holder);
       if (entry === undefined) continue;
       (announced ??= []).push(item);
       (entries ??= []).push(entry);

@@ -37,6 +37,8 @@ export interface LockAttempt {
   readonly won: boolean;
   /** The entry as read right after trying the lock (the re-check), or undefined. */
   readonly entry: Entry | undefined;
+  /** Not won: the token of the lock found holding the key, when the lock tells (see LockWatch.take). */
+  readonly holder?: string;
 }
 
 /**
@@ -78,11 +80,12 @@ export interface LockWatch {
    */
   wait(sleep: Promise<void>): Promise<void>;
   /**
-   * The entry a holder's announcement carried for `key` (its write, fenced by its lock), once:
-   * the next attempt answers from it instead of re-reading the key. Undefined: none came (or the
-   * store announces keys only), re-read.
+   * The entry a holder's announcement carried for `key`, once, if it was written under the lock
+   * `holder` (the one the caller's last attempt found holding the key: so written after that
+   * attempt): the caller answers from it instead of re-reading the key. Undefined: none came, a
+   * late one of another lock, or the store announces keys only: re-read.
    */
-  take?(key: string): Entry | undefined;
+  take?(key: string, holder: string): Entry | undefined;
   close(): void;
 }
 

@@ -9,9 +9,11 @@
  * inside the script, the same at 4 or 64 subscribed replicas); otherwise one message per waiting
  * process, on that process's own channel, and the marker is deleted. So the filler pays no round
  * trip, a replica that does not wait hears nothing, and Redis output grows with the waiters of a
- * key, never with the fleet. A small value (up to 16 KiB) travels in the message, written and
- * announced by one atomic script under the writer's lock: the waiter answers from it when it is
- * usable (tags still current), with no round trip after the write. Otherwise (a release, a large
+ * key, never with the fleet. A small value (up to 16 KiB) travels in the message with the token of
+ * the lock it was written under, written and announced by one atomic script: the waiter answers from
+ * it when its own last attempt found that lock (so the write came after it: a late message of an
+ * earlier lock only wakes it) and the value is usable (tags still current), with no round trip
+ * after the write. Otherwise (a release, a large
  * value, an outdated one, a writer of an earlier version) the woken waiter tries the lock again at
  * once, and that one script call reads the value (the lock's re-check). Either way the bytes are
  * those the re-read would have fetched. (A
@@ -109,13 +111,13 @@ export class FillAnnouncements implements WaitOwner {
   deaf = 0;
 
   readonly #onMessage = (_channel: Buffer, message: Buffer): void => {
-    const { key, payload } = parseAnnouncement(message, this.#link.binary);
+    const { key, token, payload } = parseAnnouncement(message, this.#link.binary);
     const waits = this.#waits.get(key);
     if (waits === undefined) return;
     this.received++;
     // Decoded once for every wait on the key; undecodable: they re-read it, as without a value.
     const entry = payload === undefined ? undefined : this.#link.decodeAgain(payload);
-    for (const wait of waits) wait.announce(key, entry);
+    for (const wait of waits) wait.announce(key, entry, token);
   };
 
   readonly #onLost = (): void => {

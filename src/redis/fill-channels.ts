@@ -65,33 +65,43 @@ export const ANNOUNCED_VALUE_MAX = 16 * 1024;
  */
 export const ANNOUNCED_BYTES_PER_CALL = 1024 * 1024;
 
-/** Hex digits of the key length that ends a message with a value. */
+/** Hex digits of each length (the key's, the token's) that end a message with a value. */
 const LENGTH_DIGITS = 8;
+const TRAILER = 2 * LENGTH_DIGITS;
 
 const CLOSE_BRACE = 0x7d;
 
+/** One message on a fill channel: the key announced, and what a message with a value carries. */
+export interface Announcement {
+  readonly key: string;
+  /** The lock token the value was written under (undefined: no value carried). */
+  readonly token: string | undefined;
+  /** The payload written; a copy (a codec may keep what it is given), as text for a text codec. */
+  readonly payload: string | Buffer | undefined;
+}
+
 /**
  * One message on a fill channel, as the scripts publish it: the value key alone (a release, a large
- * value, a store of an earlier version), or the value key, the payload written under the lock, and
- * the key's length in 8 hex digits. A value key always ends with '}' (`prefix{K}`) and hex digits
- * never do, so the last byte tells the two apart. `payload` is a copy (a codec may keep what it is
- * given), as text for a text codec.
+ * value, a store of an earlier version), or the value key, the lock token it was written under,
+ * the payload, then the key's and the token's lengths in 8 hex digits each. A value key always
+ * ends with '}' (`prefix{K}`) and hex digits never do, so the last byte tells the two apart.
  */
-export function parseAnnouncement(
-  message: Buffer,
-  binary: boolean,
-): { readonly key: string; readonly payload: string | Buffer | undefined } {
+export function parseAnnouncement(message: Buffer, binary: boolean): Announcement {
   const n = message.length;
-  if (n === 0 || message[n - 1] === CLOSE_BRACE || n < LENGTH_DIGITS + 1) {
-    return { key: message.toString(), payload: undefined };
-  }
-  const length = parseInt(message.toString('latin1', n - LENGTH_DIGITS, n), 16);
-  if (!(length > 0 && length <= n - LENGTH_DIGITS && message[length - 1] === CLOSE_BRACE)) {
-    return { key: message.toString(), payload: undefined };
-  }
-  const key = message.toString('utf8', 0, length);
-  const payload = binary
-    ? Buffer.from(message.subarray(length, n - LENGTH_DIGITS))
-    : message.toString('utf8', length, n - LENGTH_DIGITS);
-  return { key, payload };
+  if (n <= TRAILER || message[n - 1] === CLOSE_BRACE) return plain(message);
+  const keyLength = parseInt(message.toString('latin1', n - TRAILER, n - LENGTH_DIGITS), 16);
+  const tokenLength = parseInt(message.toString('latin1', n - LENGTH_DIGITS, n), 16);
+  const end = n - TRAILER;
+  if (!(keyLength > 0 && tokenLength > 0 && keyLength + tokenLength <= end && message[keyLength - 1] === CLOSE_BRACE))
+    return plain(message);
+  const valueStart = keyLength + tokenLength;
+  return {
+    key: message.toString('utf8', 0, keyLength),
+    token: message.toString('utf8', keyLength, valueStart),
+    payload: binary ? Buffer.from(message.subarray(valueStart, end)) : message.toString('utf8', valueStart, end),
+  };
+}
+
+function plain(message: Buffer): Announcement {
+  return { key: message.toString(), token: undefined, payload: undefined };
 }

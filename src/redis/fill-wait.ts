@@ -26,8 +26,8 @@ export class Wait implements LockWatch {
   #announced = false;
   #wake: (() => void) | undefined;
   #closed = false;
-  /** Full key → the entry its write announced, until taken: only keys whose message carried one. */
-  #entries: Map<string, Entry> | undefined;
+  /** Full key → the entry its write announced and that write's lock token, until taken. */
+  #entries: Map<string, { entry: Entry; token: string }> | undefined;
 
   constructor(owner: WaitOwner, keys: readonly string[], channels: ReadonlySet<string>) {
     this.#owner = owner;
@@ -35,21 +35,24 @@ export class Wait implements LockWatch {
     this.#channels = channels;
   }
 
-  /** `key` was written (with `entry`, when the message carried it) or released. */
-  announce(key?: string, entry?: Entry): void {
-    if (entry !== undefined && key !== undefined && !this.#closed) (this.#entries ??= new Map()).set(key, entry);
+  /** `key` was written (with `entry` under the lock `token`, when the message carried them) or released. */
+  announce(key?: string, entry?: Entry, token?: string): void {
+    if (key !== undefined && entry !== undefined && token !== undefined && !this.#closed)
+      (this.#entries ??= new Map()).set(key, { entry, token });
     const wake = this.#wake;
     if (wake === undefined) this.#announced = true;
     else wake();
   }
 
-  take(key: string): Entry | undefined {
+  take(key: string, holder: string): Entry | undefined {
     const entries = this.#entries;
     if (entries === undefined) return undefined;
     const full = this.#owner.fullKey(key);
-    const entry = entries.get(full);
-    if (entry !== undefined) entries.delete(full);
-    return entry;
+    const announced = entries.get(full);
+    if (announced === undefined) return undefined;
+    entries.delete(full);
+    // Written under the lock the caller's last attempt found: after that attempt, so within its load.
+    return announced.token === holder ? announced.entry : undefined;
   }
 
   wait(sleep: Promise<void>): Promise<void> {

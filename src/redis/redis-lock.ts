@@ -66,8 +66,8 @@ export class RedisFillLock implements FillLock {
     const send = (indices: number[] | null): Promise<(number | Raw)[]> => {
       const pairs = withLockKeys(valueKeys, indices);
       return binary
-        ? scripts.herdcacheLockAcquire2Buffer(pairs.length, pairs, token, px, waiter)
-        : scripts.herdcacheLockAcquire2(pairs.length, pairs, token, px, waiter);
+        ? scripts.herdcacheLockAcquire3Buffer(pairs.length, pairs, token, px, waiter)
+        : scripts.herdcacheLockAcquire3(pairs.length, pairs, token, px, waiter);
     };
     // A failed group's keys have no attempt (undefined): the registry fills them without the lock.
     return link.call(
@@ -88,7 +88,14 @@ export class RedisFillLock implements FillLock {
             // an undecodable payload: the re-check does not count it a second time.
             const entry =
               raw === null || raw === undefined || typeof raw === 'number' ? undefined : link.decodeAgain(raw);
-            out[i] = { won: reply[2 * j] === 1, entry };
+            const won = reply[2 * j];
+            // Lost: the holder's token when the script could read it (a string, or bytes in binary mode).
+            out[i] =
+              won === 1
+                ? { won: true, entry }
+                : won === 0 || won === null || won === undefined
+                  ? { won: false, entry }
+                  : { won: false, entry, holder: typeof won === 'number' ? String(won) : won.toString() };
           }
         }
         return out;

@@ -51,10 +51,12 @@ end`;
  * process's own channel (`channel` .. id); a key nobody waits on costs one GET and no message.
  * Not `written` (a release) and the value there: forgotten without a message (see RELEASE).
  * ARGV channel '' tells nobody.
- * `value`: the payload just written under the lock, or nil. A waiter whose id ends with
- * VALUE_READER gets it in the message when it is small (fill-channels.ts: the format, the limits):
- * its next step is to read that very value, so the message saves it a round trip, and it is the
- * value of this write, fenced by this lock, not whatever the key holds by the time a re-read lands.
+ * `value`: the payload just written under the lock `token`, or nil. A waiter whose id ends with
+ * VALUE_READER gets both in the message when the value is small (fill-channels.ts: the format, the
+ * limits): its next step is to read that very value, so the message saves it a round trip. It
+ * answers from it only if its own last attempt found the key held by `token`: then this write ran
+ * after that attempt, within its load. (A message can be late: one of an earlier lock, written
+ * before an invalidation the waiter's load came after, must not answer it; it only wakes it.)
  * Past the call's budget, or to other ids, the key alone.
  * PUBLISH on a standalone server; in a Cluster SPUBLISH on a shard channel of the keys' own slot
  * (a script may only touch its slot), which only that shard's subscribers hear. pcall: a server
@@ -62,7 +64,7 @@ end`;
  */
 const ANNOUNCE = `
 local announced = 0
-local function announce(channel, sharded, key, written, value)
+local function announce(channel, sharded, key, written, value, token)
   local marker = key .. '${WAITERS_SUFFIX}'
   local ids = get(marker)
   if not ids then return end
@@ -70,7 +72,9 @@ local function announce(channel, sharded, key, written, value)
   if channel == '' or (not written and redis.call('PTTL', key) ~= -2) then return end
   local publish = sharded == '1' and 'SPUBLISH' or 'PUBLISH'
   local carried = false
-  if value and #value <= ${ANNOUNCED_VALUE_MAX} then carried = key .. value .. string.format('%08x', #key) end
+  if value and #value <= ${ANNOUNCED_VALUE_MAX} then
+    carried = key .. token .. value .. string.format('%08x%08x', #key, #token)
+  end
   for id in string.gmatch(ids, '%S+') do
     local message = key
     if carried and string.sub(id, -1) == '${VALUE_READER}' and announced + #value <= ${ANNOUNCED_BYTES_PER_CALL} then
@@ -82,8 +86,9 @@ local function announce(channel, sharded, key, written, value)
 end`;
 
 /**
- * ARGV: token, lock ttl (ms), waiter id ('' : none). Returns, per key, `won` (1/0) then the raw
- * value or nil.
+ * ARGV: token, lock ttl (ms), waiter id ('' : none). Returns, per key, `won` (1, or for a key held
+ * by another lock its holder's token, else 0) then the raw value or nil. The holder's token lets a
+ * waiter tell the announcement of that lock's write from a late one of an earlier lock (see ANNOUNCE).
  * The value is read after the lock is tried: that read is the re-check that stops a replica from
  * filling a key another replica wrote between this replica's MGET and its lock.
  * Re-entrant for the same token: a retry after a timed-out acquire (which may have run on the
@@ -101,8 +106,10 @@ local out = {}
 local token = ARGV[1]
 for i = 1, #KEYS, 2 do
   local won = redis.call('SET', KEYS[i + 1], token, 'NX', 'PX', ARGV[2])
+  local held = false
   if not won then
-    if get(KEYS[i + 1]) == token then
+    held = get(KEYS[i + 1])
+    if held == token then
       redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
       won = true
     else
@@ -116,7 +123,7 @@ for i = 1, #KEYS, 2 do
       end
     end
   end
-  out[i] = won and 1 or 0
+  if won then out[i] = 1 else out[i] = held or 0 end
   out[i + 1] = get(KEYS[i])
 end
 return out
@@ -148,7 +155,7 @@ for i = 1, #KEYS, 2 do
       out[n] = 1
     end
     redis.call('DEL', KEYS[i + 1])
-    announce(ARGV[1], ARGV[2], KEYS[i], true, out[n] == 1 and ARGV[a + 1] or nil)
+    announce(ARGV[1], ARGV[2], KEYS[i], true, out[n] == 1 and ARGV[a + 1] or nil, ARGV[a])
   end
 end
 return out
@@ -173,7 +180,7 @@ for i = 1, #KEYS do
   if get(KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     released = released + 1
-    announce(ARGV[2], ARGV[3], string.sub(KEYS[i], 1, #KEYS[i] - suffix), false, nil)
+    announce(ARGV[2], ARGV[3], string.sub(KEYS[i], 1, #KEYS[i] - suffix), false, nil, nil)
   end
 end
 return released
@@ -245,8 +252,8 @@ type Arg = string | Buffer | number | readonly (string | Buffer)[];
 
 /** The commands `defineScripts` adds to a client (numKeys first: the key count varies per call). */
 export interface LockScripts {
-  herdcacheLockAcquire2(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
-  herdcacheLockAcquire2Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
+  herdcacheLockAcquire3(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
+  herdcacheLockAcquire3Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
   herdcacheLockWrite4(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheLockRelease3(numKeys: number, ...args: Arg[]): Promise<number>;
   herdcacheTagBump1(numKeys: number, ...args: Arg[]): Promise<number[]>;
@@ -264,7 +271,7 @@ export interface ScriptPipeline {
  * Defining them again (a second store on the same client) is harmless: same name, same script.
  */
 export function defineScripts(client: Redis | Cluster): LockScripts {
-  client.defineCommand('herdcacheLockAcquire2', { lua: ACQUIRE });
+  client.defineCommand('herdcacheLockAcquire3', { lua: ACQUIRE });
   client.defineCommand('herdcacheLockWrite4', { lua: WRITE_AND_RELEASE });
   client.defineCommand('herdcacheLockRelease3', { lua: RELEASE });
   client.defineCommand('herdcacheTagBump1', { lua: TAG_BUMP });

@@ -36,7 +36,8 @@ describe('fill lock', () => {
     const [first] = await store.lock.acquire(['k'], 'token-a', 10_000);
     const [second] = await store.lock.acquire(['k'], 'token-b', 10_000);
     expect(first).toEqual({ won: true, entry: undefined });
-    expect(second).toEqual({ won: false, entry: undefined });
+    // A loser learns whose lock it met: its waiter tells that lock's announcement from a late one.
+    expect(second).toEqual({ won: false, entry: undefined, holder: 'token-a' });
     expect(await client.get(lockKey('k'))).toBe('token-a');
     const pttl = await client.pttl(lockKey('k'));
     expect(pttl).toBeGreaterThan(9_000);
@@ -73,7 +74,7 @@ describe('fill lock', () => {
     const [won] = await store.lock.acquire(['k'], 'a', 1000);
     const [lost] = await store.lock.acquire(['k'], 'b', 1000);
     expect(won).toEqual({ won: true, entry: written });
-    expect(lost).toEqual({ won: false, entry: written });
+    expect(lost).toEqual({ won: false, entry: written, holder: 'a' });
   });
 
   it('re-reads garbage as a miss, without reporting it again (the load getMany did)', async () => {

@@ -9,6 +9,7 @@
  */
 import type Redis from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
+import type { Codec } from '../../src/redis/codec';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { ANNOUNCED_BYTES_PER_CALL, ANNOUNCED_VALUE_MAX, parseAnnouncement } from '../../src/redis/fill-channels';
 import { deferred } from '../helpers';
@@ -48,16 +49,27 @@ interface Waiter {
   attempts(): number;
 }
 
-async function waiter(prefix: string): Promise<Waiter> {
+/** A binary codec: payloads that are not UTF-8 (0xff), read back with the Buffer commands. */
+const binary: Codec = {
+  binary: true,
+  encode: (e) => Buffer.concat([Buffer.from([0xff, 0x00]), Buffer.from(JSON.stringify(e.value))]),
+  decode: (raw) => {
+    const buf = raw as Buffer;
+    if (!Buffer.isBuffer(buf) || buf[0] !== 0xff) throw new Error('not mine');
+    return entry(JSON.parse(buf.subarray(2).toString()), Infinity, Infinity);
+  },
+};
+
+async function waiter(prefix: string, codec?: Codec): Promise<Waiter> {
   const client = await connection();
   const subscriber = await connection();
   const messages: Buffer[] = [];
   subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => messages.push(message));
   const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-  const store = redisStore({ client, prefix, subscriber });
+  const store = redisStore({ client, prefix, subscriber, codec });
   let attempts = 0;
-  const acquire = commands.herdcacheLockAcquire2!;
-  commands.herdcacheLockAcquire2 = (...args: unknown[]) => (attempts++, acquire.apply(client, args));
+  const acquire = commands.herdcacheLockAcquire3!;
+  commands.herdcacheLockAcquire3 = (...args: unknown[]) => (attempts++, acquire.apply(client, args));
   const cache = createCache({
     store,
     ttl: 60_000,
@@ -70,13 +82,13 @@ async function waiter(prefix: string): Promise<Waiter> {
 }
 
 /** A holder filling `key` until `gate` resolves, and `waiters` contending for it (registered on its lock). */
-async function stampede<T>(prefix: string, key: string, waiters: Waiter[], gate: Promise<T>, tags?: string[]) {
-  const holder = createCache({ store: redisStore({ client: await connection(), prefix }), ttl: 60_000 });
+async function stampede<T>(prefix: string, key: string, waiters: Waiter[], gate: Promise<T>, codec?: Codec) {
+  const holder = createCache({ store: redisStore({ client: await connection(), prefix, codec }), ttl: 60_000 });
   const filling = deferred<void>();
-  const held = holder.getOrCompute(key, async () => (filling.resolve(), gate), { tags });
+  const held = holder.getOrCompute(key, async () => (filling.resolve(), gate));
   await filling.promise;
   let fills = 0;
-  const waited = waiters.map((w) => w.cache.getOrCompute(key, async () => (fills++, 'by-waiter'), { tags }));
+  const waited = waiters.map((w) => w.cache.getOrCompute(key, async () => (fills++, 'by-waiter')));
   for (const w of waiters) expect(await eventually(() => w.cache.metrics().total.lockContended === 1, 5000)).toBe(true);
   return { holder, held, waited: Promise.all(waited), fills: () => fills };
 }
@@ -109,6 +121,21 @@ it('a small value rides in the announcement: each waiting process answers from i
     expect(w.store.waitStats()).toMatchObject({ woken: 1, polled: 0, received: 1 });
   }
   for (const w of waiters) await w.cache.close();
+  await run.holder.close();
+});
+
+it('with a binary codec: the payload rides as written, and the waiter answers from it', async () => {
+  const prefix = 'wv6:';
+  const w = await waiter(prefix, binary);
+  const gate = deferred<{ n: number }>();
+  const run = await stampede(prefix, 'k', [w], gate.promise, binary);
+  const attempts = w.attempts();
+  gate.resolve({ n: 7 });
+  expect(await within(run.waited, 5000, 'the waiter answered by the message')).toEqual([{ n: 7 }]);
+  expect(w.attempts() - attempts).toBe(0);
+  const { payload } = parseAnnouncement(w.messages[0]!, true);
+  expect(payload).toEqual(Buffer.concat([Buffer.from([0xff, 0x00]), Buffer.from('{"n":7}')]));
+  await w.cache.close();
   await run.holder.close();
 });
 
@@ -154,6 +181,31 @@ it('an announced value the waiter cannot use (its tag invalidated since the hold
   await other.close();
 });
 
+it("a late message of an earlier lock's write only wakes the waiter: it answers with the value of the lock it found", async () => {
+  const prefix = 'wv5:';
+  const w = await waiter(prefix);
+  const gate = deferred<string>();
+  const run = await stampede(prefix, 'k', [w], gate.promise);
+  const attempts = w.attempts();
+  // As if a write under an earlier lock (say, before an invalidation this load came after) had
+  // announced its value to this process and the message were only arriving now.
+  const id = (await admin.get('wv5:{k}:waiters'))!;
+  const key = 'wv5:{k}';
+  const token = 'an-earlier-lock';
+  const payload = JSON.stringify({ v: 1, f: Date.now() + 60_000, s: Date.now() + 60_000, d: 'late, outdated' });
+  const hex = (n: number) => n.toString(16).padStart(8, '0');
+  await admin.publish(`wv5:filled.${id}`, `${key}${token}${payload}${hex(key.length)}${hex(token.length)}`);
+  // Woken, it tries the lock again (still held by the holder it found), and waits on.
+  expect(await eventually(() => w.attempts() === attempts + 1, 5000, 2)).toBe(true);
+  expect(await eventually(async () => (await admin.get('wv5:{k}:waiters')) === id, 5000, 2)).toBe(true);
+  gate.resolve('by-holder');
+  expect(await within(run.waited, 5000, 'the waiter answered by the holder')).toEqual(['by-holder']);
+  expect(w.attempts()).toBe(attempts + 1);
+  expect(run.fills()).toBe(0);
+  await w.cache.close();
+  await run.holder.close();
+});
+
 describe('the write script', () => {
   let client: Redis;
   let store: RedisStore;
@@ -161,7 +213,7 @@ describe('the write script', () => {
   const heard: { channel: string; message: Buffer }[] = [];
   const prefix = 'wv4:';
   const register = (key: string, waiterId: string) =>
-    (client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>).herdcacheLockAcquire2!(
+    (client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>).herdcacheLockAcquire3!(
       2,
       `${prefix}{${key}}`,
       `${prefix}{${key}}:lock`,
@@ -192,8 +244,9 @@ describe('the write script', () => {
     expect(await eventually(() => heard.length === 2, 5000, 2)).toBe(true);
     const byChannel = Object.fromEntries(heard.map((h) => [h.channel, h.message]));
     expect(byChannel[`${prefix}filled.old`]!.toString()).toBe(`${prefix}{k}`);
-    const { key, payload } = parseAnnouncement(byChannel[`${prefix}filled.new+`]!, true);
+    const { key, token, payload } = parseAnnouncement(byChannel[`${prefix}filled.new+`]!, true);
     expect(key).toBe(`${prefix}{k}`);
+    expect(token).toBe('tok');
     expect(payload).toEqual(await client.getBuffer(`${prefix}{k}`));
   });
 

@@ -180,9 +180,9 @@ it('a waiter whose lock attempt lands just after the write (and its publish, to 
   // The waiter has read the key (a miss); its lock attempt is held back until the holder's
   // write has landed, as if the write (and its publish) ran between the waiter's read and its lock.
   const commands = waiter!.store.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-  const acquire = commands.herdcacheLockAcquire2!;
+  const acquire = commands.herdcacheLockAcquire3!;
   let attempts = 0;
-  commands.herdcacheLockAcquire2 = async (...args: unknown[]) => {
+  commands.herdcacheLockAcquire3 = async (...args: unknown[]) => {
     attempts++;
     gate.resolve('by-holder');
     await held;
@@ -199,7 +199,7 @@ it('a waiter whose lock attempt lands just after the write (and its publish, to 
   expect(waiter!.cache.metrics().total.lockContended).toBe(0);
   expect([waiter!.messages(), bystander!.messages()]).toEqual([0, 0]);
   expect(await admin.exists('wr:{k}:waiters')).toBe(0);
-  commands.herdcacheLockAcquire2 = acquire;
+  commands.herdcacheLockAcquire3 = acquire;
   for (const r of [waiter!, bystander!]) await r.cache.close();
   await holder.close();
 });
