@@ -10,6 +10,13 @@
  * estimated once when the entry is written: see ./sizes). An entry larger than `maxEntrySize` is
  * not stored at all (counted in `oversized`): the next caller fills again. Keys reach the store
  * already bounded (long keys are digests, see ./long-keys); tags are indexed by their bounded form.
+ *
+ * The tag index (tag → keys) is appended to, not kept exact: a whole response carries ~40 tags,
+ * and a Set per tag cost ~0.3-0.9 µs per tag and write (most of a response miss's store write),
+ * where an array push costs a few ns. A tag's list may therefore name keys twice, or keys whose
+ * entry is gone or no longer carries the tag; invalidateTags deletes only the keys whose current
+ * entry carries it, and a list is compacted once it is more than twice the entries carrying the
+ * tag (so the index stays bounded by the entries held, as an exact one is).
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -40,11 +47,23 @@ const done: Promise<void> = Promise.resolve();
 /** lru-cache's get options, shared by every read (it only ever sets `status` on it, to undefined here). */
 const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
 
+/** A list this much longer than twice its live count is compacted (so short lists never are). */
+const TAG_SLACK = 16;
+
+/**
+ * One tag's index: every key written with the tag since the last compaction (a superset of the
+ * keys whose entry carries it now), and how many held entries carry it.
+ */
+interface TagKeys {
+  keys: string[];
+  live: number;
+}
+
 export class MemoryStore implements Store {
   readonly name = 'memory';
   readonly #lru: LRUCache<string, Entry>;
-  /** tag → keys of the entries carrying it; kept in step with the LRU, so bounded by `max`. */
-  readonly #byTag = new Map<string, Set<string>>();
+  /** tag → the keys written with it; `live` kept in step with the LRU, so bounded by `max`. */
+  readonly #byTag = new Map<string, TagKeys>();
   readonly #maxEntrySize: number;
   #oversized = 0;
 
@@ -71,9 +90,13 @@ export class MemoryStore implements Store {
       maxEntrySize,
       // Every write passes the size it estimated; this only covers a write that would not.
       sizeCalculation: (entry, key) => entrySize(key, entry),
+      // Stored (added, or replacing another entry; not the same entry set again): indexed.
+      onInsert: (entry, key, reason) => {
+        if (reason !== 'update' && entry.tags !== undefined) this.#index(key, entry.tags);
+      },
       // Evicted, deleted or overwritten: the entry leaves the tag index with it.
-      dispose: (entry, key) => {
-        if (entry.tags !== undefined) this.#unindex(key, entry.tags);
+      dispose: (entry) => {
+        if (entry.tags !== undefined) this.#unindex(entry.tags);
       },
     });
   }
@@ -81,6 +104,13 @@ export class MemoryStore implements Store {
   /** Number of distinct tags indexed (for leak checks). */
   get tagCount(): number {
     return this.#byTag.size;
+  }
+
+  /** @internal Keys held by the tag index, repeats and dropped keys included (for leak checks). */
+  get tagIndexLength(): number {
+    let length = 0;
+    for (const record of this.#byTag.values()) length += record.keys.length;
+    return length;
   }
 
   /** Number of entries held (including stale ones not yet overwritten or evicted). */
@@ -120,16 +150,7 @@ export class MemoryStore implements Store {
         this.#lru.delete(w.key);
         continue;
       }
-      this.#lru.set(w.key, w.entry, { size });
-      const tags = w.entry.tags;
-      if (tags !== undefined) {
-        for (const tag of tags) {
-          const indexed = boundedKey(tag);
-          let keys = this.#byTag.get(indexed);
-          if (keys === undefined) this.#byTag.set(indexed, (keys = new Set()));
-          keys.add(w.key);
-        }
-      }
+      this.#lru.set(w.key, w.entry, { size }); // indexes its tags (onInsert)
     }
     return done;
   }
@@ -138,22 +159,50 @@ export class MemoryStore implements Store {
   invalidateTags(tags: readonly string[]): Promise<void> {
     for (const tag of tags) {
       const indexed = boundedKey(tag);
-      const keys = this.#byTag.get(indexed);
-      if (keys === undefined) continue;
-      for (const key of [...keys]) this.#lru.delete(key);
-      this.#byTag.delete(indexed);
+      const record = this.#byTag.get(indexed);
+      if (record === undefined) continue;
+      // Deleting disposes (and may compact this record: a new array, this one is still read).
+      for (const key of record.keys) if (this.#carries(key, indexed)) this.#lru.delete(key);
     }
     return done;
   }
 
-  #unindex(key: string, tags: readonly string[]): void {
+  #index(key: string, tags: readonly string[]): void {
     for (const tag of tags) {
       const indexed = boundedKey(tag);
-      const keys = this.#byTag.get(indexed);
-      if (keys === undefined) continue;
-      keys.delete(key);
-      if (keys.size === 0) this.#byTag.delete(indexed);
+      const record = this.#byTag.get(indexed);
+      if (record === undefined) {
+        this.#byTag.set(indexed, { keys: [key], live: 1 });
+        continue;
+      }
+      record.keys.push(key);
+      if (++record.live * 2 + TAG_SLACK < record.keys.length) this.#compact(indexed, record);
     }
+  }
+
+  #unindex(tags: readonly string[]): void {
+    for (const tag of tags) {
+      const indexed = boundedKey(tag);
+      const record = this.#byTag.get(indexed);
+      if (record === undefined) continue;
+      if (--record.live <= 0) this.#byTag.delete(indexed);
+      else if (record.live * 2 + TAG_SLACK < record.keys.length) this.#compact(indexed, record);
+    }
+  }
+
+  /** Keeps each key once, and only those whose held entry carries the tag: O(list), once per list-length of changes. */
+  #compact(indexed: string, record: TagKeys): void {
+    const kept = new Set<string>();
+    for (const key of record.keys) if (!kept.has(key) && this.#carries(key, indexed)) kept.add(key);
+    record.keys = [...kept];
+  }
+
+  /** Whether the entry held under `key` (if any) carries the tag (in its bounded form). */
+  #carries(key: string, indexed: string): boolean {
+    const tags = this.#lru.peek(key)?.tags;
+    if (tags === undefined) return false;
+    for (const tag of tags) if (boundedKey(tag) === indexed) return true;
+    return false;
   }
 
   delete(keys: readonly string[]): Promise<void> {

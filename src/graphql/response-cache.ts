@@ -199,8 +199,11 @@ export class ResponseEngine {
     }
     let release!: (value: LateTagged<StoredResponse> | undefined) => void;
     const result = new Promise<LateTagged<StoredResponse> | undefined>((resolve) => (release = resolve));
-    let startFill!: () => void;
-    const fillStarted = new Promise<typeof STARTED>((resolve) => (startFill = () => resolve(STARTED)));
+    // The first of: this request is to compute the key (STARTED), the registry's answer, its failure.
+    let settleFirst!: (first: typeof STARTED | typeof FAILED | { value: StoredResponse | undefined }) => void;
+    const first = new Promise<typeof STARTED | typeof FAILED | { value: StoredResponse | undefined }>(
+      (resolve) => (settleFirst = resolve),
+    );
     let fills = 0;
     let answered = false;
     // Called by the registry when this request is the one that computes the key. A second call (the
@@ -219,34 +222,40 @@ export class ResponseEngine {
           () => undefined,
         );
       }
-      startFill();
+      settleFirst(STARTED);
       return result;
     };
     const sink = new OutcomeSink();
-    const loaded = this.#cache
-      ._load<StoredResponse | undefined>(computation.source, plan.key, fill, computation.policy, undefined, sink)
-      .then(
-        (value) => ({ value }),
-        () => FAILED,
-      );
-    const first: typeof STARTED | typeof FAILED | { value: StoredResponse | undefined } = (await Promise.race([
-      loaded,
-      fillStarted,
-    ])) as typeof STARTED | typeof FAILED | { value: StoredResponse | undefined };
-    if (first === STARTED) {
+    const loaded = this.#cache._load<StoredResponse | undefined>(
+      computation.source,
+      plan.key,
+      fill,
+      computation.policy,
+      undefined,
+      sink,
+    );
+    loaded.then(
+      (value) => settleFirst({ value }),
+      () => settleFirst(FAILED),
+    );
+    const firstOutcome = await first;
+    if (firstOutcome === STARTED) {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const stored = this.#toStored(plan, executed, final);
         release(stored === 'oversized' ? undefined : stored);
-        return loaded.then(() =>
-          stored === 'oversized' ? 'oversized' : stored === undefined ? 'not stored' : 'stored',
+        const completion: Completion =
+          stored === 'oversized' ? 'oversized' : stored === undefined ? 'not stored' : 'stored';
+        return loaded.then(
+          () => completion,
+          () => completion,
         );
       };
       return { outcome: 'miss', complete };
     }
-    if (first === FAILED) return { outcome: 'bypassed' }; // the cache failed (closed…): execute
-    const value = first.value;
+    if (firstOutcome === FAILED) return { outcome: 'bypassed' }; // the cache failed (closed…): execute
+    const value = firstOutcome.value;
     if (value === undefined) return { outcome: 'miss' }; // the shared execution was not shareable: execute
     answered = true;
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';

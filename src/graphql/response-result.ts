@@ -95,11 +95,16 @@ interface Shape {
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   readonly sets: readonly SelectionSetNode[];
   readonly byType: Map<GraphQLNamedType, Typed>;
+  /** The last type read (most shapes meet one type only): no map lookup per object. */
+  last: Typed | undefined;
 }
 
 /** A shape read against one type: its response keys, those selecting `id`, and those leading to objects. */
 interface Typed {
+  readonly type: GraphQLNamedType;
   readonly keys: readonly string[];
+  /** The child of `keys[i]` (undefined: a leaf), so graphql-js's objects are walked by position. */
+  readonly childAt: readonly (Child | undefined)[];
   readonly idKeys: readonly string[];
   readonly children: Readonly<Record<string, Child | undefined>>;
 }
@@ -115,7 +120,7 @@ const rootShapes = new WeakMap<OperationDefinitionNode, Shape>();
 function rootShape(document: DocumentNode, operation: OperationDefinitionNode): Shape {
   let shape = rootShapes.get(operation);
   if (shape === undefined) {
-    shape = { fragments: fragmentsOf(document), sets: [operation.selectionSet], byType: new Map() };
+    shape = { fragments: fragmentsOf(document), sets: [operation.selectionSet], byType: new Map(), last: undefined };
     rootShapes.set(operation, shape);
   }
   return shape;
@@ -123,8 +128,10 @@ function rootShape(document: DocumentNode, operation: OperationDefinitionNode): 
 
 /** The shape read against `type`, built on first use. */
 function typed(shape: Shape, type: GraphQLNamedType): Typed {
+  const last = shape.last;
+  if (last !== undefined && last.type === type) return last;
   let found = shape.byType.get(type);
-  if (found !== undefined) return found;
+  if (found !== undefined) return (shape.last = found);
   const fields = new Map<string, FieldNode[]>();
   const collect = (set: SelectionSetNode, seen: ReadonlySet<string>): void => {
     for (const selection of set.selections) {
@@ -161,12 +168,12 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
     children[responseKey] = {
       type: target,
       isObject: tagOf(target) === 'GraphQLObjectType',
-      shape: { fragments: shape.fragments, sets, byType: new Map() },
+      shape: { fragments: shape.fragments, sets, byType: new Map(), last: undefined },
     };
   }
-  found = { keys, idKeys, children };
+  found = { type, keys, childAt: keys.map((key) => children[key]), idKeys, children };
   if (shape.byType.size < 64) shape.byType.set(type, found);
-  return found;
+  return (shape.last = found);
 }
 
 function visitObject(
@@ -193,11 +200,13 @@ function visitObject(
   if (Object.getPrototypeOf(value) === null) {
     // graphql-js builds result objects with Object.create(null), holding the selected response keys
     // only, in dictionary mode (where for…in is slow: it sorts the keys each time): read those keys.
-    for (const key of reading.keys) {
+    const { keys, childAt } = reading;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
       const item = value[key];
       if (item === undefined) continue; // not selected for this type (a fragment), or @skip
       count++;
-      field(walk, key, item, reading.children[key], depth);
+      field(walk, key, item, childAt[i], depth);
     }
   } else {
     // Another executor's objects: every enumerable key (an inherited one is counted though JSON

@@ -73,4 +73,59 @@ describe('memory store', () => {
     expect(() => memoryStore({ max: 0 })).toThrow(/option "max" must be a positive integer, got 0/);
     expect(() => memoryStore({ max: 1.5 })).toThrow(/got 1.5/);
   });
+
+  describe('tag index', () => {
+    const tagged = (value: string, tags: string[]) => ({ ...entry(value), tags });
+
+    it('invalidateTags deletes only the entries that carry the tag now (a key rewritten without it stays)', async () => {
+      const store = memoryStore();
+      await store.setMany([
+        { key: 'a', entry: tagged('a1', ['T', 'U']), ttl: Infinity },
+        { key: 'b', entry: tagged('b1', ['T']), ttl: Infinity },
+      ]);
+      await store.setMany([{ key: 'a', entry: tagged('a2', ['U']), ttl: Infinity }]); // 'a' no longer carries T
+      await store.invalidateTags(['T']);
+      expect(store.getSync('a')?.value).toBe('a2');
+      expect(store.getSync('b')).toBeUndefined();
+      expect(store.tagCount).toBe(1); // U, carried by 'a'
+      await store.invalidateTags(['U']);
+      expect(store.getSync('a')).toBeUndefined();
+      expect(store.tagCount).toBe(0);
+      expect(store.tagIndexLength).toBe(0);
+    });
+
+    it('the same entry set again is indexed once: deleting it empties the index', async () => {
+      const store = memoryStore();
+      const e = tagged('v', ['T']);
+      await store.setMany([{ key: 'k', entry: e, ttl: Infinity }]);
+      await store.setMany([{ key: 'k', entry: e, ttl: Infinity }]);
+      await store.delete(['k']);
+      expect(store.tagCount).toBe(0);
+      expect(store.tagIndexLength).toBe(0);
+    });
+
+    it('stays bounded by the entries carrying each tag: rewrites and evictions compact the lists', async () => {
+      const store = memoryStore({ max: 5 });
+      for (let i = 0; i < 1_000; i++) await store.setMany([{ key: 'k', entry: tagged(`v${i}`, ['T']), ttl: Infinity }]);
+      expect(store.tagCount).toBe(1);
+      expect(store.tagIndexLength).toBeLessThanOrEqual(2 * 1 + 16 + 1);
+      for (let i = 0; i < 1_000; i++)
+        await store.setMany([{ key: `e${i}`, entry: tagged('x', ['T', `E${i}`]), ttl: Infinity }]);
+      expect(store.size).toBe(5);
+      expect(store.tagCount).toBe(6); // T and the five held E tags
+      expect(store.tagIndexLength).toBeLessThanOrEqual(5 + (2 * 5 + 16 + 1));
+      await store.invalidateTags(['T']);
+      expect(store.size).toBe(0);
+      expect(store.tagCount).toBe(0);
+      expect(store.tagIndexLength).toBe(0);
+    });
+
+    it('clear() empties it', async () => {
+      const store = memoryStore();
+      await store.setMany([{ key: 'k', entry: tagged('v', ['T', 'U']), ttl: Infinity }]);
+      await store.clear();
+      expect(store.tagCount).toBe(0);
+      expect(store.tagIndexLength).toBe(0);
+    });
+  });
 });
