@@ -16,9 +16,12 @@ import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
 import {
   type Lookup,
+  type NotStoredReason,
+  type ResponseBypassReason,
   type ResponseCacheOptions,
   type ResponseOutcome,
   type ResponseRequest,
+  INCREMENTAL_RESULT,
   ResponseEngine,
 } from '../graphql/response-cache';
 import { responseCacheHintOf } from '../graphql/response-hint';
@@ -80,6 +83,8 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
       if (active === undefined && engine === undefined) return; // a context that cannot carry state (frozen, not an object)
       let lookup: Lookup | undefined;
       let outcome: ResponseOutcome = 'bypassed';
+      // Why, when the layer did not cache it: not looked up (bypassed), or executed and not stored.
+      let reason: { bypassReason: ResponseBypassReason } | { notStoredReason: NotStoredReason } | undefined;
       let request: ResponseRequest | undefined;
       return {
         async responseForOperation(requestContext) {
@@ -92,7 +97,10 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             context: requestContext.contextValue,
           };
           const plan = engine.plan(request);
-          if (plan === undefined) return null;
+          if (typeof plan === 'string') {
+            reason = { bypassReason: plan };
+            return null;
+          }
           const { schema, document, operationName } = request;
           const variableValues = requestContext.request.variables;
           // Runs the operation apart from this request: a background refresh due after this request
@@ -107,6 +115,7 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             });
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
+          if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
           const stored = lookup.response;
           if (stored === undefined) return null; // this request executes (and shares its result when it can)
           // Answered before execution, with the Cache-Control the stored policy allows and its age.
@@ -126,11 +135,13 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           if (lookup?.complete !== undefined) {
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).
-            const completion = await lookup.complete(single ?? { errors: ['incremental delivery'] }, {
+            const completion = await lookup.complete(single ?? INCREMENTAL_RESULT, {
               maxAge: overallCachePolicy.maxAge,
               scope: overallCachePolicy.scope,
             });
-            if (completion === 'oversized') outcome = 'oversized'; // served, not stored: counted apart
+            if (completion === 'oversized')
+              outcome = 'oversized'; // served, not stored: counted apart
+            else if (completion !== 'stored') reason = { notStoredReason: completion };
           }
           if (
             engine !== undefined &&
@@ -148,7 +159,11 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             const cache =
               engine === undefined
                 ? report
-                : { ...report, response: outcome, ...(lookup?.response !== undefined ? { age: lookup.age } : {}) };
+                : {
+                    ...report,
+                    response: outcome,
+                    ...(lookup?.response !== undefined ? { age: lookup.age } : reason),
+                  };
             single.extensions = { ...single.extensions, cache };
           }
         },

@@ -18,9 +18,12 @@ import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
 import {
   type Lookup,
+  type NotStoredReason,
+  type ResponseBypassReason,
   type ResponseCacheOptions,
   type ResponseOutcome,
   type ResponseRequest,
+  INCREMENTAL_RESULT,
   ResponseEngine,
 } from '../graphql/response-cache';
 import { responseCacheHintOf, restrictPolicy } from '../graphql/response-hint';
@@ -79,6 +82,8 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
       const active = reporting.begin(args.contextValue);
       const operationName = operationNameOf(args.document, args.operationName);
       let outcome: ResponseOutcome = 'bypassed';
+      // Why, when the layer did not cache it: not looked up (bypassed), or executed and not stored.
+      let reason: { bypassReason: ResponseBypassReason } | { notStoredReason: NotStoredReason } | undefined;
       let lookup: Lookup | undefined;
       let request: ResponseRequest | undefined;
       if (engine !== undefined) {
@@ -90,11 +95,13 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
           context: args.contextValue,
         };
         const plan = engine.plan(request);
-        if (plan !== undefined) {
+        if (typeof plan === 'string') reason = { bypassReason: plan };
+        else {
           // A background refresh due after this request was answered stale runs the operation on its own.
           const execute = async () => (await executeFn(args)) as ExecutionResult;
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
+          if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
           const stored = lookup.response;
           if (stored !== undefined) {
             // Answered before execution, with the Cache-Control its stored policy allows and its age.
@@ -126,7 +133,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
           if (isAsyncIterable(result)) {
             // Incremental delivery is never stored: waiters on this key execute themselves.
             headers?.note(args.contextValue, undefined);
-            if (lookup?.complete !== undefined) await lookup.complete({ errors: ['incremental delivery'] });
+            if (lookup?.complete !== undefined) await lookup.complete(INCREMENTAL_RESULT);
             if (engine !== undefined) reporting.recordResponse(operationName, outcome);
             return { onEnd: () => void (active !== undefined && reporting.end(active, operationName, true)) };
           }
@@ -140,8 +147,10 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
             headers.note(args.contextValue, single.errors?.length ? undefined : final);
           }
           try {
-            if (lookup?.complete !== undefined && (await lookup.complete(single, hint)) === 'oversized')
+            const completion = lookup?.complete === undefined ? undefined : await lookup.complete(single, hint);
+            if (completion === 'oversized')
               outcome = 'oversized'; // served, not stored: counted apart
+            else if (completion !== undefined && completion !== 'stored') reason = { notStoredReason: completion };
           } finally {
             if (engine !== undefined && request !== undefined && isMutation(args.document, args.operationName))
               await engine.afterMutation(request, single.data);
@@ -149,7 +158,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
           if (engine !== undefined) reporting.recordResponse(operationName, outcome);
           const report = active === undefined ? undefined : reporting.end(active, operationName, true);
           if (report !== undefined) {
-            const cache = engine === undefined ? report : { ...report, response: outcome };
+            const cache = engine === undefined ? report : { ...report, response: outcome, ...reason };
             setResult({ ...single, extensions: { ...single.extensions, cache } });
           }
           return undefined;

@@ -19,5 +19,5 @@ export {
   type OperationCache,
   type ScopedLoaders,
 } from './request';
-export type { ResponseCacheOptions, ResponseOutcome } from './response-cache';
+export type { NotStoredReason, ResponseBypassReason, ResponseCacheOptions, ResponseOutcome } from './response-cache';
 export { setResponseCacheHint, type ResponseCacheHint } from './response-hint';

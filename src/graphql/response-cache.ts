@@ -32,7 +32,7 @@ import { checkKnownKeys, optionNames } from '../core/options';
 import { type Computation, checkTagsSupported, computationOf, nowOf } from '../core/internal';
 import { canonicalArgs, identityString } from './keys';
 import { operationOf } from './request';
-import { type StaticPolicy, staticPolicy } from './response-policy';
+import { type NotCacheable, type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { entityTags, resultFacts } from './response-result';
 
 export interface ResponseCacheOptions<TContext = any> {
@@ -62,8 +62,24 @@ export interface ExecutedResult {
 /** `oversized`: executed (a miss), served, not stored: its JSON was larger than maxBytes. */
 export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed' | 'oversized';
 
+/**
+ * Why an operation was not looked up (`extensions.cache.response` is `bypassed`, with this as
+ * `extensions.cache.bypassReason`): the static reasons (see NotCacheable), a PRIVATE operation
+ * without a session (`no_session`), variables that cannot be keyed (`unkeyable_variables`: see
+ * canonicalArgs), or a cache that cannot take it now (`cache_unavailable`: closed, failing).
+ */
+export type ResponseBypassReason = NotCacheable | 'no_session' | 'unkeyable_variables' | 'cache_unavailable';
+
+/**
+ * Why an executed result was not stored (`extensions.cache.notStoredReason`, with `response:
+ * 'miss'`): it has errors (or no data), a resolver's runtime hint made its policy stricter than
+ * its key's (`stricter_hint`), it was delivered incrementally (`incremental`), or it cannot be
+ * read or serialized (`unserializable`: JSON.stringify throws on it, a BigInt or a cycle).
+ */
+export type NotStoredReason = 'errors' | 'stricter_hint' | 'incremental' | 'unserializable';
+
 /** What became of an executed result handed to complete(). */
-export type Completion = 'stored' | 'oversized' | 'not stored';
+export type Completion = 'stored' | 'oversized' | NotStoredReason;
 
 /** What is stored: the data alone (errors are never stored), with the policy it was stored under. */
 export interface StoredResponse {
@@ -101,9 +117,15 @@ export type Lookup =
       readonly complete?: undefined;
     }
   | {
-      readonly outcome: 'miss' | 'bypassed';
+      readonly outcome: 'miss';
       readonly response?: undefined;
       complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion>;
+    }
+  | {
+      readonly outcome: 'bypassed';
+      readonly bypassReason: ResponseBypassReason;
+      readonly response?: undefined;
+      readonly complete?: undefined;
     };
 
 const OPTIONS = optionNames<ResponseCacheOptions>({
@@ -160,18 +182,18 @@ export class ResponseEngine {
     this.invalidateViaMutation = invalidateViaMutation;
   }
 
-  /** The operation's plan, or undefined when it is not cached (not a query, no hint, no session, unkeyable variables). */
-  plan(request: ResponseRequest): ResponsePlan | undefined {
-    const policy = this.policyOf(request);
-    if (policy === undefined) return undefined;
+  /** The operation's plan, or why it is not cached (not a query, no hint, no session, unkeyable variables). */
+  plan(request: ResponseRequest): ResponsePlan | ResponseBypassReason {
+    const policy = operationPolicy(request.schema, request.document, request.operationName, this.#defaultMaxAge);
+    if (typeof policy === 'string') return policy;
     let session: string | null = null;
     if (policy.scope === 'PRIVATE') {
       const id = this.#sessionId === undefined ? undefined : identityString(this.#sessionId(request.context));
-      if (id === undefined) return undefined;
+      if (id === undefined) return 'no_session';
       session = id;
     }
     const variables = canonicalArgs(request.variables ?? {});
-    if (variables === undefined) return undefined;
+    if (variables === undefined) return 'unkeyable_variables';
     let vary: string | readonly string[] | null = null;
     if (this.#vary !== undefined) {
       const parts = this.#vary(request.context);
@@ -195,7 +217,7 @@ export class ResponseEngine {
     try {
       computation = this.#computation(policy);
     } catch {
-      return { outcome: 'bypassed' }; // the cache cannot take it (closed…): the operation still runs
+      return BYPASSED_UNAVAILABLE; // the cache cannot take it (closed…): the operation still runs
     }
     let release!: (value: LateTagged<StoredResponse> | undefined) => void;
     const result = new Promise<LateTagged<StoredResponse> | undefined>((resolve) => (release = resolve));
@@ -217,7 +239,7 @@ export class ResponseEngine {
         return execute().then(
           (executed) => {
             const stored = this.#toStored(plan, executed, undefined);
-            return stored === 'oversized' ? undefined : stored;
+            return typeof stored === 'string' ? undefined : stored;
           },
           () => undefined,
         );
@@ -244,9 +266,9 @@ export class ResponseEngine {
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const stored = this.#toStored(plan, executed, final);
-        release(stored === 'oversized' ? undefined : stored);
-        const completion: Completion =
-          stored === 'oversized' ? 'oversized' : stored === undefined ? 'not stored' : 'stored';
+        const shared = typeof stored === 'string' ? undefined : stored;
+        release(shared);
+        const completion: Completion = shared === undefined ? (stored as Completion) : 'stored';
         return loaded.then(
           () => completion,
           () => completion,
@@ -254,7 +276,7 @@ export class ResponseEngine {
       };
       return { outcome: 'miss', complete };
     }
-    if (firstOutcome === FAILED) return { outcome: 'bypassed' }; // the cache failed (closed…): execute
+    if (firstOutcome === FAILED) return BYPASSED_UNAVAILABLE; // the cache failed (closed…): execute
     const value = firstOutcome.value;
     if (value === undefined) return { outcome: 'miss' }; // the shared execution was not shareable: execute
     answered = true;
@@ -278,26 +300,27 @@ export class ResponseEngine {
     plan: ResponsePlan,
     executed: ExecutedResult,
     final: FinalPolicy | undefined,
-  ): LateTagged<StoredResponse> | 'oversized' | undefined {
-    if (executed.errors !== undefined && executed.errors.length > 0) return undefined;
-    if (executed.data === null || executed.data === undefined) return undefined;
+  ): LateTagged<StoredResponse> | 'oversized' | NotStoredReason {
+    if (executed.errors !== undefined && executed.errors.length > 0)
+      return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
+    if (executed.data === null || executed.data === undefined) return 'errors';
     const { policy } = plan;
     if (final !== undefined) {
       // A dynamic hint made it stricter than the key was made for: not stored, not shared.
-      if (final.maxAge !== undefined && final.maxAge < policy.maxAge) return undefined;
-      if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return undefined;
+      if (final.maxAge !== undefined && final.maxAge < policy.maxAge) return 'stricter_hint';
+      if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return 'stricter_hint';
     }
     const { request } = plan;
     // One walk finds the entities and bounds the JSON's size: only a result that may be over
     // maxBytes is serialized (a second time: the server serializes what it sends) to know.
     const facts = resultFacts(request.schema, request.document, request.operationName, executed.data);
-    if (facts === undefined) return undefined;
+    if (facts === undefined) return 'unserializable';
     if (!facts.bounded || facts.maxBytes > this.#maxBytes) {
       let size: number;
       try {
         size = Buffer.byteLength(JSON.stringify(executed.data));
       } catch {
-        return undefined;
+        return 'unserializable';
       }
       if (size > this.#maxBytes) return 'oversized';
     }
@@ -340,6 +363,11 @@ export class ResponseEngine {
 }
 
 const STARTED: unique symbol = Symbol('started');
+const INCREMENTAL: unique symbol = Symbol('incremental delivery');
+const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache_unavailable' };
+
+/** What a plugin hands to complete() for an incrementally delivered result (never stored). */
+export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };
 const FAILED: unique symbol = Symbol('failed');
 
 /** How the registry answered one lookup: the last outcome counted for it. */

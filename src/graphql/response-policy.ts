@@ -100,22 +100,38 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
   return hint;
 }
 
-/** Memo per (schema, document, operation name, default): documents are reused by both servers' parse caches. */
-const policies = new WeakMap<DocumentNode, Map<string, StaticPolicy | undefined>>();
-
 /**
- * The operation's policy from static hints; undefined when it is not a cacheable query (a
- * mutation, a subscription, @defer/@stream, an unknown operation).
+ * Why an operation is not a cacheable query, by its static hints: no such operation in the document
+ * (or several and no name), a mutation, a subscription, `@defer`/`@stream`, or a maxAge of 0 (no
+ * hint, and no defaultMaxAge).
  */
+export type NotCacheable = 'unknown_operation' | 'mutation' | 'subscription' | 'incremental' | 'no_cache_hint';
+
+/** Memo per (schema, document, operation name, default): documents are reused by both servers' parse caches. */
+const policies = new WeakMap<DocumentNode, Map<string, StaticPolicy | NotCacheable>>();
+
+/** The operation's policy from static hints; undefined when it is not a cacheable query. */
 export function staticPolicy(
   schema: GraphQLSchema,
   document: DocumentNode,
   operationName: string | null | undefined,
   defaultMaxAge: number,
 ): StaticPolicy | undefined {
+  const policy = operationPolicy(schema, document, operationName, defaultMaxAge);
+  return typeof policy === 'string' ? undefined : policy;
+}
+
+/** The operation's policy from static hints, or why it is not a cacheable query. */
+export function operationPolicy(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  defaultMaxAge: number,
+): StaticPolicy | NotCacheable {
   let byName = policies.get(document);
   const memoKey = `${operationName ?? ''}\u0000${defaultMaxAge}`;
-  if (byName?.has(memoKey)) return byName.get(memoKey);
+  const known = byName?.get(memoKey);
+  if (known !== undefined) return known;
   const policy = computePolicy(schema, document, operationName, defaultMaxAge);
   if (byName === undefined) policies.set(document, (byName = new Map()));
   if (byName.size < 64) byName.set(memoKey, policy);
@@ -127,11 +143,13 @@ function computePolicy(
   document: DocumentNode,
   operationName: string | null | undefined,
   defaultMaxAge: number,
-): StaticPolicy | undefined {
+): StaticPolicy | NotCacheable {
   const operation = operationOfDocument(document, operationName);
-  if (operation === undefined || operation.operation !== 'query') return undefined;
+  if (operation === undefined) return 'unknown_operation';
+  if (operation.operation === 'mutation') return 'mutation';
+  if (operation.operation !== 'query') return 'subscription';
   const root = schema.getQueryType();
-  if (root === null || root === undefined) return undefined;
+  if (root === null || root === undefined) return 'unknown_operation';
   const fragments = fragmentsOf(document);
   let maxAge = Infinity;
   let swr = Infinity;
@@ -181,6 +199,7 @@ function computePolicy(
     }
   };
   walk(operation.selectionSet, root, undefined, true, new Set());
-  if (incremental || maxAge === Infinity || maxAge <= 0) return undefined;
+  if (incremental) return 'incremental';
+  if (maxAge === Infinity || maxAge <= 0) return 'no_cache_hint';
   return { maxAge, scope, swr: swr === Infinity ? 0 : swr };
 }

@@ -5,7 +5,7 @@
  */
 import { buildSchema, parse } from 'graphql';
 import { createCache } from '../../src/core/cache';
-import { ResponseEngine } from '../../src/graphql/response-cache';
+import { ResponseEngine, type ResponsePlan } from '../../src/graphql/response-cache';
 import { resultFacts } from '../../src/graphql/response-result';
 import { memoryStore } from '../../src/core/memory';
 import { valueSize } from '../../src/core/sizes';
@@ -102,7 +102,7 @@ describe('maxBytes through the engine', () => {
 
   async function store(maxBytes: number, data: Record<string, unknown>) {
     const engine = new ResponseEngine(createCache(), { maxBytes, defaultMaxAge: 60 });
-    const plan = engine.plan({ ...request(), schema: hinted })!;
+    const plan = engine.plan({ ...request(), schema: hinted }) as ResponsePlan;
     const lookup = await engine.lookup(plan, async () => ({ data }));
     expect(lookup.outcome).toBe('miss');
     return lookup.complete!({ data });
@@ -121,7 +121,7 @@ describe('maxBytes through the engine', () => {
     const stringify = jest.spyOn(JSON, 'stringify');
     try {
       const engine = new ResponseEngine(createCache(), { defaultMaxAge: 60 });
-      const plan = engine.plan({ ...request(), schema: hinted })!;
+      const plan = engine.plan({ ...request(), schema: hinted }) as ResponsePlan;
       stringify.mockClear();
       const lookup = await engine.lookup(plan, async () => ({ data }));
       expect(await lookup.complete!({ data })).toBe('stored');
@@ -148,7 +148,7 @@ describe('maxBytes through the engine', () => {
     });
     const store = memoryStore();
     const engine = new ResponseEngine(createCache({ store }), { defaultMaxAge: 60 });
-    const plan = engine.plan({ ...request(), schema: hinted })!;
+    const plan = engine.plan({ ...request(), schema: hinted }) as ResponsePlan;
     const lookup = await engine.lookup(plan, async () => ({ data }));
     expect(await lookup.complete!({ data })).toBe('stored');
     expect(enumerated).toBe(0);

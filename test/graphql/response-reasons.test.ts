@@ -1,0 +1,108 @@
+/**
+ * Why the response layer does not cache an operation, at the engine (the plugins report these as
+ * `extensions.cache.bypassReason` / `notStoredReason`: test/apollo and test/envelop response-cache).
+ */
+import { buildSchema, parse } from 'graphql';
+import { createCache } from '../../src/core/cache';
+import {
+  INCREMENTAL_RESULT,
+  ResponseEngine,
+  type ResponsePlan,
+  type ResponseRequest,
+} from '../../src/graphql/response-cache';
+
+const schema = buildSchema(`
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
+  directive @defer(if: Boolean, label: String) on FRAGMENT_SPREAD | INLINE_FRAGMENT
+  enum CacheControlScope { PUBLIC PRIVATE }
+  scalar JSON
+  type Query { a: Int @cacheControl(maxAge: 60), me: Int @cacheControl(maxAge: 60, scope: PRIVATE), raw: JSON @cacheControl(maxAge: 60), none: Int }
+  type Mutation { m: Int }
+  type Subscription { s: Int }
+`);
+
+const request = (source: string, extra: Partial<ResponseRequest> = {}): ResponseRequest => ({
+  schema,
+  document: parse(source),
+  operationName: undefined,
+  variables: {},
+  context: {},
+  ...extra,
+});
+
+describe('response layer: bypass reasons (plan)', () => {
+  const engine = new ResponseEngine(createCache(), { sessionId: (ctx: { session?: string }) => ctx.session });
+
+  it.each([
+    ['{ none }', 'no_cache_hint'],
+    ['mutation { m }', 'mutation'],
+    ['subscription { s }', 'subscription'],
+    ['{ ... @defer { a } }', 'incremental'],
+    ['query A { a } query B { a }', 'unknown_operation'], // several operations and no name
+    ['{ me }', 'no_session'],
+  ])('%s: %s', (source, reason) => {
+    expect(engine.plan(request(source))).toBe(reason);
+  });
+
+  it('an operation name the document does not hold: unknown_operation', () => {
+    expect(engine.plan(request('query A { a }', { operationName: 'B' }))).toBe('unknown_operation');
+  });
+
+  it('variables that cannot be keyed: unkeyable_variables', () => {
+    const deep: Record<string, unknown> = {};
+    let at = deep;
+    for (let i = 0; i < 100; i++) at = at.next = {} as Record<string, unknown>;
+    expect(engine.plan(request('{ a }', { variables: { deep } }))).toBe('unkeyable_variables');
+    expect(engine.plan(request('{ a }', { variables: { long: 'x'.repeat(70_000) } }))).toBe('unkeyable_variables');
+  });
+
+  it('a cacheable operation has a plan, a PRIVATE one with a session too', () => {
+    expect(typeof engine.plan(request('{ a }'))).toBe('object');
+    expect(typeof engine.plan(request('{ me }', { context: { session: 's' } }))).toBe('object');
+  });
+
+  it('a closed cache: cache_unavailable (the plugin then executes)', async () => {
+    const cache = createCache();
+    const closing = new ResponseEngine(cache, true);
+    const plan = closing.plan(request('{ a }')) as ResponsePlan;
+    await cache.close();
+    const lookup = await closing.lookup(plan, async () => ({ data: { a: 1 } }));
+    expect(lookup).toEqual({ outcome: 'bypassed', bypassReason: 'cache_unavailable' });
+  });
+});
+
+describe('response layer: not-stored reasons (complete)', () => {
+  async function complete(
+    source: string,
+    result: Parameters<NonNullable<Awaited<ReturnType<ResponseEngine['lookup']>>['complete']>>[0],
+    final?: { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE' },
+  ) {
+    const engine = new ResponseEngine(createCache(), true);
+    const plan = engine.plan(request(source)) as ResponsePlan;
+    const lookup = await engine.lookup(plan, async () => result);
+    expect(lookup.outcome).toBe('miss');
+    return lookup.complete!(result, final);
+  }
+
+  it('errors, or no data: errors', async () => {
+    expect(await complete('{ a }', { data: { a: null }, errors: [new Error('boom')] })).toBe('errors');
+    expect(await complete('{ a }', { data: null })).toBe('errors');
+  });
+
+  it('a runtime hint stricter than the static policy: stricter_hint', async () => {
+    expect(await complete('{ a }', { data: { a: 1 } }, { maxAge: 10 })).toBe('stricter_hint');
+    expect(await complete('{ a }', { data: { a: 1 } }, { scope: 'PRIVATE' })).toBe('stricter_hint');
+  });
+
+  it('an incremental delivery: incremental', async () => {
+    expect(await complete('{ a }', INCREMENTAL_RESULT)).toBe('incremental');
+  });
+
+  it('a result JSON cannot serialize: unserializable', async () => {
+    expect(await complete('{ raw }', { data: { raw: { big: 1n } } })).toBe('unserializable');
+  });
+
+  it('a plain result: stored', async () => {
+    expect(await complete('{ a }', { data: { a: 1 } })).toBe('stored');
+  });
+});
