@@ -8,7 +8,7 @@ import type { Store } from '../../src/core/store';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
 import { redisStore } from '../../src/redis';
 import { manualClock } from '../../src/core/freshness';
-import { post, responseFixture, until, type ResponseFixture } from '../graphql/response-fixture';
+import { expectReasons, post, responseFixture, until, type ResponseFixture } from '../graphql/response-fixture';
 import { connect, randomPrefix } from '../redis/helpers';
 
 async function serve(
@@ -163,33 +163,7 @@ describe.each(stores)('Apollo response cache (%s store)', (_name, store) => {
     const f = responseFixture({ store: store() });
     const { url, stop } = await serve(f);
     try {
-      const cacheOf = async (query: string, options?: Parameters<typeof post>[2]) =>
-        (await post(url, query, options)).body.extensions?.cache;
-      expect(await cacheOf('{ uncached }')).toMatchObject({ response: 'bypassed', bypassReason: 'no_cache_hint' });
-      expect(await cacheOf('mutation { renameUserQuietly(id: "2", name: "B") }')).toMatchObject({
-        response: 'bypassed',
-        bypassReason: 'mutation',
-      });
-      expect(await cacheOf('{ me { id name } }')).toMatchObject({ response: 'bypassed', bypassReason: 'no_session' });
-      // Variables whose encoding passes ARGS_MAX_LENGTH (an unused one counts: the key is of all of them).
-      const long = { variables: { size: 1, pad: 'x'.repeat(70_000) } };
-      expect(await cacheOf('query($size: Int!) { big(size: $size) }', long)).toMatchObject({
-        response: 'bypassed',
-        bypassReason: 'unkeyable_variables',
-      });
-      expect(await cacheOf('{ broken }')).toMatchObject({ response: 'miss', notStoredReason: 'errors' });
-      expect(await cacheOf('{ viewerHinted }', { session: 'a' })).toMatchObject({
-        response: 'miss',
-        notStoredReason: 'stricter_hint',
-      });
-      // Cached: no reason.
-      const stored = await cacheOf('{ products { id name } }');
-      expect(stored).toMatchObject({ response: 'miss' });
-      expect(stored).not.toHaveProperty('notStoredReason');
-      expect(stored).not.toHaveProperty('bypassReason');
-      const hit = await cacheOf('{ products { id name } }');
-      expect(hit).toMatchObject({ response: 'hit' });
-      expect(hit).not.toHaveProperty('bypassReason');
+      await expectReasons(url);
     } finally {
       await stop();
     }

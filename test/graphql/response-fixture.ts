@@ -176,3 +176,34 @@ export async function until(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 2000 && !check(); i++) await new Promise<void>((resolve) => setTimeout(resolve, 1));
   if (!check()) throw new Error(`timed out waiting for ${what}`);
 }
+
+/** The reasons a server reports when its response layer does not cache (Apollo and Yoga alike). */
+export async function expectReasons(url: string): Promise<void> {
+  const cacheOf = async (query: string, options?: Parameters<typeof post>[2]) =>
+    (await post(url, query, options)).body.extensions?.cache;
+  expect(await cacheOf('{ uncached }')).toMatchObject({ response: 'bypassed', bypassReason: 'no_cache_hint' });
+  expect(await cacheOf('mutation { renameUserQuietly(id: "2", name: "B") }')).toMatchObject({
+    response: 'bypassed',
+    bypassReason: 'mutation',
+  });
+  expect(await cacheOf('{ me { id name } }')).toMatchObject({ response: 'bypassed', bypassReason: 'no_session' });
+  // Variables whose encoding passes ARGS_MAX_LENGTH (an unused one counts: the key is of all of them).
+  const long = { variables: { size: 1, pad: 'x'.repeat(70_000) } };
+  expect(await cacheOf('query($size: Int!) { big(size: $size) }', long)).toMatchObject({
+    response: 'bypassed',
+    bypassReason: 'unkeyable_variables',
+  });
+  expect(await cacheOf('{ broken }')).toMatchObject({ response: 'miss', notStoredReason: 'errors' });
+  expect(await cacheOf('{ viewerHinted }', { session: 'a' })).toMatchObject({
+    response: 'miss',
+    notStoredReason: 'stricter_hint',
+  });
+  // Cached: no reason.
+  const stored = await cacheOf('{ products { id name } }');
+  expect(stored).toMatchObject({ response: 'miss' });
+  expect(stored).not.toHaveProperty('notStoredReason');
+  expect(stored).not.toHaveProperty('bypassReason');
+  const hit = await cacheOf('{ products { id name } }');
+  expect(hit).toMatchObject({ response: 'hit' });
+  expect(hit).not.toHaveProperty('bypassReason');
+}
