@@ -1,18 +1,29 @@
 /**
- * A request's memo of answers: the same key gives the same answer for the rest of the request.
- * What it holds per key (an entry answered synchronously, a load's promise, or a load shared by
- * callers with signals), how a held answer is read (as a value when it is known), and how a load
- * is memoized. Used by the scoped loaders and by the request scope's getOrCompute and @cached.
+ * A request's memo of answers, the one both kinds of memo use: a scoped loader's (keyed by its key
+ * function's string, in a DataLoader cacheMap) and the request scope's own (getOrCompute and
+ * @cached, keyed by the cache key). The same key gives the same answer for the rest of the request,
+ * even while its load is in flight. What it holds per key (an entry answered synchronously, or a
+ * load's promise, shared by callers with signals when its first caller had one), how a held answer
+ * is read and forgotten, and how a load is memoized.
  */
 import type { Entry } from './freshness';
 import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort } from './flight';
 import { batchFailures } from './loader';
 
+/** DataLoader's cacheMap: any object with Map's get, set, delete and clear. */
+export interface CacheMapLike<K, V> {
+  get(key: K): V | undefined;
+  set(key: K, value: V): unknown;
+  delete(key: K): unknown;
+  clear(): unknown;
+}
+
 /**
  * One memoized load of a request whose first caller came with a signal. Each caller may leave
  * with its own signal without disturbing the others; the registry is told to stop waiting only
  * when every caller that came with a signal has left and none came without one. (A load whose
- * first caller had no signal is memoized as its promise: nothing can abandon it.)
+ * first caller had no signal is memoized as its promise: nothing can abandon it.) The memo holds
+ * its promise, which carries it (sharedOf): a cacheMap holds promises, as DataLoader's does.
  */
 export class Shared<V> {
   readonly promise: Promise<V>;
@@ -24,6 +35,7 @@ export class Shared<V> {
 
   constructor(start: (signal: AbortSignal | undefined) => Promise<V>) {
     this.promise = start(this.#controller.signal);
+    (this.promise as Carrier<V>)[SHARED] = this;
   }
 
   /** Every caller with a signal left before the value came: the registry load was abandoned. */
@@ -44,52 +56,95 @@ export class Shared<V> {
   }
 }
 
-/**
- * What a request remembers for a key: the entry it was answered from synchronously (or a primed
- * value), the promise of a load whose first caller had no signal, or a Shared load.
- */
-export type Held<V> = Entry<V> | Promise<V> | Shared<V>;
+const SHARED: unique symbol = Symbol('herdcache.shared');
+type Carrier<V> = Promise<V> & { [SHARED]?: Shared<V> };
+
+/** The Shared load a memoized promise belongs to, if its first caller had a signal. */
+function sharedOf<V>(promise: Promise<V>): Shared<V> | undefined {
+  return (promise as Carrier<V>)[SHARED];
+}
+
+/** What a request remembers for a key: the entry it was answered from synchronously, or a load's promise. */
+export type Held<V> = Entry<V> | Promise<V>;
+
+/** A request's memo: a Map, a DataLoader cacheMap, or OneThenMap. */
+export type Memo<V> = CacheMapLike<string, Held<V>>;
 
 /** Nothing held for the key: the caller goes to the registry. */
 export const NOTHING: unique symbol = Symbol('herdcache.nothing');
 
 /**
- * The request's answer for `key` if it has one. `sync`: a value when it is known (a synchronous
- * hit, a prime, a load that has settled), else a promise; otherwise always a promise. A held load
- * that failed in a way `forget` accepts is dropped here, when next looked at, rather than by a
- * handler per load: the next caller retries.
+ * What the memo holds for `key`, unless it is a load that failed in a way `forget` accepts (a
+ * whole-batch failure, an abandoned load): that one is dropped here, when next looked at, rather
+ * than by a handler per load, and the caller loads again.
  */
+export function lookup<V>(memo: Memo<V>, key: string, forget: (error: unknown) => boolean): Held<V> | undefined {
+  const held = memo.get(key);
+  if (held === undefined || !(held instanceof Promise)) return held;
+  const outcome = outcomeOf(held);
+  if (outcome instanceof Rejection && forget(outcome.error)) {
+    memo.delete(key);
+    return undefined;
+  }
+  return held;
+}
+
+/**
+ * A held answer as this caller gets it: a Shared load joined with its signal, any other under its
+ * signal (an aborted one rejects at once). `sync`: a value when it is known (a synchronous hit, a
+ * prime, a load that has settled), else a promise; otherwise always a promise.
+ */
+export function answerOf<V>(held: Held<V>, signal: AbortSignal | undefined, sync: boolean): V | Promise<V> {
+  if (!(held instanceof Promise)) {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return sync ? held.value : fulfilled(held);
+  }
+  const shared = sharedOf(held);
+  if (shared !== undefined) return shared.join(signal);
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  if (sync) {
+    const outcome = outcomeOf(held);
+    if (outcome !== PENDING_OR_UNKNOWN && !(outcome instanceof Rejection)) return outcome as V;
+  }
+  return signal === undefined ? held : raceAbort(held, signal, ignore);
+}
+
+/** The request's answer for `key` if it has one (lookup, then answerOf); NOTHING otherwise. */
 export function held<V>(
-  memo: Map<string, Held<V>>,
+  memo: Memo<V>,
   key: string,
   signal: AbortSignal | undefined,
   forget: (error: unknown) => boolean,
   sync: boolean,
 ): V | Promise<V> | typeof NOTHING {
-  const answer = memo.get(key);
-  if (answer === undefined) return NOTHING;
-  if (answer instanceof Shared) return answer.join(signal);
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  if (answer instanceof Promise) {
-    const outcome = outcomeOf(answer);
-    if (outcome instanceof Rejection) {
-      if (forget(outcome.error)) {
-        memo.delete(key);
-        return NOTHING;
-      }
-    } else if (sync && outcome !== PENDING_OR_UNKNOWN) {
-      return outcome as V;
-    }
-    return signal === undefined ? answer : raceAbort(answer, signal, ignore);
-  }
-  return sync ? answer.value : fulfilled(answer);
+  const found = lookup(memo, key, forget);
+  return found === undefined ? NOTHING : answerOf(found, signal, sync);
 }
 
 export function ignore(): void {}
 
+/**
+ * Memoizes the registry load `start` under `key` for callers with signals, which may each leave
+ * (Shared): its promise is what the memo holds, forgotten once the load fails in a way `forget`
+ * accepts or every caller left. Each caller joins the Shared returned.
+ */
+export function memoizeShared<V>(
+  memo: Memo<V>,
+  key: string,
+  start: (signal: AbortSignal | undefined) => Promise<V>,
+  forget: (error: unknown) => boolean,
+): Shared<V> {
+  const shared = new Shared(start);
+  memo.set(key, shared.promise);
+  shared.promise.catch((error: unknown) => {
+    if ((shared.abandoned || forget(error)) && memo.get(key) === shared.promise) memo.delete(key);
+  });
+  return shared;
+}
+
 /** Memoizes the registry load `start` under `key` for the request, or joins the one it holds. */
 export function memoized<V>(
-  memo: Map<string, Held<V>>,
+  memo: Memo<V>,
   key: string,
   signal: AbortSignal | undefined,
   start: (signal: AbortSignal | undefined) => Promise<V>,
@@ -103,12 +158,7 @@ export function memoized<V>(
     memo.set(key, promise);
     return promise;
   }
-  const shared = new Shared(start);
-  memo.set(key, shared);
-  shared.promise.catch((error: unknown) => {
-    if ((shared.abandoned || forget(error)) && memo.get(key) === shared) memo.delete(key);
-  });
-  return shared.join(signal);
+  return memoizeShared(memo, key, start, forget).join(signal);
 }
 
 /** Per-key Errors returned by a batch stay memoized (DataLoader); anything else is forgotten. */
@@ -117,6 +167,52 @@ export function forgetUnlessKeyError(error: unknown): boolean {
 }
 
 export const forgetAlways = () => true;
+
+/**
+ * A scoped loader's default memo: one key held in fields, a Map from the second key on. Most
+ * scoped loaders of a request hold one key (every request of a stampede does), and a Map costs
+ * ~200 bytes at once.
+ */
+export class OneThenMap<V> implements CacheMapLike<string, V> {
+  #key: string | undefined = undefined;
+  #value: V | undefined = undefined;
+  #map: Map<string, V> | undefined = undefined;
+
+  get(key: string): V | undefined {
+    if (this.#map !== undefined) return this.#map.get(key);
+    return key === this.#key ? this.#value : undefined;
+  }
+
+  set(key: string, value: V): this {
+    if (this.#map !== undefined) this.#map.set(key, value);
+    else if (this.#key === undefined || this.#key === key) {
+      this.#key = key;
+      this.#value = value;
+    } else {
+      this.#map = new Map([
+        [this.#key, this.#value!],
+        [key, value],
+      ]);
+      this.#key = undefined;
+      this.#value = undefined;
+    }
+    return this;
+  }
+
+  delete(key: string): boolean {
+    if (this.#map !== undefined) return this.#map.delete(key);
+    if (key !== this.#key) return false;
+    this.#key = undefined;
+    this.#value = undefined;
+    return true;
+  }
+
+  clear(): void {
+    this.#map = undefined;
+    this.#key = undefined;
+    this.#value = undefined;
+  }
+}
 
 /** MemoKeys made so far: each gets the next number (exact in a double up to 2^53). */
 let memoKeys = 0;

@@ -9,7 +9,7 @@
  * forgotten so the next load retries.
  */
 import type { Loader } from './loader';
-import { type Held, type MemoKey, NOTHING, SlotMemo, forgetAlways, held, memoized } from './memo';
+import { type Memo, type MemoKey, NOTHING, SlotMemo, forgetAlways, held, memoized } from './memo';
 import { isNamespacedKey, reservedKeyError } from './namespaces';
 import { GET_OR_COMPUTE_OPTIONS, checkKnownKeys, checkSignal } from './options';
 import { type CounterName, type PendingJoin, RequestCounters, type Sink } from './metrics';
@@ -26,7 +26,7 @@ export class RequestScope implements Sink {
   // The first loader's view is held in fields: most requests of a stampede use one loader.
   #firstLoader: Loader<unknown, unknown> | undefined;
   #firstScoped: ScopedLoader<unknown, unknown> | undefined;
-  #computed: Map<string, Held<unknown>> | undefined;
+  #computed: Memo<unknown> | undefined;
   /** Synchronous answers for MemoKeys (the @cached fields' keys), made on the first. */
   #slots: SlotMemo | undefined;
   #stats: RequestCounters | undefined;
@@ -87,7 +87,7 @@ export class RequestScope implements Sink {
     } catch (error) {
       return Promise.reject(error);
     }
-    const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
+    const computed = (this.#computed ??= new Map()) as Memo<V>;
     const signal = this._signal(options?.signal);
     return memoized(
       computed,
@@ -148,7 +148,7 @@ export class RequestScope implements Sink {
 
   /** @internal The directive's miss: getOrCompute with its computation resolved at build time. */
   _compute<V>(computation: Computation, key: string, fill: Fill<V>): Promise<V> {
-    const computed = (this.#computed ??= new Map()) as Map<string, Held<V>>;
+    const computed = (this.#computed ??= new Map()) as Memo<V>;
     return memoized(
       computed,
       key,
@@ -160,7 +160,7 @@ export class RequestScope implements Sink {
 
   /** What this request's loads did: hits, misses, coalesced, fills… per source. */
   stats(): MetricsSnapshot {
-    if (this.#joins !== undefined) this.#countJoins();
+    if (this.#joins !== undefined) this.#joins = countJoins(this.#joins, this);
     return (this.#stats ??= new RequestCounters()).snapshot();
   }
 
@@ -171,36 +171,36 @@ export class RequestScope implements Sink {
 
   /** @internal Sink: counted when the stats are read, by the flight's outcome (if known by then). */
   joined(join: PendingJoin): void {
-    const joins = this.#joins;
+    let joins = this.#joins;
     if (joins === undefined) this.#joins = join;
     else if (!Array.isArray(joins)) this.#joins = [joins, join];
     else {
       // Counted as the array doubles, so a long request holds only the flights still undecided.
       const n = joins.length;
-      if (n >= 64 && (n & (n - 1)) === 0) this.#countJoins();
-      if (this.#joins === undefined) this.#joins = join;
-      else (this.#joins as PendingJoin[]).push(join);
+      if (n >= 64 && (n & (n - 1)) === 0) joins = countJoins(joins, this);
+      if (joins === undefined) this.#joins = join;
+      else (joins as PendingJoin[]).push(join);
     }
   }
+}
 
-  /** Counts the joined flights whose outcome is known; keeps the others. */
-  #countJoins(): void {
-    const joins = this.#joins;
-    if (!Array.isArray(joins)) {
-      if (joins?.joinedAs !== undefined) {
-        this.count(joins.joinSource!.name, joins.joinedAs, 1);
-        this.#joins = undefined;
-      }
-      return;
-    }
-    let kept = 0;
-    for (const join of joins) {
-      if (join.joinedAs !== undefined) this.count(join.joinSource!.name, join.joinedAs, 1);
-      else joins[kept++] = join;
-    }
-    joins.length = kept;
-    if (kept === 0) this.#joins = undefined;
+/**
+ * Counts into `scope` the joined flights whose outcome is known and returns the others. (A
+ * function, not a private method: one would give every RequestScope a brand slot.)
+ */
+function countJoins(joins: PendingJoin | PendingJoin[], scope: Sink): PendingJoin | PendingJoin[] | undefined {
+  if (!Array.isArray(joins)) {
+    if (joins.joinedAs === undefined) return joins;
+    scope.count(joins.joinSource!.name, joins.joinedAs, 1);
+    return undefined;
   }
+  let kept = 0;
+  for (const join of joins) {
+    if (join.joinedAs !== undefined) scope.count(join.joinSource!.name, join.joinedAs, 1);
+    else joins[kept++] = join;
+  }
+  joins.length = kept;
+  return kept === 0 ? undefined : joins;
 }
 
 /** What RequestScope._read returns when it has no answer without a load. */

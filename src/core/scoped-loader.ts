@@ -5,21 +5,25 @@
  */
 import type { Entry } from './freshness';
 import { invalidArgument, invalidOption } from './errors';
-import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort, rejected } from './flight';
+import { fulfilled, rejected } from './flight';
 import { type Loader, loadEach } from './loader';
 import { checkKnownKeys, checkSignal, optionNames } from './options';
 import type { CounterName, PendingJoin, Sink } from './metrics';
-import { Shared, forgetUnlessKeyError, ignore } from './memo';
+import {
+  type CacheMapLike,
+  NOTHING,
+  OneThenMap,
+  answerOf,
+  forgetUnlessKeyError,
+  held,
+  ignore,
+  lookup,
+  memoizeShared,
+} from './memo';
 import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
 import type { LoadOptions } from './types';
 
-/** DataLoader's cacheMap: any object with Map's get, set, delete and clear. */
-export interface CacheMapLike<K, V> {
-  get(key: K): V | undefined;
-  set(key: K, value: V): unknown;
-  delete(key: K): unknown;
-  clear(): unknown;
-}
+export type { CacheMapLike } from './memo';
 
 /** DataLoader's memo options, for one scoped loader. */
 export interface ScopedLoaderOptions<V> {
@@ -34,51 +38,6 @@ export interface ScopedLoaderOptions<V> {
 }
 
 const MEMO_METHODS = ['get', 'set', 'delete', 'clear'] as const;
-
-/**
- * The default memo: one key held in fields, a Map from the second key on. Most scoped loaders of
- * a request hold one key (every request of a stampede does), and a Map costs ~200 bytes at once.
- */
-class OneThenMap<V> implements CacheMapLike<string, V> {
-  #key: string | undefined = undefined;
-  #value: V | undefined = undefined;
-  #map: Map<string, V> | undefined = undefined;
-
-  get(key: string): V | undefined {
-    if (this.#map !== undefined) return this.#map.get(key);
-    return key === this.#key ? this.#value : undefined;
-  }
-
-  set(key: string, value: V): this {
-    if (this.#map !== undefined) this.#map.set(key, value);
-    else if (this.#key === undefined || this.#key === key) {
-      this.#key = key;
-      this.#value = value;
-    } else {
-      this.#map = new Map([
-        [this.#key, this.#value!],
-        [key, value],
-      ]);
-      this.#key = undefined;
-      this.#value = undefined;
-    }
-    return this;
-  }
-
-  delete(key: string): boolean {
-    if (this.#map !== undefined) return this.#map.delete(key);
-    if (key !== this.#key) return false;
-    this.#key = undefined;
-    this.#value = undefined;
-    return true;
-  }
-
-  clear(): void {
-    this.#map = undefined;
-    this.#key = undefined;
-    this.#value = undefined;
-  }
-}
 
 const SCOPED_LOADER_OPTIONS = optionNames<ScopedLoaderOptions<unknown>>({ cache: true, cacheMap: true });
 
@@ -175,10 +134,11 @@ export interface LoaderScope {
 export class ScopedLoader<K, V> implements Sink {
   readonly #loader: Loader<K, V>;
   readonly #scope: LoaderScope;
-  /** The request memo: key string → the promise of its load (recorded: see outcomeOf). null: none. */
+  /**
+   * The request memo (memo.ts): key string → the promise of its load (recorded: see outcomeOf;
+   * a Shared one when its first caller had a signal). null: none.
+   */
   readonly #memo: CacheMapLike<string, Promise<V>> | null;
-  /** Memo entries whose first caller came with a signal: who still waits, to abandon when all left. */
-  #shared: WeakMap<Promise<V>, Shared<V>> | undefined = undefined;
   /** The tick of `#loads` and `#hits`. */
   #tick = -1;
   /**
@@ -232,12 +192,11 @@ export class ScopedLoader<K, V> implements Sink {
       }
       signal = this.#scope._signal(options.signal);
     }
-    const cached = this.#cached(keyString);
+    const memo = this.#memo;
+    const cached = memo === null ? undefined : lookup(memo, keyString, forgetUnlessKeyError);
     if (cached !== undefined) {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
-      const shared = this.#shared?.get(cached);
-      const answer =
-        shared !== undefined ? shared.join(signal) : signal === undefined ? cached : raceAbort(cached, signal, ignore);
+      const answer = answerOf(cached, signal, false) as Promise<V>;
       if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
       return this.#afterPendingBatch(answer);
     }
@@ -255,13 +214,9 @@ export class ScopedLoader<K, V> implements Sink {
     const keyString = this.#loader._keyString(key, this);
     const memo = this.#memo;
     if (memo === null) return this.load(key);
-    const cached = this.#cached(keyString);
-    if (cached !== undefined) {
-      const outcome = outcomeOf(cached);
-      // Pending: the request's signal (if any) must still end this caller's wait, as in load().
-      if (outcome === PENDING_OR_UNKNOWN) return this.#scope.signal === undefined ? cached : this.load(key);
-      return outcome instanceof Rejection ? cached : (outcome as V);
-    }
+    // Settled: its value; pending: its promise, which the request's signal (if any) still ends.
+    const answer = held(memo, keyString, this.#scope.signal, forgetUnlessKeyError, true);
+    if (answer !== NOTHING) return answer;
     const storeKey = this.#loader._storeKey(key, keyString, this);
     const entry = this.#loader._peek(storeKey, key, this);
     if (entry !== undefined) {
@@ -281,7 +236,7 @@ export class ScopedLoader<K, V> implements Sink {
     const memo = this.#memo;
     if (memo === null) return this;
     const keyString = this.#loader._keyString(key, this);
-    if (this.#cached(keyString) === undefined) memo.set(keyString, primed(value));
+    if (lookup(memo, keyString, forgetUnlessKeyError) === undefined) memo.set(keyString, primed(value));
     return this;
   }
 
@@ -294,24 +249,6 @@ export class ScopedLoader<K, V> implements Sink {
   clearAll(): this {
     this.#memo?.clear();
     return this;
-  }
-
-  /**
-   * The memo's promise for `key`, unless it failed in a way DataLoader forgets (a whole-batch
-   * failure, an abandoned load): that one is dropped here, when next looked at, rather than by a
-   * handler per load, and the caller loads again.
-   */
-  #cached(keyString: string): Promise<V> | undefined {
-    const memo = this.#memo;
-    if (memo === null) return undefined;
-    const cached = memo.get(keyString);
-    if (cached === undefined) return undefined;
-    const outcome = outcomeOf(cached);
-    if (outcome instanceof Rejection && forgetUnlessKeyError(outcome.error)) {
-      memo.delete(keyString);
-      return undefined;
-    }
-    return cached;
   }
 
   #miss(key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
@@ -345,14 +282,8 @@ export class ScopedLoader<K, V> implements Sink {
     memo: CacheMapLike<string, Promise<V>>,
   ): Promise<V> {
     const loader = this.#loader;
-    const shared = new Shared<V>((s) => loader._load(key, storeKey, s, this));
-    memo.set(keyString, shared.promise);
-    (this.#shared ??= new WeakMap()).set(shared.promise, shared);
+    const shared = memoizeShared<V>(memo, keyString, (s) => loader._load(key, storeKey, s, this), forgetUnlessKeyError);
     this.#noteLoad(shared.promise);
-    shared.promise.catch((error: unknown) => {
-      if ((shared.abandoned || forgetUnlessKeyError(error)) && memo.get(keyString) === shared.promise)
-        memo.delete(keyString);
-    });
     return shared.join(signal);
   }
 

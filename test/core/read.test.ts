@@ -76,6 +76,30 @@ describe('read(): the value itself on an in-process hit', () => {
     expect(cache.metrics().sources.user).toMatchObject({ misses: 1, batches: 1 });
   });
 
+  it("scopedLoader.read of a load whose first caller had a signal joins it: that caller leaving does not end read's wait", async () => {
+    const { cache, users, batches } = setup();
+    const scoped = cache.request().loader(users);
+    const leaving = new AbortController();
+    const first = scoped.load('8', { signal: leaving.signal });
+    const read = scoped.read('8'); // no signal: it wants the value to the end
+    expect(read).toBeInstanceOf(Promise);
+    leaving.abort(new Error('left'));
+    await expect(first).rejects.toThrow('left');
+    await expect(read).resolves.toEqual({ id: '8', v: 1 });
+    expect(batches()).toBe(1);
+  });
+
+  it('scopedLoader.read in a request that was aborted rejects with its reason, as load() does', async () => {
+    const { cache, users } = setup();
+    await users.load('9');
+    const request = new AbortController();
+    const scoped = cache.request({ signal: request.signal }).loader(users);
+    expect(scoped.read('9')).toEqual({ id: '9', v: 1 });
+    request.abort(new Error('request over'));
+    await expect(scoped.load('9')).rejects.toThrow('request over');
+    await expect(scoped.read('9')).rejects.toThrow('request over');
+  });
+
   it('a prime answers read() synchronously', () => {
     const { cache, users } = setup();
     const scoped = cache.request().loader(users).prime('5', { id: '5', v: 50 });
