@@ -8,7 +8,7 @@
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
 import { FlightTable, rejected } from './flight';
-import { type Clock, type Entry, systemClock } from './freshness';
+import { type Clock, CoarseClock, type Entry, systemClock } from './freshness';
 import { Observers, notify } from './hooks';
 import { Invalidation } from './invalidation';
 import { LoadPath } from './load-path';
@@ -18,10 +18,10 @@ import { CounterSet, type CounterName, type Sink } from './metrics';
 import {
   CACHE_OPTIONS,
   DEFAULTS,
-  GET_OR_COMPUTE_OPTIONS,
   LOADER_OPTIONS,
   REQUEST_OPTIONS,
   type Policy,
+  checkGetOrComputeKeys,
   checkKnownKeys,
   checkPositiveInteger,
   givenOr,
@@ -110,6 +110,8 @@ export class Cache implements Registry {
     this.#loads = new LoadPath({
       store,
       clock,
+      // No clock given: hits read a coarse one (Date.now() at most once per ms and per 32 hits).
+      hitClock: options.clock === undefined ? new CoarseClock() : clock,
       sleep: clock.sleep?.bind(clock) ?? realSleep,
       flights: this.#flights,
       observers: this.#observers,
@@ -163,7 +165,7 @@ export class Cache implements Registry {
       checkRawKey(key, 'key');
       if (typeof fill !== 'function') throw invalidArgument('fill', fill, 'a function');
       checkSignal(options);
-      if (options !== undefined) checkKnownKeys('getOrCompute()', options, GET_OR_COMPUTE_OPTIONS);
+      if (options !== undefined) checkGetOrComputeKeys('getOrCompute()', options);
       const { source, policy } = options === undefined ? this._computation(undefined) : this.#computationOf(options);
       return this._load<V>(source, key, fill, policy, options?.signal, sink);
     } catch (error) {

@@ -18,6 +18,8 @@ import { afterPromiseJobs, scheduleOnce } from './tick';
 export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
   readonly store: Store;
   readonly clock: Clock;
+  /** What a hit's freshness is judged by: the registry's CoarseClock by default, else `clock` itself. */
+  readonly hitClock: Clock;
   readonly flights: FlightTable;
   readonly observers: Observers;
   /** Most background refreshes at once; more are dropped. */
@@ -34,6 +36,7 @@ export class LoadPath {
   readonly #syncReads: boolean;
   /** Whether it has peekSync (getSync leaving servedUntil to the registry's clock read). */
   readonly #peeks: boolean;
+  /** A hit's clock (see LoadPathOptions.hitClock); the pipeline reads the exact one. */
   readonly #clock: Clock;
   readonly #flights: FlightTable;
   readonly #observers: Observers;
@@ -45,13 +48,13 @@ export class LoadPath {
   #refreshing = 0;
 
   constructor(options: LoadPathOptions) {
-    const { store, clock, flights, observers, maxRefreshes } = options;
+    const { store, hitClock, flights, observers, maxRefreshes } = options;
     // Called as the store's method, not through a bound copy: a bound function is called through a
     // generic builtin the compiler does not inline (~30 ns of every hit).
     this.#store = store;
     this.#syncReads = typeof store.getSync === 'function';
     this.#peeks = this.#syncReads && typeof store.peekSync === 'function';
-    this.#clock = clock;
+    this.#clock = hitClock;
     this.#flights = flights;
     this.#observers = observers;
     this.#maxRefreshes = maxRefreshes;

@@ -210,6 +210,36 @@ export const GET_OR_COMPUTE_OPTIONS = optionNames<GetOrComputeOptions>({
   label: true,
   tags: true,
 });
+
+/**
+ * checkKnownKeys for a getOrCompute call's options, which runs on every call: each name is
+ * compared in a switch (~4 ns) rather than looked up in the Set (~15 ns, measured on a hit);
+ * GET_OR_COMPUTE_OPTIONS stays the authority (a name the switch lacks is looked up there) and the
+ * list the error shows.
+ */
+export function checkGetOrComputeKeys(where: string, options: object): void {
+  for (const name in options) {
+    if (!isGetOrComputeOption(name)) throw unknownOption(where, name, GET_OR_COMPUTE_OPTIONS, '');
+  }
+}
+
+function isGetOrComputeOption(name: string): boolean {
+  // Typed cases: the compiler refuses a label that is not an option name.
+  switch (name as keyof Required<GetOrComputeOptions>) {
+    case 'ttl':
+    case 'swr':
+    case 'jitter':
+    case 'lock':
+    case 'earlyRefresh':
+    case 'signal':
+    case 'label':
+    case 'tags':
+      return true;
+    default:
+      return GET_OR_COMPUTE_OPTIONS.has(name);
+  }
+}
+
 export const LOADER_OPTIONS = optionNames<LoaderOptions<unknown, unknown>>({
   ttl: true,
   swr: true,

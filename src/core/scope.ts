@@ -11,7 +11,7 @@
 import type { Loader } from './loader';
 import { type Memo, type MemoKey, NOTHING, SlotMemo, forgetAlways, held, memoized } from './memo';
 import { isNamespacedKey, reservedKeyError } from './namespaces';
-import { GET_OR_COMPUTE_OPTIONS, checkKnownKeys, checkSignal } from './options';
+import { checkGetOrComputeKeys, checkSignal } from './options';
 import { type CounterName, type PendingJoin, RequestCounters, type Sink } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
 import { ScopedLoader, type ScopedLoaderOptions } from './scoped-loader';
@@ -83,7 +83,7 @@ export class RequestScope implements Sink {
       // Before the memo: it also holds this request's @cached answers, under their own keys.
       if (typeof key === 'string' && isNamespacedKey(key)) throw reservedKeyError('key', key);
       checkSignal(options);
-      if (options !== undefined) checkKnownKeys('scope.getOrCompute()', options, GET_OR_COMPUTE_OPTIONS);
+      if (options !== undefined) checkGetOrComputeKeys('scope.getOrCompute()', options);
     } catch (error) {
       return Promise.reject(error);
     }
