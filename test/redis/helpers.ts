@@ -5,6 +5,8 @@ import { randomBytes } from 'node:crypto';
 import Redis, { type RedisOptions } from 'ioredis';
 import type { Entry } from '../../src/core/freshness';
 import type { StoreReporter } from '../../src/core/store';
+import type { Codec } from '../../src/redis/codec';
+import { startRedisServer, type RedisServer } from '../setup/redis-server';
 
 /** The server started by the jest global setup. */
 export function redisUrl(): string {
@@ -24,6 +26,47 @@ export async function connect(url: string = redisUrl(), options: RedisOptions = 
   await client.connect();
   return client;
 }
+
+/**
+ * A redis-server of the calling test file's own, started before its tests and stopped after: for
+ * counts (INFO deltas) that no other file's commands may touch. `admin` reads them (set once the
+ * server is up); `connection()` opens a client that is closed after all.
+ */
+export function ownServer(): { readonly admin: Redis; connection(): Promise<Redis> } {
+  let server: RedisServer | undefined;
+  let admin: Redis | undefined;
+  const connections: Redis[] = [];
+  beforeAll(async () => {
+    server = await startRedisServer();
+    admin = await connect(server.url);
+  });
+  afterAll(async () => {
+    for (const client of connections) if (client.status !== 'end') client.disconnect();
+    admin?.disconnect();
+    await server?.stop();
+  });
+  return {
+    get admin() {
+      return admin!;
+    },
+    async connection() {
+      const client = await connect(server!.url);
+      connections.push(client);
+      return client;
+    },
+  };
+}
+
+/** A binary codec: payloads that are not UTF-8 (a 0xff 0x00 head), read back with the Buffer commands. */
+export const binaryCodec: Codec = {
+  binary: true,
+  encode: (e) => Buffer.concat([Buffer.from([0xff, 0x00]), Buffer.from(JSON.stringify(e.value))]),
+  decode: (raw) => {
+    const buf = raw as Buffer;
+    if (!Buffer.isBuffer(buf) || buf[0] !== 0xff) throw new Error('not mine');
+    return entry(JSON.parse(buf.subarray(2).toString()), Infinity, Infinity);
+  },
+};
 
 export function entry<V>(value: V, freshUntil = Date.now() + 60_000, staleUntil = freshUntil): Entry<V> {
   return { value, freshUntil, staleUntil };

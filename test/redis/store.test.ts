@@ -5,8 +5,7 @@
 import type Redis from 'ioredis';
 import { HerdcacheError } from '../../src/core/errors';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
-import type { Codec } from '../../src/redis/codec';
-import { connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
+import { binaryCodec, connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
 
 let client: Redis;
 let prefix: string;
@@ -187,16 +186,7 @@ describe('getMany / setMany', () => {
   });
 
   it('takes a pluggable codec, binary ones included', async () => {
-    const binary: Codec = {
-      binary: true,
-      encode: (e) => Buffer.concat([Buffer.from([0xff, 0x00]), Buffer.from(JSON.stringify(e.value))]),
-      decode: (raw) => {
-        const buf = raw as Buffer;
-        if (!Buffer.isBuffer(buf) || buf[0] !== 0xff) throw new Error('not mine');
-        return entry(JSON.parse(buf.subarray(2).toString()), Infinity, Infinity);
-      },
-    };
-    const s = redisStore({ client, prefix, codec: binary, ...patient });
+    const s = redisStore({ client, prefix, codec: binaryCodec, ...patient });
     s.bind(reporter);
     await s.setMany([{ key: 'b', entry: entry({ n: 1 }), ttl: 60_000 }]);
     expect(await s.getMany(['b'])).toEqual([entry({ n: 1 }, Infinity, Infinity)]);

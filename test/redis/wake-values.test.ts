@@ -13,32 +13,25 @@ import type { Codec } from '../../src/redis/codec';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { ANNOUNCED_BYTES_PER_CALL, ANNOUNCED_VALUE_MAX, parseAnnouncement } from '../../src/redis/fill-channels';
 import { deferred } from '../helpers';
-import { startRedisServer, type RedisServer } from '../setup/redis-server';
-import { commandCalls, connect, delta, entry, eventually, stuckClock, within } from './helpers';
+import {
+  binaryCodec as binary,
+  commandCalls,
+  delta,
+  entry,
+  eventually,
+  ownServer,
+  stuckClock,
+  within,
+} from './helpers';
 
-let server: RedisServer;
-let admin: Redis;
-const connections: Redis[] = [];
+const own = ownServer();
+const connection = () => own.connection();
 
 beforeAll(async () => {
-  server = await startRedisServer();
-  admin = await connect(server.url);
   // The scripts' first calls on this server answer NOSCRIPT, then go as EVAL: not in the counts.
   const warm = createCache({ store: redisStore({ client: await connection(), prefix: 'warm:' }), ttl: 60_000 });
   await warm.getOrCompute('w', async () => 1);
 });
-
-afterAll(async () => {
-  for (const client of connections) if (client.status !== 'end') client.disconnect();
-  admin.disconnect();
-  await server.stop();
-});
-
-async function connection(): Promise<Redis> {
-  const client = await connect(server.url);
-  connections.push(client);
-  return client;
-}
 
 interface Waiter {
   store: RedisStore;
@@ -48,17 +41,6 @@ interface Waiter {
   /** Lock attempts (the script calls that re-read a key) its client sent. */
   attempts(): number;
 }
-
-/** A binary codec: payloads that are not UTF-8 (0xff), read back with the Buffer commands. */
-const binary: Codec = {
-  binary: true,
-  encode: (e) => Buffer.concat([Buffer.from([0xff, 0x00]), Buffer.from(JSON.stringify(e.value))]),
-  decode: (raw) => {
-    const buf = raw as Buffer;
-    if (!Buffer.isBuffer(buf) || buf[0] !== 0xff) throw new Error('not mine');
-    return entry(JSON.parse(buf.subarray(2).toString()), Infinity, Infinity);
-  },
-};
 
 async function waiter(prefix: string, codec?: Codec): Promise<Waiter> {
   const client = await connection();
@@ -99,7 +81,7 @@ it('a small value rides in the announcement: each waiting process answers from i
   const gate = deferred<{ name: string }>();
   const run = await stampede(prefix, 'k', waiters, gate.promise);
   const attempts = waiters.map((w) => w.attempts());
-  const before = await commandCalls(admin);
+  const before = await commandCalls(own.admin);
   gate.resolve({ name: 'by-holder' });
   expect(await run.held).toEqual({ name: 'by-holder' });
   expect(await within(run.waited, 5000, 'the waiters answered by the message')).toEqual([
@@ -109,7 +91,7 @@ it('a small value rides in the announcement: each waiting process answers from i
   expect(run.fills()).toBe(0);
   // The holder's write script, its two PUBLISHes, and nothing from the waiters: no re-read, no lock
   // taken and released (before: 5 script calls, the write plus an attempt and a release per waiter).
-  const ran = delta(before, await commandCalls(admin));
+  const ran = delta(before, await commandCalls(own.admin));
   // (EVAL: the holder's connection sends each script as EVAL the first time, EVALSHA after.)
   expect({ scripts: (ran.eval ?? 0) + (ran.evalsha ?? 0), publish: ran.publish }).toEqual({ scripts: 1, publish: 2 });
   expect(waiters.map((w) => w.attempts() - attempts[waiters.indexOf(w)]!)).toEqual([0, 0]);
@@ -189,15 +171,15 @@ it("a late message of an earlier lock's write only wakes the waiter: it answers 
   const attempts = w.attempts();
   // As if a write under an earlier lock (say, before an invalidation this load came after) had
   // announced its value to this process and the message were only arriving now.
-  const id = (await admin.get('wv5:{k}:waiters'))!;
+  const id = (await own.admin.get('wv5:{k}:waiters'))!;
   const key = 'wv5:{k}';
   const token = 'an-earlier-lock';
   const payload = JSON.stringify({ v: 1, f: Date.now() + 60_000, s: Date.now() + 60_000, d: 'late, outdated' });
   const hex = (n: number) => n.toString(16).padStart(8, '0');
-  await admin.publish(`wv5:filled.${id}`, `${key}${token}${payload}${hex(key.length)}${hex(token.length)}`);
+  await own.admin.publish(`wv5:filled.${id}`, `${key}${token}${payload}${hex(key.length)}${hex(token.length)}`);
   // Woken, it tries the lock again (still held by the holder it found), and waits on.
   expect(await eventually(() => w.attempts() === attempts + 1, 5000, 2)).toBe(true);
-  expect(await eventually(async () => (await admin.get('wv5:{k}:waiters')) === id, 5000, 2)).toBe(true);
+  expect(await eventually(async () => (await own.admin.get('wv5:{k}:waiters')) === id, 5000, 2)).toBe(true);
   gate.resolve('by-holder');
   expect(await within(run.waited, 5000, 'the waiter answered by the holder')).toEqual(['by-holder']);
   expect(w.attempts()).toBe(attempts + 1);

@@ -11,29 +11,10 @@ import type Redis from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { deferred } from '../helpers';
-import { startRedisServer, type RedisServer } from '../setup/redis-server';
-import { commandCalls, connect, delta, eventually, stuckClock, within } from './helpers';
+import { commandCalls, delta, eventually, ownServer, stuckClock, within } from './helpers';
 
-let server: RedisServer;
-let admin: Redis;
-const connections: Redis[] = [];
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  admin = await connect(server.url);
-});
-
-afterAll(async () => {
-  for (const client of connections) if (client.status !== 'end') client.disconnect();
-  admin.disconnect();
-  await server.stop();
-});
-
-async function connection(): Promise<Redis> {
-  const client = await connect(server.url);
-  connections.push(client);
-  return client;
-}
+const own = ownServer();
+const connection = (): Promise<Redis> => own.connection();
 
 interface Replica {
   store: RedisStore;
@@ -67,7 +48,7 @@ async function fleet(size: number, prefix: string): Promise<Replica[]> {
  * once written, in the next reading): a RESP bulk string, `$<length>\r\n<info>\r\n`.
  */
 async function outputBytes(): Promise<number> {
-  const info = await admin.info('stats');
+  const info = await own.admin.info('stats');
   const length = Buffer.byteLength(info);
   return Number(/total_net_output_bytes:(\d+)/.exec(info)![1]) - (`$${length}\r\n`.length + length + 2);
 }
@@ -98,18 +79,18 @@ it('fills nobody waits on publish nothing: Redis output per fill is the same at 
     await filler.getOrCompute('first', async () => 0);
     expect(await eventually(() => fillerStore.waitStats().channels === 1, 5000, 2)).toBe(true);
     // INFO commandstats first: its reply (longer as more commands have run) stays out of the bytes.
-    const before = { calls: await commandCalls(admin), bytes: await outputBytes() };
+    const before = { calls: await commandCalls(own.admin), bytes: await outputBytes() };
     for (let i = 0; i < fills; i++) expect(await filler.getOrCompute(`key:${i}`, async () => `v${i}`)).toBe(`v${i}`);
     await replicas[0]!.store.getMany(['key:0']); // the gathered writes leave right after the answers: let them land
     perFill[size] = ((await outputBytes()) - before.bytes) / fills;
-    const calls = delta(before.calls, await commandCalls(admin));
+    const calls = delta(before.calls, await commandCalls(own.admin));
     published[size] = calls.publish ?? 0;
     heard[size] = replicas.reduce((sum, r) => sum + r.messages(), 0);
     expect(filler.metrics().total).toMatchObject({ fills: fills + 1, lockAcquired: fills + 1 });
     await filler.close();
     for (const r of replicas) await r.cache.close();
     // Their UNSUBSCRIBE replies are output too: all in before the next fleet is measured.
-    expect(await eventually(async () => (await admin.pubsub('CHANNELS', `${prefix}*`)).length === 0, 5000, 5)).toBe(
+    expect(await eventually(async () => (await own.admin.pubsub('CHANNELS', `${prefix}*`)).length === 0, 5000, 5)).toBe(
       true,
     );
   }
@@ -138,7 +119,7 @@ it('a waited-on fill reaches its two waiting processes only, each woken by the m
     await eventually(() => a!.cache.metrics().total.lockContended + b!.cache.metrics().total.lockContended === 2, 5000),
   ).toBe(true);
   // Both registered on the lock, in the call that found it held; the marker goes with the lock.
-  const [lockTtl, markerTtl, marker] = (await admin
+  const [lockTtl, markerTtl, marker] = (await own.admin
     .multi()
     .pttl('ww:{k}:lock')
     .pttl('ww:{k}:waiters')
@@ -148,7 +129,7 @@ it('a waited-on fill reaches its two waiting processes only, each woken by the m
   expect(markerTtl).toBeGreaterThan(0);
   expect(markerTtl).toBeLessThanOrEqual(lockTtl);
 
-  const before = await commandCalls(admin);
+  const before = await commandCalls(own.admin);
   gate.resolve('by-holder');
   expect(await held).toBe('by-holder');
   expect(await within(Promise.all(waits), 5000, 'the waiters answered by the message')).toEqual([
@@ -162,9 +143,9 @@ it('a waited-on fill reaches its two waiting processes only, each woken by the m
     expect(r.messages()).toBe(1);
   }
   // One PUBLISH per waiting process, carrying the value: the waiters answer from it (wake-values.test.ts).
-  expect(delta(before, await commandCalls(admin)).publish).toBe(2);
+  expect(delta(before, await commandCalls(own.admin)).publish).toBe(2);
   expect(bystanders.map((r) => r.messages())).toEqual([0, 0, 0]);
-  expect(await admin.exists('ww:{k}:waiters')).toBe(0);
+  expect(await own.admin.exists('ww:{k}:waiters')).toBe(0);
   for (const r of [a!, b!, ...bystanders]) await r.cache.close();
   await holder.close();
 });
@@ -186,7 +167,7 @@ it('a waiter whose lock attempt lands just after the write (and its publish, to 
     attempts++;
     gate.resolve('by-holder');
     await held;
-    expect(await eventually(async () => (await admin.get('wr:{k}:lock')) === null, 5000, 2)).toBe(true);
+    expect(await eventually(async () => (await own.admin.get('wr:{k}:lock')) === null, 5000, 2)).toBe(true);
     return acquire.apply(commands, args);
   };
   let waiterFills = 0;
@@ -198,7 +179,7 @@ it('a waiter whose lock attempt lands just after the write (and its publish, to 
   expect(waiter!.clock.sleeps).toEqual([]);
   expect(waiter!.cache.metrics().total.lockContended).toBe(0);
   expect([waiter!.messages(), bystander!.messages()]).toEqual([0, 0]);
-  expect(await admin.exists('wr:{k}:waiters')).toBe(0);
+  expect(await own.admin.exists('wr:{k}:waiters')).toBe(0);
   commands.herdcacheLockAcquire3 = acquire;
   for (const r of [waiter!, bystander!]) await r.cache.close();
   await holder.close();
