@@ -142,12 +142,11 @@ export class ScopedLoader<K, V> implements Sink {
   /** The tick of `#loads` and `#hits`. */
   #tick = -1;
   /**
-   * This tick's loads that went to the registry (a pending hit waits for them); the first is held
-   * in a field, as most scoped loaders of a request load one key per tick (every request of a
-   * stampede does): the array is made for a second load, or for a hit.
+   * This tick's loads that went to the registry (a pending hit waits for them): the first held as
+   * itself, as most scoped loaders of a request load one key per tick (every request of a stampede
+   * does); an array from a second load, or for a hit.
    */
-  #firstLoad: Promise<unknown> | undefined = undefined;
-  #loads: Promise<unknown>[] | undefined = undefined;
+  #loads: Promise<unknown> | Promise<unknown>[] | undefined = undefined;
   #hits: PendingHits | undefined = undefined;
 
   /** @internal use scope.loader(loader, options?) */
@@ -291,7 +290,6 @@ export class ScopedLoader<K, V> implements Sink {
     const now = currentTick();
     if (this.#tick !== now) {
       this.#tick = now;
-      this.#firstLoad = undefined;
       this.#loads = undefined;
       this.#hits = undefined;
     }
@@ -299,14 +297,17 @@ export class ScopedLoader<K, V> implements Sink {
 
   #loadsOfThisTick(): Promise<unknown>[] {
     this.#enterTick();
-    return (this.#loads ??= this.#firstLoad === undefined ? [] : [this.#firstLoad]);
+    const loads = this.#loads;
+    if (Array.isArray(loads)) return loads;
+    return (this.#loads = loads === undefined ? [] : [loads]);
   }
 
   #noteLoad(load: Promise<unknown>): void {
     this.#enterTick();
-    if (this.#loads !== undefined) this.#loads.push(load);
-    else if (this.#firstLoad === undefined) this.#firstLoad = load;
-    else this.#loads = [this.#firstLoad, load];
+    const loads = this.#loads;
+    if (loads === undefined) this.#loads = load;
+    else if (Array.isArray(loads)) loads.push(load);
+    else this.#loads = [loads, load];
   }
 
   /** A memo hit's answer, handed over with this tick's batch (see PendingHits). */
