@@ -312,11 +312,7 @@ export class Flight<V = unknown> {
     return true;
   }
 
-  /**
-   * A flight that ended lets go of what only its callers needed (their retry, the resolving
-   * functions, the run): a flight is small once it ended, whatever still refers to it. (The
-   * table's discarded hash tables may, for a while: see FlightTable.#remove.)
-   */
+  /** An ended flight drops what only its callers needed: small, whatever still holds it (see FlightTable.#remove). */
   #release(): void {
     this.#resolve = undefined;
     this.#reject = undefined;
