@@ -53,8 +53,9 @@ export const CLOCK_MAX_READS = 32;
  * once per CLOCK_RESOLUTION_MS (as lru-cache's `ttlResolution`), and again after CLOCK_MAX_READS
  * reads of the same reading, whichever comes first. A reading is dropped by an unref'd timer of
  * `resolution` ms, which fires only when the event loop runs timers: a hot stretch of awaited hits
- * (microtasks, no timer in between) is bounded by the read count instead. So a hit judges
- * freshness by a reading at most `resolution` ms old, or taken at most `maxReads - 1` hits ago.
+ * (microtasks, no timer in between) is bounded by the read count instead. So one reading judges
+ * at most `maxReads` hits, and none once timers ran `resolution` ms after it; code that blocks the
+ * event loop between two hits, with fewer hits in between, leaves it as old as the block.
  * A clock read costs a hit about as much as the lookup itself (~40 ns of ~100): this is what makes
  * an awaited hit close to a bare `await`. Only hits use it; fills, locks and invalidations read
  * the exact clock. An injected clock (`clock` option) is read on every hit, as before.
