@@ -35,7 +35,9 @@ export class Shared<V> {
 
   constructor(start: (signal: AbortSignal | undefined) => Promise<V>) {
     this.promise = start(this.#controller.signal);
-    (this.promise as Carrier<V>)[SHARED] = this;
+    // Carried only by a promise of this request's own (a pending load's): a settled one may be a
+    // hit's, made once per entry and handed to every request; it has nothing left to share anyway.
+    if (outcomeOf(this.promise) === PENDING_OR_UNKNOWN) (this.promise as Carrier<V>)[SHARED] = this;
   }
 
   /** Every caller with a signal left before the value came: the registry load was abandoned. */
