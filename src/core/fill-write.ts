@@ -73,8 +73,8 @@ export class FillWrite {
     const startedAt = this.#clock.now();
     const wrap = this.#observers.current.wrapFill;
     const results = await (wrap === undefined
-      ? runGroup(source, items, run.signal)
-      : wrapped(wrap, new WrappedFill(source, items, run.signal, lockOutcome)));
+      ? runGroup(source, items, run)
+      : wrapped(wrap, new WrappedFill(source, items, run, lockOutcome)));
     const duration = performance.now() - started;
     const late = results.some((result) => result instanceof LateTagged)
       ? await this.#lateTags(items, results)

@@ -4,7 +4,7 @@
  * of the pipeline, validity) can name them without importing another stage: the arrows point one
  * way, from the stage that makes an Item to the ones that consume it.
  */
-import type { Flight } from './flight';
+import type { FillSignal, Flight } from './flight';
 import type { Counted, Sink } from './metrics';
 import type { Policy } from './options';
 import type { FillInfo } from './types';
@@ -38,7 +38,7 @@ export interface Source extends Counted {
   /** @internal Splits the items to fill into calls of the user's function (batches, or one per key). */
   groups(items: Item[]): Item[][];
   /** @internal Runs one call; returns per item a value, `undefined` (nothing to cache), or a Failure. */
-  run(items: Item[], signal: AbortSignal): Promise<unknown[]>;
+  run(items: Item[], run: FillSignal): Promise<unknown[]>;
   /** @internal Tags of the value for `arg` (a loader's tags option); computed on a miss only. */
   tagsOf?(arg: unknown): readonly string[] | undefined;
   /** @internal The source's own batch window (a loader's batchScheduleFn); default: one dispatch per tick for all. */

@@ -8,7 +8,8 @@
  */
 import type { Item, Source } from './item';
 import { HerdcacheError, HerdcacheKeyError, describe, invalidArgument, invalidOption } from './errors';
-import { Failure, asError } from './flight';
+import { RunBatchContext } from './fill-call';
+import { Failure, type FillSignal, asError } from './flight';
 import type { Sink } from './metrics';
 import type { Entry } from './freshness';
 import type { Policy } from './options';
@@ -241,7 +242,7 @@ export class Loader<K, V> implements Source {
   }
 
   /** @internal Source: one batch call; a broken result fails every key of the batch, caches nothing. */
-  async run(items: Item[], signal: AbortSignal): Promise<unknown[]> {
+  async run(items: Item[], run: FillSignal): Promise<unknown[]> {
     const keys = items.map((item) => item.arg as K);
     this.counters.batches++;
     this.counters.batchedKeys += keys.length;
@@ -250,7 +251,8 @@ export class Loader<K, V> implements Source {
       // `this` is the loader the caller holds, as DataLoader binds it: the scoped loader of the
       // request whose key opened this batch (keys of other requests may share the call), or
       // this shared loader for direct and background loads.
-      values = await this.#batch.call(items[0]!.sink?.holder ?? this, keys, { signal });
+      // The signal is made when read (see FillRun): most batch functions never read it.
+      values = await this.#batch.call(items[0]!.sink?.holder ?? this, keys, new RunBatchContext(run));
     } catch (thrown) {
       return this.#failAll(keys.length, asError(thrown));
     }

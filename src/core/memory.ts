@@ -11,12 +11,15 @@
  * not stored at all (counted in `oversized`): the next caller fills again. Keys reach the store
  * already bounded (long keys are digests, see ./long-keys); tags are indexed by their bounded form.
  *
- * The tag index (tag → keys) is appended to, not kept exact: a whole response carries ~40 tags,
- * and a Set per tag cost ~0.3-0.9 µs per tag and write (most of a response miss's store write),
- * where an array push costs a few ns. A tag's list may therefore name keys twice, or keys whose
- * entry is gone or no longer carries the tag; invalidateTags deletes only the keys whose current
- * entry carries it, and a list is compacted once it is more than twice the entries carrying the
- * tag (so the index stays bounded by the entries held, as an exact one is).
+ * The tag index (tag → keys) is appended to, not kept exact, and in batches: a whole response
+ * carries ~40 tags, and a Set per tag, updated at each write, cost ~0.3-0.9 µs per tag (most of a
+ * response miss's store write: each tag's record is a cache miss by then). So a write is noted
+ * (its key and tags, as written: the entry's array may be the caller's, changed later) and the
+ * notes are indexed TAG_BATCH writes at a time, when the records are warm, and always before
+ * invalidateTags reads the index. A tag's list may name keys twice, or keys whose entry is gone or
+ * no longer carries the tag; invalidateTags deletes only the keys whose held entry was written
+ * with it, and a list is compacted once it is more than twice the entries carrying the tag (so the
+ * index stays bounded by the entries held).
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -49,6 +52,8 @@ const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
 
 /** A list this much longer than twice its live count is compacted (so short lists never are). */
 const TAG_SLACK = 16;
+/** Writes noted before they are indexed together (~1 ms of indexing at most, for ~40 tags each). */
+const TAG_BATCH = 256;
 
 /**
  * One tag's index: every key written with the tag since the last compaction (a superset of the
@@ -59,11 +64,25 @@ interface TagKeys {
   live: number;
 }
 
+/** A held tagged entry: its tags as written (bounded forms), and whether the index has them yet. */
+interface Written {
+  readonly key: string;
+  /** Not the entry: a note outlives an entry disposed before its batch, and must not hold its value. */
+  readonly tags: readonly string[];
+  /** In the index (counted in `live`); false: still noted, or disposed before it was indexed. */
+  indexed: boolean;
+  disposed: boolean;
+}
+
 export class MemoryStore implements Store {
   readonly name = 'memory';
   readonly #lru: LRUCache<string, Entry>;
   /** tag → the keys written with it; `live` kept in step with the LRU, so bounded by `max`. */
   readonly #byTag = new Map<string, TagKeys>();
+  /** key → its held entry's tags as written, for the tagged entries only. */
+  readonly #written = new Map<string, Written>();
+  /** Written and not indexed yet (at most TAG_BATCH between two writes). */
+  #noted: Written[] = [];
   readonly #maxEntrySize: number;
   #oversized = 0;
 
@@ -92,22 +111,33 @@ export class MemoryStore implements Store {
       sizeCalculation: (entry, key) => entrySize(key, entry),
       // Stored (added, or replacing another entry; not the same entry set again): indexed.
       onInsert: (entry, key, reason) => {
-        if (reason !== 'update' && entry.tags !== undefined) this.#index(key, entry.tags);
+        if (reason === 'update' || entry.tags === undefined) return;
+        const written: Written = { key, tags: entry.tags.map(boundedKey), indexed: false, disposed: false };
+        this.#written.set(key, written);
+        this.#noted.push(written);
       },
-      // Evicted, deleted or overwritten: the entry leaves the tag index with it.
-      dispose: (entry) => {
-        if (entry.tags !== undefined) this.#unindex(entry.tags);
+      // Evicted, deleted or overwritten (before its replacement is inserted): the entry leaves the
+      // tag index with it (if it was indexed yet). It is the key's held entry: its note, if tagged.
+      dispose: (entry, key) => {
+        if (entry.tags === undefined) return;
+        const written = this.#written.get(key);
+        if (written === undefined) return;
+        this.#written.delete(key);
+        written.disposed = true;
+        if (written.indexed) this.#unindex(written.tags);
       },
     });
   }
 
   /** Number of distinct tags indexed (for leak checks). */
   get tagCount(): number {
+    this.#indexNoted();
     return this.#byTag.size;
   }
 
   /** @internal Keys held by the tag index, repeats and dropped keys included (for leak checks). */
   get tagIndexLength(): number {
+    this.#indexNoted();
     let length = 0;
     for (const record of this.#byTag.values()) length += record.keys.length;
     return length;
@@ -150,13 +180,15 @@ export class MemoryStore implements Store {
         this.#lru.delete(w.key);
         continue;
       }
-      this.#lru.set(w.key, w.entry, { size }); // indexes its tags (onInsert)
+      this.#lru.set(w.key, w.entry, { size }); // notes it for the tag index (onInsert)
     }
+    if (this.#noted.length >= TAG_BATCH) this.#indexNoted();
     return done;
   }
 
   /** In one process a tag's entries can simply be deleted; the registry abandons fills in flight. */
   invalidateTags(tags: readonly string[]): Promise<void> {
+    this.#indexNoted();
     for (const tag of tags) {
       const indexed = boundedKey(tag);
       const record = this.#byTag.get(indexed);
@@ -167,9 +199,20 @@ export class MemoryStore implements Store {
     return done;
   }
 
+  /** Indexes the noted writes whose entries are still held. */
+  #indexNoted(): void {
+    const noted = this.#noted;
+    if (noted.length === 0) return;
+    this.#noted = [];
+    for (const written of noted) {
+      if (written.disposed) continue;
+      written.indexed = true;
+      this.#index(written.key, written.tags);
+    }
+  }
+
   #index(key: string, tags: readonly string[]): void {
-    for (const tag of tags) {
-      const indexed = boundedKey(tag);
+    for (const indexed of tags) {
       const record = this.#byTag.get(indexed);
       if (record === undefined) {
         this.#byTag.set(indexed, { keys: [key], live: 1 });
@@ -181,8 +224,7 @@ export class MemoryStore implements Store {
   }
 
   #unindex(tags: readonly string[]): void {
-    for (const tag of tags) {
-      const indexed = boundedKey(tag);
+    for (const indexed of tags) {
       const record = this.#byTag.get(indexed);
       if (record === undefined) continue;
       if (--record.live <= 0) this.#byTag.delete(indexed);
@@ -197,12 +239,10 @@ export class MemoryStore implements Store {
     record.keys = [...kept];
   }
 
-  /** Whether the entry held under `key` (if any) carries the tag (in its bounded form). */
+  /** Whether the entry held under `key` (if any) was written with the tag (in its bounded form). */
   #carries(key: string, indexed: string): boolean {
-    const tags = this.#lru.peek(key)?.tags;
-    if (tags === undefined) return false;
-    for (const tag of tags) if (boundedKey(tag) === indexed) return true;
-    return false;
+    const written = this.#written.get(key);
+    return written !== undefined && written.tags.includes(indexed);
   }
 
   delete(keys: readonly string[]): Promise<void> {

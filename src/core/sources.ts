@@ -7,6 +7,7 @@ import { HerdcacheError, invalidOption } from './errors';
 import type { CounterSet } from './metrics';
 import { runFill } from './fill-call';
 import { isNamespacedKey } from './namespaces';
+import type { FillSignal } from './flight';
 import type { Item, Source } from './item';
 
 export const GET_OR_COMPUTE = 'getOrCompute';
@@ -24,7 +25,7 @@ export class Sources {
       name: GET_OR_COMPUTE,
       counters: counters.of(GET_OR_COMPUTE),
       groups: (items: Item[]) => items.map((item) => [item]),
-      run: (items: Item[], signal: AbortSignal) => runFill(items[0]!, signal),
+      run: (items: Item[], run: FillSignal) => runFill(items[0]!, run),
     };
   }
 

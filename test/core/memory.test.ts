@@ -120,6 +120,41 @@ describe('memory store', () => {
       expect(store.tagIndexLength).toBe(0);
     });
 
+    it('writes indexed in batches: one overwritten or deleted before its batch is indexed is counted right', async () => {
+      const store = memoryStore();
+      const write = (key: string, tags: string[]) => store.setMany([{ key, entry: tagged(key, tags), ttl: Infinity }]);
+      for (let i = 0; i < 300; i++) await write(`k${i}`, ['T']); // a batch indexed, 44 noted
+      await write('k290', ['U']); // noted, replaced by an entry without T before being indexed
+      await write('k10', ['U']); // indexed, replaced
+      await store.delete(['k295', 'k20']);
+      expect(store.tagCount).toBe(2);
+      await store.invalidateTags(['T']);
+      expect(store.size).toBe(2);
+      expect(store.getSync('k290')?.value).toBe('k290');
+      expect(store.getSync('k10')?.value).toBe('k10');
+      expect(store.tagCount).toBe(1);
+      await store.invalidateTags(['U']);
+      expect(store.size).toBe(0);
+      expect(store.tagCount).toBe(0);
+      expect(store.tagIndexLength).toBe(0);
+    });
+
+    it('indexes the tags as written: a tags array the caller changes later changes nothing', async () => {
+      const store = memoryStore();
+      const tags = ['x'];
+      await store.setMany([
+        { key: 'a', entry: tagged('a', tags), ttl: Infinity },
+        { key: 'b', entry: tagged('b', tags), ttl: Infinity },
+      ]);
+      tags[0] = 'y';
+      await store.invalidateTags(['y']);
+      expect(store.size).toBe(2);
+      await store.invalidateTags(['x']);
+      expect(store.size).toBe(0);
+      expect(store.tagCount).toBe(0);
+      expect(store.tagIndexLength).toBe(0);
+    });
+
     it('clear() empties it', async () => {
       const store = memoryStore();
       await store.setMany([{ key: 'k', entry: tagged('v', ['T', 'U']), ttl: Infinity }]);
