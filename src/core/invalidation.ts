@@ -9,7 +9,7 @@ import { HerdcacheError } from './errors';
 import type { FlightTable } from './flight';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
 import type { Source } from './item';
-import { nonEmpty } from './load-path';
+import { nonEmpty } from './validity';
 import { boundedKey, boundedKeys } from './long-keys';
 import type { CounterSet } from './metrics';
 import { type Policy, checkTags, storesValues } from './options';

@@ -7,13 +7,14 @@ import { HerdcacheError } from './errors';
 import { Flight, type FlightTable, fulfilled, rejected } from './flight';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import { type Observers, notify } from './hooks';
-import type { CounterName, Sink } from './metrics';
+import { type Sink, countOn } from './metrics';
 import type { Policy } from './options';
 import type { Item, Source } from './item';
 import { FillPipeline, type PipelineHost } from './pipeline';
 import { NO_ARG } from './registry';
 import type { Store } from './store';
 import { afterPromiseJobs, scheduleOnce } from './tick';
+import { tagsFor } from './validity';
 
 export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
   readonly store: Store;
@@ -190,37 +191,24 @@ export class LoadPath {
       if (policy.lateTags === true) flight.lateTags = true;
       this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
     }
-    if (signal === undefined)
-      return (flight.join() ?? this.#share(flight, source, key, arg, policy, sink)) as Promise<V>;
-    return this.#joinWithSignal<V>(flight, source, key, arg, policy, signal, sink);
+    const joined = signal === undefined ? (flight.join() as Promise<V> | undefined) : undefined;
+    return joined ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
   }
 
-  // The retry functions are made here, not in #miss: a closure there would make every call of
-  // #miss allocate its context (~90 bytes per coalesced caller), closure or not. A waiter whose
-  // flight is abandoned starts over from the top (the store may hold a value now); its load was
-  // counted once already, when it first arrived.
-  #share<V>(
+  // The retry is made here, not in #miss (where every call would allocate its context, ~90 bytes):
+  // a waiter whose flight is abandoned starts over (the store may hold a value now), counted once.
+  #wait<V>(
     flight: Flight,
     source: Source,
     key: string,
     arg: unknown,
     policy: Policy,
+    signal: AbortSignal | undefined,
     sink: Sink | undefined,
   ): Promise<V> {
-    return flight.share(() => this.#again(source, key, arg, policy, undefined, sink)) as Promise<V>;
-  }
-
-  #joinWithSignal<V>(
-    flight: Flight,
-    source: Source,
-    key: string,
-    arg: unknown,
-    policy: Policy,
-    signal: AbortSignal,
-    sink: Sink | undefined,
-  ): Promise<V> {
-    return flight.joinWithSignal(signal, this.#abandonLeft, () =>
-      this.#again(source, key, arg, policy, signal, sink),
+    const again = () => this.#again<V>(source, key, arg, policy, signal, sink);
+    return (
+      signal === undefined ? flight.share(again) : flight.joinWithSignal(signal, this.#abandonLeft, again)
     ) as Promise<V>;
   }
 
@@ -337,12 +325,8 @@ export class LoadPath {
   #join(flight: Flight, source: Source, key: string, sink: Sink | undefined): void {
     const outcome = flight.joinedAs;
     if (outcome !== undefined) this.record(source, outcome, key, sink);
-    else if (
-      (sink === undefined || sink.joined !== undefined) &&
-      (flight.joinSource === undefined || flight.joinSource === source)
-    ) {
-      // Counted in one step when the outcome is known; a request scope counts its own share
-      // itself, from the flight (joined), so a stampede of scoped callers costs that pass nothing each.
+    else if ((sink === undefined || sink.joined) && (flight.joinSource === undefined || flight.joinSource === source)) {
+      // Counted at once when the outcome is known; a request scope counts its share itself (joined).
       flight.joinSource = source;
       flight.joins++;
       if (sink !== undefined) sink.joined!(flight);
@@ -392,7 +376,7 @@ export class LoadPath {
     key: string,
     sink: Sink | undefined,
   ): void {
-    this.count(source, counter, sink);
+    countOn(source, counter, sink);
     const hook = this.#hookFor(counter);
     if (hook !== undefined) notify(hook, [key, source.name]);
   }
@@ -409,19 +393,4 @@ export class LoadPath {
           ? hooks.onCoalesced
           : hooks.onStale;
   }
-
-  count(source: Source, counter: CounterName, sink: Sink | undefined): void {
-    source.counters[counter]++;
-    if (sink !== undefined) sink.count(source.name, counter, 1);
-  }
-}
-
-/** The tags of the value of `arg`: a getOrCompute call's own, or the loader's `tags(key)`. */
-function tagsFor(source: Source, arg: unknown, policy: Policy): readonly string[] | undefined {
-  return nonEmpty(policy.tags ?? source.tagsOf?.(arg));
-}
-
-/** An empty tag list is no tags: nothing to version, nothing to invalidate by. */
-export function nonEmpty(tags: readonly string[] | undefined): readonly string[] | undefined {
-  return tags !== undefined && tags.length > 0 ? tags : undefined;
 }

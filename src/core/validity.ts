@@ -4,7 +4,8 @@
  * those versions (one store call each, made by the pipeline's read and lock steps).
  */
 import type { Entry } from './freshness';
-import type { Item } from './item';
+import type { Item, Source } from './item';
+import type { Policy } from './options';
 import type { Store } from './store';
 import type { StoreCalls } from './store-calls';
 
@@ -108,4 +109,14 @@ export function ownTagVersions(
       for (let i = 0; i < tags.length; i++) known.set(tags[i]!, versions?.[i] ?? NaN);
       return known;
     });
+}
+
+/** The tags of the value of `arg`: a getOrCompute call's own, or the loader's `tags(key)`. */
+export function tagsFor(source: Source, arg: unknown, policy: Policy): readonly string[] | undefined {
+  return nonEmpty(policy.tags ?? source.tagsOf?.(arg));
+}
+
+/** An empty tag list is no tags: nothing to version, nothing to invalidate by. */
+export function nonEmpty(tags: readonly string[] | undefined): readonly string[] | undefined {
+  return tags !== undefined && tags.length > 0 ? tags : undefined;
 }
