@@ -3,8 +3,16 @@
  * request (INFO commandstats deltas, taken on a separate connection) and request latency, with
  * one raw ioredis MGET of the same 100 keys as the physical limit.
  *
- * Requests run one after another, so a request's latency is its own round trips, and the
- * command counts are exact (nothing else uses the throwaway server).
+ * Requests run one after another, so a request's latency is its own round trips. Each system's
+ * commands are counted in a block of its own (exact: nothing else uses the throwaway server), and
+ * timed there. The four systems over one MGET (the raw MGET limit, MGET + JSON.parse, DataLoader,
+ * herdcache), whose ratios are the row's targets, are then timed again with their requests
+ * interleaved, one of each per round, so those ratios compare them under the same machine load,
+ * heap and JIT state. (Timed block by block, the first block, the raw MGET limit, ran before
+ * ioredis was warm and came out slower than MGET + JSON.parse, and a block could fall in a busier
+ * second than its peer's: herdcache's p50 over DataLoader's moved by 0.3x from one run to the
+ * next.) The peers that send 100 GETs keep their block's timing: one of their requests between two
+ * of herdcache's would time herdcache after a millisecond of another library's work, not as it runs.
  */
 import DataLoader from 'dataloader';
 import type Redis from 'ioredis';
@@ -25,12 +33,26 @@ export interface RedisBatchOptions {
 /** One request's work: load `ids`, resolve when all are in. */
 type Request = (ids: readonly string[]) => Promise<unknown>;
 
-interface Outcome {
+interface Commands {
   readonly commands: number;
   readonly byCommand: string;
+}
+
+interface Outcome extends Commands {
   readonly p50: number;
   readonly p99: number;
   readonly label: string;
+}
+
+/** One system of the row: what its request does, and what was measured. */
+interface System {
+  readonly label: string;
+  readonly request: Request;
+  /** Timed again, interleaved with the other systems that are. */
+  readonly interleaved: boolean;
+  commands?: Commands;
+  /** Each request's latency, ms. */
+  latencies?: number[];
 }
 
 function fromContender(contender: Contender): Request {
@@ -40,30 +62,50 @@ function fromContender(contender: Contender): Request {
   };
 }
 
-async function measure(
-  stats: Redis,
-  label: string,
-  request: Request,
-  ids: readonly string[],
-  requests: number,
-): Promise<Outcome> {
-  for (let i = 0; i < Math.min(50, requests); i++) await request(ids); // warm: values in place, JIT warm
+/** Warms a system up (values in place, JIT warm), then counts its Redis commands and times its requests, alone. */
+async function countCommands(stats: Redis, system: System, ids: readonly string[], requests: number): Promise<void> {
+  for (let i = 0; i < Math.min(50, requests); i++) await system.request(ids);
   await sleep(20); // writes of the warm-up have landed
   const before = await commandCalls(stats);
   const latencies: number[] = [];
   for (let i = 0; i < requests; i++) {
     const started = performance.now();
-    await request(ids);
+    await system.request(ids);
     latencies.push(performance.now() - started);
   }
+  system.latencies = latencies;
   const delta = commandDelta(before, await commandCalls(stats));
   let total = 0;
   for (const calls of delta.values()) total += calls;
   const byCommand = [...delta]
     .map(([command, calls]) => `${(calls / requests).toFixed(calls % requests === 0 ? 0 : 2)} ${command.toUpperCase()}`)
     .join(' + ');
-  const l = latency(latencies);
-  return { commands: total / requests, byCommand: byCommand || 'none', p50: l.p50, p99: l.p99, label };
+  system.commands = { commands: total / requests, byCommand: byCommand || 'none' };
+}
+
+/**
+ * Times the systems again, interleaved: each round times one request of each, the order rotating
+ * from round to round (none always runs first, or right after the same peer).
+ */
+async function interleave(systems: readonly System[], ids: readonly string[], requests: number): Promise<void> {
+  const latencies = systems.map(() => [] as number[]);
+  const n = systems.length;
+  for (let round = 0; round < requests; round++) {
+    for (let k = 0; k < n; k++) {
+      const i = (round + k) % n;
+      const started = performance.now();
+      await systems[i]!.request(ids);
+      latencies[i]!.push(performance.now() - started);
+    }
+  }
+  systems.forEach((system, i) => {
+    system.latencies = latencies[i];
+  });
+}
+
+function outcomeOf(system: System): Outcome {
+  const l = latency(system.latencies!);
+  return { ...system.commands!, p50: l.p50, p99: l.p99, label: system.label };
 }
 
 /**
@@ -146,25 +188,6 @@ export async function redisBatch(o: RedisBatchOptions): Promise<Row> {
     // Physical limit: one MGET of the 100 keys, as raw strings.
     const rawKeys = ids.map((id) => `${run}:raw:${id}`);
     await client.mset(...rawKeys.flatMap((k, i) => [k, JSON.stringify(item(ids[i]!))]));
-    outcomes.set(
-      'limit',
-      await measure(
-        stats,
-        'one ioredis MGET of the 100 keys (strings, no decoding)',
-        () => client.mget(rawKeys),
-        ids,
-        o.requests,
-      ),
-    );
-    const parsed = await measure(
-      stats,
-      'MGET + JSON.parse of each value',
-      async (keys) => (await client.mget(rawKeys)).map((raw) => JSON.parse(raw!) as Item).length === keys.length,
-      ids,
-      o.requests,
-    );
-    extra.push(`Raw MGET + JSON.parse per value: ${cell(parsed)}.`);
-
     // DataLoader per request over the same strings: its batch function is the MGET.
     const dataloader: Request = (keys) => {
       const loader = new DataLoader<string, Item>(async (batch) =>
@@ -172,43 +195,44 @@ export async function redisBatch(o: RedisBatchOptions): Promise<Row> {
       );
       return loader.loadMany(keys);
     };
-    outcomes.set(
-      'dataloaderPerRequest',
-      await measure(stats, 'new DataLoader per request, batch = one MGET + JSON.parse', dataloader, ids, o.requests),
-    );
-
-    const shared = { client, prefix: `${run}:acd:` };
-    outcomes.set(
-      'asyncCacheDedupe',
-      await measure(
-        stats,
-        'async-cache-dedupe, redis storage',
-        fromContender(contender(asyncCacheDedupe(db, {}, shared))),
-        ids,
-        o.requests,
-      ),
-    );
-
     const bentoL2 = contender(bentocache(db, {}, { l1: false, l2: { client, prefix: `${run}:bento` } }));
-    outcomes.set(
-      'bentocache',
-      await measure(stats, `bentocache ${bentoL2.label}`, fromContender(bentoL2), ids, o.requests),
-    );
     const bentoTiered = contender(bentocache(db, {}, { l1: true, l2: { client, prefix: `${run}:bento2` } }));
-    const tiered = await measure(
-      stats,
-      'bentocache, memory L1 + Redis L2',
-      fromContender(bentoTiered),
+    const herd = contender(herdcache(db, { store: o.store({ client, prefix: `${run}:herd:` }) }));
+    const acd = contender(asyncCacheDedupe(db, {}, { client, prefix: `${run}:acd:` }));
+    const system = (label: string, request: Request, interleaved: boolean): System => ({
+      label,
+      request,
+      interleaved,
+    });
+    const systems: [SystemId | 'parsed' | 'bentoTiered', System][] = [
+      ['limit', system('one ioredis MGET of the 100 keys (strings, no decoding)', () => client.mget(rawKeys), true)],
+      [
+        'parsed',
+        system(
+          'MGET + JSON.parse of each value',
+          async (keys) => (await client.mget(rawKeys)).map((raw) => JSON.parse(raw!) as Item).length === keys.length,
+          true,
+        ),
+      ],
+      ['dataloaderPerRequest', system('new DataLoader per request, batch = one MGET + JSON.parse', dataloader, true)],
+      ['asyncCacheDedupe', system('async-cache-dedupe, redis storage', fromContender(acd), false)],
+      ['bentocache', system(`bentocache ${bentoL2.label}`, fromContender(bentoL2), false)],
+      ['bentoTiered', system('bentocache, memory L1 + Redis L2', fromContender(bentoTiered), false)],
+      ['herdcache', system('herdcache loader via request scope, redisStore', fromContender(herd), true)],
+    ];
+    for (const [, s] of systems) await countCommands(stats, s, ids, o.requests);
+    await interleave(
+      systems.map(([, s]) => s).filter((s) => s.interleaved),
       ids,
       o.requests,
     );
-    extra.push(`bentocache with its memory L1 in front (warm L1, Redis untouched): ${cell(tiered)}.`);
-
-    const herd = contender(herdcache(db, { store: o.store({ client, prefix: `${run}:herd:` }) }));
-    outcomes.set(
-      'herdcache',
-      await measure(stats, 'herdcache loader via request scope, redisStore', fromContender(herd), ids, o.requests),
-    );
+    for (const [id, s] of systems) {
+      const outcome = outcomeOf(s);
+      if (id === 'parsed') extra.push(`Raw MGET + JSON.parse per value: ${cell(outcome)}.`);
+      else if (id === 'bentoTiered')
+        extra.push(`bentocache with its memory L1 in front (warm L1, Redis untouched): ${cell(outcome)}.`);
+      else outcomes.set(id, outcome);
+    }
     l1 = await tieredL1Hits(o.url, `${run}:tiered:`);
   } finally {
     for (const c of closing) await c.close();
@@ -234,7 +258,7 @@ export async function redisBatch(o: RedisBatchOptions): Promise<Row> {
     cells,
     ratio: `p50 ${ratio(herd.p50 / b.p50)} ${best}<br>p50 ${ratio(herd.p50 / dl.p50)} DataLoader per request, MGET + JSON.parse (target ≤ 1.2×)<br>p50 ${ratio(herd.p50 / limit.p50)} raw MGET (target ≤ 2×)<br>${herd.commands} vs 1 command (target 1)${l1 === undefined ? '' : `<br>tiered L1 hit / memory-store hit ${ratio(l1.tiered / l1.memory)} (target ≤ 1.2×)`}`,
     notes: [
-      `${o.requests} requests one after another after 50 warm-up requests; commands from INFO commandstats before/after on a separate connection (INFO itself excluded), divided by the requests.`,
+      `Commands: per system alone, ${o.requests} requests one after another after 50 warm-up requests, from INFO commandstats before/after on a separate connection (INFO itself excluded), divided by the requests. Latencies: async-cache-dedupe's and bentocache's from that block; the raw MGET's, MGET + JSON.parse's, DataLoader's and herdcache's from ${o.requests} more rounds of one request of each in turn (the order rotating each round), timed under the same load, heap and JIT state.`,
       ...[...outcomes.values()].map((x) => `${x.label}: ${cell(x)}`),
       ...extra,
       ...(l1 === undefined
