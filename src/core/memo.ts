@@ -69,7 +69,7 @@ function sharedOf<V>(promise: Promise<V>): Shared<V> | undefined {
 /** What a request remembers for a key: the entry it was answered from synchronously, or a load's promise. */
 export type Held<V> = Entry<V> | Promise<V>;
 
-/** A request's memo: a Map, a DataLoader cacheMap, or OneThenMap. */
+/** A request's memo: a Map, or a scoped loader's (its own first key, then a Map; or a DataLoader cacheMap). */
 export type Memo<V> = CacheMapLike<string, Held<V>>;
 
 /** Nothing held for the key: the caller goes to the registry. */
@@ -82,13 +82,16 @@ export const NOTHING: unique symbol = Symbol('herdcache.nothing');
  */
 export function lookup<V>(memo: Memo<V>, key: string, forget: (error: unknown) => boolean): Held<V> | undefined {
   const held = memo.get(key);
-  if (held === undefined || !(held instanceof Promise)) return held;
+  if (held === undefined || !forgets(held, forget)) return held;
+  memo.delete(key);
+  return undefined;
+}
+
+/** Whether a held answer is a load that failed in a way `forget` accepts (lookup drops it). */
+export function forgets<V>(held: Held<V>, forget: (error: unknown) => boolean): boolean {
+  if (!(held instanceof Promise)) return false;
   const outcome = outcomeOf(held);
-  if (outcome instanceof Rejection && forget(outcome.error)) {
-    memo.delete(key);
-    return undefined;
-  }
-  return held;
+  return outcome instanceof Rejection && forget(outcome.error);
 }
 
 /**
@@ -169,52 +172,6 @@ export function forgetUnlessKeyError(error: unknown): boolean {
 }
 
 export const forgetAlways = () => true;
-
-/**
- * A scoped loader's default memo: one key held in fields, a Map from the second key on. Most
- * scoped loaders of a request hold one key (every request of a stampede does), and a Map costs
- * ~200 bytes at once.
- */
-export class OneThenMap<V> implements CacheMapLike<string, V> {
-  #key: string | undefined = undefined;
-  #value: V | undefined = undefined;
-  #map: Map<string, V> | undefined = undefined;
-
-  get(key: string): V | undefined {
-    if (this.#map !== undefined) return this.#map.get(key);
-    return key === this.#key ? this.#value : undefined;
-  }
-
-  set(key: string, value: V): this {
-    if (this.#map !== undefined) this.#map.set(key, value);
-    else if (this.#key === undefined || this.#key === key) {
-      this.#key = key;
-      this.#value = value;
-    } else {
-      this.#map = new Map([
-        [this.#key, this.#value!],
-        [key, value],
-      ]);
-      this.#key = undefined;
-      this.#value = undefined;
-    }
-    return this;
-  }
-
-  delete(key: string): boolean {
-    if (this.#map !== undefined) return this.#map.delete(key);
-    if (key !== this.#key) return false;
-    this.#key = undefined;
-    this.#value = undefined;
-    return true;
-  }
-
-  clear(): void {
-    this.#map = undefined;
-    this.#key = undefined;
-    this.#value = undefined;
-  }
-}
 
 /** MemoKeys made so far: each gets the next number (exact in a double up to 2^53). */
 let memoKeys = 0;

@@ -9,17 +9,7 @@ import { fulfilled, rejected } from './flight';
 import { type Loader, loadEach } from './loader';
 import { checkKnownKeys, checkSignal, optionNames } from './options';
 import type { CounterName, PendingJoin, Sink } from './metrics';
-import {
-  type CacheMapLike,
-  NOTHING,
-  OneThenMap,
-  answerOf,
-  forgetUnlessKeyError,
-  held,
-  ignore,
-  lookup,
-  memoizeShared,
-} from './memo';
+import { type CacheMapLike, type Memo, answerOf, forgetUnlessKeyError, forgets, ignore, memoizeShared } from './memo';
 import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
 import type { LoadOptions } from './types';
 
@@ -41,14 +31,15 @@ const MEMO_METHODS = ['get', 'set', 'delete', 'clear'] as const;
 
 const SCOPED_LOADER_OPTIONS = optionNames<ScopedLoaderOptions<unknown>>({ cache: true, cacheMap: true });
 
-function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<string, Promise<V>> | null {
-  if (options === undefined) return new OneThenMap();
+/** The memo a scoped loader's options ask for: undefined for the default (see ScopedLoader.#memo). */
+function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<string, Promise<V>> | null | undefined {
+  if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
   checkKnownKeys('scope.loader()', options, SCOPED_LOADER_OPTIONS);
   const { cache, cacheMap } = options;
   if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
   if (cache === false || cacheMap === null) return null;
-  if (cacheMap === undefined) return new OneThenMap();
+  if (cacheMap === undefined) return undefined;
   const missing = MEMO_METHODS.filter(
     (m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function',
   );
@@ -136,9 +127,14 @@ export class ScopedLoader<K, V> implements Sink {
   readonly #scope: LoaderScope;
   /**
    * The request memo (memo.ts): key string → the promise of its load (recorded: see outcomeOf;
-   * a Shared one when its first caller had a signal). null: none.
+   * a Shared one when its first caller had a signal). The default one holds its first key here
+   * (#key, #held: most scoped loaders of a request hold one, every request of a stampede does, and
+   * a Map costs ~200 bytes at once) while #memo is undefined, then a Map; a cacheMap given is used
+   * as it is; null: none.
    */
-  readonly #memo: CacheMapLike<string, Promise<V>> | null;
+  #memo: CacheMapLike<string, Promise<V>> | null | undefined;
+  #key: string | undefined = undefined;
+  #held: Promise<V> | undefined = undefined;
   /** The tick of `#loads` and `#hits`. */
   #tick = -1;
   /**
@@ -191,8 +187,7 @@ export class ScopedLoader<K, V> implements Sink {
       }
       signal = this.#scope._signal(options.signal);
     }
-    const memo = this.#memo;
-    const cached = memo === null ? undefined : lookup(memo, keyString, forgetUnlessKeyError);
+    const cached = this.#lookup(keyString);
     if (cached !== undefined) {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
       const answer = answerOf(cached, signal, false) as Promise<V>;
@@ -211,15 +206,14 @@ export class ScopedLoader<K, V> implements Sink {
    */
   read(key: K): V | Promise<V> {
     const keyString = this.#loader._keyString(key, this);
-    const memo = this.#memo;
-    if (memo === null) return this.load(key);
+    if (this.#memo === null) return this.load(key);
     // Settled: its value; pending: its promise, which the request's signal (if any) still ends.
-    const answer = held(memo, keyString, this.#scope.signal, forgetUnlessKeyError, true);
-    if (answer !== NOTHING) return answer;
+    const cached = this.#lookup(keyString);
+    if (cached !== undefined) return answerOf(cached, this.#scope.signal, true);
     const storeKey = this.#loader._storeKey(key, keyString, this);
     const entry = this.#loader._peek(storeKey, key, this);
     if (entry !== undefined) {
-      memo.set(keyString, fulfilled(entry as Entry<V>));
+      this.#set(keyString, fulfilled(entry as Entry<V>));
       return entry.value as V;
     }
     return this.#miss(key, keyString, this.#scope.signal);
@@ -232,29 +226,74 @@ export class ScopedLoader<K, V> implements Sink {
 
   /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */
   prime(key: K, value: V | Error): this {
-    const memo = this.#memo;
-    if (memo === null) return this;
+    if (this.#memo === null) return this;
     const keyString = this.#loader._keyString(key, this);
-    if (lookup(memo, keyString, forgetUnlessKeyError) === undefined) memo.set(keyString, primed(value));
+    if (this.#lookup(keyString) === undefined) this.#set(keyString, primed(value));
     return this;
   }
 
   /** Request-local: forgets the memo for `key` (use loader.clear to invalidate the shared cache). */
   clear(key: K): this {
-    this.#memo?.delete(this.#loader._keyString(key, this));
+    this.#delete(this.#loader._keyString(key, this));
     return this;
   }
 
   clearAll(): this {
-    this.#memo?.clear();
+    const memo = this.#memo;
+    if (memo === undefined) this.#key = this.#held = undefined;
+    else memo?.clear();
     return this;
+  }
+
+  /** The memo's promise for `key`, unless it failed in a way DataLoader forgets (dropped here: see memo.ts lookup). */
+  #lookup(key: string): Promise<V> | undefined {
+    const held = this.#get(key);
+    if (held === undefined || !forgets(held, forgetUnlessKeyError)) return held;
+    this.#delete(key);
+    return undefined;
+  }
+
+  #get(key: string): Promise<V> | undefined {
+    const memo = this.#memo;
+    if (memo !== undefined) return memo?.get(key);
+    return key === this.#key ? this.#held : undefined;
+  }
+
+  #set(key: string, value: Promise<V>): void {
+    const memo = this.#memo;
+    if (memo !== undefined) memo?.set(key, value);
+    else if (this.#key === undefined || this.#key === key) {
+      this.#key = key;
+      this.#held = value;
+    } else {
+      this.#memo = new Map([
+        [this.#key, this.#held!],
+        [key, value],
+      ]);
+      this.#key = this.#held = undefined;
+    }
+  }
+
+  #delete(key: string): void {
+    const memo = this.#memo;
+    if (memo !== undefined) memo?.delete(key);
+    else if (key === this.#key) this.#key = this.#held = undefined;
+  }
+
+  /** The memo as memo.ts takes it (for a load shared by callers with signals, a rare path). */
+  #asMemo(): Memo<V> {
+    return {
+      get: (key) => this.#get(key),
+      set: (key, value) => this.#set(key, value as Promise<V>),
+      delete: (key) => this.#delete(key),
+      clear: () => this.clearAll(),
+    };
   }
 
   #miss(key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
     const loader = this.#loader;
     const storeKey = loader._storeKey(key, keyString, this);
-    const memo = this.#memo;
-    if (memo === null) {
+    if (this.#memo === null) {
       const alone = loader._loadAlone(key, storeKey, signal, this);
       this.#noteLoad(alone);
       return alone.then(passThrough);
@@ -265,23 +304,22 @@ export class ScopedLoader<K, V> implements Sink {
       // read its outcome); this caller gets its own, as from DataLoader: unhandled if nobody handles
       // it. (then() without a handler: the promise jobs settle it without calling a function.)
       const promise = loader._load(key, storeKey, undefined, this);
-      memo.set(keyString, promise);
+      this.#set(keyString, promise);
       this.#noteLoad(promise);
       return promise.then();
     }
-    return this.#missWithSignal(key, keyString, storeKey, signal, memo);
+    return this.#missWithSignal(key, keyString, storeKey, signal);
   }
 
   /** #miss with a signal, apart: its closures would make every call of #miss allocate their context. */
-  #missWithSignal(
-    key: K,
-    keyString: string,
-    storeKey: string,
-    signal: AbortSignal,
-    memo: CacheMapLike<string, Promise<V>>,
-  ): Promise<V> {
+  #missWithSignal(key: K, keyString: string, storeKey: string, signal: AbortSignal): Promise<V> {
     const loader = this.#loader;
-    const shared = memoizeShared<V>(memo, keyString, (s) => loader._load(key, storeKey, s, this), forgetUnlessKeyError);
+    const shared = memoizeShared<V>(
+      this.#asMemo(),
+      keyString,
+      (s) => loader._load(key, storeKey, s, this),
+      forgetUnlessKeyError,
+    );
     this.#noteLoad(shared.promise);
     return shared.join(signal);
   }
