@@ -3,7 +3,8 @@
  * makes it: failures become per-key Failures (never a rejection), and the call is shown to the
  * wrapFill hook (tracing) without the hook being able to change or break it.
  */
-import { Failure, type FillSignal, asError } from './flight';
+import type { FillSignal } from './fill-run';
+import { Failure, asError } from './flight';
 import type { Item, LockOutcome, Source } from './item';
 import type { BatchContext, CacheHooks, Fill, FillContext, FillInfo } from './types';
 

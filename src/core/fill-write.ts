@@ -4,7 +4,8 @@
  * when one is held, else refused by the store for a key invalidated since the fill started),
  * release what is not written, and answer the flights. Failures are answered, never written.
  */
-import { Failure, FillRun, type FlightTable } from './flight';
+import { FillRun } from './fill-run';
+import { Failure, type FlightTable } from './flight';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
 import { type Observers, notify } from './hooks';
 import type { Item, LockOutcome, Source } from './item';

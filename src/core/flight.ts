@@ -16,6 +16,7 @@
 import { HerdcacheError, describe } from './errors';
 import type { Entry } from './freshness';
 import type { Counted, Sink } from './metrics';
+import type { FillRun } from './fill-run';
 import { markValue, recordOutcome, rejected, rejections } from './outcome';
 
 export { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, rejected } from './outcome';
@@ -40,53 +41,11 @@ export function asError(thrown: unknown): unknown {
 export const RETRY: unique symbol = Symbol('herdcache.retry');
 
 const PENDING = 0;
-/** What a fill call is given: the signal of its run, read when wanted (see FillRun). */
-export interface FillSignal {
-  readonly signal: AbortSignal;
-}
-
 const RESOLVED = 1;
 const FAILED = 2;
 const ABANDONED = 3;
 
 function ignore(): void {}
-
-/**
- * One call of a fill or batch function, shared by the flights it computes. Its signal fires
- * when the last of them is abandoned: aborting earlier would cancel work others still want.
- *
- * The signal is made when first read (most fills never read it, and an AbortController costs a
- * few µs, an EventTarget's setup): read after the last flight was abandoned, it is already aborted
- * with that reason, as it would have been.
- */
-export class FillRun implements FillSignal {
-  #controller: AbortController | undefined;
-  #live: number;
-  #aborted = false;
-  #reason: unknown;
-
-  constructor(flights: number) {
-    this.#live = flights;
-  }
-
-  get signal(): AbortSignal {
-    let controller = this.#controller;
-    if (controller === undefined) {
-      controller = this.#controller = new AbortController();
-      if (this.#aborted) controller.abort(this.#reason);
-    }
-    return controller.signal;
-  }
-
-  release(reason: unknown): void {
-    if (--this.#live !== 0) return;
-    if (this.#controller !== undefined) this.#controller.abort(reason);
-    else {
-      this.#aborted = true;
-      this.#reason = reason;
-    }
-  }
-}
 
 /**
  * The one abort race of the library, used by flights and by request scopes alike: `promise`'s

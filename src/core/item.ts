@@ -4,7 +4,8 @@
  * of the pipeline, validity) can name them without importing another stage: the arrows point one
  * way, from the stage that makes an Item to the ones that consume it.
  */
-import type { FillSignal, Flight } from './flight';
+import type { FillSignal } from './fill-run';
+import type { Flight } from './flight';
 import type { Counted, Sink } from './metrics';
 import type { Policy } from './options';
 import type { FillInfo } from './types';

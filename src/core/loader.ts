@@ -9,7 +9,8 @@
 import type { Item, Source } from './item';
 import { HerdcacheError, HerdcacheKeyError, describe, invalidArgument, invalidOption } from './errors';
 import { RunBatchContext } from './fill-call';
-import { Failure, type FillSignal, asError } from './flight';
+import type { FillSignal } from './fill-run';
+import { Failure, asError } from './flight';
 import type { Sink } from './metrics';
 import type { Entry } from './freshness';
 import type { Policy } from './options';

@@ -7,7 +7,7 @@ import { HerdcacheError, invalidOption } from './errors';
 import type { CounterSet } from './metrics';
 import { runFill } from './fill-call';
 import { isNamespacedKey } from './namespaces';
-import type { FillSignal } from './flight';
+import type { FillSignal } from './fill-run';
 import type { Item, Source } from './item';
 
 export const GET_OR_COMPUTE = 'getOrCompute';

@@ -4,7 +4,7 @@
  * gets it already aborted, as it would have been.
  */
 import { createCache } from '../../src/core';
-import { FillRun } from '../../src/core/flight';
+import { FillRun } from '../../src/core/fill-run';
 import { deferred } from '../helpers';
 
 /** Counts the AbortControllers made while `run` runs. */
