@@ -51,7 +51,7 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { invalidOption } from '../core/errors';
 import type { LockWatch } from '../core/store';
-import { listen } from './connection-events';
+import { disconnectSettled, listen } from './connection-events';
 import { warnIfDenied } from './permissions';
 import { hashSlot } from './keys';
 import { VALUE_READER, parseAnnouncement, shardChannel, standaloneChannel } from './fill-channels';
@@ -268,7 +268,7 @@ export class FillAnnouncements implements WaitOwner {
     if (subscriber === undefined) return;
     if (this.#owned) {
       // Ours: nothing to unsubscribe one by one, the connection goes (and its listeners with it).
-      subscriber.disconnect();
+      disconnectSettled(subscriber);
       this.#channels.clear();
       return;
     }

@@ -59,3 +59,29 @@ export function listenOnce(emitter: Emitter, event: string, handler: () => void)
   });
   return off;
 }
+
+/** How long close() lets a connection that is mid-handshake finish it before cutting it anyway. */
+const HANDSHAKE_GRACE_MS = 500;
+
+/**
+ * Disconnects a connection of the store's own. One caught in its handshake (status `connect`: the
+ * socket is up, ioredis's ready check is in flight) is let finish it first: cut there, the ready
+ * check fails afterwards and ioredis disconnects the closed socket again, which leaves a 2 s
+ * destroy timer of its own holding the process open (a process that closes its cache right after
+ * its first locked fill took 2 s to exit). Bounded: cut after HANDSHAKE_GRACE_MS whatever happens.
+ */
+export function disconnectSettled(connection: Emitter & { readonly status: string; disconnect(): void }): void {
+  if (connection.status !== 'connect') {
+    connection.disconnect();
+    return;
+  }
+  const offs: (() => void)[] = [];
+  const cut = (): void => {
+    for (const off of offs.splice(0)) off();
+    clearTimeout(timer);
+    connection.disconnect();
+  };
+  const timer = setTimeout(cut, HANDSHAKE_GRACE_MS);
+  timer.unref?.();
+  for (const event of ['ready', 'close', 'end']) offs.push(listenOnce(connection, event, cut));
+}

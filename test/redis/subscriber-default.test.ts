@@ -117,3 +117,37 @@ it("the store's own subscriber goes when the user quits the client, without cach
   expect(await eventually(async () => (await connectionsNamed(name)) === 0, 5000, 10)).toBe(true);
   expect(store.waitStats().listening).toBe(false);
 });
+
+// ioredis cut in its handshake (socket up, ready check in flight) fails the ready check afterwards
+// and disconnects the closed socket again ("Ready check failed"), which leaves its own 2 s destroy
+// timer holding the process open: a process closing its cache right after its first locked fill
+// took 2 s to exit. close() lets the handshake finish first.
+it('cache.close() while the own subscriber is mid-handshake: it is disconnected once, not again by a failed ready check', async () => {
+  const { client } = await namedClient();
+  let subscriber: Redis | undefined;
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = ((...args: Parameters<Redis['duplicate']>) =>
+    (subscriber = duplicate(...args))) as Redis['duplicate'];
+  const cache = createCache({ store: redisStore({ client, prefix: randomPrefix('sub-handshake') }), ttl: 60_000 });
+  const gate = deferred<string>();
+  const filled = cache.getOrCompute('k', () => gate.promise);
+  filled.catch(() => undefined);
+  expect(await eventually(() => subscriber !== undefined, 5000, 1)).toBe(true);
+  const sub = subscriber as Redis;
+  connections.push(sub);
+  // ioredis's failed ready check disconnects again (disconnect(true)): that second call on the
+  // closed socket is what leaves the destroy timer behind.
+  const disconnects: unknown[][] = [];
+  const disconnect = sub.disconnect.bind(sub);
+  sub.disconnect = (...args: Parameters<Redis['disconnect']>) => (disconnects.push(args), disconnect(...args));
+  if (sub.status !== 'connect') await new Promise((resolve) => sub.once('connect', resolve));
+  expect(sub.status).toBe('connect'); // socket up, handshake in flight
+  const closed = cache.close();
+  gate.resolve('v');
+  await expect(filled).rejects.toMatchObject({ code: 'E_CLOSED' }); // close() abandons the fill
+  await closed;
+  if (sub.status !== 'end') await new Promise((resolve) => sub.once('end', resolve));
+  // The failed ready check comes right after the socket closes: a few event-loop turns.
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+  expect(disconnects).toEqual([[]]);
+});
