@@ -128,9 +128,13 @@ export class Flight<V = unknown> {
   #joined: Promise<V> | undefined = undefined;
   #resolveJoined: ((value: V | Promise<V>) => void) | undefined = undefined;
   #rejectJoined: ((reason: unknown) => void) | undefined = undefined;
-  #retry: (() => Promise<V>) | undefined = undefined;
+  #retry: ((context: unknown) => Promise<V>) | undefined = undefined;
+  /** What `#retry` is called with: the Item of the load that started the flight, so no closure per key. */
+  #retryContext: unknown = undefined;
   /** Callers currently waiting. */
   waiters = 0;
+  /** In its FlightTable's Map until it ends (spares #remove a lookup: a key's next flight starts only after). */
+  tabled = false;
   /** The fill run computing this flight, once it started. */
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags. */
@@ -194,8 +198,8 @@ export class Flight<V = unknown> {
     return joined;
   }
 
-  /** The first join without a signal: makes the shared promise, re-contending with `retry` on RETRY. */
-  share(retry: () => Promise<V>): Promise<V> {
+  /** The first join without a signal: makes the shared promise, re-contending with `retry(context)` on RETRY. */
+  share<C>(retry: (context: C) => Promise<V>, context: C): Promise<V> {
     this.waiters++;
     if (this.#joined !== undefined) return this.#joined;
     // A flight is shared while it is in its table, i.e. pending; one that ended answers as it ended.
@@ -205,12 +209,13 @@ export class Flight<V = unknown> {
       joined = new Promise<V>(capture);
       this.#resolveJoined = madeResolve;
       this.#rejectJoined = madeReject;
-      this.#retry = retry;
+      this.#retry = retry as (context: unknown) => Promise<V>;
+      this.#retryContext = context;
     } else if (state === RESOLVED) {
       joined = Promise.resolve(this.#outcome as V);
       markValue(joined, this.#outcome);
     } else if (state === FAILED) joined = rejected(this.#outcome);
-    else joined = Promise.resolve().then(retry);
+    else joined = Promise.resolve().then(() => retry(context));
     this.#joined = joined;
     return joined;
   }
@@ -275,11 +280,12 @@ export class Flight<V = unknown> {
       // Its callers re-contend, once the table has let go of this flight (a microtask later, as a
       // reaction would): the shared promise ends as the new flight does.
       const retry = this.#retry!;
+      const context = this.#retryContext;
       const resolveJoined = this.#resolveJoined!;
       queueMicrotask(() => {
         let next: Promise<V>;
         try {
-          next = retry();
+          next = retry(context);
         } catch (error) {
           next = Promise.reject(error);
         }
@@ -299,6 +305,7 @@ export class Flight<V = unknown> {
     this.#resolveJoined = undefined;
     this.#rejectJoined = undefined;
     this.#retry = undefined;
+    this.#retryContext = undefined;
     this.run = undefined;
     this.replacing = undefined;
   }
@@ -323,6 +330,7 @@ export class FlightTable {
 
   start(key: string, background: boolean, tags: readonly string[] | undefined): Flight {
     const flight = new Flight(key, background, tags);
+    flight.tabled = true;
     this.#flights.set(key, flight);
     return flight;
   }
@@ -354,9 +362,11 @@ export class FlightTable {
   }
 
   #remove(flight: Flight): void {
+    // Only a flight of the table (not loadAlone's) is in the Map, where it stays until it ends:
+    // a key's next flight starts only once the Map no longer holds one (LoadPath checks first).
+    if (!flight.tabled) return;
+    flight.tabled = false;
     const flights = this.#flights;
-    // Only remove our own entry: a newer flight may already own the key.
-    if (flights.get(flight.key) !== flight) return;
     flights.delete(flight.key);
     // A Map that keeps growing and shrinking (100 flights per request of a 100-key list) replaces
     // its hash table each time, and V8 links every discarded table to its successor, entries

@@ -40,6 +40,18 @@ export class Observers {
     };
   }
 
+  /** The hook of a load's outcome. */
+  hookFor(counter: 'hits' | 'misses' | 'coalesced' | 'staleServed'): Observer | undefined {
+    const hooks = this.current;
+    return counter === 'hits'
+      ? hooks.onHit
+      : counter === 'misses'
+        ? hooks.onMiss
+        : counter === 'coalesced'
+          ? hooks.onCoalesced
+          : hooks.onStale;
+  }
+
   #set(sets: readonly CacheHooks[]): void {
     this.#sets = sets;
     this.current = sets.length === 0 ? {} : sets.length === 1 ? sets[0]! : fanOut(sets);

@@ -189,7 +189,10 @@ export class LoadPath {
       }
       flight = this.#flights.start(key, false, tags);
       if (policy.lateTags === true) flight.lateTags = true;
-      this.#enqueue({ source, key, flight, arg, policy, sink, tags, counted });
+      const item: Item = { source, key, flight, arg, policy, sink, tags, counted };
+      this.#enqueue(item);
+      // The starter shares first: its retry is made of its Item (no closure per key).
+      if (signal === undefined) return flight.share(this.#retryItem, item) as Promise<V>;
     }
     const joined = signal === undefined ? (flight.join() as Promise<V> | undefined) : undefined;
     return joined ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
@@ -208,7 +211,7 @@ export class LoadPath {
   ): Promise<V> {
     const again = () => this.#again<V>(source, key, arg, policy, signal, sink);
     return (
-      signal === undefined ? flight.share(again) : flight.joinWithSignal(signal, this.#abandonLeft, again)
+      signal === undefined ? flight.share(again, undefined) : flight.joinWithSignal(signal, this.#abandonLeft, again)
     ) as Promise<V>;
   }
 
@@ -237,9 +240,13 @@ export class LoadPath {
     this.#enqueue({ source, key, flight: flight as Flight, arg, policy, sink, tags, counted: false });
     // Only its caller leaving abandons it; a retry cannot happen, but would load alone again.
     const again = () => this.loadAlone<V>(source, key, arg, policy, signal, sink);
-    if (signal === undefined) return flight.share(again);
+    if (signal === undefined) return flight.share(again, undefined);
     return flight.joinWithSignal(signal, this.#abandonLeft as (flight: Flight<V>) => void, again);
   }
+
+  /** A flight's retry (see #wait), from the Item of the load that started it. */
+  readonly #retryItem = (item: Item): Promise<unknown> =>
+    this.#again(item.source, item.key, item.arg, item.policy, undefined, item.sink);
 
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
   readonly #abandonLeft = (flight: Flight): void => {
@@ -350,7 +357,7 @@ export class LoadPath {
     if (source !== undefined) {
       const n = flight.joins;
       source.counters[outcome] += n;
-      const hook = this.#hookFor(outcome);
+      const hook = this.#observers.hookFor(outcome);
       if (hook !== undefined) for (let i = 0; i < n; i++) notify(hook, [flight.key, source.name]);
     }
     const joiners = flight.joiners;
@@ -377,20 +384,7 @@ export class LoadPath {
     sink: Sink | undefined,
   ): void {
     countOn(source, counter, sink);
-    const hook = this.#hookFor(counter);
+    const hook = this.#observers.hookFor(counter);
     if (hook !== undefined) notify(hook, [key, source.name]);
-  }
-
-  #hookFor(
-    counter: 'hits' | 'misses' | 'coalesced' | 'staleServed',
-  ): ((key: string, source: string) => void) | undefined {
-    const hooks = this.#observers.current;
-    return counter === 'hits'
-      ? hooks.onHit
-      : counter === 'misses'
-        ? hooks.onMiss
-        : counter === 'coalesced'
-          ? hooks.onCoalesced
-          : hooks.onStale;
   }
 }
