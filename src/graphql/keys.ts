@@ -51,6 +51,8 @@ export function canonicalArgs(args: unknown): string | undefined {
 export function encodeArgs(args: unknown): string | UnkeyableArgs {
   // Most fields take no arguments: graphql-js passes an empty object, encoded without allocating.
   if (isEmptyRecord(args)) return '{}';
+  const flat = encodeFlat(args);
+  if (flat !== undefined) return flat;
   const out = new KeyWriter();
   const failure = encode(args, out, []);
   return failure ?? out.result();
@@ -160,6 +162,55 @@ function encodeObject(value: object, out: KeyWriter, path: object[]): UnkeyableA
     if (failure !== undefined) return failure;
   }
   return out.write('}') ? undefined : 'args_too_large';
+}
+
+/** Keys of a record taken by encodeFlat; a larger one takes the general path. */
+const FLAT_MAX_KEYS = 16;
+
+/**
+ * The general encoding of a plain record of scalars (strings, finite numbers, booleans, null:
+ * a request's variables, most arguments), written directly: exactly encode()'s output, without
+ * its writer and path. Undefined for anything else, or past ARGS_INLINE_MAX: the general path decides.
+ */
+function encodeFlat(args: unknown): string | undefined {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return undefined;
+  const proto = Object.getPrototypeOf(args) as object | null;
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  const record = args as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length > FLAT_MAX_KEYS) return undefined;
+  keys.sort();
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
+    const value = record[key];
+    let part: string;
+    switch (typeof value) {
+      case 'undefined':
+        continue; // as encodeObject: an absent argument
+      case 'string':
+        if (value.length > ARGS_INLINE_MAX) return undefined;
+        part = JSON.stringify(value);
+        break;
+      case 'number':
+        if (!Number.isFinite(value)) return undefined;
+        part = Object.is(value, -0) ? '-0' : JSON.stringify(value);
+        break;
+      case 'boolean':
+        part = value ? 'true' : 'false';
+        break;
+      case 'object':
+        if (value !== null) return undefined;
+        part = 'null';
+        break;
+      default:
+        return undefined;
+    }
+    out += (first ? '' : ',') + JSON.stringify(key) + ':' + part;
+    first = false;
+    if (out.length >= ARGS_INLINE_MAX) return undefined; // with its '}', it may be hashed: the general path
+  }
+  return out + '}';
 }
 
 const UNKEYABLE: Record<UnkeyableArgs, string> = {

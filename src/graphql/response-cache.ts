@@ -153,6 +153,7 @@ export class ResponseEngine {
   readonly invalidateViaMutation: boolean;
   readonly #computations = new Map<string, Computation>();
   readonly #documents = new WeakMap<DocumentNode, string>();
+  readonly #nameParts = new Map<string | null, string>();
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
     const given: ResponseCacheOptions = options === true ? {} : options;
@@ -201,7 +202,11 @@ export class ResponseEngine {
     }
     // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
     // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
-    const key = `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${JSON.stringify([request.operationName ?? null, session, vary])}:${variables}`;
+    const parts =
+      session === null && vary === null
+        ? this.#namePart(request.operationName ?? null)
+        : JSON.stringify([request.operationName ?? null, session, vary]);
+    const key = `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${parts}:${variables}`;
     return { request, policy, key };
   }
 
@@ -349,6 +354,16 @@ export class ResponseEngine {
       if (this.#computations.size < 256) this.#computations.set(memo, computation);
     }
     return computation;
+  }
+
+  /** `JSON.stringify([name, null, null])`, made once per operation name (a bounded memo). */
+  #namePart(name: string | null): string {
+    let part = this.#nameParts.get(name);
+    if (part === undefined) {
+      part = JSON.stringify([name, null, null]);
+      if (this.#nameParts.size < 1024) this.#nameParts.set(name, part);
+    }
+    return part;
   }
 
   #documentHash(document: DocumentNode): string {

@@ -102,6 +102,8 @@ interface Shape {
 /** A shape read against one type: its response keys, those selecting `id`, and those leading to objects. */
 interface Typed {
   readonly type: GraphQLNamedType;
+  /** `Type:`, the head of its entities' tags (one concatenation per entity). */
+  readonly tagHead: string;
   readonly keys: readonly string[];
   /** The child of `keys[i]` (undefined: a leaf), so graphql-js's objects are walked by position. */
   readonly childAt: readonly (Child | undefined)[];
@@ -171,7 +173,7 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
       shape: { fragments: shape.fragments, sets, byType: new Map(), last: undefined },
     };
   }
-  found = { type, keys, childAt: keys.map((key) => children[key]), idKeys, children };
+  found = { type, tagHead: `${type.name}:`, keys, childAt: keys.map((key) => children[key]), idKeys, children };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
 }
@@ -191,9 +193,12 @@ function visitObject(
   }
   const reading = typed(shape, concrete ?? declared);
   if (concrete !== undefined) {
-    for (const key of reading.idKeys) {
-      const id = value[key];
-      if (typeof id === 'string' || typeof id === 'number') walk.tags.push(`${concrete.name}:${id}`);
+    // reading.type is concrete here: its tagHead is `${concrete.name}:`.
+    const idKeys = reading.idKeys;
+    for (let i = 0; i < idKeys.length; i++) {
+      const id = value[idKeys[i]!];
+      if (typeof id === 'string') walk.tags.push(reading.tagHead + id);
+      else if (typeof id === 'number') walk.tags.push(reading.tagHead + String(id));
     }
   }
   let count = 0;

@@ -59,6 +59,39 @@ describe('canonicalArgs', () => {
     expect(seen.size).toBeGreaterThan(100);
   });
 
+  it('encodes a record of scalars (its direct path) exactly as the general path does', () => {
+    // A record inside a list takes the general writer: its encoding must be the same characters.
+    const general = (value: unknown) => canonicalArgs([value])?.slice(1, -1);
+    const long = 'x'.repeat(1020);
+    const cases: unknown[] = [
+      { n: 1 },
+      { b: 'x', a: -0, c: 1.5e300, d: true, e: false, f: null, g: undefined, h: '\u2028"\\' },
+      Object.assign(Object.create(null), { z: 'é', y: 0 }),
+      { [long]: 1 },
+      { a: long },
+      { a: long.slice(0, 1015) },
+      { a: 'x'.repeat(1015), b: 'y' },
+      Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, i])),
+      Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, i])),
+    ];
+    const rand = prng(7);
+    for (let i = 0; i < 500; i++) {
+      const record: Record<string, unknown> = {};
+      for (const key of ['b', 'a', 'c', 'é', '"']) if (rand() < 0.6) record[key] = randomValue(rand, 3);
+      cases.push(record);
+    }
+    for (const value of cases) {
+      const key = canonicalArgs(value);
+      if (key?.startsWith('#')) expect(key).toMatch(/^#[0-9a-f]{64}$/);
+      else if (key !== undefined && key.length > 1022)
+        expect(key).toBe(JSON.stringify(value)); // its list would be hashed
+      else expect(key).toBe(general(value));
+    }
+    // Past ARGS_INLINE_MAX the encoding is hashed, whichever path: 1024 characters stay inline.
+    expect(canonicalArgs({ a: 'x'.repeat(1016) })).toBe(`{"a":"${'x'.repeat(1016)}"}`);
+    expect(canonicalArgs({ a: 'x'.repeat(1017) })).toMatch(/^#[0-9a-f]{64}$/);
+  });
+
   it('keeps list order, and tells apart values JSON would merge', () => {
     expect(canonicalArgs({ ids: [1, 2] })).not.toBe(canonicalArgs({ ids: [2, 1] }));
     const distinct = [
