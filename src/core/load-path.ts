@@ -7,7 +7,7 @@ import { HerdcacheError } from './errors';
 import { Flight, type FlightTable, fulfilled, rejected } from './flight';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import { type Observers, notify } from './hooks';
-import { type Sink, countOn } from './metrics';
+import { type Sink, type Tally, countOn } from './metrics';
 import type { Policy } from './options';
 import type { Item, Source } from './item';
 import { FillPipeline, type PipelineHost } from './pipeline';
@@ -61,7 +61,7 @@ export class LoadPath {
     this.#maxRefreshes = maxRefreshes;
     this.#pipeline = new FillPipeline({
       ...options,
-      settled: (item, counter) => this.settled(item, counter),
+      settled: (item, counter, tally) => this.settled(item, counter, tally),
       refresh: (source, key, arg, policy, replacing) => this.refresh(source, key, arg, policy, replacing),
     });
   }
@@ -344,10 +344,13 @@ export class LoadPath {
    * The outcome of a flight's store read (or its abandonment before one): counts the load that
    * started it (unless counted already) and, in one pass, the callers that joined it meanwhile.
    */
-  settled(item: Item, counter: 'hits' | 'staleServed' | 'misses'): void {
+  settled(item: Item, counter: 'hits' | 'staleServed' | 'misses', tally?: Tally): void {
     if (!item.counted) {
       item.counted = true;
-      this.record(item.source, counter, item.key, item.sink);
+      // A run of the tally when no observer wants each key (see Tally).
+      if (tally !== undefined && this.#observers.hookFor(counter) === undefined)
+        tally.add(item.source, counter, item.sink);
+      else this.record(item.source, counter, item.key, item.sink);
     }
     const flight = item.flight;
     if (flight.joinedAs !== undefined) return;

@@ -94,6 +94,39 @@ export function countOn(on: Counted, counter: CounterName, sink: Sink | undefine
 }
 
 /**
+ * One dispatch's outcomes counted as runs: consecutive loads of one source and sink by one counter
+ * add up here and reach the counters (and the request scope) once per run, not once per key.
+ * flush() before anything can read them: the pipeline does so before its loop yields.
+ */
+export class Tally {
+  #on: Counted | undefined = undefined;
+  #sink: Sink | undefined = undefined;
+  #counter: CounterName = 'hits';
+  #n = 0;
+
+  add(on: Counted, counter: CounterName, sink: Sink | undefined): void {
+    if (on === this.#on && sink === this.#sink && counter === this.#counter) {
+      this.#n++;
+      return;
+    }
+    this.flush();
+    this.#on = on;
+    this.#sink = sink;
+    this.#counter = counter;
+    this.#n = 1;
+  }
+
+  flush(): void {
+    const n = this.#n;
+    if (n === 0) return;
+    this.#n = 0;
+    const on = this.#on!;
+    on.counters[this.#counter] += n;
+    if (this.#sink !== undefined) this.#sink.count(on.name, this.#counter, n);
+  }
+}
+
+/**
  * Counters grouped by source, created on first use. Shared by the registry and request scopes.
  * A request usually touches one source: the first is held in fields, the others in a Map made
  * only when a second source shows up, so a request scope's stats cost one counters object.

@@ -14,6 +14,7 @@
 import type { FlightTable } from './flight';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import type { Observers } from './hooks';
+import { Tally } from './metrics';
 import type { Item, Source } from './item';
 import { FillWrite, type FillWriteDeps } from './fill-write';
 import { LockWait, type LockWaitDeps } from './lock-wait';
@@ -37,7 +38,7 @@ export interface PipelineHost extends FillWriteDeps, LockWaitDeps {
    * its load (unless counted) and the callers that joined its flight meanwhile. Called before the
    * flight is answered, so a caller joining after it is counted by that outcome directly.
    */
-  settled(item: Item, counter: 'hits' | 'staleServed' | 'misses'): void;
+  settled(item: Item, counter: 'hits' | 'staleServed' | 'misses', tally?: Tally): void;
   /** Starts one background refresh of a key just served stale (or due for early refresh). */
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void;
 }
@@ -69,16 +70,20 @@ export class FillPipeline {
    * recomputed), then locked in one call and filled, each source in its own batches.
    */
   async dispatch(queued: Item[]): Promise<void> {
-    const live = queued.filter((item) => !this.#droppedBeforeOutcome(item));
     // Coalesce-only items (ttl 0) never touch the store: no read, no lock, no write. They are
     // misses by definition and go straight to their fill, batched with the tick's other keys.
-    let items = live;
+    // One pass: dropped items left out, the others split, whether any has tags noted.
+    const items: Item[] = [];
     let unstored: Item[] | undefined;
-    for (const item of live) {
-      if (storesValues(item.policy)) continue;
-      unstored = live.filter((it) => !storesValues(it.policy));
-      items = live.filter((it) => storesValues(it.policy));
-      break;
+    let tagged = false;
+    for (let i = 0; i < queued.length; i++) {
+      const item = queued[i]!;
+      if (this.#droppedBeforeOutcome(item)) continue;
+      if (!storesValues(item.policy)) (unstored ??= []).push(item);
+      else {
+        items.push(item);
+        if (item.tags !== undefined) tagged = true;
+      }
     }
     if (unstored !== undefined) {
       for (const item of unstored) this.#host.settled(item, 'misses');
@@ -86,7 +91,7 @@ export class FillPipeline {
     }
     if (items.length === 0) return;
     const store = this.#store;
-    const versioned = store.tagVersions !== undefined && items.some((item) => item.tags !== undefined);
+    const versioned = tagged && store.tagVersions !== undefined;
     // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
     // records them, so an invalidation landing during the fill makes its write a miss.
     const [entries] = await Promise.all([
@@ -97,30 +102,11 @@ export class FillPipeline {
     if (current instanceof Promise) current = await current;
     const now = this.#clock.now();
     const toFill: Item[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const entry = entries[i];
-      const source = item.source;
-      if (this.#droppedBeforeOutcome(item)) continue;
-      if (entry !== undefined && usable(item, entry, now, current)) {
-        this.#host.settled(item, 'hits');
-        this.#flights.resolve(item.flight, entry.value);
-        if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
-          this.#host.refresh(source, item.key, item.arg, item.policy, entry);
-        }
-      } else if (
-        entry !== undefined &&
-        now < entry.staleUntil &&
-        !item.flight.background &&
-        tagsValid(item, entry, current)
-      ) {
-        this.#host.settled(item, 'staleServed');
-        this.#flights.resolve(item.flight, entry.value);
-        this.#host.refresh(source, item.key, item.arg, item.policy, entry);
-      } else {
-        this.#host.settled(item, 'misses');
-        toFill.push(item);
-      }
+    const tally = new Tally();
+    try {
+      this.#answer(items, entries, now, current, toFill, tally);
+    } finally {
+      tally.flush();
     }
     if (unstored !== undefined) toFill.push(...unstored);
     if (toFill.length === 0) return;
@@ -131,6 +117,42 @@ export class FillPipeline {
       this.#fills.fill(unlocked, undefined, 'none'),
       locking.length > 0 ? this.#locks.lockAndFill(locking) : undefined,
     ]);
+  }
+
+  /** The read's answers: hits and stale values resolve their flights, the rest is what to fill. */
+  #answer(
+    items: Item[],
+    entries: (Entry | undefined)[],
+    now: number,
+    current: ReadonlyMap<string, number> | undefined,
+    toFill: Item[],
+    tally: Tally,
+  ): void {
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const entry = entries[i];
+      const source = item.source;
+      if (this.#droppedBeforeOutcome(item)) continue;
+      if (entry !== undefined && usable(item, entry, now, current)) {
+        this.#host.settled(item, 'hits', tally);
+        this.#flights.resolve(item.flight, entry.value);
+        if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
+          this.#host.refresh(source, item.key, item.arg, item.policy, entry);
+        }
+      } else if (
+        entry !== undefined &&
+        now < entry.staleUntil &&
+        !item.flight.background &&
+        tagsValid(item, entry, current)
+      ) {
+        this.#host.settled(item, 'staleServed', tally);
+        this.#flights.resolve(item.flight, entry.value);
+        this.#host.refresh(source, item.key, item.arg, item.policy, entry);
+      } else {
+        this.#host.settled(item, 'misses', tally);
+        toFill.push(item);
+      }
+    }
   }
 
   /**
