@@ -318,7 +318,7 @@ export class ResponseEngine {
     const { request } = plan;
     // One walk finds the entities and bounds the JSON's size: only a result that may be over
     // maxBytes is serialized (a second time: the server serializes what it sends) to know.
-    const facts = resultFacts(request.schema, request.document, request.operationName, executed.data);
+    const facts = resultFacts(request.schema, request.document, request.operationName, executed.data, true);
     if (facts === undefined) return 'unserializable';
     if (!facts.bounded || facts.maxBytes > this.#maxBytes) {
       let size: number;
@@ -333,7 +333,8 @@ export class ResponseEngine {
     const tags = facts.tags;
     const seen = operationOf(request.context)?.tagsSeen;
     if (seen !== undefined) for (const tag of seen) tags.push(tag);
-    const stored: StoredResponse = { data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
+    const data = facts.compact === undefined ? executed.data : facts.compact;
+    const stored: StoredResponse = { data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
     // data (counted there as the null that stands for it) as measured.
     if (facts.bounded) giveSize(stored, valueSize({ ...stored, data: null }) - SIZE_SLOT + facts.heapBytes);

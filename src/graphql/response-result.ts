@@ -41,14 +41,22 @@ export interface ResultFacts {
   readonly heapBytes: number;
   /** False when a value was met that the bound does not judge (a toJSON, a class, a deep custom scalar): serialize to know. */
   readonly bounded: boolean;
+  /**
+   * The result again, in ordinary (fast-property) objects, the same JSON: what is stored, when
+   * made. graphql-js's dictionary-mode objects cost ~3x the heap (kept for an hour, copied by every
+   * young collection they survive) and serialize slower on each hit. Undefined: not made (another
+   * executor's objects, a response key the copy cannot hold, an order it cannot vouch for).
+   */
+  readonly compact: unknown;
 }
 
-/** The facts of `data`, a result of the operation; undefined for an operation it cannot walk. */
+/** The facts of `data`, a result of the operation (its `compact` copy made when asked); undefined for an operation it cannot walk. */
 export function resultFacts(
   schema: GraphQLSchema,
   document: DocumentNode,
   operationName: string | null | undefined,
   data: unknown,
+  compact = false,
 ): ResultFacts | undefined {
   const operation = operationOfDocument(document, operationName);
   if (operation === undefined || data === null || typeof data !== 'object') return undefined;
@@ -60,7 +68,9 @@ export function resultFacts(
         : undefined;
   if (root === null || root === undefined) return undefined;
   const walk = new Walk(schema);
-  visitObject(walk, data as Record<string, unknown>, root, true, rootShape(document, operation), 0);
+  walk.copying = compact;
+  const copy = visitObject(walk, data as Record<string, unknown>, root, true, rootShape(document, operation), 0);
+  if (walk.copying) walk.compact = copy;
   return walk;
 }
 
@@ -88,6 +98,9 @@ class Walk implements ResultFacts {
   maxBytes = 0;
   heapBytes = 0;
   bounded = true;
+  compact: unknown = undefined;
+  /** Whether the copy is still being made (see ResultFacts.compact). */
+  copying = true;
   constructor(readonly schema: GraphQLSchema) {}
 }
 
@@ -109,6 +122,11 @@ interface Typed {
   readonly childAt: readonly (Child | undefined)[];
   readonly idKeys: readonly string[];
   readonly children: Readonly<Record<string, Child | undefined>>;
+  /**
+   * Each response key is selected once (and none is `__proto__`): graphql-js's objects then hold
+   * their keys in `keys`' order (those present), so a copy made in that order has the same JSON.
+   */
+  readonly ordered: boolean;
 }
 
 interface Child {
@@ -154,6 +172,8 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   };
   for (const set of shape.sets) collect(set, new Set());
   const keys = [...fields.keys()];
+  let ordered = true;
+  for (const [responseKey, nodes] of fields) if (nodes.length > 1 || responseKey === '__proto__') ordered = false;
   const idKeys: string[] = [];
   const children: Record<string, Child | undefined> = Object.create(null) as Record<string, Child | undefined>;
   const definitions = (type as GraphQLObjectType).getFields?.();
@@ -173,7 +193,8 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
       shape: { fragments: shape.fragments, sets, byType: new Map(), last: undefined },
     };
   }
-  found = { type, tagHead: `${type.name}:`, keys, childAt: keys.map((key) => children[key]), idKeys, children };
+  const childAt = keys.map((key) => children[key]);
+  found = { type, tagHead: `${type.name}:`, keys, childAt, idKeys, children, ordered };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
 }
@@ -185,7 +206,7 @@ function visitObject(
   isObject: boolean,
   shape: Shape,
   depth: number,
-): void {
+): Record<string, unknown> | undefined {
   let concrete: GraphQLNamedType | undefined = declared;
   if (!isObject) {
     const typename = value.__typename;
@@ -202,20 +223,25 @@ function visitObject(
     }
   }
   let count = 0;
+  let copy: Record<string, unknown> | undefined;
   if (Object.getPrototypeOf(value) === null) {
     // graphql-js builds result objects with Object.create(null), holding the selected response keys
     // only, in dictionary mode (where for…in is slow: it sorts the keys each time): read those keys.
     const { keys, childAt } = reading;
+    if (!reading.ordered) walk.copying = false;
+    if (walk.copying) copy = {};
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const item = value[key];
       if (item === undefined) continue; // not selected for this type (a fragment), or @skip
       count++;
-      field(walk, key, item, childAt[i], depth);
+      const copied = field(walk, key, item, childAt[i], depth);
+      if (copy !== undefined) copy[key] = copied;
     }
   } else {
     // Another executor's objects: every enumerable key (an inherited one is counted though JSON
-    // leaves it out: a bound).
+    // leaves it out: a bound). Not copied.
+    walk.copying = false;
     for (const key in value) {
       const item = value[key];
       if (item === undefined) continue; // left out of the JSON
@@ -226,27 +252,34 @@ function visitObject(
   const braces = count === 0 ? 2 : count + 1; // braces and commas
   walk.maxBytes += braces;
   walk.heapBytes += HEAP_HEADER + count * (HEAP_SLOT + HEAP_HEADER);
+  return copy;
 }
 
-/** One key of a result object and its value. */
-function field(walk: Walk, key: string, item: unknown, child: Child | undefined, depth: number): void {
+/** One key of a result object and its value; returns the value's copy (a leaf: itself). */
+function field(walk: Walk, key: string, item: unknown, child: Child | undefined, depth: number): unknown {
   walk.maxBytes += key.length * 6 + 3; // `"key":`
   walk.heapBytes += key.length;
-  if (child === undefined) leaf(walk, item, depth + 1);
-  else visitValue(walk, item, child, depth + 1);
+  if (child !== undefined) return visitValue(walk, item, child, depth + 1);
+  leaf(walk, item, depth + 1);
+  return item; // a scalar, or a custom scalar's value: shared, as JSON reads it
 }
 
-function visitValue(walk: Walk, value: unknown, child: Child, depth: number): void {
+function visitValue(walk: Walk, value: unknown, child: Child, depth: number): unknown {
   if (Array.isArray(value)) {
     const brackets = value.length === 0 ? 2 : value.length + 1;
     walk.maxBytes += brackets;
     walk.heapBytes += HEAP_HEADER + value.length * HEAP_SLOT;
-    for (const item of value) visitValue(walk, item, child, depth + 1);
+    const copy: unknown[] | undefined = walk.copying ? new Array<unknown>(value.length) : undefined;
+    for (let i = 0; i < value.length; i++) {
+      const copied = visitValue(walk, value[i], child, depth + 1);
+      if (copy !== undefined) copy[i] = copied;
+    }
+    return copy;
   } else if (value !== null && typeof value === 'object') {
-    visitObject(walk, value as Record<string, unknown>, child.type, child.isObject, child.shape, depth);
-  } else {
-    leaf(walk, value, depth);
+    return visitObject(walk, value as Record<string, unknown>, child.type, child.isObject, child.shape, depth);
   }
+  leaf(walk, value, depth);
+  return value;
 }
 
 /** A value outside the selections (a scalar, or a custom scalar's JSON): its bytes only. */

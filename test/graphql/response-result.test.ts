@@ -3,7 +3,7 @@
  * upper bound, and the response layer serializes a result only when the bound says it may be over
  * maxBytes, so maxBytes stays exact (at the byte) without a second serialization of small results.
  */
-import { buildSchema, parse } from 'graphql';
+import { buildSchema, execute, parse } from 'graphql';
 import { createCache } from '../../src/core/cache';
 import { ResponseEngine, type ResponsePlan } from '../../src/graphql/response-cache';
 import { resultFacts } from '../../src/graphql/response-result';
@@ -166,5 +166,57 @@ describe('maxBytes through the engine', () => {
     const data = { items: [{ id: '1', extra: { toJSON: () => 'x'.repeat(100) } }], item: null };
     expect(await store(50, data)).toBe('oversized');
     expect(await store(200, data)).toBe('stored');
+  });
+});
+
+describe('the stored copy (compact)', () => {
+  const run = (source: string, variableValues?: Record<string, unknown>) => {
+    const doc = parse(source);
+    const rootValue = {
+      items: () => [
+        { id: '1', name: 'a', score: 1.5, flag: true, tags: ['x', null], extra: { b: [1, { c: null }], a: 'é' } },
+        { id: 2, name: null, tags: [], extra: null, child: { id: '3', name: 'c' } },
+      ],
+      item: () => ({ id: '9', name: 'z', child: null }),
+    };
+    const { data } = execute({ schema, document: doc, rootValue, variableValues }) as { data: unknown };
+    return { data, facts: resultFacts(schema, doc, undefined, data, true)! };
+  };
+
+  it('has the JSON of graphql-js results, key order included, in ordinary objects (custom scalars shared)', () => {
+    for (const [source, variables] of [
+      ['{ items { id name score flag tags extra child { id name } } item { id } }', undefined],
+      ['{ b: item { n: name id } a: items { ...F extra } } fragment F on Item { tags id }', undefined],
+      ['query($s: Boolean!) { items { id name @skip(if: $s) ... on Item { score } } }', { s: true }],
+      ['query($s: Boolean!) { items { id name @include(if: $s) child { name } } }', { s: true }],
+    ] as const) {
+      const { data, facts } = run(source, variables);
+      expect(facts.compact).not.toBe(data);
+      expect(JSON.stringify(facts.compact)).toBe(JSON.stringify(data));
+      const items =
+        (facts.compact as { items?: Record<string, unknown>[]; a?: Record<string, unknown>[] }).items ??
+        (facts.compact as { a: Record<string, unknown>[] }).a;
+      expect(Object.getPrototypeOf(items[0])).toBe(Object.prototype);
+      if ('extra' in items[0]!)
+        expect(items[0]!.extra).toBe(
+          ((data as Record<string, Record<string, unknown>[]>).items ??
+            (data as Record<string, Record<string, unknown>[]>).a)![0]!.extra,
+        );
+    }
+    // Not asked (a mutation's entities): no copy.
+    expect(
+      resultFacts(schema, parse('{ item { id } }'), undefined, run('{ item { id } }').data)!.compact,
+    ).toBeUndefined();
+  });
+
+  it('is not made where graphql-js may order keys otherwise (a response key selected twice, `__proto__`), nor of other objects', () => {
+    // graphql-js orders `name` after `id` here (its first occurrence is skipped): the copy would not.
+    const twice = run('query($s: Boolean!) { items { name @skip(if: $s) id name } }', { s: true });
+    expect(Object.keys((twice.data as { items: object[] }).items[0]!)).toEqual(['id', 'name']);
+    expect(twice.facts.compact).toBeUndefined();
+    expect(run('{ item { __proto__: name id } }').facts.compact).toBeUndefined();
+    const plain = { items: [{ id: '1', name: 'a' }], item: null };
+    expect(resultFacts(schema, document, undefined, plain, true)!.compact).toBeUndefined();
+    expect(resultFacts(schema, document, undefined, plain, true)!.tags).toEqual(['Item:1']);
   });
 });
