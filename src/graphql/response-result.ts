@@ -117,6 +117,8 @@ interface Typed {
   readonly type: GraphQLNamedType;
   /** `Type:`, the head of its entities' tags (one concatenation per entity). */
   readonly tagHead: string;
+  /** The type's tags made so far, by id (see tagsOf). */
+  readonly tagsById: Map<string, string>;
   readonly keys: readonly string[];
   /** The child of `keys[i]` (undefined: a leaf), so graphql-js's objects are walked by position. */
   readonly childAt: readonly (Child | undefined)[];
@@ -194,9 +196,34 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
     };
   }
   const childAt = keys.map((key) => children[key]);
-  found = { type, tagHead: `${type.name}:`, keys, childAt, idKeys, children, ordered };
+  found = { type, tagHead: `${type.name}:`, tagsById: tagsOf(type), keys, childAt, idKeys, children, ordered };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
+}
+
+/** Ids whose tag is kept per type: past it, tags are made per result. */
+const TAGS_PER_TYPE = 2_000;
+const typeTags = new WeakMap<GraphQLNamedType, Map<string, string>>();
+
+/**
+ * One string per entity tag while a type has few entities: a stored response holds its tags for
+ * as long as it is kept, and the store indexes them; the same entity's tag in each response it is
+ * in would be a string of its own (40 per 20-item page) and a hash computed again.
+ */
+function tagsOf(type: GraphQLNamedType): Map<string, string> {
+  let tags = typeTags.get(type);
+  if (tags === undefined) typeTags.set(type, (tags = new Map()));
+  return tags;
+}
+
+function entityTag(reading: Typed, id: string): string {
+  const tags = reading.tagsById;
+  let tag = tags.get(id);
+  if (tag === undefined) {
+    tag = reading.tagHead + id;
+    if (tags.size < TAGS_PER_TYPE) tags.set(id, tag);
+  }
+  return tag;
 }
 
 function visitObject(
@@ -218,8 +245,8 @@ function visitObject(
     const idKeys = reading.idKeys;
     for (let i = 0; i < idKeys.length; i++) {
       const id = value[idKeys[i]!];
-      if (typeof id === 'string') walk.tags.push(reading.tagHead + id);
-      else if (typeof id === 'number') walk.tags.push(reading.tagHead + String(id));
+      if (typeof id === 'string') walk.tags.push(entityTag(reading, id));
+      else if (typeof id === 'number') walk.tags.push(entityTag(reading, String(id)));
     }
   }
   let count = 0;
