@@ -174,6 +174,12 @@ export class FillWrite {
       if (!(result instanceof LateTagged)) continue;
       results[i] = result.value;
       const own = items[i]!.tags;
+      if (result.distinct && (own === undefined || own.length === 0)) {
+        // Each once already (the response layer's walk lists an entity once): no Set.
+        if (fresh !== undefined) for (const tag of result.tags) fresh.add(tag);
+        out[i] = { tags: result.tags.length > 0 ? result.tags : undefined, versions: undefined };
+        continue;
+      }
       // Each tag once, the item's own first (a response's ~40 entity tags: one Set, no spread).
       const unique = new Set<string>(own);
       const before = unique.size;

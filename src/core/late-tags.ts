@@ -18,5 +18,7 @@ export class LateTagged<V = unknown> {
   constructor(
     readonly value: V,
     readonly tags: readonly string[],
+    /** The fill vouches that `tags` holds each tag once: the registry does not dedupe them again. */
+    readonly distinct = false,
   ) {}
 }

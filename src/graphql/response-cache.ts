@@ -329,16 +329,17 @@ export class ResponseEngine {
       }
       if (size > this.#maxBytes) return 'oversized';
     }
-    // Repeats are fine: the registry dedupes an entry's tags (core/pipeline).
+    // Each entity once (facts.distinct); the fields' tags may repeat them: then the registry dedupes.
     const tags = facts.tags;
     const seen = operationOf(request.context)?.tagsSeen;
+    const distinct = facts.distinct && (seen === undefined || seen.size === 0);
     if (seen !== undefined) for (const tag of seen) tags.push(tag);
     const data = facts.compact === undefined ? executed.data : facts.compact;
     const stored: StoredResponse = { data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
     // data (counted there as the null that stands for it) as measured.
     if (facts.bounded) giveSize(stored, valueSize({ ...stored, data: null }) - SIZE_SLOT + facts.heapBytes);
-    return new LateTagged<StoredResponse>(stored, tags);
+    return new LateTagged<StoredResponse>(stored, tags, distinct);
   }
 
   #now(): number {

@@ -30,7 +30,7 @@ import { SIZE_HEADER, SIZE_SLOT } from '../core/sizes';
 import { fragmentsOf, namedType, operationOfDocument, tagOf } from './response-policy';
 
 export interface ResultFacts {
-  /** `Type:id` of each entity, in the order met (repeats kept: the registry dedupes entry tags). */
+  /** `Type:id` of each entity, in the order met (each once when `distinct`; else the registry dedupes them). */
   readonly tags: string[];
   /** Most bytes the result's JSON can have (UTF-8). */
   readonly maxBytes: number;
@@ -48,6 +48,8 @@ export interface ResultFacts {
    * executor's objects, a response key the copy cannot hold, an order it cannot vouch for).
    */
   readonly compact: unknown;
+  /** Whether `tags` holds each tag once (see entityTag): true unless a type's table of tags is full. */
+  readonly distinct: boolean;
 }
 
 /** The facts of `data`, a result of the operation (its `compact` copy made when asked); undefined for an operation it cannot walk. */
@@ -93,6 +95,8 @@ const MAX_DEPTH = 64;
 /** The longest JSON of a number (sign, 17 significant digits, point, exponent), rounded up. */
 const NUMBER_MAX = 32;
 
+let walks = 0;
+
 class Walk implements ResultFacts {
   readonly tags: string[] = [];
   maxBytes = 0;
@@ -101,6 +105,9 @@ class Walk implements ResultFacts {
   compact: unknown = undefined;
   /** Whether the copy is still being made (see ResultFacts.compact). */
   copying = true;
+  distinct = true;
+  /** This walk's stamp on the tags it met (see entityTag). */
+  readonly stamp = ++walks;
   constructor(readonly schema: GraphQLSchema) {}
 }
 
@@ -118,7 +125,7 @@ interface Typed {
   /** `Type:`, the head of its entities' tags (one concatenation per entity). */
   readonly tagHead: string;
   /** The type's tags made so far, by id (see tagsOf). */
-  readonly tagsById: Map<string, string>;
+  readonly tagsById: Map<string, TypeTag>;
   readonly keys: readonly string[];
   /** The child of `keys[i]` (undefined: a leaf), so graphql-js's objects are walked by position. */
   readonly childAt: readonly (Child | undefined)[];
@@ -203,27 +210,39 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
 
 /** Ids whose tag is kept per type: past it, tags are made per result. */
 const TAGS_PER_TYPE = 2_000;
-const typeTags = new WeakMap<GraphQLNamedType, Map<string, string>>();
+const typeTags = new WeakMap<GraphQLNamedType, Map<string, TypeTag>>();
+
+/** An entity's tag, with the stamp of the last walk that met it: a walk lists it once. */
+interface TypeTag {
+  readonly tag: string;
+  walk: number;
+}
 
 /**
  * One string per entity tag while a type has few entities: a stored response holds its tags for
  * as long as it is kept, and the store indexes them; the same entity's tag in each response it is
  * in would be a string of its own (40 per 20-item page) and a hash computed again.
  */
-function tagsOf(type: GraphQLNamedType): Map<string, string> {
+function tagsOf(type: GraphQLNamedType): Map<string, TypeTag> {
   let tags = typeTags.get(type);
   if (tags === undefined) typeTags.set(type, (tags = new Map()));
   return tags;
 }
 
-function entityTag(reading: Typed, id: string): string {
+/** Lists the entity's tag, unless this walk has (only a tag kept in the type's table is known to be new). */
+function entityTag(walk: Walk, reading: Typed, id: string): void {
   const tags = reading.tagsById;
-  let tag = tags.get(id);
-  if (tag === undefined) {
-    tag = reading.tagHead + id;
-    if (tags.size < TAGS_PER_TYPE) tags.set(id, tag);
+  const known = tags.get(id);
+  if (known !== undefined) {
+    if (known.walk === walk.stamp) return;
+    known.walk = walk.stamp;
+    walk.tags.push(known.tag);
+    return;
   }
-  return tag;
+  const tag = reading.tagHead + id;
+  if (tags.size < TAGS_PER_TYPE) tags.set(id, { tag, walk: walk.stamp });
+  else walk.distinct = false;
+  walk.tags.push(tag);
 }
 
 function visitObject(
@@ -245,8 +264,8 @@ function visitObject(
     const idKeys = reading.idKeys;
     for (let i = 0; i < idKeys.length; i++) {
       const id = value[idKeys[i]!];
-      if (typeof id === 'string') walk.tags.push(entityTag(reading, id));
-      else if (typeof id === 'number') walk.tags.push(entityTag(reading, String(id)));
+      if (typeof id === 'string') entityTag(walk, reading, id);
+      else if (typeof id === 'number') entityTag(walk, reading, String(id));
     }
   }
   let count = 0;

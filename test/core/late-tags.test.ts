@@ -35,6 +35,19 @@ describe.each([
     expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
   });
 
+  it('tags a fill vouches distinct are stored as given: invalidating any one of them makes it a miss', async () => {
+    const cache = createCache({ store: store() });
+    let fills = 0;
+    const fill = () => new LateTagged({ n: ++fills }, ['User:1', 'Post:2'], true);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 });
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 });
+    await cache.invalidateTags(['Post:2']);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
+    await cache.invalidateTags(['User:1']);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 3 });
+  });
+
   it('any tag invalidated while a late-tagged fill runs abandons it: its result is not written, its waiters start over', async () => {
     const cache = createCache({ store: store() });
     const gate = deferred<void>();

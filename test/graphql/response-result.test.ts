@@ -220,3 +220,31 @@ describe('the stored copy (compact)', () => {
     expect(resultFacts(schema, document, undefined, plain, true)!.tags).toEqual(['Item:1']);
   });
 });
+
+describe('entity tags', () => {
+  const pageSchema = () => buildSchema('type Item { id: ID!, child: Item } type Query { items: [Item!]! }');
+  const page = parse('{ items { id child { id } } }');
+  const node = (fields: Record<string, unknown>) => Object.assign(Object.create(null), fields) as object;
+
+  it('lists each entity once per result, the same entity again in the next', () => {
+    const s = pageSchema();
+    const data = node({
+      items: [node({ id: '1', child: node({ id: '2' }) }), node({ id: '2', child: node({ id: '1' }) })],
+    });
+    for (let i = 0; i < 2; i++) {
+      const facts = resultFacts(s, page, undefined, data, true)!;
+      expect(facts.tags).toEqual(['Item:1', 'Item:2']);
+      expect(facts.distinct).toBe(true);
+    }
+  });
+
+  it('past 2,000 ids of a type, tags are made per result and not vouched distinct', () => {
+    const s = pageSchema();
+    const many = node({ items: Array.from({ length: 2000 }, (_, i) => node({ id: String(i), child: null })) });
+    expect(resultFacts(s, page, undefined, many, true)!.distinct).toBe(true);
+    const data = node({ items: [node({ id: 'x', child: node({ id: 'x' }) })] });
+    const facts = resultFacts(s, page, undefined, data, true)!;
+    expect(facts.tags).toEqual(['Item:x', 'Item:x']);
+    expect(facts.distinct).toBe(false);
+  });
+});
