@@ -362,11 +362,13 @@ export class FlightTable {
   }
 
   #remove(flight: Flight): void {
-    // Only a flight of the table (not loadAlone's) is in the Map, where it stays until it ends:
-    // a key's next flight starts only once the Map no longer holds one (LoadPath checks first).
+    // Only a flight of the table (not loadAlone's) is in the Map, where it stays until it ends.
+    // LoadPath starts a key's next flight only once the Map holds none, but the identity check
+    // keeps that a local rule: an ending flight never removes a newer one of its key.
     if (!flight.tabled) return;
     flight.tabled = false;
     const flights = this.#flights;
+    if (flights.get(flight.key) !== flight) return;
     flights.delete(flight.key);
     // A Map that keeps growing and shrinking (100 flights per request of a 100-key list) replaces
     // its hash table each time, and V8 links every discarded table to its successor, entries

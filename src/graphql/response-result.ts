@@ -212,7 +212,11 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
 const TAGS_PER_TYPE = 2_000;
 const typeTags = new WeakMap<GraphQLNamedType, Map<string, TypeTag>>();
 
-/** An entity's tag, with the stamp of the last walk that met it: a walk lists it once. */
+/**
+ * An entity's tag, with the stamp of the last walk that met it: a walk lists it once. The tags are
+ * shared by every walk of the process, so this holds only because a walk runs synchronously to its
+ * end and never starts another inside it: keep it so (an await in a walk would let two interleave).
+ */
 interface TypeTag {
   readonly tag: string;
   walk: number;
