@@ -133,8 +133,6 @@ export class Flight<V = unknown> {
   #retryContext: unknown = undefined;
   /** Callers currently waiting. */
   waiters = 0;
-  /** In its FlightTable's Map until it ends (spares #remove a lookup: a key's next flight starts only after). */
-  tabled = false;
   /** The fill run computing this flight, once it started. */
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags. */
@@ -330,7 +328,6 @@ export class FlightTable {
 
   start(key: string, background: boolean, tags: readonly string[] | undefined): Flight {
     const flight = new Flight(key, background, tags);
-    flight.tabled = true;
     this.#flights.set(key, flight);
     return flight;
   }
@@ -362,11 +359,9 @@ export class FlightTable {
   }
 
   #remove(flight: Flight): void {
-    // Only a flight of the table (not loadAlone's) is in the Map, where it stays until it ends.
-    // LoadPath starts a key's next flight only once the Map holds none, but the identity check
-    // keeps that a local rule: an ending flight never removes a newer one of its key.
-    if (!flight.tabled) return;
-    flight.tabled = false;
+    // Only our own entry: loadAlone's flights are not in the Map, and an ending flight never
+    // removes a newer flight of its key (LoadPath starts one only once the Map holds none, but
+    // that stays the caller's rule, not this table's assumption).
     const flights = this.#flights;
     if (flights.get(flight.key) !== flight) return;
     flights.delete(flight.key);
