@@ -75,7 +75,7 @@ function ignore(): void {}
 
 export async function runFill(item: Item, run: FillSignal): Promise<unknown[]> {
   try {
-    const value = await (item.arg as Fill<unknown>)(fillContext(item.key, run));
+    const value = await (item.arg as Fill<unknown>)(new RunFillContext(item.key, run));
     // A returned Error is a failed fill, as a thrown one (and as an Error in a loader's batch
     // result, and a resolver's returned Error under @cached): never cached, its callers get it.
     return [value instanceof Error ? new Failure(value) : value];
@@ -85,28 +85,9 @@ export async function runFill(item: Item, run: FillSignal): Promise<unknown[]> {
 }
 
 /**
- * The fill's context: its signal made when read (a getter on the prototype, as an object literal
- * with a getter is built by a slow runtime path in V8, ~7 µs per fill under load).
+ * A batch function's context: its signal made when read (a getter on the prototype, as an object
+ * literal with a getter is built by a slow runtime path in V8, ~7 µs per fill under load).
  */
-class RunFillContext implements FillContext {
-  readonly #run: FillSignal;
-  constructor(
-    readonly key: string,
-    run: FillSignal,
-  ) {
-    this.#run = run;
-  }
-
-  get signal(): AbortSignal {
-    return this.#run.signal;
-  }
-}
-
-function fillContext(key: string, run: FillSignal): FillContext {
-  return new RunFillContext(key, run);
-}
-
-/** A batch function's context, its signal made when read (see RunFillContext). */
 export class RunBatchContext implements BatchContext {
   readonly #run: FillSignal;
   constructor(run: FillSignal) {
@@ -115,5 +96,15 @@ export class RunBatchContext implements BatchContext {
 
   get signal(): AbortSignal {
     return this.#run.signal;
+  }
+}
+
+/** A getOrCompute fill's context: the batch context and its key. */
+class RunFillContext extends RunBatchContext implements FillContext {
+  constructor(
+    readonly key: string,
+    run: FillSignal,
+  ) {
+    super(run);
   }
 }
