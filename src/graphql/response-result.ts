@@ -210,6 +210,8 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
 
 /** Ids whose tag is kept per type: past it, tags are made per result. */
 const TAGS_PER_TYPE = 2_000;
+/** Longest id whose tag is kept (the table lives as long as the schema: a long id is made per result). */
+const TAG_ID_MAX = 128;
 const typeTags = new WeakMap<GraphQLNamedType, Map<string, TypeTag>>();
 
 /**
@@ -244,7 +246,7 @@ function entityTag(walk: Walk, reading: Typed, id: string): void {
     return;
   }
   const tag = reading.tagHead + id;
-  if (tags.size < TAGS_PER_TYPE) tags.set(id, { tag, walk: walk.stamp });
+  if (tags.size < TAGS_PER_TYPE && id.length <= TAG_ID_MAX) tags.set(id, { tag, walk: walk.stamp });
   else walk.distinct = false;
   walk.tags.push(tag);
 }

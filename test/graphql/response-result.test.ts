@@ -248,3 +248,31 @@ describe('entity tags', () => {
     expect(facts.distinct).toBe(false);
   });
 });
+
+describe('entity tags kept per type', () => {
+  it('keeps no tag of a long id (the table lives as long as the schema): made per result, not vouched distinct', () => {
+    const s = buildSchema('type Item { id: ID!, child: Item } type Query { items: [Item!]! }');
+    const page = parse('{ items { id child { id } } }');
+    const node = (fields: Record<string, unknown>) => Object.assign(Object.create(null), fields) as object;
+    const long = 'x'.repeat(129);
+    const facts = resultFacts(
+      s,
+      page,
+      undefined,
+      node({ items: [node({ id: long, child: node({ id: long }) })] }),
+      true,
+    )!;
+    expect(facts.tags).toEqual([`Item:${long}`, `Item:${long}`]);
+    expect(facts.distinct).toBe(false);
+    const short = 'y'.repeat(128);
+    const kept = resultFacts(
+      s,
+      page,
+      undefined,
+      node({ items: [node({ id: short, child: node({ id: short }) })] }),
+      true,
+    )!;
+    expect(kept.tags).toEqual([`Item:${short}`]);
+    expect(kept.distinct).toBe(true);
+  });
+});
