@@ -47,6 +47,8 @@ describe('every promise settles: seeded random stress over every public path', (
         // The run did exercise both outcomes (a stress that never rejects or never resolves tests little).
         expect(report.resolved).toBeGreaterThan(ops / 10);
         expect(report.rejected).toBeGreaterThan(ops / 20);
+        // On Redis a peer cache contends for the same fill locks: lock waits were part of the run.
+        if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
       },
     );
   }

@@ -55,6 +55,8 @@ export interface StressReport {
   unhandled: string[];
   /** Flights still open once everything settled. Must be 0. */
   inFlightAfter: number;
+  /** Loads that found a key's fill lock held by the other cache (redis: the peer's contention). */
+  lockContended: number;
 }
 
 /** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
@@ -116,7 +118,7 @@ export async function settleStress(options: StressOptions): Promise<StressReport
       }
     });
   };
-  const loaders: Loader<string, string>[] = [
+  const loadersOf = (cache: Cache): Loader<string, string>[] => [
     cache.loader<string, string>({ name: 'tick', ttl: 1000, batch: batchOf('tick') }),
     cache.loader<string, string>({
       name: 'window',
@@ -134,6 +136,20 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     }),
     cache.loader<string, string>({ name: 'coalesce', batch: batchOf('coalesce') }),
   ];
+  const loaders = loadersOf(cache);
+  // On Redis, a second cache on the same keys (a replica, in this process): its loads and the
+  // first cache's contend for the fill locks, so lock waits, announcements (with values) and the
+  // releases of failed or abandoned fills interleave with everything else.
+  const peer =
+    options.store === 'redis'
+      ? createCache({
+          clock,
+          store: makeStore({ ...options, subscriber: undefined }, prefix, clock),
+          lockWaitTimeout: 2000,
+          lockPollInterval: 5,
+        })
+      : undefined;
+  const peerLoaders = peer === undefined ? [] : loadersOf(peer);
   const keyOf = () => `k${Math.floor(random() * 6)}`;
 
   const report: StressReport = {
@@ -146,6 +162,7 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     wrong: [],
     unhandled: [],
     inFlightAfter: 0,
+    lockContended: 0,
   };
   const pending = new Map<number, string>();
   const onUnhandled = (reason: unknown) => report.unhandled.push(describe(reason));
@@ -214,7 +231,29 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     return result;
   };
 
+  /** A load of the peer (redis): drawn as often as two other operations, so locks are contended. */
+  const peerLoad = () => {
+    if (peer === undefined) return;
+    const key = keyOf();
+    const plan = pick(SIGNAL_PLANS);
+    if (chance(0.5)) {
+      const loader = pick(peerLoaders);
+      track(
+        `peer ${loader.name} load ${key} signal:${plan}`,
+        loader.load(key, { signal: signalFor(plan) }),
+        valueOf(key, 'peer load'),
+      );
+    } else
+      track(
+        `peer getOrCompute ${key} signal:${plan}`,
+        peer.getOrCompute(`c:${key}`, fillFor(key), { ttl: 1000, signal: signalFor(plan) }),
+        valueOf(key, 'peer getOrCompute'),
+      );
+  };
+
   const operations: (() => void)[] = [
+    peerLoad,
+    peerLoad,
     () => {
       const { scoped, label } = views();
       const key = keyOf();
@@ -332,12 +371,15 @@ export async function settleStress(options: StressOptions): Promise<StressReport
   while (pending.size > 0 && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 5));
   report.pending = [...pending.values()].slice(0, 20).map((what) => `${what} (seed ${seed}, ${options.store})`);
   // Background refreshes started by the last reads finish on their own: wait for them too.
-  while (cache.inFlight > 0 && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 5));
-  report.inFlightAfter = cache.inFlight;
+  const inFlight = () => cache.inFlight + (peer?.inFlight ?? 0);
+  while (inFlight() > 0 && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 5));
+  report.inFlightAfter = inFlight();
+  report.lockContended = cache.metrics().total.lockContended + (peer?.metrics().total.lockContended ?? 0);
   await new Promise<void>((resolve) => setImmediate(resolve));
   process.off('unhandledRejection', onUnhandled);
   if (options.store !== 'memory') await cache.clear().catch(() => {});
   await cache.close(); // detaches from the caller's connections (which it never quits)
+  await peer?.close(); // and closes the subscriber its store opened
   return report;
 }
 
