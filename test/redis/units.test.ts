@@ -75,6 +75,12 @@ describe('jsonCodec', () => {
     ['null times', '{"v":1,"f":null,"s":null,"d":"x"}'],
     ['fields in another order', '{"f":1,"v":1,"d":"x","s":2}'],
     ['garbage after the header', '{"v":1,"f":1,"s":2,"d":nope}'],
+    ['times as encode writes them', '{"v":1,"f":1796239778463,"s":1796239878463,"d":{"id":"a"}}'],
+    ['16-digit times', '{"v":1,"f":9007199254740993,"s":9007199254740995,"d":1}'],
+    ['a leading zero', '{"v":1,"f":01,"s":2,"d":1}'],
+    ['zero times', '{"v":1,"f":0,"s":0,"d":1}'],
+    ['negative times', '{"v":1,"f":-5,"s":-1,"d":1}'],
+    ['a stale time before a long fresh one', '{"v":1,"f":1796239778463,"s":179623977846,"d":1}'],
   ])('reads %s exactly as a plain JSON.parse of the envelope would (the untagged fast path)', (_label, raw) => {
     // The reference: parse the whole envelope and keep the fields the codec keeps.
     let expected: unknown;
