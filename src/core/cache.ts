@@ -318,9 +318,10 @@ export class Cache implements Registry {
     policy: Policy,
     signal: AbortSignal | undefined,
     sink: Sink | undefined,
+    own?: boolean,
   ): Promise<V> {
     if (policy.ttlUnset === true) this.#warnNoTtl(source, key);
-    return this.#loads.load<V>(source, boundedKey(key), arg, policy, signal, sink);
+    return this.#loads.load<V>(source, boundedKey(key), arg, policy, signal, sink, own);
   }
 
   /** @internal Registry */

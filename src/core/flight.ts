@@ -17,7 +17,8 @@ import { HerdcacheError, describe } from './errors';
 import type { Entry } from './freshness';
 import type { Counted, Sink } from './metrics';
 import type { FillRun } from './fill-run';
-import { markValue, recordOutcome, rejected, rejections } from './outcome';
+import { RETRY, raceAbort } from './abort-race';
+import { markOwn, markRejected, markValue, recordOutcome, rejected, rejections } from './outcome';
 
 export { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, rejected } from './outcome';
 
@@ -37,62 +38,12 @@ export function asError(thrown: unknown): unknown {
   });
 }
 
-/** Rejection reason that tells a waiter to re-contend instead of failing. Never leaks to users. */
-export const RETRY: unique symbol = Symbol('herdcache.retry');
-
 const PENDING = 0;
 const RESOLVED = 1;
 const FAILED = 2;
 const ABANDONED = 3;
 
 function ignore(): void {}
-
-/**
- * The one abort race of the library, used by flights and by request scopes alike: `promise`'s
- * outcome, unless `signal` fires first, which rejects this caller alone with the signal's reason
- * and tells the owner (`leave`) so it can stop the work when its last caller is gone. `retry`,
- * when given, re-contends on RETRY (the flight was abandoned: a new flight answers instead).
- * Per caller: one promise and the listener the signal needs, nothing more.
- *
- * It always settles: a signal that is already aborted rejects at once (an 'abort' event never
- * fires twice, so a listener added now would wait forever), and whichever side comes first
- * decides; the other is ignored.
- */
-export function raceAbort<V>(
-  promise: Promise<V>,
-  signal: AbortSignal,
-  leave: () => void,
-  retry?: () => Promise<V>,
-): Promise<V> {
-  if (signal.aborted) {
-    leave();
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<V>((resolve, reject) => {
-    let left = false;
-    const onAbort = () => {
-      if (left) return;
-      left = true;
-      leave();
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (reason: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        if (left) return; // already rejected with the abort reason
-        if (signal.aborted)
-          onAbort(); // aborted, its event not dispatched yet (a dependent signal)
-        else if (reason === RETRY && retry !== undefined) retry().then(resolve, reject);
-        else reject(reason);
-      },
-    );
-  });
-}
 
 /**
  * The resolving functions of the promise being made, taken by one executor (capture) shared
@@ -128,6 +79,13 @@ export class Flight<V = unknown> {
   #joined: Promise<V> | undefined = undefined;
   #resolveJoined: ((value: V | Promise<V>) => void) | undefined = undefined;
   #rejectJoined: ((reason: unknown) => void) | undefined = undefined;
+  /**
+   * The starter's own promise (own()): a scoped loader's first load of the key hands it to its
+   * caller, as DataLoader does, so no promise is chained per caller. Settled with the shared one.
+   */
+  #own: Promise<V> | undefined = undefined;
+  #resolveOwn: ((value: V | Promise<V>) => void) | undefined = undefined;
+  #rejectOwn: ((reason: unknown) => void) | undefined = undefined;
   #retry: ((context: unknown) => Promise<V>) | undefined = undefined;
   /** What `#retry` is called with: the Item of the load that started the flight, so no closure per key. */
   #retryContext: unknown = undefined;
@@ -207,8 +165,7 @@ export class Flight<V = unknown> {
       joined = new Promise<V>(capture);
       this.#resolveJoined = madeResolve;
       this.#rejectJoined = madeReject;
-      this.#retry = retry as (context: unknown) => Promise<V>;
-      this.#retryContext = context;
+      this.#retryWith(retry, context);
     } else if (state === RESOLVED) {
       joined = Promise.resolve(this.#outcome as V);
       markValue(joined, this.#outcome);
@@ -216,6 +173,29 @@ export class Flight<V = unknown> {
     else joined = Promise.resolve().then(() => retry(context));
     this.#joined = joined;
     return joined;
+  }
+
+  /**
+   * The starter's promise for its caller alone (marked: ownPending tells it from a shared one),
+   * re-contending with `retry(context)` on RETRY. A flight that ended or has one already shares.
+   */
+  own<C>(retry: (context: C) => Promise<V>, context: C): Promise<V> {
+    if (this.#state !== PENDING || this.#own !== undefined) return this.share(retry, context);
+    this.waiters++;
+    const own = new Promise<V>(capture);
+    this.#resolveOwn = madeResolve;
+    this.#rejectOwn = madeReject;
+    markOwn(own);
+    this.#own = own;
+    this.#retryWith(retry, context);
+    return own;
+  }
+
+  /** The first caller's retry re-contends for all of them. */
+  #retryWith<C>(retry: (context: C) => Promise<V>, context: C): void {
+    if (this.#retry !== undefined) return;
+    this.#retry = retry as (context: unknown) => Promise<V>;
+    this.#retryContext = context;
   }
 
   /** Joins with a signal: this caller may leave; the last one out abandons a caller-owned flight. */
@@ -241,6 +221,11 @@ export class Flight<V = unknown> {
     this.#state = RESOLVED;
     this.#outcome = value;
     this.#resolve?.(value);
+    const own = this.#own;
+    if (own !== undefined) {
+      markValue(own, value);
+      this.#resolveOwn!(value);
+    }
     const joined = this.#joined;
     if (joined !== undefined) {
       // Known now, as its callers' reactions are queued: a scope reading it meanwhile gets the
@@ -258,6 +243,11 @@ export class Flight<V = unknown> {
     this.#state = FAILED;
     this.#outcome = error;
     this.#reject?.(error);
+    const own = this.#own;
+    if (own !== undefined) {
+      markRejected(own, error);
+      this.#rejectOwn!(error);
+    }
     const joined = this.#joined;
     if (joined !== undefined) {
       // Recorded before any of its callers' handlers run.
@@ -274,12 +264,14 @@ export class Flight<V = unknown> {
     this.#state = ABANDONED;
     this.#reject?.(RETRY);
     const joined = this.#joined;
-    if (joined !== undefined) {
+    const own = this.#own;
+    if (joined !== undefined || own !== undefined) {
       // Its callers re-contend, once the table has let go of this flight (a microtask later, as a
-      // reaction would): the shared promise ends as the new flight does.
+      // reaction would): the shared and own promises end as the new flight does.
       const retry = this.#retry!;
       const context = this.#retryContext;
-      const resolveJoined = this.#resolveJoined!;
+      const resolveJoined = this.#resolveJoined;
+      const resolveOwn = this.#resolveOwn;
       queueMicrotask(() => {
         let next: Promise<V>;
         try {
@@ -287,9 +279,17 @@ export class Flight<V = unknown> {
         } catch (error) {
           next = Promise.reject(error);
         }
-        resolveJoined(next);
+        if (own !== undefined) {
+          // Recorded from `next` (before own settles), not by a handler on own: its caller's own.
+          next.then(
+            (value) => markValue(own, value),
+            (error: unknown) => markRejected(own, error),
+          );
+          resolveOwn!(next);
+        }
+        resolveJoined?.(next);
       });
-      recordOutcome(joined);
+      if (joined !== undefined) recordOutcome(joined);
     }
     this.run?.release(reason);
     this.#release();
@@ -302,6 +302,8 @@ export class Flight<V = unknown> {
     this.#reject = undefined;
     this.#resolveJoined = undefined;
     this.#rejectJoined = undefined;
+    this.#resolveOwn = undefined;
+    this.#rejectOwn = undefined;
     this.#retry = undefined;
     this.#retryContext = undefined;
     this.run = undefined;

@@ -77,10 +77,11 @@ export class LoadPath {
     policy: Policy,
     signal: AbortSignal | undefined,
     sink: Sink | undefined,
+    own = false,
   ): Promise<V> {
     const entry = this.peek(source, key, arg, policy, sink);
     if (entry !== undefined) return fulfilled(entry) as Promise<V>;
-    return this.#miss<V>(source, key, arg, policy, signal, sink, false);
+    return this.#miss<V>(source, key, arg, policy, signal, sink, false, own);
   }
 
   /** The synchronous hit (see Registry._peek). */
@@ -152,7 +153,7 @@ export class LoadPath {
     return this.#miss<V>(source, key, arg, policy, signal, sink, true);
   }
 
-  /** Joins the key's flight, or starts one and queues it for the next dispatch. */
+  /** Joins the key's flight, or starts one and queues it for the next dispatch (own: see Registry._load). */
   #miss<V>(
     source: Source,
     key: string,
@@ -161,6 +162,7 @@ export class LoadPath {
     signal: AbortSignal | undefined,
     sink: Sink | undefined,
     counted: boolean,
+    own = false,
   ): Promise<V> {
     if (this.closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
     if (signal?.aborted) return rejected(signal.reason);
@@ -191,8 +193,9 @@ export class LoadPath {
       if (policy.lateTags === true) flight.lateTags = true;
       const item: Item = { source, key, flight, arg, policy, sink, tags, counted };
       this.#enqueue(item);
-      // The starter shares first: its retry is made of its Item (no closure per key).
-      if (signal === undefined) return flight.share(this.#retryItem, item) as Promise<V>;
+      // The starter shares (or owns) first: its retry is made of its Item (no closure per key).
+      if (signal === undefined)
+        return (own ? flight.own(this.#retryItem, item) : flight.share(this.#retryItem, item)) as Promise<V>;
     }
     const joined = signal === undefined ? (flight.join() as Promise<V> | undefined) : undefined;
     return joined ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);

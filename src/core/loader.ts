@@ -175,9 +175,9 @@ export class Loader<K, V> implements Source {
     return this.#registry._load<V>(this, storeKey, key, this.#policy, options?.signal, undefined);
   }
 
-  /** @internal a request scope's load: `storeKey` is known, `sink` is the scoped loader. */
+  /** @internal a request scope's load: `storeKey` is known, `sink` is the scoped loader (own: see Registry._load). */
   _load(key: K, storeKey: string, signal: AbortSignal | undefined, sink: Sink): Promise<V> {
-    return this.#registry._load<V>(this, storeKey, key, this.#policy, signal, sink);
+    return this.#registry._load<V>(this, storeKey, key, this.#policy, signal, sink, true);
   }
 
   /** @internal a scoped load with no memo and no sharing (cache: false): see Registry._loadAlone. */

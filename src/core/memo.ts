@@ -7,7 +7,8 @@
  * is read and forgotten, and how a load is memoized.
  */
 import type { Entry } from './freshness';
-import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, raceAbort } from './flight';
+import { raceAbort } from './abort-race';
+import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf } from './flight';
 import { batchFailures } from './loader';
 
 /** DataLoader's cacheMap: any object with Map's get, set, delete and clear. */

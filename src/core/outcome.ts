@@ -18,6 +18,25 @@ export function markValue(promise: Promise<unknown>, value: unknown): void {
   (promise as Marked)[VALUE] = value;
 }
 
+/**
+ * A promise its flight settles for one caller alone (a scoped loader's first load of a key: see
+ * Flight.own): marked pending when made, so the caller can tell it from a shared one (ownPending),
+ * and marked with its outcome, as a shared promise is, before its reactions run.
+ */
+export function markOwn(promise: Promise<unknown>): void {
+  (promise as Marked)[VALUE] = PENDING_OR_UNKNOWN;
+}
+
+/** Whether `promise` is an own promise (markOwn) still pending: nobody else holds it. */
+export function ownPending(promise: Promise<unknown>): boolean {
+  return (promise as Marked)[VALUE] === PENDING_OR_UNKNOWN;
+}
+
+/** An own promise's rejection, recorded before its reactions run. */
+export function markRejected(promise: Promise<unknown>, error: unknown): void {
+  (promise as Marked)[VALUE] = new Rejection(error);
+}
+
 /** Rejections of promises handed to callers (rare: failed fills, refused calls). */
 export const rejections = new WeakMap<Promise<unknown>, unknown>();
 
@@ -51,7 +70,7 @@ export function fulfilled<V>(entry: Entry<V>): Promise<V> {
   return promise;
 }
 
-/** What outcomeOf knows of a promise this module made. */
+/** What outcomeOf knows of a promise this module made (and the mark of an own promise still pending). */
 export const PENDING_OR_UNKNOWN: unique symbol = Symbol('herdcache.pending');
 
 /**

@@ -23,7 +23,11 @@ export interface Computation {
 }
 
 export interface Registry {
-  /** @internal Hit, else join the key's flight, else start one. Counted once. */
+  /**
+   * @internal Hit, else join the key's flight, else start one. Counted once. `own`: a caller that
+   * hands the promise on as its caller's alone (a scoped loader) takes, when it starts the flight
+   * without a signal, a promise nobody else holds (ownPending tells it apart from a shared one).
+   */
   _load<V>(
     source: Source,
     key: string,
@@ -31,6 +35,7 @@ export interface Registry {
     policy: Policy,
     signal: AbortSignal | undefined,
     sink: Sink | undefined,
+    own?: boolean,
   ): Promise<V>;
   /**
    * @internal

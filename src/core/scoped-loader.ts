@@ -6,6 +6,7 @@
 import type { Entry } from './freshness';
 import { invalidArgument, invalidOption } from './errors';
 import { fulfilled, rejected } from './flight';
+import { ownPending } from './outcome';
 import { type Loader, loadEach } from './loader';
 import { checkKnownKeys, checkSignal, optionNames } from './options';
 import type { CounterName, PendingJoin, Sink } from './metrics';
@@ -300,13 +301,15 @@ export class ScopedLoader<K, V> implements Sink {
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (signal === undefined) {
-      // The registry's promise is shared by every caller of the key (and recorded, so the memo can
-      // read its outcome); this caller gets its own, as from DataLoader: unhandled if nobody handles
-      // it. (then() without a handler: the promise jobs settle it without calling a function.)
+      // The memo's promise (recorded, so the memo can read its outcome) is this caller's own, as
+      // DataLoader's: unhandled if nobody handles it. The registry makes one when this load starts
+      // the key's flight (ownPending); a hit's or a joined flight's is shared by every caller of
+      // the key, and this caller gets a promise of its own from it (then() without a handler: the
+      // promise jobs settle it without calling a function).
       const promise = loader._load(key, storeKey, undefined, this);
       this.#set(keyString, promise);
       this.#noteLoad(promise);
-      return promise.then();
+      return ownPending(promise) ? promise : promise.then();
     }
     return this.#missWithSignal(key, keyString, storeKey, signal);
   }

@@ -3,7 +3,7 @@
  * the signal is aborted before the call, while the load is in flight, or after it failed.
  */
 import { createCache } from '../../src/core';
-import { raceAbort } from '../../src/core/flight';
+import { raceAbort } from '../../src/core/abort-race';
 import { deferred } from '../helpers';
 
 const PENDING = Symbol('pending');

@@ -1,5 +1,5 @@
 import { createCache, manualClock } from '../../src/core';
-import { flush } from '../helpers';
+import { deferred, flush } from '../helpers';
 
 describe('request scope: DataLoader semantics per operation', () => {
   function setup() {
@@ -181,5 +181,57 @@ describe('request scope: joins counted by their flight', () => {
     expect(starter.stats().total).toMatchObject({ misses: 300, coalesced: 0 });
     expect(cache.metrics().sources.quick).toMatchObject({ misses: 200, coalesced: 200 });
     expect(cache.metrics().sources.held).toMatchObject({ misses: 100, coalesced: 100 });
+  });
+});
+
+describe("a scoped loader's first load of a key: its caller holds the memo's promise", () => {
+  function setup(batch: (ids: readonly string[], call: number) => Promise<(string | Error)[]>) {
+    const cache = createCache({ ttl: 60_000 });
+    let calls = 0;
+    const users = cache.loader<string, string>({ name: 'user', batch: (ids) => batch(ids, ++calls) });
+    return { cache, users, calls: () => calls };
+  }
+
+  it('abandoned mid-fill, it answers with the next fill, and the request then reads that value synchronously', async () => {
+    const first = deferred<(string | Error)[]>();
+    const { cache, users, calls } = setup((ids, call) =>
+      call === 1 ? first.promise : Promise.resolve(ids.map((id) => `${id}@${call}`)),
+    );
+    const scope = cache.request().loader(users);
+    const load = scope.load('1');
+    await flush();
+    await users.clear('1'); // abandons the fill in flight: the load re-contends
+    first.resolve(['1@1']);
+    await expect(load).resolves.toBe('1@2');
+    expect(scope.read('1')).toBe('1@2'); // the memo knows how its promise ended, without a handler of its own
+    expect(calls()).toBe(2);
+  });
+
+  it('abandoned, then failing as a whole batch, it rejects and the request forgets it', async () => {
+    const first = deferred<(string | Error)[]>();
+    const { cache, users, calls } = setup((ids, call) => {
+      if (call === 1) return first.promise;
+      if (call === 2) return Promise.reject(new Error('down'));
+      return Promise.resolve(ids.map((id) => `${id}@${call}`));
+    });
+    const scope = cache.request().loader(users);
+    const load = scope.load('1');
+    await flush();
+    await users.clear('1');
+    first.resolve(['1@1']);
+    await expect(load).rejects.toThrow('down');
+    await expect(scope.load('1')).resolves.toBe('1@3'); // forgotten: loaded again
+    expect(calls()).toBe(3);
+  });
+
+  it('a whole-batch failure is forgotten, a per-key Error kept, as DataLoader', async () => {
+    const { cache, users, calls } = setup((ids, call) =>
+      call === 1 ? Promise.reject(new Error('down')) : Promise.resolve(ids.map((id) => new Error(`no ${id}@${call}`))),
+    );
+    const scope = cache.request().loader(users);
+    await expect(scope.load('1')).rejects.toThrow('down');
+    await expect(scope.load('1')).rejects.toThrow('no 1@2'); // forgotten: the batch ran again
+    await expect(scope.load('1')).rejects.toThrow('no 1@2'); // kept: no third batch
+    expect(calls()).toBe(2);
   });
 });
