@@ -1,0 +1,197 @@
+/**
+ * The application of the response-layer stress (./response-settle.ts): a schema whose answers say
+ * what they were computed from, so a model can check every response it gets.
+ *
+ * - Entities carry their version: a user's name is `u<id>:v<version>`, a score `s<id>:v<version>`;
+ *   a write bumps the version (a mutation, or the database directly before cache.invalidateTags).
+ * - The viewer's own data says whose it is: `viewer <session>` (`viewer -` without a session),
+ *   behind a PRIVATE field (`me`) and behind PUBLIC fields made PRIVATE at run time (`hinted` by
+ *   setResponseCacheHint, `dynamic` by Apollo's info.cacheControl.setCacheHint).
+ * - `flaky` fails on some executions (drawn from the seed), `short` sets a stricter maxAge at run
+ *   time, `ticker` is cached with swr, `burst(nonce)` counts its executions per nonce.
+ * Every resolver waits a little (drawn from the seed), so executions overlap writes and joiners.
+ */
+import type { Cache } from '../../src/core';
+import { cachedDirectiveTransformer, setResponseCacheHint } from '../../src/graphql';
+import { makeSchema } from '../graphql/fixtures';
+
+export const stressTypeDefs = `
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  type Query {
+    user(id: ID!): User @cacheControl(maxAge: 60)
+    users: [User!]! @cacheControl(maxAge: 60)
+    score(id: ID!): String @cacheControl(maxAge: 60) @cached(ttl: 60, tags: ["Score:{args.id}"])
+    me: Viewer @cacheControl(maxAge: 60, scope: PRIVATE)
+    hinted: String @cacheControl(maxAge: 60)
+    dynamic: String @cacheControl(maxAge: 60)
+    short: Int @cacheControl(maxAge: 60)
+    flaky(n: Int!): Int @cacheControl(maxAge: 60)
+    ticker: Int @cacheControl(maxAge: 10) @cached(ttl: 10, swr: 60)
+    burst(nonce: Int!): Int @cacheControl(maxAge: 60)
+  }
+  type Mutation {
+    renameUser(id: ID!): User @invalidates(tags: ["User:{args.id}"])
+    renameUserEntity(id: ID!): User
+  }
+  type User { id: ID!, name: String! }
+  type Viewer { id: ID!, name: String! }
+`;
+
+export type StressContext = { session?: string };
+
+/** The database the resolvers read: versions per entity, and execution counts. */
+export interface StressDb {
+  users: Map<string, number>;
+  scores: Map<string, number>;
+  /** Executions of `burst` per nonce. */
+  bursts: Map<number, number>;
+  tickers: number;
+  /** Executions of the root fields that read entities (each one is an execution of its operation). */
+  executions: number;
+}
+
+export const USER_IDS = ['1', '2', '3'];
+
+export function stressDb(): StressDb {
+  return {
+    users: new Map(USER_IDS.map((id) => [id, 0])),
+    scores: new Map(USER_IDS.map((id) => [id, 0])),
+    bursts: new Map(),
+    tickers: 0,
+    executions: 0,
+  };
+}
+
+/** A schema on `db` whose @cached fields use `cache`; `random` draws the resolvers' delays and flaky's failures. */
+export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
+  const wait = async () => {
+    const r = random();
+    if (r < 0.3) return;
+    if (r < 0.6) await new Promise<void>((resolve) => setImmediate(resolve));
+    else if (r < 0.85) await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(random() * 4)));
+    else await new Promise<void>((resolve) => setTimeout(resolve, 5 + Math.floor(random() * 20))); // long enough for a write to land
+  };
+  const user = (id: string) => (db.users.has(id) ? { id, name: `u${id}:v${db.users.get(id)}` } : null);
+  const viewer = (ctx: StressContext) => `viewer ${ctx.session ?? '-'}`;
+  type Info = { cacheControl?: { setCacheHint(hint: object): void } };
+  const schema = makeSchema(stressTypeDefs, {
+    Query: {
+      // Each reads the database, then takes a while: a write may land during the execution.
+      user: async (_p, { id }: { id: string }) => {
+        db.executions++;
+        const found = user(id);
+        await wait();
+        return found;
+      },
+      users: async () => {
+        db.executions++;
+        const found = USER_IDS.map(user);
+        await wait();
+        return found;
+      },
+      score: async (_p, { id }: { id: string }) => {
+        db.executions++;
+        const version = db.scores.get(id);
+        await wait();
+        return `s${id}:v${version}`;
+      },
+      me: async (_p, _a, ctx: StressContext) => {
+        await wait();
+        return { id: `v-${ctx.session}`, name: viewer(ctx) };
+      },
+      hinted: async (_p, _a, ctx: StressContext) => {
+        setResponseCacheHint(ctx, { scope: 'PRIVATE' });
+        await wait();
+        return viewer(ctx);
+      },
+      dynamic: async (_p, _a, ctx: StressContext, info) => {
+        await wait();
+        (info as unknown as Info).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+        return viewer(ctx);
+      },
+      short: async (_p, _a, ctx: StressContext) => {
+        await wait();
+        setResponseCacheHint(ctx, { maxAge: 5 });
+        return 5;
+      },
+      flaky: async (_p, { n }: { n: number }) => {
+        await wait();
+        if (random() < 0.35) throw new Error(`flaky ${n} failed`);
+        return n;
+      },
+      ticker: async () => {
+        await wait();
+        return ++db.tickers;
+      },
+      burst: async (_p, { nonce }: { nonce: number }) => {
+        db.bursts.set(nonce, (db.bursts.get(nonce) ?? 0) + 1);
+        await new Promise<void>((resolve) => setTimeout(resolve, 2));
+        return nonce;
+      },
+    },
+    Mutation: {
+      renameUser: async (_p, { id }: { id: string }) => {
+        db.users.set(id, db.users.get(id)! + 1);
+        const written = user(id);
+        await wait();
+        return written;
+      },
+      renameUserEntity: async (_p, { id }: { id: string }) => {
+        db.users.set(id, db.users.get(id)! + 1);
+        const written = user(id);
+        await wait();
+        return written;
+      },
+    },
+  });
+  cachedDirectiveTransformer(schema, { cache });
+  return schema;
+}
+
+/** One query the stress sends, and what its answer may be. */
+export interface StressQuery {
+  readonly label: string;
+  readonly query: string;
+  readonly variables?: Record<string, unknown>;
+  /** Never stored nor shared: a runtime hint makes it stricter than its key (or it has no session). */
+  readonly neverShared?: boolean;
+  /** Apollo only (info.cacheControl). */
+  readonly apolloOnly?: boolean;
+  /** May answer with errors (flaky). */
+  readonly mayFail?: boolean;
+  /** Served stale at times (swr). */
+  readonly swr?: boolean;
+  /** PRIVATE: the Cache-Control header must never say public. */
+  readonly private?: boolean;
+}
+
+export function stressQueries(random: () => number): () => StressQuery {
+  const id = () => USER_IDS[Math.floor(random() * USER_IDS.length)]!;
+  const makers: (() => StressQuery)[] = [
+    () => ({ label: 'user', query: 'query U($id: ID!) { user(id: $id) { id name } }', variables: { id: id() } }),
+    // The same operation spelled otherwise (one key: whitespace does not matter), and a different one.
+    () => ({
+      label: 'user-spaced',
+      query: 'query U($id: ID!) {\n  user(id: $id) {\n id name } }',
+      variables: { id: id() },
+    }),
+    () => ({ label: 'user-inline', query: `{ user(id: "${id()}") { name id } }` }),
+    () => ({ label: 'users', query: '{ users { id name } }' }),
+    () => ({ label: 'score', query: `{ score(id: "${id()}") }` }),
+    () => ({ label: 'score+user', query: `{ score(id: "${id()}") user(id: "${id()}") { id name } }` }),
+    () => ({ label: 'me', query: '{ me { id name } }', private: true }),
+    () => ({ label: 'me+users', query: '{ me { name } users { id name } }', private: true }),
+    () => ({ label: 'hinted', query: '{ hinted users { id name } }', neverShared: true, private: true }),
+    () => ({ label: 'dynamic', query: '{ dynamic user(id: "1") { id name } }', neverShared: true, apolloOnly: true }),
+    () => ({ label: 'short', query: '{ short user(id: "2") { id name } }', neverShared: true }),
+    () => ({
+      label: 'flaky',
+      query: `{ flaky(n: ${Math.floor(random() * 3)}) user(id: "3") { id name } }`,
+      mayFail: true,
+    }),
+    () => ({ label: 'ticker', query: '{ ticker }', swr: true }),
+    () => ({ label: 'ticker+user', query: `{ ticker user(id: "${id()}") { id name } }`, swr: true }),
+  ];
+  return () => makers[Math.floor(random() * makers.length)]!();
+}
