@@ -225,17 +225,33 @@ function decodeUntagged(text: string): Entry | undefined {
 }
 
 /**
+ * The header (everything before the value) of the last payload decodePlain read, and its times:
+ * the entries of one batch fill are written with one clock reading, so a batch read back is
+ * mostly payloads with that same header. Comparing it whole is one string comparison; reading it
+ * costs a few dozen character reads (~60 per payload, a third of a warm read's decode).
+ */
+let lastHeader = '';
+let lastFresh = 0;
+let lastStale = 0;
+
+/**
  * The most common payload, `{"v":1,"f":<int>,"s":<int>,"d":<value>}` (finite times, no fill time,
- * no tags), read with the two timestamps summed in local variables: decodeUntagged's general
- * scan keeps what it read in module state (a boxed number per write) and tests each field name
- * with startsWith; this costs a JSON.parse of the value and a few dozen character reads. Whatever
- * it does not recognise (null times, a fill time, another shape) is left to decodeUntagged.
- * Integers of at most 15 digits without sign, fraction or exponent are summed exactly, as
- * JSON.parse reads them; a leading zero is left to the general scan.
+ * no tags): the header of the last one read again (lastHeader), else read with the two timestamps
+ * summed in local variables (decodeUntagged's general scan keeps what it read in module state, a
+ * boxed number per write, and tests each field name with startsWith). Whatever it does not
+ * recognise (null times, a fill time, another shape) is left to decodeUntagged. Integers of at
+ * most 15 digits without sign, fraction or exponent are summed exactly, as JSON.parse reads them;
+ * a leading zero is left to the general scan.
  */
 function decodePlain(text: string): Entry | undefined {
   const last = text.length - 1;
-  if (text.charCodeAt(last) !== 125 /* } */ || !has(text, 0, HEAD)) return undefined;
+  if (text.charCodeAt(last) !== 125 /* } */) return undefined;
+  const n = lastHeader.length;
+  if (n > 0 && text.length > n && text.slice(0, n) === lastHeader) {
+    const value = parseValue(text, n, last);
+    return value === NOT_JSON ? undefined : { value, freshUntil: lastFresh, staleUntil: lastStale };
+  }
+  if (!has(text, 0, HEAD)) return undefined;
   let i = HEAD.length;
   let c = text.charCodeAt(i);
   if (c < 49 || c > 57) return undefined;
@@ -255,13 +271,24 @@ function decodePlain(text: string): Entry | undefined {
     c = text.charCodeAt(++i);
   } while (c >= 48 && c <= 57);
   if (i - start > 15 || staleUntil < freshUntil || !has(text, i, DATA)) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text.slice(i + DATA.length, last));
-  } catch {
-    return undefined;
-  }
+  i += DATA.length;
+  const value = parseValue(text, i, last);
+  if (value === NOT_JSON) return undefined;
+  lastHeader = text.slice(0, i);
+  lastFresh = freshUntil;
+  lastStale = staleUntil;
   return { value, freshUntil, staleUntil };
+}
+
+const NOT_JSON: unique symbol = Symbol('not JSON');
+
+/** JSON.parse of text[from, to), or NOT_JSON. */
+function parseValue(text: string, from: number, to: number): unknown {
+  try {
+    return JSON.parse(text.slice(from, to));
+  } catch {
+    return NOT_JSON;
+  }
 }
 
 /** Whether `text` holds `mark` at `at`. */

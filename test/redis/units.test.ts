@@ -76,6 +76,11 @@ describe('jsonCodec', () => {
     ['fields in another order', '{"f":1,"v":1,"d":"x","s":2}'],
     ['garbage after the header', '{"v":1,"f":1,"s":2,"d":nope}'],
     ['times as encode writes them', '{"v":1,"f":1796239778463,"s":1796239878463,"d":{"id":"a"}}'],
+    // The same header again (read from the last payload's): the value still decides.
+    ['the same header, another value', '{"v":1,"f":1796239778463,"s":1796239878463,"d":[2]}'],
+    ['the same header, a trailing field', '{"v":1,"f":1796239778463,"s":1796239878463,"d":1,"x":2}'],
+    ['the same header, no value', '{"v":1,"f":1796239778463,"s":1796239878463,"d":}'],
+    ['a header that only starts alike', '{"v":1,"f":1796239778463,"s":17962398784630,"d":1}'],
     ['16-digit times', '{"v":1,"f":9007199254740993,"s":9007199254740995,"d":1}'],
     ['a leading zero', '{"v":1,"f":01,"s":2,"d":1}'],
     ['zero times', '{"v":1,"f":0,"s":0,"d":1}'],
