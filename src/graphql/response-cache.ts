@@ -31,6 +31,7 @@ import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
 import { type Computation, checkTagsSupported, computationOf, nowOf } from '../core/internal';
 import { canonicalArgs, identityString } from './keys';
+import { responseCacheHintOf } from './response-hint';
 import { operationOf } from './request';
 import { type NotCacheable, type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { entityTags, resultFacts } from './response-result';
@@ -243,7 +244,8 @@ export class ResponseEngine {
       if (answered) {
         return execute().then(
           (executed) => {
-            const stored = this.#toStored(plan, executed, undefined);
+            // The refresh's own runtime hints (setResponseCacheHint on the context it ran with).
+            const stored = this.#toStored(plan, executed, responseCacheHintOf(plan.request.context));
             return typeof stored === 'string' ? undefined : stored;
           },
           () => undefined,

@@ -6,7 +6,8 @@
  *   a write bumps the version (a mutation, or the database directly before cache.invalidateTags).
  * - The viewer's own data says whose it is: `viewer <session>` (`viewer -` without a session),
  *   behind a PRIVATE field (`me`) and behind PUBLIC fields made PRIVATE at run time (`hinted` by
- *   setResponseCacheHint, `dynamic` by Apollo's info.cacheControl.setCacheHint).
+ *   setResponseCacheHint, `dynamic` by Apollo's info.cacheControl.setCacheHint); `recs of
+ *   <session>` is made PRIVATE for a signed-in viewer only (`recs of -`, anonymous, is public).
  * - `flaky` fails on some executions (drawn from the seed), `short` sets a stricter maxAge at run
  *   time, `ticker` is cached with swr, `burst(nonce)` counts its executions per nonce.
  * Every resolver waits a little (drawn from the seed), so executions overlap writes and joiners.
@@ -26,6 +27,7 @@ export const stressTypeDefs = `
     hinted: String @cacheControl(maxAge: 60)
     dynamic: String @cacheControl(maxAge: 60)
     short: Int @cacheControl(maxAge: 60)
+    recs: String @cacheControl(maxAge: 60)
     flaky(n: Int!): Int @cacheControl(maxAge: 60)
     ticker: Int @cacheControl(maxAge: 10) @cached(ttl: 10, swr: 60)
     burst(nonce: Int!): Int @cacheControl(maxAge: 60)
@@ -110,6 +112,12 @@ export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
         (info as unknown as Info).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
         return viewer(ctx);
       },
+      // Public for anonymous viewers, the viewer's own (made PRIVATE) for a signed-in one.
+      recs: async (_p, _a, ctx: StressContext) => {
+        if (ctx.session !== undefined) setResponseCacheHint(ctx, { scope: 'PRIVATE' });
+        await wait();
+        return `recs of ${ctx.session ?? '-'}`;
+      },
       short: async (_p, _a, ctx: StressContext) => {
         await wait();
         setResponseCacheHint(ctx, { maxAge: 5 });
@@ -191,6 +199,8 @@ export function stressQueries(random: () => number): () => StressQuery {
       mayFail: true,
     }),
     () => ({ label: 'ticker', query: '{ ticker }', swr: true }),
+    // Stored when an anonymous viewer asks; refreshed (swr) in the background of whoever asks next.
+    () => ({ label: 'ticker+recs', query: '{ ticker recs }', swr: true }),
     () => ({ label: 'ticker+user', query: `{ ticker user(id: "${id()}") { id name } }`, swr: true }),
   ];
   return () => makers[Math.floor(random() * makers.length)]!();

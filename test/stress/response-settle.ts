@@ -283,6 +283,8 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     if (q.private && /public/.test(answer.header ?? '')) wrong(`${what}: cache-control ${answer.header}`);
     const text = JSON.stringify(body?.data ?? null);
     for (const [, viewer] of text.matchAll(/viewer ([^"]+)"/g)) if (viewer !== (session ?? '-')) report.leaks++;
+    for (const [, viewer] of text.matchAll(/recs of ([^"]+)"/g))
+      if (viewer !== '-' && viewer !== session) report.leaks++;
     const versions = new Map<string, number>();
     for (const [, type, id, version] of text.matchAll(/"([us])(\d+):v(\d+)"/g)) {
       const entity = `${type}${id}`;
@@ -428,14 +430,18 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     const executions = db.bursts.get(n) ?? 0;
     const again = await read(q, pick(['apollo', 'yoga'] as const), session());
     const stored = again?.body?.extensions?.cache?.response;
-    const ticker: StressQuery = { label: 'quiet ticker', query: '{ ticker }', swr: true };
+    // Stored for an anonymous viewer, public; refreshed in the background of a signed-in one, whose
+    // answer a runtime hint makes PRIVATE: then not stored (asked again, still the public one).
+    const ticker: StressQuery = { label: 'quiet ticker', query: '{ ticker recs }', swr: true };
     offset.ms += 100_000; // everything expired, past any grace
     await read(ticker, 'apollo', undefined); // computed now
     offset.ms += 11_000; // past its maxAge, within its swr
     const stale = await Promise.all(
-      Array.from({ length: 6 }, () => read(ticker, pick(['apollo', 'yoga'] as const), session())),
+      Array.from({ length: 6 }, () => read(ticker, pick(['apollo', 'yoga'] as const), pick(sessions))),
     );
     const served = stale.map((a) => a?.body?.extensions?.cache?.response);
+    while (caches.some((cache) => cache.inFlight > 0) && Date.now() < deadline) await sleep(1); // the refresh
+    await read(ticker, pick(['apollo', 'yoga'] as const), session());
     if (pauseEdges > 0) return; // Redis paused meanwhile: the store's failures make executions
     report.quietBursts++;
     if (executions !== 1 || stored !== 'hit')
