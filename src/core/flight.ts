@@ -69,12 +69,9 @@ export class Flight<V = unknown> {
   #resolve: ((value: V) => void) | undefined = undefined;
   #reject: ((reason: unknown) => void) | undefined = undefined;
   /**
-   * What every caller without a signal gets: the same promise for all of them, so joining costs a
-   * counter increment and the flight's outcome reaches them in one pass. It is settled by the
-   * flight itself (not chained on `promise`: a 100-key request would pay two more promises, a
-   * closure and two microtasks per key). When the flight is abandoned it re-contends once, for
-   * all of them (`#retry`, the first one's), instead of each caller re-contending in turn: they
-   * would all join the first one's new flight anyway.
+   * What every caller without a signal gets (but own()'s): one promise for all, settled by the
+   * flight itself (not chained on `promise`: two more promises and microtasks per key). Abandoned,
+   * it re-contends once for all of them (`#retry`, the first one's): they would join one flight.
    */
   #joined: Promise<V> | undefined = undefined;
   #resolveJoined: ((value: V | Promise<V>) => void) | undefined = undefined;
@@ -215,6 +212,11 @@ export class Flight<V = unknown> {
     return this.#state === ABANDONED;
   }
 
+  /** Resolved, failed or abandoned. */
+  get ended(): boolean {
+    return this.#state !== PENDING;
+  }
+
   /** @internal used by FlightTable */
   _resolve(value: V): boolean {
     if (this.#state !== PENDING) return false;
@@ -311,21 +313,36 @@ export class Flight<V = unknown> {
   }
 }
 
-/** Removals after which the table's Map is renewed when it empties, and even if it never does (see #remove). */
-const RENEW_WHEN_EMPTY = 16;
-const RENEW_AFTER = 1024;
+/** Ended flights after which a table sweeps even with pending flights left (see #remove). */
+const SWEEP_AFTER = 1024;
 
 export class FlightTable {
+  /**
+   * Key → its flight. An ended flight stays (get() skips it) until its key's next flight replaces
+   * it or a sweep moves the pending ones to a new Map (none, most often: a dispatch ended them all).
+   * A Map.delete per flight shrinks and rehashes the table as it empties (a runtime call each), and
+   * V8 links each discarded table of a churning Map to its successor: one in the old generation
+   * kept every later table, flights and promises alive through each young collection (3-4 MB
+   * copied per scavenge instead of 0.1 MB). So the Map is renewed, not emptied entry by entry.
+   */
   #flights = new Map<string, Flight>();
-  /** Removals since the Map was last renewed. */
-  #removed = 0;
+  /** Flights ended as their key's entry since the last sweep (a replaced one still counts). */
+  #ended = 0;
 
+  /** Flights pending (counted: for tests and leak checks, not the load path). */
   get size(): number {
+    return this.#pending().length;
+  }
+
+  /** @internal Entries held, ended flights not swept yet included (tests). */
+  get held(): number {
     return this.#flights.size;
   }
 
+  /** The key's pending flight. */
   get(key: string): Flight | undefined {
-    return this.#flights.get(key);
+    const flight = this.#flights.get(key);
+    return flight === undefined || flight.ended ? undefined : flight;
   }
 
   start(key: string, background: boolean, tags: readonly string[] | undefined): Flight {
@@ -349,7 +366,7 @@ export class FlightTable {
 
   /** Abandons the flights computing a value that carries one of `tags`. */
   abandonTagged(tags: ReadonlySet<string>, reason: unknown): void {
-    for (const flight of [...this.#flights.values()]) {
+    for (const flight of this.#pending()) {
       if (flight.lateTags || (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag))))
         this.abandon(flight, reason);
     }
@@ -357,31 +374,26 @@ export class FlightTable {
 
   /** Abandons every flight (cache.clear()): their waiters re-contend, their results are dropped. */
   abandonAll(reason: unknown): void {
-    for (const flight of [...this.#flights.values()]) this.abandon(flight, reason);
+    for (const flight of this.#pending()) this.abandon(flight, reason);
+  }
+
+  #pending(): Flight[] {
+    const pending: Flight[] = [];
+    for (const flight of this.#flights.values()) if (!flight.ended) pending.push(flight);
+    return pending;
   }
 
   #remove(flight: Flight): void {
-    // Only our own entry: loadAlone's flights are not in the Map, and an ending flight never
-    // removes a newer flight of its key (LoadPath starts one only once the Map holds none, but
-    // that stays the caller's rule, not this table's assumption).
+    // Only our own entry: loadAlone's flights are not in the Map, and an ending flight never stands
+    // for a newer one of its key (LoadPath starts one only once get() finds none: its rule, not ours).
     const flights = this.#flights;
     if (flights.get(flight.key) !== flight) return;
-    flights.delete(flight.key);
-    // A Map that keeps growing and shrinking (100 flights per request of a 100-key list) replaces
-    // its hash table each time, and V8 links every discarded table to its successor, entries
-    // and all. Once one discarded table sits in the old generation, every later table and what
-    // it holds survives each young collection until the next full one: measured, 3-4 MB copied
-    // per scavenge (4-5 ms) instead of 0.1 MB (0.5 ms). A new Map starts a chain of its own, so
-    // the table is renewed when it empties after a few removals (between requests, often) and
-    // every RENEW_AFTER removals (a table that never empties).
-    const removed = ++this.#removed;
-    if (flights.size === 0) {
-      if (removed >= RENEW_WHEN_EMPTY) this.#renew(new Map());
-    } else if (removed >= RENEW_AFTER) this.#renew(new Map(flights));
-  }
-
-  #renew(flights: Map<string, Flight>): void {
-    this.#flights = flights;
-    this.#removed = 0;
+    // Swept once every entry may have ended, or the ended ones are many and at least half: a table
+    // never holds more than twice its pending flights (plus SWEEP_AFTER).
+    const ended = ++this.#ended;
+    if (ended < flights.size && (ended < SWEEP_AFTER || 2 * ended < flights.size)) return;
+    const pending = this.#pending();
+    this.#flights = pending.length === 0 ? new Map() : new Map(pending.map((kept) => [kept.key, kept]));
+    this.#ended = 0;
   }
 }

@@ -29,3 +29,18 @@ it('a flight resolved, failed or abandoned leaves the table', () => {
   table.abandon(c, new Error('gone'));
   expect([table.get('a'), table.get('b'), table.get('c'), table.size]).toEqual([undefined, undefined, undefined, 0]);
 });
+
+it('ended flights stay until a sweep: at once when every entry ended, and at most about twice the pending ones otherwise', () => {
+  const table = new FlightTable();
+  const batch = Array.from({ length: 100 }, (_, i) => table.start(`k${i}`, false, undefined));
+  for (const flight of batch.slice(0, 99)) table.resolve(flight, 1);
+  expect([table.size, table.held, table.get('k0'), table.get('k99')]).toEqual([1, 100, undefined, batch[99]]);
+  table.resolve(batch[99]!, 1); // the last one: swept
+  expect([table.size, table.held]).toEqual([0, 0]);
+
+  const stuck = Array.from({ length: 10 }, (_, i) => table.start(`stuck${i}`, false, undefined));
+  for (let i = 0; i < 20_000; i++) table.resolve(table.start(`churn${i}`, false, undefined), i);
+  expect(table.size).toBe(10);
+  expect(table.held).toBeLessThanOrEqual(1024 + 10);
+  for (const flight of stuck) expect(table.get(flight.key)).toBe(flight);
+});
