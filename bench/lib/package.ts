@@ -43,4 +43,15 @@ export function graphqlEntry(): typeof import('../../src/graphql') {
     useBuild ? join(root, 'dist', 'graphql.js') : join(root, 'src', 'graphql'),
   ) as typeof import('../../src/graphql');
 }
+/** herdcache/apollo and herdcache/envelop, loaded on first use (their peers are optional): row 9's servers. */
+export function apolloEntry(): typeof import('../../src/apollo') {
+  return require(
+    useBuild ? join(root, 'dist', 'apollo.js') : join(root, 'src', 'apollo'),
+  ) as typeof import('../../src/apollo');
+}
+export function envelopEntry(): typeof import('../../src/envelop') {
+  return require(
+    useBuild ? join(root, 'dist', 'envelop.js') : join(root, 'src', 'envelop'),
+  ) as typeof import('../../src/envelop');
+}
 /* eslint-enable @typescript-eslint/no-require-imports */

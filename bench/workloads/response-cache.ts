@@ -43,10 +43,17 @@ function message<T>(child: ChildProcess): Promise<T> {
   });
 }
 
+/** What a server reports: its root resolver's calls, its database reads, its process CPU time. */
+interface ServerStats {
+  executions: number;
+  dbQueries: number;
+  cpu: { user: number; system: number };
+}
+
 /** Runs `work` against a fresh server in `mode`, then stops it. */
 async function withServer<T>(
   mode: ResponseMode,
-  work: (url: string, stats: () => Promise<{ executions: number; dbQueries: number }>) => Promise<T>,
+  work: (url: string, stats: () => Promise<ServerStats>) => Promise<T>,
 ): Promise<T> {
   const child = fork(join(__dirname, 'response-server.ts'), [], {
     env: { ...process.env, HERDCACHE_BENCH_MODE: mode, NODE_ENV: 'production' },
@@ -55,7 +62,7 @@ async function withServer<T>(
   try {
     const { url } = await message<{ url: string }>(child);
     const stats = () => {
-      const reply = message<{ executions: number; dbQueries: number }>(child);
+      const reply = message<ServerStats>(child);
       child.send('stats');
       return reply;
     };
@@ -116,9 +123,13 @@ const PAGE = (name: string) => `query ${name}($n: Int!) { page(n: $n) { id name 
 
 interface Trials {
   rps: number[];
+  /** The server's CPU time (user + system) per request of each trial, µs. */
+  cpu: number[];
   failed: number;
   queries: number;
 }
+
+const cpuMicros = (stats: ServerStats): number => stats.cpu.user + stats.cpu.system;
 
 /** Warms every field the pages hold (every Item.detail), under an operation no trial uses. */
 async function warmPages(url: string, pages: number): Promise<void> {
@@ -132,8 +143,15 @@ async function warmPages(url: string, pages: number): Promise<void> {
  * fast requests to ~1 s for both systems). A fresh operation name per trial: every request is a
  * page the response layer has not seen.
  */
-async function pagesTrial(url: string, name: string, pages: number, trials: Trials): Promise<void> {
+async function pagesTrial(
+  url: string,
+  stats: () => Promise<ServerStats>,
+  name: string,
+  pages: number,
+  trials: Trials,
+): Promise<void> {
   const query = PAGE(name);
+  const cpuBefore = cpuMicros(await stats());
   let next = 0;
   const started = process.hrtime.bigint();
   await Promise.all(
@@ -145,6 +163,7 @@ async function pagesTrial(url: string, name: string, pages: number, trials: Tria
     }),
   );
   trials.rps.push(pages / (Number(process.hrtime.bigint() - started) / 1e9));
+  trials.cpu.push((cpuMicros(await stats()) - cpuBefore) / pages);
 }
 
 /**
@@ -156,15 +175,15 @@ async function variedPages(pages: number, trials: number): Promise<{ both: Trial
     withServer('apollo-herd-fields', async (fieldsUrl, fieldsStats) => {
       await warmPages(bothUrl, pages);
       await warmPages(fieldsUrl, pages);
-      const both: Trials = { rps: [], failed: 0, queries: -(await bothStats()).dbQueries };
-      const fields: Trials = { rps: [], failed: 0, queries: -(await fieldsStats()).dbQueries };
+      const both: Trials = { rps: [], cpu: [], failed: 0, queries: -(await bothStats()).dbQueries };
+      const fields: Trials = { rps: [], cpu: [], failed: 0, queries: -(await fieldsStats()).dbQueries };
       for (let trial = 0; trial < trials; trial++) {
-        const order: [string, Trials][] = [
-          [bothUrl, both],
-          [fieldsUrl, fields],
+        const order: [string, () => Promise<ServerStats>, Trials][] = [
+          [bothUrl, bothStats, both],
+          [fieldsUrl, fieldsStats, fields],
         ];
         if (trial % 2 === 1) order.reverse();
-        for (const [url, into] of order) await pagesTrial(url, `Page${trial}`, pages, into);
+        for (const [url, stats, into] of order) await pagesTrial(url, stats, `Page${trial}`, pages, into);
       }
       both.queries += (await bothStats()).dbQueries;
       fields.queries += (await fieldsStats()).dbQueries;
@@ -214,6 +233,8 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
   const { both, fields } = await variedPages(pages, o.quick ? 1 : 6);
   const bothRps = median(both.rps);
   const fieldsRps = median(fields.rps);
+  const bothCpu = median(both.cpu);
+  const fieldsCpu = median(fields.cpu);
   // (c)
   const cold = 100;
   const executions = {
@@ -225,6 +246,9 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
   const failed = [...herdA, ...peerA].reduce((sum, x) => sum + x.failed, 0) + both.failed + fields.failed;
   const identicalRatio = herdRps / peerRps;
   const pagesRatio = bothRps / fieldsRps;
+  // The same cost as the servers see it: CPU per request, fields alone over layer + fields (steadier
+  // than req/s on a shared machine, where the load generator competes for the same cores).
+  const cpuRatio = fieldsCpu / bothCpu;
   return {
     workload: title,
     measure: measureText,
@@ -232,11 +256,11 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
       herdcache: `(a) ${count(Math.round(herdRps))} req/s · (b) ${count(Math.round(bothRps))} req/s (fields alone ${count(Math.round(fieldsRps))}) · (c) ${executions.apolloHerd} execution on Apollo, ${executions.yogaHerd} on Yoga`,
       responseCaches: `(a) Apollo's: ${count(Math.round(peerRps))} req/s · (c) Apollo's: ${executions.apolloPeer} executions, Envelop's (Yoga): ${executions.yogaPeer}`,
     },
-    ratio: `(a) req/s ${ratio(identicalRatio)} Apollo's response cache (target ≥ 1.0×)<br>(b) req/s ${ratio(pagesRatio)} fields alone (target ≥ 0.95×)<br>(c) executions ${executions.apolloHerd} / ${executions.apolloPeer} (Apollo), ${executions.yogaHerd} / ${executions.yogaPeer} (Yoga)`,
+    ratio: `(a) req/s ${ratio(identicalRatio)} Apollo's response cache (target ≥ 1.0×)<br>(b) req/s ${ratio(pagesRatio)} fields alone (target ≥ 0.95×); server CPU per request: ${ratio(cpuRatio)}<br>(c) executions ${executions.apolloHerd} / ${executions.apolloPeer} (Apollo), ${executions.yogaHerd} / ${executions.yogaPeer} (Yoga)`,
     notes: [
       `Servers in child processes (NODE_ENV=production), load from the bench process over HTTP on 127.0.0.1. Schema: \`items: [Item!]!\` (100 items, one 10 ms database read, counted as the operation's executions) and \`page(n: Int!)\` (20 items built in memory), \`Item.detail\` a 10 ms database read; @cacheControl(maxAge: 3600) on the root fields and types, the peers' policy source; herdcache's modes add \`@cached(ttl: 3600)\` on Item.detail (an hour: a loaded machine's trials outlast a minute, and an expired field would be a database read in the middle of them).`,
       `(a) \`${IDENTICAL}\`, 3 checked requests first (they fill the caches), then autocannon, 10 connections, ${seconds} s, best of ${herdA.length} runs per system, interleaved: herdcachePlugin({ cache, responseCache: true }) ${herdA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s vs ApolloServerPluginResponseCache() ${peerA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s (database reads during the runs: herdcache ${herdA.reduce((s, x) => s + x.queries, 0)}, Apollo's ${peerA.reduce((s, x) => s + x.queries, 0)}). Target ≥ 1.0×: ${identicalRatio >= 1 ? 'met' : 'missed'} (${ratio(identicalRatio)}).`,
-      `(b) \`page(n)\` for n = 0…${pages - 1}, each once per trial (a fresh operation name per trial, so every request is a response-layer miss; every Item.detail warm from a warm-up under another name), 10 fetch clients; both servers up at once, trials interleaved (A B, B A, …); req/s = requests / time from the first request to the last answer, median of ${both.rps.length} trial(s): response layer + fields ${both.rps.map((x) => count(Math.round(x))).join(' / ')} vs herdcachePlugin({ cache }) with the same @cached fields ${fields.rps.map((x) => count(Math.round(x))).join(' / ')} (database reads during the trials: ${both.queries} and ${fields.queries}). Target ≥ 0.95×: ${pagesRatio >= 0.95 ? 'met' : 'missed'} (${ratio(pagesRatio)}).`,
+      `(b) \`page(n)\` for n = 0…${pages - 1}, each once per trial (a fresh operation name per trial, so every request is a response-layer miss; every Item.detail warm from a warm-up under another name), 10 fetch clients; both servers up at once, trials interleaved (A B, B A, …); req/s = requests / time from the first request to the last answer, median of ${both.rps.length} trial(s): response layer + fields ${both.rps.map((x) => count(Math.round(x))).join(' / ')} vs herdcachePlugin({ cache }) with the same @cached fields ${fields.rps.map((x) => count(Math.round(x))).join(' / ')} (database reads during the trials: ${both.queries} and ${fields.queries}). Target ≥ 0.95×: ${pagesRatio >= 0.95 ? 'met' : 'missed'} (${ratio(pagesRatio)}). Server CPU time (user + system, process.cpuUsage in each server) per request, per trial: layer + fields ${both.cpu.map((x) => count(Math.round(x))).join(' / ')} µs vs fields alone ${fields.cpu.map((x) => count(Math.round(x))).join(' / ')} µs, medians ${count(Math.round(bothCpu))} vs ${count(Math.round(fieldsCpu))} µs: ${ratio(cpuRatio)} (fields alone's CPU per request over the layer's).`,
       `(c) ${cold} concurrent \`${COLD}\` to a fresh server, executions = calls of the root resolver: herdcache ${executions.apolloHerd} (Apollo 5) and ${executions.yogaHerd} (Yoga 5, useHerdcache); @apollo/server-plugin-response-cache 5: ${executions.apolloPeer}; @envelop/response-cache 9 (useResponseCache({ session: () => null, ttl: 3_600_000 }) on Yoga 5): ${executions.yogaPeer}.`,
       ...(failed > 0 ? [`${failed} requests failed during the load runs.`] : []),
     ],
