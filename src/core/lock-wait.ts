@@ -16,6 +16,16 @@ import type { FillLock, LockAttempt, LockWatch, Store } from './store';
 import type { StoreCalls } from './store-calls';
 import { ownTagVersions, usable } from './validity';
 
+/**
+ * The lock step as the pipeline's read began it (FillLock.readOrAcquire): the token it locked
+ * under, the watch it opened, and the attempts it made (the first attempt of those items).
+ */
+export interface BegunLocks {
+  readonly token: string;
+  readonly watch: LockWatch | undefined;
+  readonly attempts: ReadonlyMap<Item, LockAttempt>;
+}
+
 /** What the lock step needs from the registry. */
 export interface LockWaitDeps {
   readonly store: Store;
@@ -50,15 +60,30 @@ export class LockWait {
     this.#fills = fills;
   }
 
-  /** Locks, waits for and fills `items` (all on a store with a lock); settles every flight. */
-  async lockAndFill(items: Item[]): Promise<void> {
+  /** A new fill-lock token, unique to this registry. */
+  token(): string {
+    return `${this.#tokenPrefix}.${++this.#tokenSeq}`;
+  }
+
+  /**
+   * Locks, waits for and fills `items` (all on a store with a lock); settles every flight. `begun`:
+   * the pipeline's read tried some of their locks already (its attempts are their first).
+   */
+  async lockAndFill(items: Item[], begun?: BegunLocks): Promise<void> {
     const lock = this.#store.lock!;
     const fills: Promise<void>[] = [];
     // Opened before the first attempt: a holder's announcement that lands while it is in flight
-    // is kept, and ends the first wait at once.
-    const watch = lock.watch?.(items.map((item) => item.key));
+    // is kept, and ends the first wait at once. (The read opened one on the keys it tried, if it
+    // could: without it, its attempts registered nowhere, and the next ones will.)
+    let watch = begun?.watch;
+    const rest = watch === undefined ? items : items.filter((item) => !begun!.attempts.has(item));
+    if (rest.length > 0 && lock.watch !== undefined) {
+      const keys = rest.map((item) => item.key);
+      if (watch === undefined) watch = lock.watch(keys);
+      else watch.add?.(keys);
+    }
     try {
-      await this.#waitForLocks(lock, items, watch, fills);
+      await this.#waitForLocks(lock, items, watch, fills, begun);
     } finally {
       watch?.close();
     }
@@ -70,8 +95,9 @@ export class LockWait {
     items: Item[],
     watch: LockWatch | undefined,
     fills: Promise<void>[],
+    begun: BegunLocks | undefined,
   ): Promise<void> {
-    const token = `${this.#tokenPrefix}.${++this.#tokenSeq}`;
+    const token = begun?.token ?? this.token();
     const { lockTtl, lockPollInterval, lockWaitTimeout } = this.#timing;
     const calls = this.#calls;
     const deadline = this.#clock.now() + lockWaitTimeout;
@@ -80,15 +106,35 @@ export class LockWait {
     /** Per key still waited on: the token of the lock its last attempt found (see LockWatch.take). */
     const holders = watch?.take === undefined ? undefined : new Map<string, string>();
     for (let attempt = 0; ; attempt++) {
-      const keys = waiting.map((item) => item.key);
-      const attempts = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl), waiting);
-      if (attempts === undefined) {
-        // The store failed or timed out: fill without the lock rather than wait on it. The
-        // script may still have run late and taken locks under our token: release them (compare
-        // and delete), or other replicas would wait on them until lockTtl.
-        void calls.call('lock.release', () => lock.release(keys, token), waiting);
-        fills.push(this.#fills.fill(waiting, undefined, 'failed'));
-        break;
+      let attempts: (LockAttempt | undefined)[] | undefined;
+      if (attempt === 0 && begun !== undefined) {
+        // The read's attempts, and one acquire for the items it did not try.
+        const tried = begun.attempts;
+        const rest = waiting.filter((item) => !tried.has(item));
+        let others: (LockAttempt | undefined)[] | undefined = [];
+        if (rest.length > 0) {
+          const keys = rest.map((item) => item.key);
+          others = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl), rest);
+          if (others === undefined) {
+            // As for a failed call below: these are filled without the lock, released in case.
+            void calls.call('lock.release', () => lock.release(keys, token), rest);
+            fills.push(this.#fills.fill(rest, undefined, 'failed'));
+            waiting = waiting.filter((item) => tried.has(item));
+          }
+        }
+        let next = 0;
+        attempts = waiting.map((item) => tried.get(item) ?? others![next++]);
+      } else {
+        const keys = waiting.map((item) => item.key);
+        attempts = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl), waiting);
+        if (attempts === undefined) {
+          // The store failed or timed out: fill without the lock rather than wait on it. The
+          // script may still have run late and taken locks under our token: release them (compare
+          // and delete), or other replicas would wait on them until lockTtl.
+          void calls.call('lock.release', () => lock.release(keys, token), waiting);
+          fills.push(this.#fills.fill(waiting, undefined, 'failed'));
+          break;
+        }
       }
       const won: Item[] = [];
       const release: string[] = [];

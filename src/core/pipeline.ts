@@ -17,9 +17,9 @@ import type { Observers } from './hooks';
 import { Tally } from './metrics';
 import type { Item, Source } from './item';
 import { FillWrite, type FillWriteDeps } from './fill-write';
-import { LockWait, type LockWaitDeps } from './lock-wait';
+import { type BegunLocks, LockWait, type LockWaitDeps } from './lock-wait';
 import { type Policy, storesValues } from './options';
-import type { Store } from './store';
+import type { LockAttempt, Store } from './store';
 import type { StoreCalls } from './store-calls';
 import { ownTagVersions, readTagVersions, tagsValid, usable } from './validity';
 
@@ -94,10 +94,11 @@ export class FillPipeline {
     const versioned = tagged && store.tagVersions !== undefined;
     // Tag versions are read with the entries (same tick, in parallel) and BEFORE any fill: a fill
     // records them, so an invalidation landing during the fill makes its write a miss.
-    const [entries] = await Promise.all([
+    const [read] = await Promise.all([
       this.#read(items),
       versioned ? readTagVersions(store, this.#calls, items) : undefined,
     ]);
+    const { entries, begun } = read;
     let current = ownTagVersions(store, this.#calls, items, entries);
     if (current instanceof Promise) current = await current;
     const now = this.#clock.now();
@@ -108,21 +109,40 @@ export class FillPipeline {
     } finally {
       tally.flush();
     }
+    if (begun !== undefined) this.#releaseDropped(begun, items);
     if (unstored !== undefined) toFill.push(...unstored);
+    const locking = store.lock !== undefined && toFill.length > 0 ? toFill.filter(locks) : [];
+    if (locking.length === 0) begun?.watch?.close();
     if (toFill.length === 0) return;
-    const locking = store.lock !== undefined ? toFill.filter(locks) : [];
     const unlocked =
       locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !locks(item));
     await Promise.all([
       this.#fills.fill(unlocked, undefined, 'none'),
-      locking.length > 0 ? this.#locks.lockAndFill(locking) : undefined,
+      locking.length > 0 ? this.#locks.lockAndFill(locking, begun) : undefined,
     ]);
+  }
+
+  /**
+   * Releases the locks the read won for items abandoned before their outcome (left out of the
+   * fill): nobody fills under them, and other replicas would wait on them until lockTtl.
+   */
+  #releaseDropped(begun: BegunLocks, items: Item[]): void {
+    let dropped: string[] | undefined;
+    for (const [item, attempt] of begun.attempts) {
+      if (!attempt.won || !item.flight.abandoned) continue;
+      item.source.counters.lockAcquired++; // as the lock step counts a lock won for a flight abandoned
+      (dropped ??= []).push(item.key);
+    }
+    if (dropped === undefined) return;
+    const lock = this.#store.lock!;
+    const keys = dropped;
+    void this.#calls.call('lock.release', () => lock.release(keys, begun.token), items);
   }
 
   /** The read's answers: hits and stale values resolve their flights, the rest is what to fill. */
   #answer(
     items: Item[],
-    entries: (Entry | undefined)[],
+    entries: readonly (Entry | undefined)[],
     now: number,
     current: ReadonlyMap<string, number> | undefined,
     toFill: Item[],
@@ -165,14 +185,52 @@ export class FillPipeline {
     return true;
   }
 
-  async #read(items: Item[]): Promise<(Entry | undefined)[]> {
+  async #read(items: Item[]): Promise<Read> {
     // A getSync that sees the whole store answers the double-check without a round trip; one
     // that sees a part (a tiered store's L1) does not: the rest is read with getMany.
     const getSync = this.#getSync;
-    if (getSync !== undefined && this.#store.getSyncComplete !== false) return items.map((item) => getSync(item.key));
-    const entries = await this.#calls.call('getMany', () => this.#store.getMany(items.map((item) => item.key)), items);
-    return entries ?? [];
+    const store = this.#store;
+    if (getSync !== undefined && store.getSyncComplete !== false)
+      return { entries: items.map((item) => getSync(item.key)), begun: undefined };
+    const keys = items.map((item) => item.key);
+    const lock = store.lock;
+    if (lock?.readOrAcquire !== undefined) {
+      // The read tries the locks of keys it finds missing in the same round trip: a cold key's
+      // fill starts after one call, not a read and then a lock call (FillLock.readOrAcquire).
+      let lockable: boolean[] | undefined;
+      for (let i = 0; i < items.length; i++)
+        if (locks(items[i]!)) (lockable ??= new Array(items.length).fill(false))[i] = true;
+      if (lockable !== undefined) return this.#readOrAcquire(items, keys, lockable);
+    }
+    const entries = await this.#calls.call('getMany', () => store.getMany(keys), items);
+    return { entries: entries ?? [], begun: undefined };
   }
+
+  async #readOrAcquire(items: Item[], keys: string[], lockable: boolean[]): Promise<Read> {
+    const lock = this.#store.lock!;
+    const token = this.#locks.token();
+    const ttl = this.#host.timing.lockTtl;
+    const read = await this.#calls.call('getMany', () => lock.readOrAcquire!(keys, lockable, token, ttl), items);
+    if (read === undefined) return { entries: [], begun: undefined };
+    const { entries, watch } = read;
+    let attempts: Map<Item, LockAttempt> | undefined;
+    for (let i = 0; i < items.length; i++) {
+      const attempt = read.attempts[i];
+      if (attempt !== undefined) (attempts ??= new Map()).set(items[i]!, attempt);
+    }
+    if (attempts === undefined) {
+      // Nothing tried (a warm read): the lock step, if any, is as without readOrAcquire.
+      watch?.close();
+      return { entries, begun: undefined };
+    }
+    return { entries, begun: { token, watch, attempts } };
+  }
+}
+
+/** The read step's outcome: the entries, and the lock step it began (readOrAcquire), if any. */
+interface Read {
+  readonly entries: readonly (Entry | undefined)[];
+  readonly begun: BegunLocks | undefined;
 }
 
 /** Whether this item's fill takes the distributed lock: only values that are stored need one. */

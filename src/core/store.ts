@@ -41,6 +41,24 @@ export interface LockAttempt {
   readonly holder?: string;
 }
 
+/** What FillLock.readOrAcquire found: per key its entry and, for a key whose lock it tried, that attempt. */
+export interface ReadAttempts {
+  /** Aligned with the keys, as getMany returns them. */
+  readonly entries: readonly (Entry | undefined)[];
+  /**
+   * Aligned with the keys: the lock attempt made for a key found missing (as acquire returns it,
+   * under the caller's token; `entry` undefined), or undefined where none was made (the key was
+   * found, is not lockable, was expected present, or its part of the call failed).
+   */
+  readonly attempts: readonly (LockAttempt | undefined)[];
+  /**
+   * The watch opened, before the call, on the keys whose lock was tried (a held one registered this
+   * process as its waiter): the caller waits with it and closes it. Undefined: none was tried, or
+   * the lock has no watch.
+   */
+  readonly watch: LockWatch | undefined;
+}
+
 /**
  * A fill lock shared by every process using the same store (Redis: SET NX PX + token).
  * A store without one (memory) relies on the registry's in-process single-flight alone.
@@ -61,6 +79,20 @@ export interface FillLock {
    * whatever they do next (a read, a delete, closing the client) comes after the write. Never rejects.
    */
   sent?(): Promise<void> | undefined;
+  /**
+   * Optional: the pipeline's read (getMany) that also tries the lock of keys it finds missing, in
+   * the same round trip, so a cold key's filler starts after one call and its waiters are
+   * registered at once. `lockable[i]`: key i takes the lock. The store may try only the keys it
+   * expects missing (redisStore: a key it read present and not yet expired is read as getMany
+   * does, without a script); a key not tried goes through acquire as usual. Rejects as getMany
+   * does (locks a late call took are the store's to release, its watch is closed).
+   */
+  readOrAcquire?(
+    keys: readonly string[],
+    lockable: readonly boolean[],
+    token: string,
+    ttlMs: number,
+  ): Promise<ReadAttempts>;
   /** Releases locks still held by `token` (compare-and-delete); others' locks are untouched. */
   release(keys: readonly string[], token: string): Promise<void>;
   /**
@@ -86,6 +118,8 @@ export interface LockWatch {
    * late one of another lock, or the store announces keys only: re-read.
    */
   take?(key: string, holder: string): Entry | undefined;
+  /** Optional: watches `keys` too (opened before their first lock attempt, as at watch()). */
+  add?(keys: readonly string[]): void;
   close(): void;
 }
 

@@ -158,6 +158,14 @@ export class FillAnnouncements implements WaitOwner {
     if (!this.#sharded) this.#subscribe(this.#standaloneChannel);
   }
 
+  /**
+   * Whether a subscriber connection is there (given, or opened by an earlier watch): the read that
+   * tries locks (read-or-lock.ts) watches only then, so a process that never waits opens none.
+   */
+  get opened(): boolean {
+    return this.#subscriber !== undefined && !this.#closed;
+  }
+
   /** Whether the store opened (or will open) its own subscriber connection. */
   get owned(): boolean {
     return this.#owned;
@@ -214,6 +222,13 @@ export class FillAnnouncements implements WaitOwner {
 
   /** Starts hearing the announcements of `keys` (cache keys); see LockWatch. */
   watch(keys: readonly string[]): LockWatch {
+    const wait = new Wait(this);
+    this.add(wait, keys);
+    return wait;
+  }
+
+  /** Routes the announcements of `keys` (cache keys) to `wait` too, subscribing their channels as needed. */
+  add(wait: Wait, keys: readonly string[]): void {
     if (!this.#closed) this.#connection();
     const link = this.#link;
     const full = new Array<string>(keys.length);
@@ -229,13 +244,12 @@ export class FillAnnouncements implements WaitOwner {
       if (channel === undefined || (channel.state === 'failed' && now - channel.since >= RETRY_AFTER_MS))
         this.#subscribe(name);
     }
-    const wait = new Wait(this, full, channels);
+    wait.track(full, channels);
     for (const key of full) {
       const set = this.#waits.get(key);
       if (set === undefined) this.#waits.set(key, new Set([wait]));
       else set.add(wait);
     }
-    return wait;
   }
 
   /** Whether announcements on every one of `channels` reach this process now. */

@@ -14,14 +14,17 @@ export interface WaitOwner {
   /** Whether announcements on every one of `channels` reach this process now. */
   hears(channels: ReadonlySet<string>): boolean;
   forget(wait: Wait, keys: readonly string[]): void;
+  /** Routes the announcements of `keys` (cache keys) to `wait` too (it calls track()). */
+  add(wait: Wait, keys: readonly string[]): void;
   /** The full Redis value key of a cache key, as announcements name it. */
   fullKey(key: string): string;
 }
 
 export class Wait implements LockWatch {
   readonly #owner: WaitOwner;
-  readonly #keys: readonly string[];
-  readonly #channels: ReadonlySet<string>;
+  /** Full keys watched, and the channels their announcements come on. */
+  readonly #keys: string[] = [];
+  readonly #channels = new Set<string>();
   /** An announcement came since the last wait ended (it may concern a key no longer waited on). */
   #announced = false;
   #wake: (() => void) | undefined;
@@ -29,10 +32,19 @@ export class Wait implements LockWatch {
   /** Full key → the entry its write announced and that write's lock token, until taken. */
   #entries: Map<string, { entry: Entry; token: string }> | undefined;
 
-  constructor(owner: WaitOwner, keys: readonly string[], channels: ReadonlySet<string>) {
+  constructor(owner: WaitOwner) {
     this.#owner = owner;
-    this.#keys = keys;
-    this.#channels = channels;
+  }
+
+  /** Watches `keys` (cache keys) too: see LockWatch.add. */
+  add(keys: readonly string[]): void {
+    if (!this.#closed) this.#owner.add(this, keys);
+  }
+
+  /** Called by the owner as it routes `keys` (full keys) on `channels` to this wait. */
+  track(keys: readonly string[], channels: ReadonlySet<string>): void {
+    for (const key of keys) this.#keys.push(key);
+    for (const channel of channels) this.#channels.add(channel);
   }
 
   /** `key` was written (with `entry` under the lock `token`, when the message carried them) or released. */

@@ -12,6 +12,7 @@ import { HerdcacheError, StorePartialError } from '../core/errors';
 import type { CallGuard, CallOptions } from './guard';
 import { groupPositions, hashSlot, tagVersionKey, taggedKey } from './keys';
 import { keptFor } from './tags';
+import { PresenceHints } from './presence';
 
 const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
 
@@ -34,6 +35,8 @@ export class RedisLink {
   readonly tagTtl: number;
   readonly #maxKeyLength: number;
   readonly #maxValueBytes: number;
+  /** Keys read present, and until when: which reads also try locks (presence.ts). */
+  readonly presence = new PresenceHints();
   /** Writes skipped because their payload was larger than maxValueBytes. */
   oversized = 0;
   reporter: StoreReporter = NO_REPORTER;

@@ -9,11 +9,13 @@
  * releases announce their keys to the registered waiters only: announcements.ts.
  */
 import { StorePartialError } from '../core/errors';
-import type { FillLock, LockAttempt, LockWatch, StoreWrite } from '../core/store';
+import type { Entry } from '../core/freshness';
+import type { FillLock, LockAttempt, LockWatch, ReadAttempts, StoreWrite } from '../core/store';
 import type { FillAnnouncements } from './announcements';
 import { announceChannel } from './fill-channels';
 import { LOCK_SUFFIX, pick, withLockKeys } from './keys';
 import { toPx, type Raw, type RedisLink } from './link';
+import { readOrAcquire, type ReadOrLockDeps } from './read-or-lock';
 import { ReleaseLedger } from './release-ledger';
 import type { LockScripts } from './scripts';
 
@@ -31,8 +33,15 @@ export class RedisFillLock implements FillLock {
   readonly watch: ((keys: readonly string[]) => LockWatch) | undefined;
   /** The id a lock attempt registers on keys held elsewhere ('': none, nothing would reach us). */
   readonly #waiterId: () => string;
+  readonly #readOrLock: ReadOrLockDeps;
 
-  constructor(link: RedisLink, scripts: LockScripts, announcements: FillAnnouncements | undefined) {
+  /** `read`: the store's getMany, the plain part of readOrAcquire. */
+  constructor(
+    link: RedisLink,
+    scripts: LockScripts,
+    announcements: FillAnnouncements | undefined,
+    read: (keys: readonly string[]) => Promise<(Entry | undefined)[]>,
+  ) {
     this.#link = link;
     this.#scripts = scripts;
     this.watch = announcements === undefined ? undefined : (keys) => announcements.watch(keys);
@@ -42,6 +51,30 @@ export class RedisFillLock implements FillLock {
       () => link.client.status === 'ready',
     ));
     link.guard.onReconnect = () => ledger.reconnected();
+    this.#readOrLock = {
+      link,
+      scripts,
+      read,
+      // No connection yet: nothing announced could reach this store (waiterId() is ''), so the
+      // read registers nowhere and opens none; the lock step opens it if some key is held.
+      watch: announcements === undefined ? undefined : (keys) => (announcements.opened ? this.watch!(keys) : undefined),
+      waiterId: this.#waiterId,
+      locking: (token, ttlMs) => {
+        this.flushWrites();
+        ledger.acquired(token, ttlMs);
+      },
+      releaseLate: (indices, keys, reply, token) => this.#releaseLate(indices, keys, reply, token),
+    };
+  }
+
+  /** The read that also tries the locks of keys expected missing: read-or-lock.ts. */
+  readOrAcquire(
+    keys: readonly string[],
+    lockable: readonly boolean[],
+    token: string,
+    ttlMs: number,
+  ): Promise<ReadAttempts> {
+    return readOrAcquire(this.#readOrLock, keys, lockable, token, ttlMs);
   }
 
   /** Releases kept to be sent again (see release-ledger.ts): how many, how many still failing. */
@@ -204,6 +237,8 @@ export class RedisFillLock implements FillLock {
           const indices = groups === null ? null : groups[g]!;
           for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = reply[j] === 1;
         }
+        // Landed: the next read of these keys is a plain MGET (presence.ts).
+        for (let i = 0; i < n; i++) if (out[i] === true) link.presence.saw(writes[i]!.key, writes[i]!.entry);
         return out;
       },
       sending,

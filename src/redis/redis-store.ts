@@ -54,7 +54,8 @@ export interface RedisWaitStats extends WakeStats {
 
 export interface RedisStore extends Store {
   readonly name: 'redis';
-  readonly lock: FillLock;
+  /** The fill lock, with the read that also tries the locks of keys found missing (read-or-lock.ts). */
+  readonly lock: FillLock & Pick<Required<FillLock>, 'readOrAcquire'>;
   /** Where encode and decode errors go; until called, they are dropped. */
   bind(reporter: StoreReporter): void;
   /**
@@ -146,7 +147,7 @@ class RedisStoreImpl implements RedisStore {
     this.#scripts = scripts;
     this.#invalidationWindow = String(invalidationWindow);
     this.#announcements = announcements;
-    this.lock = new RedisFillLock(link, scripts, announcements);
+    this.lock = new RedisFillLock(link, scripts, announcements, (keys) => this.getMany(keys));
   }
 
   waitStats(): RedisWaitStats {
@@ -224,10 +225,13 @@ class RedisStoreImpl implements RedisStore {
     const payloads: (string | Buffer)[] = [];
     const pxs: number[] = [];
     const sinces: (number | undefined)[] = [];
+    /** Per key sent, the position of its write. */
+    const at: number[] = [];
     for (let i = 0; i < writes.length; i++) {
       const write = writes[i]!;
       const payload = link.encode(write);
       if (payload === undefined) continue;
+      at.push(i);
       keys.push(link.valueKey(write.key));
       payloads.push(payload);
       pxs.push(link.px(write));
@@ -261,6 +265,12 @@ class RedisStoreImpl implements RedisStore {
         if (result === null)
           throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
         for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
+        // Written (an unlocked fill's script says 0 when it refused): the next read is a plain MGET.
+        for (let j = 0; j < count; j++) {
+          if (result[j]![1] === 0) continue;
+          const write = writes[at[indices === null ? j : indices[j]!]!]!;
+          link.presence.saw(write.key, write.entry);
+        }
       });
     };
     await link.call('setMany', keys, groups, send, none, link.sending(payloads));
@@ -276,6 +286,7 @@ class RedisStoreImpl implements RedisStore {
     const scripts = this.#scripts;
     const at = options?.at;
     const client = link.client;
+    link.presence.forget(keys);
     // The lock goes too: a fill that started before this invalidation then fails its fenced
     // write instead of storing a value computed from data older than the invalidation. The
     // marker does the same for fills without the lock (see WRITE_UNLESS_INVALIDATED).
@@ -376,6 +387,7 @@ class RedisStoreImpl implements RedisStore {
    */
   async clear(): Promise<void> {
     this.lock.flushWrites();
+    this.#link.presence.clear();
     await clearPrefix(this.#link);
   }
 }

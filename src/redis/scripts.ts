@@ -85,6 +85,31 @@ local function announce(channel, sharded, key, written, value, token)
   end
 end`;
 
+/** One key's lock attempt, as ACQUIRE (below) describes it: 1 won, else the holder's token or 0. */
+const TRY_LOCK = `
+local function try_lock(key, lock, token, px, waiter)
+  local won = redis.call('SET', lock, token, 'NX', 'PX', px)
+  local held = false
+  if not won then
+    held = get(lock)
+    if held == token then
+      redis.call('PEXPIRE', lock, px)
+      won = true
+    else
+      local pttl = redis.call('PTTL', lock)
+      if pttl == -1 then
+        -- Not a lock of ours (ours always expire): taken over, whatever its type.
+        redis.call('SET', lock, token, 'PX', px)
+        won = true
+      else
+        wait_on(key, waiter, pttl)
+      end
+    end
+  end
+  if won then return 1 end
+  return held or 0
+end`;
+
 /**
  * ARGV: token, lock ttl (ms), waiter id ('' : none). Returns, per key, `won` (1, or for a key held
  * by another lock its holder's token, else 0) then the raw value or nil. The holder's token lets a
@@ -102,29 +127,37 @@ end`;
 const ACQUIRE = `
 ${SAFE_GET}
 ${WAITERS}
+${TRY_LOCK}
 local out = {}
-local token = ARGV[1]
 for i = 1, #KEYS, 2 do
-  local won = redis.call('SET', KEYS[i + 1], token, 'NX', 'PX', ARGV[2])
-  local held = false
-  if not won then
-    held = get(KEYS[i + 1])
-    if held == token then
-      redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
-      won = true
-    else
-      local pttl = redis.call('PTTL', KEYS[i + 1])
-      if pttl == -1 then
-        -- Not a lock of ours (ours always expire): taken over, whatever its type.
-        redis.call('SET', KEYS[i + 1], token, 'PX', ARGV[2])
-        won = true
-      else
-        wait_on(KEYS[i], ARGV[3], pttl)
-      end
-    end
-  end
-  if won then out[i] = 1 else out[i] = held or 0 end
+  out[i] = try_lock(KEYS[i], KEYS[i + 1], ARGV[1], ARGV[2], ARGV[3])
   out[i + 1] = get(KEYS[i])
+end
+return out
+`;
+
+/**
+ * The pipeline's read of keys expected missing, and their locks, in one call (FillLock.readOrAcquire).
+ * KEYS and ARGV as ACQUIRE's. Per key: a value found is returned as is (`won` -1, no lock tried:
+ * the registry judges it, and tries the lock in a separate call if it cannot use it); a key found
+ * missing has its lock tried as ACQUIRE does (won 1, the holder's token, or 0; value nil: the
+ * script is atomic, so the read before the lock is its re-check). A cold key's filler thus starts
+ * after one round trip instead of two (read, then lock), and its waiters are registered by it.
+ */
+const READ_OR_ACQUIRE = `
+${SAFE_GET}
+${WAITERS}
+${TRY_LOCK}
+local out = {}
+for i = 1, #KEYS, 2 do
+  local value = get(KEYS[i])
+  if value then
+    out[i] = -1
+    out[i + 1] = value
+  else
+    out[i] = try_lock(KEYS[i], KEYS[i + 1], ARGV[1], ARGV[2], ARGV[3])
+    out[i + 1] = false
+  end
 end
 return out
 `;
@@ -254,6 +287,8 @@ type Arg = string | Buffer | number | readonly (string | Buffer)[];
 export interface LockScripts {
   herdcacheLockAcquire3(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
   herdcacheLockAcquire3Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
+  herdcacheReadOrLock1(numKeys: number, ...args: Arg[]): Promise<(number | string | null)[]>;
+  herdcacheReadOrLock1Buffer(numKeys: number, ...args: Arg[]): Promise<(number | Buffer | null)[]>;
   herdcacheLockWrite4(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheLockRelease3(numKeys: number, ...args: Arg[]): Promise<number>;
   herdcacheTagBump1(numKeys: number, ...args: Arg[]): Promise<number[]>;
@@ -272,6 +307,7 @@ export interface ScriptPipeline {
  */
 export function defineScripts(client: Redis | Cluster): LockScripts {
   client.defineCommand('herdcacheLockAcquire3', { lua: ACQUIRE });
+  client.defineCommand('herdcacheReadOrLock1', { lua: READ_OR_ACQUIRE });
   client.defineCommand('herdcacheLockWrite4', { lua: WRITE_AND_RELEASE });
   client.defineCommand('herdcacheLockRelease3', { lua: RELEASE });
   client.defineCommand('herdcacheTagBump1', { lua: TAG_BUMP });

@@ -77,11 +77,12 @@ it('busy event loop: a reply already received is not a timeout: no E_STORE_TIMEO
   const a = replica(await connected(redisUrl()), prefix, { commandTimeout: 100 });
   const b = replica(await connected(redisUrl()), prefix, { commandTimeout: 100 });
   // Replica A's event loop is blocked (CPU-bound work) for 3 × the command timeout right after it
-  // sent its lock call: Redis answered within a millisecond, but the timer is due as well.
-  const acquire = a.store.lock.acquire.bind(a.store.lock);
+  // sent its lock call (the read that takes the lock of a missing key): Redis answered within a
+  // millisecond, but the timer is due as well.
+  const readOrAcquire = a.store.lock.readOrAcquire.bind(a.store.lock);
   let blocked = false;
-  a.store.lock.acquire = (keys, token, ttl) => {
-    const pending = acquire(keys, token, ttl);
+  a.store.lock.readOrAcquire = (keys, lockable, token, ttl) => {
+    const pending = readOrAcquire(keys, lockable, token, ttl);
     if (!blocked) {
       blocked = true;
       const until = performance.now() + 300;

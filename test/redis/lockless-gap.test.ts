@@ -69,6 +69,11 @@ it('the hit path is still one MGET', async () => {
   await sleep(5);
   await filler.getOrCompute('k', () => 'v');
   const reader = createCache({ ttl: 60_000, store: redisStore({ client: b, prefix }) });
+  // A key this store never read goes to the script that would also lock it if missing: found,
+  // it is returned untried (one GET in the script, no lock, no subscriber opened).
+  const first = await roundTrips(a, b, () => reader.getOrCompute('k', () => 'other'));
+  expect(first.commands).toEqual({ [first.commands.eval === undefined ? 'evalsha' : 'eval']: 1, get: 1 });
+  // Read present since: a plain MGET, the invalidation marker untouched.
   const { commands } = await roundTrips(a, b, () => reader.getOrCompute('k', () => 'other'));
   expect(commands).toEqual({ mget: 1 });
 });

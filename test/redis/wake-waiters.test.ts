@@ -154,6 +154,13 @@ it('a waiter whose lock attempt lands just after the write (and its publish, to 
   const prefix = 'wr:';
   const [waiter, bystander] = await fleet(2, prefix);
   const holder = createCache({ store: redisStore({ client: await connection(), prefix }), ttl: 60_000 });
+  // The waiter read 'k' present (since gone): its read is a plain MGET, and its lock a call of its
+  // own (a key it expects missing is read and locked by one script: no write can fall between).
+  await waiter!.store.setMany([
+    { key: 'k', entry: { value: 'old', freshUntil: Infinity, staleUntil: Infinity }, ttl: 60_000 },
+  ]);
+  expect((await waiter!.store.getMany(['k']))[0]?.value).toBe('old');
+  await own.admin.del('wr:{k}');
   const gate = deferred<string>();
   const filling = deferred<void>();
   const held = holder.getOrCompute('k', async () => (filling.resolve(), gate.promise));
