@@ -45,7 +45,23 @@ export function countingStore<S extends Store>(inner: S) {
       calls.clear++;
       return inner.clear();
     },
-    lock: inner.lock,
+    // The read that also tries locks (FillLock.readOrAcquire) is the store read: counted as one.
+    lock:
+      inner.lock?.readOrAcquire === undefined
+        ? inner.lock
+        : {
+            ...inner.lock,
+            watch: inner.lock.watch,
+            acquire: inner.lock.acquire.bind(inner.lock),
+            writeAndRelease: inner.lock.writeAndRelease.bind(inner.lock),
+            release: inner.lock.release.bind(inner.lock),
+            sent: inner.lock.sent?.bind(inner.lock),
+            readOrAcquire(keys, lockable, token, ttlMs) {
+              calls.getMany++;
+              calls.getManyKeys.push([...keys]);
+              return inner.lock!.readOrAcquire!(keys, lockable, token, ttlMs);
+            },
+          },
     bind: inner.bind?.bind(inner),
   };
   return { store, calls, inner };
