@@ -21,10 +21,12 @@ import {
   type ResponseCacheOptions,
   type ResponseOutcome,
   type ResponseRequest,
+  type ExecuteApart,
   INCREMENTAL_RESULT,
   ResponseEngine,
 } from '../graphql/response-cache';
 import { responseCacheHintOf } from '../graphql/response-hint';
+import { executeApart } from './apart';
 
 export interface HerdcachePluginOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -101,18 +103,16 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             reason = { bypassReason: plan };
             return null;
           }
-          const { schema, document, operationName } = request;
-          const variableValues = requestContext.request.variables;
-          // Runs the operation apart from this request: a background refresh due after this request
-          // was answered with a stale response (graphql is loaded on first use: an optional peer).
-          const execute = async () =>
-            (await import('graphql')).execute({
-              schema,
-              document,
-              operationName,
-              variableValues,
-              contextValue: requestContext.contextValue,
-            });
+          // Runs the operation apart from this request (a background refresh, a re-execution after
+          // an invalidation), with Apollo's cache-control hints: see ./apart.
+          const apart = {
+            schema: request.schema,
+            document: request.document,
+            operationName: request.operationName,
+            variables: request.variables,
+            defaultMaxAge: engine.defaultMaxAge,
+          };
+          const execute: ExecuteApart = (context) => executeApart(apart, context);
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
@@ -177,3 +177,4 @@ function responseEngine(options: HerdcachePluginOptions<any>): ResponseEngine | 
   if (responseCache === undefined || responseCache === false) return undefined;
   return new ResponseEngine(options.cache, responseCache);
 }
+

@@ -97,8 +97,10 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
         const plan = engine.plan(request);
         if (typeof plan === 'string') reason = { bypassReason: plan };
         else {
-          // A background refresh due after this request was answered stale runs the operation on its own.
-          const execute = async () => (await executeFn(args)) as ExecutionResult;
+          // Runs the operation apart from this request (a background refresh, a re-execution after
+          // an invalidation), with the context the engine gives it.
+          const execute = async (context: object) =>
+            (await executeFn({ ...args, contextValue: context })) as ExecutionResult;
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };

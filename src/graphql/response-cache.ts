@@ -21,7 +21,7 @@
  * requests waiting on it execute themselves.
  */
 import { createHash } from 'node:crypto';
-import type { DocumentNode, GraphQLSchema } from 'graphql';
+import type { DocumentNode } from 'graphql';
 import type { Cache } from '../core/cache';
 import { invalidOption } from '../core/errors';
 import { LateTagged } from '../core/late-tags';
@@ -31,103 +31,25 @@ import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
 import { type Computation, checkTagsSupported, computationOf, nowOf } from '../core/internal';
 import { canonicalArgs, identityString } from './keys';
-import { responseCacheHintOf } from './response-hint';
-import { operationOf } from './request';
-import { type NotCacheable, type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
+import { responseCacheHintOf, restrictPolicy } from './response-hint';
+import { OPERATION, OperationCache, operationOf } from './request';
+import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { entityTags, resultFacts } from './response-result';
+import type {
+  Completion,
+  ExecuteApart,
+  ExecutedResult,
+  FinalPolicy,
+  Lookup,
+  NotStoredReason,
+  ResponseBypassReason,
+  ResponseCacheOptions,
+  ResponsePlan,
+  ResponseRequest,
+  StoredResponse,
+} from './response-types';
 
-export interface ResponseCacheOptions<TContext = any> {
-  /**
-   * The viewer's session, for PRIVATE operations (given the operation's context value): a stable,
-   * non-secret id. A PRIVATE operation without a session is not cached. Default: none.
-   */
-  sessionId?: (context: TContext) => string | number | null | undefined;
-  /** Request parts that vary the answer (a locale header…): become part of the key. */
-  vary?: (context: TContext) => string | readonly string[] | null | undefined;
-  /** Largest response stored, in bytes of its JSON; larger ones are served, not stored. Default 1 MiB. */
-  maxBytes?: number;
-  /** maxAge (seconds) of root and composite fields without a hint, as Apollo's cache-control `defaultMaxAge`. Default 0. */
-  defaultMaxAge?: number;
-  /** Stale-while-revalidate grace in seconds for every response. Default: the smallest @cached(swr:) of its fields, else 0. */
-  swr?: number;
-  /** A mutation's result entities (`Type:id`) invalidate the responses holding them. Default true. */
-  invalidateViaMutation?: boolean;
-}
-
-/** What an execution returns, as far as the response layer reads it. */
-export interface ExecutedResult {
-  readonly data?: unknown;
-  readonly errors?: readonly unknown[] | undefined;
-}
-
-/** `oversized`: executed (a miss), served, not stored: its JSON was larger than maxBytes. */
-export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed' | 'oversized';
-
-/**
- * Why an operation was not looked up (`extensions.cache.response` is `bypassed`, with this as
- * `extensions.cache.bypassReason`): the static reasons (see NotCacheable), a PRIVATE operation
- * without a session (`no_session`), variables that cannot be keyed (`unkeyable_variables`: see
- * canonicalArgs), or a cache that cannot take it now (`cache_unavailable`: closed, failing).
- */
-export type ResponseBypassReason = NotCacheable | 'no_session' | 'unkeyable_variables' | 'cache_unavailable';
-
-/**
- * Why an executed result was not stored (`extensions.cache.notStoredReason`, with `response:
- * 'miss'`): it has errors (or no data), a resolver's runtime hint made its policy stricter than
- * its key's (`stricter_hint`), it was delivered incrementally (`incremental`), or it cannot be
- * read or serialized (`unserializable`: JSON.stringify throws on it, a BigInt or a cycle).
- */
-export type NotStoredReason = 'errors' | 'stricter_hint' | 'incremental' | 'unserializable';
-
-/** What became of an executed result handed to complete(). */
-export type Completion = 'stored' | 'oversized' | NotStoredReason;
-
-/** What is stored: the data alone (errors are never stored), with the policy it was stored under. */
-export interface StoredResponse {
-  readonly data: unknown;
-  readonly maxAge: number;
-  readonly scope: 'PUBLIC' | 'PRIVATE';
-  /** Registry clock time when it was computed (for the age). */
-  readonly at: number;
-}
-
-export interface ResponseRequest {
-  readonly schema: GraphQLSchema;
-  readonly document: DocumentNode;
-  readonly operationName: string | null | undefined;
-  readonly variables: Record<string, unknown> | null | undefined;
-  readonly context: unknown;
-}
-
-export interface ResponsePlan {
-  readonly request: ResponseRequest;
-  readonly policy: StaticPolicy;
-  readonly key: string;
-}
-
-export interface FinalPolicy {
-  readonly maxAge?: number | undefined;
-  readonly scope?: 'PUBLIC' | 'PRIVATE' | undefined;
-}
-
-export type Lookup =
-  | {
-      readonly outcome: 'hit' | 'stale' | 'coalesced';
-      readonly response: StoredResponse;
-      readonly age: number;
-      readonly complete?: undefined;
-    }
-  | {
-      readonly outcome: 'miss';
-      readonly response?: undefined;
-      complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion>;
-    }
-  | {
-      readonly outcome: 'bypassed';
-      readonly bypassReason: ResponseBypassReason;
-      readonly response?: undefined;
-      readonly complete?: undefined;
-    };
+export type * from './response-types';
 
 const OPTIONS = optionNames<ResponseCacheOptions>({
   sessionId: true,
@@ -149,7 +71,8 @@ export class ResponseEngine {
   readonly #sessionId: ResponseCacheOptions['sessionId'];
   readonly #vary: ResponseCacheOptions['vary'];
   readonly #maxBytes: number;
-  readonly #defaultMaxAge: number;
+  /** maxAge (seconds) of fields without a hint (the option). */
+  readonly defaultMaxAge: number;
   readonly #swr: number | undefined;
   readonly invalidateViaMutation: boolean;
   readonly #computations = new Map<string, Computation>();
@@ -179,14 +102,14 @@ export class ResponseEngine {
     this.#sessionId = sessionId;
     this.#vary = vary;
     this.#maxBytes = maxBytes;
-    this.#defaultMaxAge = defaultMaxAge;
+    this.defaultMaxAge = defaultMaxAge;
     this.#swr = swr;
     this.invalidateViaMutation = invalidateViaMutation;
   }
 
   /** The operation's plan, or why it is not cached (not a query, no hint, no session, unkeyable variables). */
   plan(request: ResponseRequest): ResponsePlan | ResponseBypassReason {
-    const policy = operationPolicy(request.schema, request.document, request.operationName, this.#defaultMaxAge);
+    const policy = operationPolicy(request.schema, request.document, request.operationName, this.defaultMaxAge);
     if (typeof policy === 'string') return policy;
     let session: string | null = null;
     if (policy.scope === 'PRIVATE') {
@@ -213,11 +136,11 @@ export class ResponseEngine {
 
   /** The operation's static policy (undefined: not a cacheable query), whether or not it has a plan: the HTTP header's. */
   policyOf(request: ResponseRequest): StaticPolicy | undefined {
-    return staticPolicy(request.schema, request.document, request.operationName, this.#defaultMaxAge);
+    return staticPolicy(request.schema, request.document, request.operationName, this.defaultMaxAge);
   }
 
   /** A response without executing (hit, stale, shared), or "execute" with the function that hands the result back. */
-  async lookup(plan: ResponsePlan, execute: () => Promise<ExecutedResult>): Promise<Lookup> {
+  async lookup(plan: ResponsePlan, executeApart: ExecuteApart): Promise<Lookup> {
     const { policy } = plan;
     let computation: Computation;
     try {
@@ -234,23 +157,13 @@ export class ResponseEngine {
     );
     let fills = 0;
     let answered = false;
-    // Called by the registry when this request is the one that computes the key. A second call (the
-    // flight was abandoned by an invalidation and this request's load re-contended) must not hand
-    // over the result computed before it: nothing, so its waiters execute themselves. A call after
-    // this request was answered (a stale response served, its background refresh now due) runs
-    // the operation on its own: this request's execution is not going to happen.
-    const fill = (): Promise<LateTagged<StoredResponse> | undefined> | undefined => {
-      if (++fills > 1) return undefined;
-      if (answered) {
-        return execute().then(
-          (executed) => {
-            // The refresh's own runtime hints (setResponseCacheHint on the context it ran with).
-            const stored = this.#toStored(plan, executed, responseCacheHintOf(plan.request.context));
-            return typeof stored === 'string' ? undefined : stored;
-          },
-          () => undefined,
-        );
-      }
+    // Called by the registry when this request is the one that computes the key. Two calls run the
+    // operation apart from this request, once, for everyone waiting on the key: a call after this
+    // request was answered (a stale response served, its background refresh now due), and a second
+    // call (the flight was abandoned by an invalidation while this request executed, and its load
+    // re-contended: this request's result predates the invalidation and is not to be handed over).
+    const fill = (): Promise<LateTagged<StoredResponse> | undefined> => {
+      if (++fills > 1 || answered) return this.#executeApart(plan, executeApart);
       settleFirst(STARTED);
       return result;
     };
@@ -272,9 +185,11 @@ export class ResponseEngine {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
-        const stored = this.#toStored(plan, executed, final);
+        const stored = this.#toStored(plan, executed, final, operationOf(plan.request.context)?.tagsSeen);
         const shared = typeof stored === 'string' ? undefined : stored;
         release(shared);
+        // Invalidated while it ran: not written; the re-execution answers the waiters, not this request.
+        if (fills > 1) return Promise.resolve('invalidated');
         const completion: Completion = shared === undefined ? (stored as Completion) : 'stored';
         return loaded.then(
           () => completion,
@@ -307,6 +222,7 @@ export class ResponseEngine {
     plan: ResponsePlan,
     executed: ExecutedResult,
     final: FinalPolicy | undefined,
+    seen: ReadonlySet<string> | undefined,
   ): LateTagged<StoredResponse> | 'oversized' | NotStoredReason {
     if (executed.errors !== undefined && executed.errors.length > 0)
       return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
@@ -333,7 +249,6 @@ export class ResponseEngine {
     }
     // Each entity once (facts.distinct); the fields' tags may repeat them: then the registry dedupes.
     const tags = facts.tags;
-    const seen = operationOf(request.context)?.tagsSeen;
     const distinct = facts.distinct && (seen === undefined || seen.size === 0);
     if (seen !== undefined) for (const tag of seen) tags.push(tag);
     const data = facts.compact === undefined ? executed.data : facts.compact;
@@ -342,6 +257,36 @@ export class ResponseEngine {
     // data (counted there as the null that stands for it) as measured.
     if (facts.bounded) giveSize(stored, valueSize({ ...stored, data: null }) - SIZE_SLOT + facts.heapBytes);
     return new LateTagged<StoredResponse>(stored, tags, distinct);
+  }
+
+  /**
+   * Runs the operation apart (see ExecuteApart) on a copy of the request's context with an
+   * operation state of its own: its @cached fields' tags are its own, its hints too. Settles with
+   * what to store and share, or undefined (not shareable, failed: its waiters execute themselves).
+   */
+  #executeApart(plan: ResponsePlan, executeApart: ExecuteApart): Promise<LateTagged<StoredResponse> | undefined> {
+    const given = plan.request.context;
+    const context: object =
+      given !== null && typeof given === 'object' ? Object.assign(Object.create(Object.getPrototypeOf(given)), given) : {};
+    const operation = new OperationCache(this.#cache);
+    (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
+    let running: Promise<ExecutedResult & { readonly final?: FinalPolicy }>;
+    try {
+      running = executeApart(context);
+    } catch {
+      return Promise.resolve(undefined);
+    }
+    return running.then(
+      (executed) => {
+        // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
+        const hint = responseCacheHintOf(context);
+        const final =
+          executed.final === undefined ? hint : hint === undefined ? executed.final : restrictPolicy(executed.final, hint);
+        const stored = this.#toStored(plan, executed, final, operation.tagsSeen);
+        return typeof stored === 'string' ? undefined : stored;
+      },
+      () => undefined,
+    );
   }
 
   #now(): number {

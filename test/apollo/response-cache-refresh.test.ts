@@ -3,9 +3,11 @@
  * stale: a resolver's runtime hint there restricts what the refresh may store, as it does for any
  * execution. Found by test/stress/response-settle: a refresh by a signed-in viewer of a response
  * stored for an anonymous one stored the viewer's own answer as PUBLIC, served to everyone after.
- * Apollo 5 and Yoga 5, both through setResponseCacheHint.
+ * Apollo 5 and Yoga 5 through setResponseCacheHint, and Apollo through its own
+ * `info.cacheControl.setCacheHint` (the refresh runs apart from any request: it must still see it).
  */
 import { ApolloServer } from '@apollo/server';
+import type { GraphQLResolveInfo } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import { herdcachePlugin } from '../../src/apollo';
 import { createCache, manualClock } from '../../src/core';
@@ -20,9 +22,10 @@ const typeDefs = `
   type Query { recs: String @cacheControl(maxAge: 10) }
 `;
 type Context = { session?: string };
+type WithCacheControl = GraphQLResolveInfo & { cacheControl?: { setCacheHint(hint: { scope: 'PRIVATE' }): void } };
 type Result = { data: { recs: string }; extensions: { cache: { response: string } } };
 
-it.each(['apollo', 'yoga'])(
+it.each(['apollo', 'apollo info.cacheControl', 'yoga'])(
   '%s: a refresh made PRIVATE by its runtime hint is not stored; the public answer stays',
   async (kind) => {
     const clock = manualClock();
@@ -31,9 +34,12 @@ it.each(['apollo', 'yoga'])(
     const schema = makeSchema(typeDefs, {
       Query: {
         // Public for anonymous viewers; a signed-in viewer's own, made PRIVATE at run time.
-        recs: (_p: unknown, _a: unknown, ctx: Context) => {
+        recs: (_p: unknown, _a: unknown, ctx: Context, info: GraphQLResolveInfo) => {
           executions++;
-          if (ctx.session !== undefined) setResponseCacheHint(ctx, { scope: 'PRIVATE' });
+          if (ctx.session !== undefined) {
+            if (kind === 'apollo info.cacheControl') (info as WithCacheControl).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+            else setResponseCacheHint(ctx, { scope: 'PRIVATE' });
+          }
           return `recs of ${ctx.session ?? 'anyone'}`;
         },
       },
@@ -41,7 +47,7 @@ it.each(['apollo', 'yoga'])(
     const responseCache = { sessionId: (ctx: Context) => ctx.session, swr: 60 };
     let ask: (session?: string) => Promise<Result>;
     let stop = async () => {};
-    if (kind === 'apollo') {
+    if (kind !== 'yoga') {
       const server = new ApolloServer<Context>({
         schema,
         plugins: [herdcachePlugin<Context>({ cache, extensions: true, responseCache })],

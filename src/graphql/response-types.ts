@@ -1,0 +1,110 @@
+/**
+ * The response layer's types: its options, what a plugin hands it and what it answers (see
+ * response-cache for the engine that uses them).
+ */
+import type { DocumentNode, GraphQLSchema } from 'graphql';
+import type { NotCacheable, StaticPolicy } from './response-policy';
+
+export interface ResponseCacheOptions<TContext = any> {
+  /**
+   * The viewer's session, for PRIVATE operations (given the operation's context value): a stable,
+   * non-secret id. A PRIVATE operation without a session is not cached. Default: none.
+   */
+  sessionId?: (context: TContext) => string | number | null | undefined;
+  /** Request parts that vary the answer (a locale header…): become part of the key. */
+  vary?: (context: TContext) => string | readonly string[] | null | undefined;
+  /** Largest response stored, in bytes of its JSON; larger ones are served, not stored. Default 1 MiB. */
+  maxBytes?: number;
+  /** maxAge (seconds) of root and composite fields without a hint, as Apollo's cache-control `defaultMaxAge`. Default 0. */
+  defaultMaxAge?: number;
+  /** Stale-while-revalidate grace in seconds for every response. Default: the smallest @cached(swr:) of its fields, else 0. */
+  swr?: number;
+  /** A mutation's result entities (`Type:id`) invalidate the responses holding them. Default true. */
+  invalidateViaMutation?: boolean;
+}
+
+/** What an execution returns, as far as the response layer reads it. */
+export interface ExecutedResult {
+  readonly data?: unknown;
+  readonly errors?: readonly unknown[] | undefined;
+}
+
+/**
+ * Runs the operation apart from the request that asked for it, with `context` (a copy of the
+ * request's context with its own operation state): a background refresh, or the re-execution that
+ * answers an invalidated shared execution's waiters. `final` is the policy the execution ended
+ * with (the runtime hints included) when the server knows it; otherwise the hints set on
+ * `context` with setResponseCacheHint are read.
+ */
+export type ExecuteApart = (context: object) => Promise<ExecutedResult & { readonly final?: FinalPolicy }>;
+
+/** `oversized`: executed (a miss), served, not stored: its JSON was larger than maxBytes. */
+export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed' | 'oversized';
+
+/**
+ * Why an operation was not looked up (`extensions.cache.response` is `bypassed`, with this as
+ * `extensions.cache.bypassReason`): the static reasons (see NotCacheable), a PRIVATE operation
+ * without a session (`no_session`), variables that cannot be keyed (`unkeyable_variables`: see
+ * canonicalArgs), or a cache that cannot take it now (`cache_unavailable`: closed, failing).
+ */
+export type ResponseBypassReason = NotCacheable | 'no_session' | 'unkeyable_variables' | 'cache_unavailable';
+
+/**
+ * Why an executed result was not stored (`extensions.cache.notStoredReason`, with `response:
+ * 'miss'`): it has errors (or no data), a resolver's runtime hint made its policy stricter than
+ * its key's (`stricter_hint`), it was delivered incrementally (`incremental`), or it cannot be
+ * read or serialized (`unserializable`: JSON.stringify throws on it, a BigInt or a cycle), or a
+ * tag it holds was invalidated while it ran (`invalidated`: one re-execution answers the requests
+ * that waited on it, and is stored).
+ */
+export type NotStoredReason = 'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated';
+
+/** What became of an executed result handed to complete(). */
+export type Completion = 'stored' | 'oversized' | NotStoredReason;
+
+/** What is stored: the data alone (errors are never stored), with the policy it was stored under. */
+export interface StoredResponse {
+  readonly data: unknown;
+  readonly maxAge: number;
+  readonly scope: 'PUBLIC' | 'PRIVATE';
+  /** Registry clock time when it was computed (for the age). */
+  readonly at: number;
+}
+
+export interface ResponseRequest {
+  readonly schema: GraphQLSchema;
+  readonly document: DocumentNode;
+  readonly operationName: string | null | undefined;
+  readonly variables: Record<string, unknown> | null | undefined;
+  readonly context: unknown;
+}
+
+export interface ResponsePlan {
+  readonly request: ResponseRequest;
+  readonly policy: StaticPolicy;
+  readonly key: string;
+}
+
+export interface FinalPolicy {
+  readonly maxAge?: number | undefined;
+  readonly scope?: 'PUBLIC' | 'PRIVATE' | undefined;
+}
+
+export type Lookup =
+  | {
+      readonly outcome: 'hit' | 'stale' | 'coalesced';
+      readonly response: StoredResponse;
+      readonly age: number;
+      readonly complete?: undefined;
+    }
+  | {
+      readonly outcome: 'miss';
+      readonly response?: undefined;
+      complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion>;
+    }
+  | {
+      readonly outcome: 'bypassed';
+      readonly bypassReason: ResponseBypassReason;
+      readonly response?: undefined;
+      readonly complete?: undefined;
+    };
