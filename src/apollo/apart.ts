@@ -31,9 +31,9 @@ interface Instrumented {
 /** Apollo's cache-control plugin, as far as this module drives it. */
 interface CacheControlPlugin {
   serverWillStart?(service: { schema: GraphQLSchema }): Promise<unknown>;
-  requestDidStart?(requestContext: { overallCachePolicy: Policy }): Promise<
-    { executionDidStart?(): Promise<{ willResolveField?: WillResolveField } | void> } | void
-  >;
+  requestDidStart?(requestContext: {
+    overallCachePolicy: Policy;
+  }): Promise<{ executionDidStart?(): Promise<{ willResolveField?: WillResolveField } | void> } | void>;
 }
 
 const copies = new WeakMap<GraphQLSchema, Map<number, Promise<Instrumented>>>();
@@ -152,7 +152,8 @@ class Policy {
   scope: 'PUBLIC' | 'PRIVATE' | undefined;
 
   restrict(hint: Hint): void {
-    if (hint.maxAge !== undefined && (this.maxAge === undefined || hint.maxAge < this.maxAge)) this.maxAge = hint.maxAge;
+    if (hint.maxAge !== undefined && (this.maxAge === undefined || hint.maxAge < this.maxAge))
+      this.maxAge = hint.maxAge;
     if (hint.scope !== undefined && this.scope !== 'PRIVATE') this.scope = hint.scope;
   }
 

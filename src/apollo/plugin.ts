@@ -177,4 +177,3 @@ function responseEngine(options: HerdcachePluginOptions<any>): ResponseEngine | 
   if (responseCache === undefined || responseCache === false) return undefined;
   return new ResponseEngine(options.cache, responseCache);
 }
-

@@ -267,7 +267,9 @@ export class ResponseEngine {
   #executeApart(plan: ResponsePlan, executeApart: ExecuteApart): Promise<LateTagged<StoredResponse> | undefined> {
     const given = plan.request.context;
     const context: object =
-      given !== null && typeof given === 'object' ? Object.assign(Object.create(Object.getPrototypeOf(given)), given) : {};
+      given !== null && typeof given === 'object'
+        ? Object.assign(Object.create(Object.getPrototypeOf(given)), given)
+        : {};
     const operation = new OperationCache(this.#cache);
     (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
     let running: Promise<ExecutedResult & { readonly final?: FinalPolicy }>;
@@ -281,7 +283,11 @@ export class ResponseEngine {
         // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
         const hint = responseCacheHintOf(context);
         const final =
-          executed.final === undefined ? hint : hint === undefined ? executed.final : restrictPolicy(executed.final, hint);
+          executed.final === undefined
+            ? hint
+            : hint === undefined
+              ? executed.final
+              : restrictPolicy(executed.final, hint);
         const stored = this.#toStored(plan, executed, final, operation.tagsSeen);
         return typeof stored === 'string' ? undefined : stored;
       },

@@ -12,7 +12,7 @@ import { createYoga } from 'graphql-yoga';
 import { herdcachePlugin } from '../../src/apollo';
 import { createCache, manualClock } from '../../src/core';
 import { useHerdcache } from '../../src/envelop';
-import { setResponseCacheHint } from '../../src/graphql';
+import { cachedDirectiveTransformer, setResponseCacheHint } from '../../src/graphql';
 import { makeSchema } from '../graphql/fixtures';
 import { until } from '../graphql/response-fixture';
 
@@ -37,7 +37,8 @@ it.each(['apollo', 'apollo info.cacheControl', 'yoga'])(
         recs: (_p: unknown, _a: unknown, ctx: Context, info: GraphQLResolveInfo) => {
           executions++;
           if (ctx.session !== undefined) {
-            if (kind === 'apollo info.cacheControl') (info as WithCacheControl).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+            if (kind === 'apollo info.cacheControl')
+              (info as WithCacheControl).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
             else setResponseCacheHint(ctx, { scope: 'PRIVATE' });
           }
           return `recs of ${ctx.session ?? 'anyone'}`;
@@ -97,6 +98,66 @@ it.each(['apollo', 'apollo info.cacheControl', 'yoga'])(
       expect(await seen()).toBe('recs of anyone (stale)');
       await until(() => executions === 3 && cache.inFlight === 0, 'the second refresh');
       expect(await seen('bob')).toBe('recs of anyone (hit)');
+    } finally {
+      await stop();
+      await cache.close();
+    }
+  },
+);
+
+it.each(['apollo', 'yoga'])(
+  "%s: a refreshed response is tagged with its own @cached fields' tags: invalidating one makes it a miss",
+  async (kind) => {
+    const clock = manualClock();
+    const cache = createCache({ clock });
+    let version = 1;
+    const schema = makeSchema(
+      `${typeDefs.replace('type Query { recs: String @cacheControl(maxAge: 10) }', '')}
+      type Query { recs: String @cacheControl(maxAge: 10) @cached(ttl: 600, tags: ["Recs"]) }`,
+      { Query: { recs: () => `recs v${version}` } },
+    );
+    cachedDirectiveTransformer(schema, { cache });
+    let ask: () => Promise<Result>;
+    let stop = async () => {};
+    if (kind === 'apollo') {
+      const server = new ApolloServer({
+        schema,
+        plugins: [herdcachePlugin({ cache, extensions: true, responseCache: { swr: 60 } })],
+      });
+      await server.start();
+      ask = async () => {
+        const response = await server.executeOperation({ query: '{ recs }' });
+        return (response.body as unknown as { singleResult: Result }).singleResult;
+      };
+      stop = () => server.stop();
+    } else {
+      const yoga = createYoga({
+        schema,
+        plugins: [useHerdcache({ cache, extensions: true, responseCache: { swr: 60 } })],
+        logging: false,
+      });
+      ask = async () => {
+        const response = await yoga.fetch('http://yoga/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ recs }' }),
+        });
+        return (await response.json()) as Result;
+      };
+    }
+    const seen = async () => {
+      const result = await ask();
+      return `${result.data.recs} (${result.extensions.cache.response})`;
+    };
+    try {
+      expect(await seen()).toBe('recs v1 (miss)');
+      clock.advance(11_000); // the response is stale (the field's own value is not)
+      expect(await seen()).toBe('recs v1 (stale)');
+      await until(() => cache.inFlight === 0, 'the refresh');
+      expect(await seen()).toBe('recs v1 (hit)'); // the refreshed response
+      version = 2;
+      await cache.invalidateTags(['Recs']); // the field's tag: the refreshed response holds it
+      expect(await seen()).toBe('recs v2 (miss)');
     } finally {
       await stop();
       await cache.close();

@@ -1,0 +1,103 @@
+/**
+ * An invalidation while a shared execution runs: the execution's result predates it and is
+ * neither stored nor handed to the requests waiting on it. Those get ONE re-execution between
+ * them (run apart from any request), not one execution each: 20 requests, 2 executions. The
+ * request that executed first gets its own result (it started before the invalidation), told
+ * `notStoredReason: 'invalidated'`; the re-execution is stored. Apollo 5 and Yoga 5.
+ */
+import { ApolloServer } from '@apollo/server';
+import { createYoga } from 'graphql-yoga';
+import { herdcachePlugin } from '../../src/apollo';
+import { createCache } from '../../src/core';
+import { useHerdcache } from '../../src/envelop';
+import { makeSchema } from '../graphql/fixtures';
+import { until } from '../graphql/response-fixture';
+
+const typeDefs = `
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  type Query { user(id: ID!): User @cacheControl(maxAge: 60) }
+  type User @cacheControl(maxAge: 60) { id: ID!, name: String! }
+`;
+type Result = {
+  data: { user: { id: string; name: string } };
+  extensions: { cache: { response: string; notStoredReason?: string } };
+};
+const QUERY = '{ user(id: "1") { id name } }';
+
+it.each(['apollo', 'yoga'])(
+  '%s: 20 requests share an execution invalidated while it runs: one re-execution answers the 19 waiters',
+  async (kind) => {
+    const cache = createCache();
+    const names = new Map([['1', 'old']]);
+    let executions = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const schema = makeSchema(typeDefs, {
+      Query: {
+        user: async (_p: unknown, { id }: { id: string }) => {
+          executions++;
+          const user = { id, name: names.get(id) }; // read, then the rest of the execution
+          await gate;
+          return user;
+        },
+      },
+    });
+    let ask: () => Promise<Result>;
+    let stop = async () => {};
+    if (kind === 'apollo') {
+      const server = new ApolloServer({
+        schema,
+        plugins: [herdcachePlugin({ cache, extensions: true, responseCache: true })],
+      });
+      await server.start();
+      ask = async () => {
+        const response = await server.executeOperation({ query: QUERY });
+        return (response.body as unknown as { singleResult: Result }).singleResult;
+      };
+      stop = () => server.stop();
+    } else {
+      const yoga = createYoga({
+        schema,
+        plugins: [useHerdcache({ cache, extensions: true, responseCache: true })],
+        logging: false,
+      });
+      ask = async () => {
+        const response = await yoga.fetch('http://yoga/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: QUERY }),
+        });
+        return (await response.json()) as Result;
+      };
+    }
+    try {
+      const first = ask();
+      await until(() => executions === 1, 'the first execution');
+      const waiters = Array.from({ length: 19 }, () => ask());
+      // Let every waiter reach the cache (a late one joins the re-execution: the same count).
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      names.set('1', 'new');
+      await cache.invalidateTags(['User:1']); // the entity tag of the response being computed
+      await until(() => executions >= 2, 'the re-execution');
+      open();
+      const [leader, ...rest] = await Promise.all([first, ...waiters]);
+      expect(executions).toBe(2);
+      expect(leader!.data.user.name).toBe('old');
+      expect(leader!.extensions.cache).toMatchObject({ response: 'miss', notStoredReason: 'invalidated' });
+      for (const result of rest) {
+        expect(result.data.user.name).toBe('new');
+        expect(result.extensions.cache.response).toBe('coalesced');
+      }
+      // The re-execution was stored: a hit, fresh.
+      const after = await ask();
+      expect(after.data.user.name).toBe('new');
+      expect(after.extensions.cache.response).toBe('hit');
+      expect(executions).toBe(2);
+    } finally {
+      open();
+      await stop();
+      await cache.close();
+    }
+  },
+);
