@@ -37,6 +37,7 @@ import { clearPrefix } from './redis-clear';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
 import { reconnectOnReadOnly } from './reconnect';
+import { type Reconnecting, reconnectEarly } from './early-reconnect';
 import { FillAnnouncements, type WakeStats } from './announcements';
 import { resolveRedisStoreOptions, type RedisStoreOptions } from './redis-store-options';
 import type { Entry } from '../core/freshness';
@@ -120,6 +121,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     defineScripts(client),
     invalidationWindow,
     subscriber === false ? undefined : new FillAnnouncements(subscriber, link),
+    // A client waiting out a long reconnect delay is reconnected once Redis accepts (early-reconnect.ts).
+    reconnectEarly(client as unknown as Reconnecting),
   );
 }
 
@@ -136,13 +139,16 @@ class RedisStoreImpl implements RedisStore {
   /** PX of an invalidation marker, as the scripts take it. */
   readonly #invalidationWindow: string;
   readonly #announcements: FillAnnouncements | undefined;
+  readonly #stopEarlyReconnect: () => void;
 
   constructor(
     link: RedisLink,
     scripts: LockScripts,
     invalidationWindow: number,
     announcements: FillAnnouncements | undefined,
+    stopEarlyReconnect: () => void,
   ) {
+    this.#stopEarlyReconnect = stopEarlyReconnect;
     this.#link = link;
     this.#scripts = scripts;
     this.#invalidationWindow = String(invalidationWindow);
@@ -161,6 +167,7 @@ class RedisStoreImpl implements RedisStore {
     // Writes gathered for this turn leave now: their callers' promises settle (bounded, as any call).
     this.lock.flushWrites();
     this.#announcements?.close();
+    this.#stopEarlyReconnect();
   }
 
   get breakerState(): BreakerState | 'disabled' {
