@@ -55,7 +55,11 @@ const RETRY_STRATEGY = (times: number): number => Math.min(times * 50, 100);
 
 function newClient(plan: LoadPlan): Redis {
   const connection = plan.connection;
-  const options = { lazyConnect: plan.connectFirst, retryStrategy: RETRY_STRATEGY };
+  // --ioredis-defaults (run.ts): ioredis's own strategy, what a user who skips the option gets.
+  const ownStrategy = process.env.HERDCACHE_CHAOS_IOREDIS_DEFAULTS === '1';
+  const options = ownStrategy
+    ? { lazyConnect: plan.connectFirst }
+    : { lazyConnect: plan.connectFirst, retryStrategy: RETRY_STRATEGY };
   return 'url' in connection
     ? new Redis(connection.url, options)
     : new Redis({ sentinels: [...connection.sentinels], name: connection.name, ...options });

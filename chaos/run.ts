@@ -1,5 +1,5 @@
 /**
- * npm run chaos [-- --quick] [-- --only name,name] [-- --strict] [-- --packed]
+ * npm run chaos [-- --quick] [-- --only name,name] [-- --strict] [-- --packed] [-- --ioredis-defaults]
  *
  * The fleet guarantee under real faults: real redis-server processes (started here, on free
  * 127.0.0.1 ports), a fleet of replica processes under steady load, and one fault per scenario.
@@ -11,6 +11,8 @@
  * fails the run with --strict.
  *
  * --packed: the replicas load the package from the tarball `npm pack` makes (packed.ts), not src/.
+ * --ioredis-defaults: the replicas' clients keep ioredis's own retryStrategy (backing off to 2 s)
+ * instead of the README's short one: the recovery a user who skips that option gets.
  *
  * Bounded: every scenario's load runs a fixed time (--quick: about 40 s in all), the whole run
  * has a deadline, and every process started here is killed when the run ends, however it ends.
@@ -28,6 +30,8 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const strict = args.includes('--strict');
 const packed = args.includes('--packed');
+// Read by the replica processes (replica.ts), which inherit this environment.
+if (args.includes('--ioredis-defaults')) process.env.HERDCACHE_CHAOS_IOREDIS_DEFAULTS = '1';
 const onlyIndex = args.indexOf('--only');
 const only =
   onlyIndex === -1 ? undefined : (args[onlyIndex + 1] ?? '').split(',').map((name) => name.trim().toLowerCase());
