@@ -215,10 +215,14 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     if (response.body.kind !== 'single') return {};
     return { body: response.body.singleResult as Answer['body'], header: response.http.headers.get('cache-control') };
   };
-  /** Yoga, over HTTP or in process; `abort`: the client leaves after a tick or a short timer. */
+  /**
+   * Yoga, over HTTP or in process; `abort`: the client leaves at once (over HTTP: always an abort,
+   * whatever the machine's speed, so the mix has some), after a tick, or after a short timer.
+   */
   const viaYoga = async (q: StressQuery, session: string | undefined, abort: boolean): Promise<Answer> => {
     const controller = new AbortController();
-    if (abort) {
+    const leaveAtOnce = abort && chance(0.25);
+    if (abort && !leaveAtOnce) {
       if (chance(0.5)) setImmediate(() => controller.abort());
       else setTimeout(() => controller.abort(), Math.floor(random() * 4));
     }
@@ -229,7 +233,9 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
       signal: controller.signal,
     };
     try {
-      const response = chance(0.5) ? await fetch(url, init) : await yoga.fetch('http://yoga/graphql', init);
+      const sent = leaveAtOnce || chance(0.5) ? fetch(url, init) : yoga.fetch('http://yoga/graphql', init);
+      if (leaveAtOnce) controller.abort();
+      const response = await sent;
       const body = (await response.json()) as Answer['body'];
       return { body, header: response.headers.get('cache-control') };
     } catch (error) {
