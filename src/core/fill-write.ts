@@ -9,7 +9,7 @@ import { Failure, type FlightTable } from './flight';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
 import { type Observers, notify } from './hooks';
 import type { Item, LockOutcome, Source } from './item';
-import { LateTagged } from './late-tags';
+import { hasTagClock, LateTagged, readClock } from './late-tags';
 import { countOn } from './metrics';
 import { storesValues } from './options';
 import type { Store, StoreWrite } from './store';
@@ -23,6 +23,11 @@ export interface FillWriteDeps {
   readonly flights: FlightTable;
   readonly storeCalls: StoreCalls;
   readonly observers: Observers;
+}
+
+/** An item's tag clock as a number: NaN when it has none (never read, or the read failed). */
+function clock(item: Item): number {
+  return item.clock ?? NaN;
 }
 
 /** The tags an entry is written with when its fill returned LateTagged, and their versions. */
@@ -68,6 +73,10 @@ export class FillWrite {
   }
 
   async #fillGroup(source: Source, items: Item[], token: string | undefined, lockOutcome: LockOutcome): Promise<void> {
+    // A late-tagged fill the read and lock steps did not clock (no lock, a store that ignored the
+    // ask, a failed lock call) reads the tag clock before it starts: one round trip (late-tags).
+    const clockRead = readClock(this.#store, this.#calls, items);
+    if (clockRead !== undefined) await clockRead;
     const run = new FillRun(items.length);
     for (const item of items) item.flight.run = run;
     const started = performance.now();
@@ -190,16 +199,29 @@ export class FillWrite {
     }
     if (store.tagVersions === undefined || fresh === undefined || fresh.size === 0) return out;
     const unique = [...fresh];
-    const versions = await this.#calls.call('tagVersions', () => store.tagVersions!(unique), items);
+    // With a tag clock: a late tag invalidated since the earliest clock of these fills reads NaN.
+    const clocked = hasTagClock(store);
+    let since = Infinity;
+    if (clocked)
+      for (let i = 0; i < items.length; i++) {
+        const read = clock(items[i]!);
+        if (out[i] !== undefined && read < since) since = read; // NaN (unread) is never below
+      }
+    const versions = !clocked
+      ? await this.#calls.call('tagVersions', () => store.tagVersions!(unique), items)
+      : Number.isFinite(since)
+        ? await this.#calls.call('tagVersions', () => store.tagVersionsSince!(unique, since), items)
+        : undefined;
     const byTag = new Map<string, number>();
     for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions?.[i] ?? NaN);
     for (let i = 0; i < items.length; i++) {
       const late = out[i];
       if (late?.tags === undefined) continue;
       const item = items[i]!;
+      const unclocked = clocked && !Number.isFinite(clock(item)); // its clock could not be read: not stored
       late.versions = late.tags.map((tag) => {
         const at = item.tags?.indexOf(tag) ?? -1;
-        return at >= 0 ? (item.versions?.[at] ?? NaN) : (byTag.get(tag) ?? NaN);
+        return at >= 0 ? (item.versions?.[at] ?? NaN) : unclocked ? NaN : (byTag.get(tag) ?? NaN);
       });
     }
     return out;

@@ -27,6 +27,11 @@ export interface Item {
   /** On a tag-versioned store: the tags' versions read before the fill, aligned with `tags`. */
   versions?: readonly number[];
   /**
+   * For a late-tagged fill on a store with a tag clock: the clock read before the fill (NaN: the
+   * read failed). Its late tags invalidated after it make the value served but not stored.
+   */
+  clock?: number;
+  /**
    * Whether the load that started this flight is already counted (a caller re-contending after
    * an abandoned flight, or a background refresh, which is no load): the outcome recorded at
    * dispatch (hit, miss, stale) is then skipped, so every load counts exactly once.

@@ -10,10 +10,17 @@
  *   written and its waiters start over. Conservative, never stale.
  * - on a tag-versioned store, the late tags' versions are read when the fill ends. An
  *   invalidation made by another replica during the fill, which this process does not hear of,
- *   is therefore not seen: the window is one fill long (documented in docs/response-cache.md).
+ *   is already counted in them. A store with a tag clock (Store.tagClock, redisStore) tells it
+ *   apart: the clock is read before the fill (alongside the read or lock call that precedes it, or
+ *   on its own just before), and the late tags' versions at its end with tagVersionsSince, which
+ *   reads NaN for a tag invalidated after that reading: the value is served, not stored. A store
+ *   without one keeps the window, one fill long (docs/response-cache.md).
  *
  * Internal: the response layer (herdcache/graphql) is its one user.
  */
+import type { Item } from './item';
+import type { Store } from './store';
+import type { StoreCalls } from './store-calls';
 export class LateTagged<V = unknown> {
   constructor(
     readonly value: V,
@@ -21,4 +28,31 @@ export class LateTagged<V = unknown> {
     /** The fill vouches that `tags` holds each tag once: the registry does not dedupe them again. */
     readonly distinct = false,
   ) {}
+}
+
+/** Whether the store tells a late-tagged fill of the invalidations made while it ran. */
+export function hasTagClock(store: Store): boolean {
+  return store.tagClock !== undefined && store.tagVersionsSince !== undefined;
+}
+
+/** Whether this item's fill should read the tag clock first: late-tagged, not read yet. */
+export function needsClock(item: Item): boolean {
+  return item.policy.lateTags === true && item.clock === undefined;
+}
+
+/**
+ * Reads the store's tag clock for the late-tagged items among `items` that have none (NaN when the
+ * read fails: their values are served, not stored). Undefined when none needs it: no call.
+ */
+export function readClock(store: Store, calls: StoreCalls, items: readonly Item[]): Promise<void> | undefined {
+  if (!hasTagClock(store)) return undefined;
+  let clocked: Item[] | undefined;
+  for (const item of items) if (needsClock(item)) (clocked ??= []).push(item);
+  if (clocked === undefined) return undefined;
+  const those = clocked;
+  return calls
+    .call('tagClock', () => store.tagClock!(), those)
+    .then((clock) => {
+      for (const item of those) item.clock ??= clock ?? NaN;
+    });
 }

@@ -15,6 +15,7 @@ import { DEFAULTS, type LockTiming } from './options';
 import type { FillLock, LockAttempt, LockWatch, Store } from './store';
 import type { StoreCalls } from './store-calls';
 import { ownTagVersions, usable } from './validity';
+import { readClock } from './late-tags';
 
 /**
  * The lock step as the pipeline's read began it (FillLock.readOrAcquire): the token it locked
@@ -105,6 +106,9 @@ export class LockWait {
     let delay = lockPollInterval;
     /** Per key still waited on: the token of the lock its last attempt found (see LockWatch.take). */
     const holders = watch?.take === undefined ? undefined : new Map<string, string>();
+    // Late-tagged items not clocked by the read read the tag clock alongside their first lock call,
+    // which precedes their fill (late-tags): no round trip of its own.
+    let clockRead = readClock(this.#store, calls, items);
     for (let attempt = 0; ; attempt++) {
       let attempts: (LockAttempt | undefined)[] | undefined;
       if (attempt === 0 && begun !== undefined) {
@@ -135,6 +139,10 @@ export class LockWait {
           fills.push(this.#fills.fill(waiting, undefined, 'failed'));
           break;
         }
+      }
+      if (clockRead !== undefined) {
+        await clockRead;
+        clockRead = undefined;
       }
       const won: Item[] = [];
       const release: string[] = [];

@@ -22,6 +22,7 @@ import { type Policy, storesValues } from './options';
 import type { LockAttempt, Store } from './store';
 import type { StoreCalls } from './store-calls';
 import { ownTagVersions, readTagVersions, tagsValid, usable } from './validity';
+import { hasTagClock } from './late-tags';
 
 /**
  * What the pipeline needs from the registry that owns it: its parts, and two calls to the load
@@ -52,6 +53,8 @@ export class FillPipeline {
   readonly #calls: StoreCalls;
   readonly #fills: FillWrite;
   readonly #locks: LockWait;
+  /** The store has a tag clock: late-tagged fills read it before they start (late-tags). */
+  readonly #clocked: boolean;
 
   constructor(host: PipelineHost) {
     this.#host = host;
@@ -62,6 +65,7 @@ export class FillPipeline {
     this.#calls = host.storeCalls;
     this.#fills = new FillWrite(host);
     this.#locks = new LockWait(host, this.#fills);
+    this.#clocked = hasTagClock(host.store);
   }
 
   /**
@@ -198,21 +202,34 @@ export class FillPipeline {
       // The read tries the locks of keys it finds missing in the same round trip: a cold key's
       // fill starts after one call, not a read and then a lock call (FillLock.readOrAcquire).
       let lockable: boolean[] | undefined;
-      for (let i = 0; i < items.length; i++)
-        if (locks(items[i]!)) (lockable ??= new Array(items.length).fill(false))[i] = true;
-      if (lockable !== undefined) return this.#readOrAcquire(items, keys, lockable);
+      let late = false;
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!;
+        if (!locks(item)) continue;
+        (lockable ??= new Array(items.length).fill(false))[i] = true;
+        if (item.policy.lateTags === true) late = true;
+      }
+      if (lockable !== undefined) return this.#readOrAcquire(items, keys, lockable, late && this.#clocked);
     }
     const entries = await this.#calls.call('getMany', () => store.getMany(keys), items);
     return { entries: entries ?? [], begun: undefined };
   }
 
-  async #readOrAcquire(items: Item[], keys: string[], lockable: boolean[]): Promise<Read> {
+  async #readOrAcquire(items: Item[], keys: string[], lockable: boolean[], clock: boolean): Promise<Read> {
     const lock = this.#store.lock!;
     const token = this.#locks.token();
     const ttl = this.#host.timing.lockTtl;
-    const read = await this.#calls.call('getMany', () => lock.readOrAcquire!(keys, lockable, token, ttl), items);
+    // A late-tagged fill may follow: the store reads its tag clock in the same round trip (late-tags).
+    const read = await this.#calls.call(
+      'getMany',
+      () =>
+        clock ? lock.readOrAcquire!(keys, lockable, token, ttl, true) : lock.readOrAcquire!(keys, lockable, token, ttl),
+      items,
+    );
     if (read === undefined) return { entries: [], begun: undefined };
     const { entries, watch } = read;
+    if (read.clock !== undefined)
+      for (const item of items) if (item.policy.lateTags === true) item.clock ??= read.clock;
     let attempts: Map<Item, LockAttempt> | undefined;
     for (let i = 0; i < items.length; i++) {
       const attempt = read.attempts[i];

@@ -57,6 +57,11 @@ export interface ReadAttempts {
    * the lock has no watch.
    */
   readonly watch: LockWatch | undefined;
+  /**
+   * Asked with `clock` and a lock tried: the store's tag clock (Store.tagClock), read in the same
+   * round trip; NaN when that read failed. Undefined: not asked, or no lock tried (a warm read).
+   */
+  readonly clock?: number;
 }
 
 /**
@@ -85,13 +90,16 @@ export interface FillLock {
    * registered at once. `lockable[i]`: key i takes the lock. The store may try only the keys it
    * expects missing (redisStore: a key it read present and not yet expired is read as getMany
    * does, without a script); a key not tried goes through acquire as usual. Rejects as getMany
-   * does (locks a late call took are the store's to release, its watch is closed).
+   * does (locks a late call took are the store's to release, its watch is closed). `clock`: a
+   * late-tagged fill may follow, so the store also reads its tag clock (ReadAttempts.clock) when it
+   * tries a lock; a store may ignore it (the registry then reads the clock before the fill).
    */
   readOrAcquire?(
     keys: readonly string[],
     lockable: readonly boolean[],
     token: string,
     ttlMs: number,
+    clock?: boolean,
   ): Promise<ReadAttempts>;
   /** Releases locks still held by `token` (compare-and-delete); others' locks are untouched. */
   release(keys: readonly string[], token: string): Promise<void>;
@@ -178,6 +186,19 @@ export interface Store {
    * enforces tags itself (the memory store deletes the entries) does not have this.
    */
   tagVersions?(tags: readonly string[]): Promise<number[]>;
+  /**
+   * Optional, with tagVersionsSince, on a tag-versioned store: the store's tag clock, a number that
+   * every invalidateTags made after this call settles (by any process) gives its tags above it
+   * (redisStore: a fleet-wide clock, see its tag-clock.ts). The registry reads it before a fill
+   * whose tags are known only when it ends (LateTagged), whose versions cannot be read before it.
+   */
+  tagClock?(): Promise<number>;
+  /**
+   * tagVersions, except that a tag invalidated after the tag clock read `since` (a tagClock value)
+   * reads NaN: a late-tagged value computed while one of its tags was invalidated is then served
+   * but not stored.
+   */
+  tagVersionsSince?(tags: readonly string[], since: number): Promise<number[]>;
   /** Called once by the registry that owns the store. */
   bind?(reporter: StoreReporter): void;
   close?(): Promise<void>;

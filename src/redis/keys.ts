@@ -6,6 +6,7 @@
  * three keys hash on K alone, so they share a slot and one script can touch them all.
  * A tag T's version is kept at `prefixtag:{T}`: never matched by the `prefix{*` of clear(), so
  * clearing entries does not reset versions (an entry written while clear() runs keeps its fence).
+ * Beside it, `prefixtag:{T}:seq` (the tag clock at T's last invalidation) and one `prefixtag:clock`.
  */
 import { createHash } from 'node:crypto';
 
@@ -96,6 +97,17 @@ export const TAG_INFIX = 'tag:';
 /** The key holding a tag's version (INCR by invalidateTags; missing = version 0). */
 export function tagVersionKey(prefix: string, tag: string, maxKeyLength: number): string {
   return `${prefix}${TAG_INFIX}{${taggedKey(tag, maxKeyLength)}}`;
+}
+
+/**
+ * Appended to a tag's version key to name the tag clock's reading at its last invalidation (same
+ * hash tag, so same slot: read with the version in one MGET). See tag-clock.ts.
+ */
+export const TAG_SEQUENCE_SUFFIX = ':seq';
+
+/** The fleet's tag clock (tag-clock.ts): one key per prefix, never matched by clear()'s `prefix{*`. */
+export function tagClockKey(prefix: string): string {
+  return `${prefix}${TAG_INFIX}clock`;
 }
 
 /** Escapes glob metacharacters so a prefix can be used in SCAN MATCH. */

@@ -24,6 +24,8 @@ export interface ReadOrLockDeps {
   readonly scripts: LockScripts;
   /** The store's getMany (one MGET); what it finds is recorded here, in link.presence. */
   read(keys: readonly string[]): Promise<(Entry | undefined)[]>;
+  /** The store's tag clock (tag-clock.ts), read beside the locks when asked. */
+  tagClock(): Promise<number>;
   /** Opens a watch on `keys` before they are tried; undefined: none to open (no subscriber yet). */
   readonly watch: ((keys: readonly string[]) => LockWatch | undefined) | undefined;
   waiterId(): string;
@@ -44,6 +46,7 @@ export async function readOrAcquire(
   lockable: readonly boolean[],
   token: string,
   ttlMs: number,
+  clock = false,
 ): Promise<ReadAttempts> {
   const n = keys.length;
   const presence = deps.link.presence;
@@ -82,10 +85,14 @@ export async function readOrAcquire(
   const triedKeys = known === undefined ? keys : pick(keys, tried);
   const watch = deps.watch?.(triedKeys);
   const entries = new Array<Entry | undefined>(n);
+  // Asked (a late-tagged fill may follow): the tag clock, sent in the same tick as the locks, so on
+  // the same round trip; a failed read of it is NaN (that fill's value is then not stored).
+  const clocked = clock ? deps.tagClock().catch(() => NaN) : undefined;
   const [read, locked] = await Promise.allSettled([
     known === undefined ? undefined : deps.read(pick(keys, known)),
     tryLocks(deps, triedKeys, token, ttlMs),
   ]);
+  const tagClock = clocked === undefined ? undefined : await clocked;
   let failure: unknown;
   let answered = false;
   const found = settled(read, (error) => (failure ??= error));
@@ -105,7 +112,8 @@ export async function readOrAcquire(
       attempts[tried[j]!] = outcome.attempts[j];
     }
   }
-  if (failure === undefined) return { entries, attempts, watch };
+  if (failure === undefined)
+    return tagClock === undefined ? { entries, attempts, watch } : { entries, attempts, watch, clock: tagClock };
   if (!answered) {
     watch?.close();
     throw failure;
@@ -113,7 +121,7 @@ export async function readOrAcquire(
   // Part answered (a Cluster master down, or one of the two calls failed): the caller uses that
   // part, and its watch (locks may have been won, waiters registered); the rest is read as missing.
   const message = `herdcache: redis readOrAcquire failed in part: ${(failure as Error | undefined)?.message ?? String(failure)}`;
-  throw new StorePartialError(failure, { entries, attempts, watch } satisfies ReadAttempts, message);
+  throw new StorePartialError(failure, { entries, attempts, watch, clock: tagClock } satisfies ReadAttempts, message);
 }
 
 /** A settled call's value, or its partial result when it failed in part; reports the failure. */

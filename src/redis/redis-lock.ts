@@ -35,12 +35,13 @@ export class RedisFillLock implements FillLock {
   readonly #waiterId: () => string;
   readonly #readOrLock: ReadOrLockDeps;
 
-  /** `read`: the store's getMany, the plain part of readOrAcquire. */
+  /** `read`: the store's getMany, the plain part of readOrAcquire; `tagClock`: the store's (tag-clock.ts). */
   constructor(
     link: RedisLink,
     scripts: LockScripts,
     announcements: FillAnnouncements | undefined,
     read: (keys: readonly string[]) => Promise<(Entry | undefined)[]>,
+    tagClock: () => Promise<number>,
   ) {
     this.#link = link;
     this.#scripts = scripts;
@@ -55,6 +56,7 @@ export class RedisFillLock implements FillLock {
       link,
       scripts,
       read,
+      tagClock,
       // No connection yet: nothing announced could reach this store (waiterId() is ''), so the
       // read registers nowhere and opens none; the lock step opens it if some key is held.
       watch: announcements === undefined ? undefined : (keys) => (announcements.opened ? this.watch!(keys) : undefined),
@@ -73,8 +75,9 @@ export class RedisFillLock implements FillLock {
     lockable: readonly boolean[],
     token: string,
     ttlMs: number,
+    clock?: boolean,
   ): Promise<ReadAttempts> {
-    return readOrAcquire(this.#readOrLock, keys, lockable, token, ttlMs);
+    return readOrAcquire(this.#readOrLock, keys, lockable, token, ttlMs, clock === true);
   }
 
   /** Releases kept to be sent again (see release-ledger.ts): how many, how many still failing. */

@@ -22,8 +22,9 @@
  * Tags: invalidateTags bumps a version per tag (one script: INCR + PEXPIRE per tag); the registry
  * reads the versions of a fill's tags before the fill (one MGET) and records them in the entry; an
  * entry whose versions are not current is a miss. Nothing is scanned, nothing is deleted, no set of
- * keys per tag is kept: an invalidation is O(tags) and leaves one small expiring key per tag. The
- * expiries, and why they cannot bring an invalidated value back: tags.ts.
+ * keys per tag is kept: an invalidation is O(tags) and leaves two small expiring keys per tag. The
+ * expiries, and why they cannot bring an invalidated value back: tags.ts; the tag clock, for tags
+ * known only when a fill ends: tag-clock.ts.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError } from '../core/errors';
@@ -31,7 +32,7 @@ import type { BreakerState } from './breaker';
 import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts';
 import { CallGuard, type NodeHealth } from './guard';
 import { storeError, writeTimeout } from './call-timeout';
-import { readVersion, versionKeyTtl } from './tags';
+import { RedisTags } from './tag-clock';
 import { groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, pick } from './keys';
 import { clearPrefix } from './redis-clear';
 import { RedisLink, type Raw } from './link';
@@ -70,6 +71,8 @@ export interface RedisStore extends Store {
    */
   nodeHealth(): Record<string, NodeHealth>;
   tagVersions(tags: readonly string[]): Promise<number[]>;
+  tagVersionsSince(tags: readonly string[], since: number): Promise<number[]>;
+  tagClock(): Promise<number>;
   invalidateTags(tags: readonly string[]): Promise<void>;
   /** The `prefix` option (without the client's own keyPrefix). */
   readonly prefix: string;
@@ -140,6 +143,7 @@ class RedisStoreImpl implements RedisStore {
   readonly #invalidationWindow: string;
   readonly #announcements: FillAnnouncements | undefined;
   readonly #stopEarlyReconnect: () => void;
+  readonly #tags: RedisTags;
 
   constructor(
     link: RedisLink,
@@ -153,7 +157,14 @@ class RedisStoreImpl implements RedisStore {
     this.#scripts = scripts;
     this.#invalidationWindow = String(invalidationWindow);
     this.#announcements = announcements;
-    this.lock = new RedisFillLock(link, scripts, announcements, (keys) => this.getMany(keys));
+    this.#tags = new RedisTags(link, scripts);
+    this.lock = new RedisFillLock(
+      link,
+      scripts,
+      announcements,
+      (keys) => this.getMany(keys),
+      () => this.#tags.clock(),
+    );
   }
 
   waitStats(): RedisWaitStats {
@@ -325,57 +336,34 @@ class RedisStoreImpl implements RedisStore {
     );
   }
 
-  /**
-   * The current version of each tag: one MGET (in a Cluster, one per hash slot, in parallel).
-   * A missing key is version 0; a key that is not an integer (not ours) is NaN, which the registry
-   * treats as "unknown": the value is served but not cached.
-   */
+  /** The current version of each tag (tag-clock.ts: one MGET per slot); NaN where unknown. */
   async tagVersions(tags: readonly string[]): Promise<number[]> {
-    const n = tags.length;
-    if (n === 0) return [];
+    if (tags.length === 0) return [];
     this.lock.flushWrites();
-    const link = this.#link;
-    const keys = link.tagKeys(tags);
-    const groups = link.slotGroups(keys);
-    const client = link.client;
-    const send = (indices: number[] | null) => client.mget(indices === null ? keys : pick(keys, indices));
-    // A failed group's versions are NaN: unknown, so its tagged values are served, not cached.
-    return link.call('tagVersions', keys, groups, send, (replies) => {
-      const out = new Array<number>(n).fill(NaN);
-      for (let g = 0; g < replies.length; g++) {
-        const reply = replies[g];
-        if (reply === undefined) continue;
-        const indices = groups === null ? null : groups[g]!;
-        for (let j = 0; j < reply.length; j++) out[indices === null ? j : indices[j]!] = readVersion(reply[j]);
-      }
-      return out;
-    });
+    return this.#tags.versions(tags);
+  }
+
+  /** As tagVersions, NaN for a tag invalidated after the tag clock read `since` (tag-clock.ts). */
+  async tagVersionsSince(tags: readonly string[], since: number): Promise<number[]> {
+    if (tags.length === 0) return [];
+    this.lock.flushWrites();
+    return this.#tags.versionsSince(tags, since);
+  }
+
+  async tagClock(): Promise<number> {
+    this.lock.flushWrites();
+    return this.#tags.clock();
   }
 
   /**
-   * Bumps each tag's version: one script call of INCR + PEXPIRE per tag (in a Cluster, one per
-   * hash slot, in parallel). Every entry recorded with an older version is a miss from the moment
-   * the script has run, on every replica, whatever tier it is read from next (an in-process L1
-   * is told separately: see tieredStore). No scan, no delete of entries: they expire on their own.
+   * Bumps each tag's version and gives it the tag clock's next reading (tag-clock.ts). Every entry
+   * recorded with an older version is a miss from the moment the script has run, on every replica,
+   * whatever tier it is read from next (an in-process L1 is told separately: see tieredStore).
    */
   async invalidateTags(tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return;
     this.lock.flushWrites();
-    const link = this.#link;
-    const keys = link.tagKeys(tags);
-    const groups = link.slotGroups(keys);
-    const scripts = this.#scripts;
-    const keep = String(versionKeyTtl(link.tagTtl));
-    await link.call(
-      'invalidateTags',
-      keys,
-      groups,
-      (indices) => {
-        const batch = indices === null ? keys : pick(keys, indices);
-        return scripts.herdcacheTagBump1(batch.length, batch, keep);
-      },
-      none,
-    );
+    await this.#tags.invalidate(tags);
   }
 
   async publish(channel: string, message: string): Promise<number> {

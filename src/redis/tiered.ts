@@ -83,6 +83,8 @@ export interface TieredStore extends Store {
   readonly getSyncComplete: false;
   getSync(key: string): Entry | undefined;
   tagVersions(tags: readonly string[]): Promise<number[]>;
+  tagVersionsSince(tags: readonly string[], since: number): Promise<number[]>;
+  tagClock(): Promise<number>;
   invalidateTags(tags: readonly string[]): Promise<void>;
   bind(reporter: StoreReporter): void;
   /** Unsubscribes and stops listening; leaves both connections open (they are the user's). */
@@ -251,6 +253,15 @@ class TieredStoreImpl implements TieredStore {
 
   tagVersions(tags: readonly string[]): Promise<number[]> {
     return this.#l2.tagVersions(tags);
+  }
+
+  /** The L2's tag clock (tag-clock.ts): this replica hears others' invalidations late, Redis does not. */
+  tagVersionsSince(tags: readonly string[], since: number): Promise<number[]> {
+    return this.#l2.tagVersionsSince(tags, since);
+  }
+
+  tagClock(): Promise<number> {
+    return this.#l2.tagClock();
   }
 
   // ── writes and invalidations: L2 first, then L1, then the other replicas ─────────────────

@@ -56,10 +56,10 @@ export function countingStore<S extends Store>(inner: S) {
             writeAndRelease: inner.lock.writeAndRelease.bind(inner.lock),
             release: inner.lock.release.bind(inner.lock),
             sent: inner.lock.sent?.bind(inner.lock),
-            readOrAcquire(keys, lockable, token, ttlMs) {
+            readOrAcquire(keys, lockable, token, ttlMs, clock) {
               calls.getMany++;
               calls.getManyKeys.push([...keys]);
-              return inner.lock!.readOrAcquire!(keys, lockable, token, ttlMs);
+              return inner.lock!.readOrAcquire!(keys, lockable, token, ttlMs, clock);
             },
           },
     bind: inner.bind?.bind(inner),

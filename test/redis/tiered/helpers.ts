@@ -100,6 +100,8 @@ export function controllableL2(l2: RedisStore) {
     bind: (reporter) => l2.bind(reporter),
     getMany: (keys) => held(l2.getMany(keys)),
     tagVersions: (tags) => held(l2.tagVersions(tags)),
+    tagVersionsSince: (tags, since) => held(l2.tagVersionsSince(tags, since)),
+    tagClock: () => l2.tagClock(),
     setMany: (writes) => l2.setMany(writes),
     delete: (keys, options) => l2.delete(keys, options),
     clear: () => l2.clear(),
