@@ -1,6 +1,8 @@
 /** LateTagged fills (the response layer's): tags known when the value is, and the race they must not lose. */
 import { createCache } from '../../src/core/cache';
+import type { Entry } from '../../src/core/freshness';
 import { LateTagged } from '../../src/core/late-tags';
+import type { Store } from '../../src/core/store';
 import { redisStore } from '../../src/redis';
 import { deferred, flush } from '../helpers';
 import { connect, randomPrefix } from '../redis/helpers';
@@ -66,5 +68,120 @@ describe.each([
     expect(await first).toEqual({ n: 2 });
     expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
     expect(fills).toBe(2);
+  });
+});
+
+/**
+ * On a store with a tag clock (Store.tagClock + tagVersionsSince): an invalidation this process
+ * does not hear of (another replica's, made on the store directly here) landing while a late-tagged
+ * fill runs keeps its value out of the store. A store of the test's own, in memory: no lock, so the
+ * fill reads the clock itself, just before it starts.
+ */
+describe('late tags on a store with a tag clock', () => {
+  const clockedStore = () => {
+    const entries = new Map<string, Entry>();
+    const versions = new Map<string, number>();
+    const readings = new Map<string, number>();
+    let clock = 100;
+    const log: string[] = [];
+    const control = { failClock: false };
+    const bump = (tags: readonly string[]) => {
+      clock++;
+      for (const tag of tags) {
+        versions.set(tag, (versions.get(tag) ?? 0) + 1);
+        readings.set(tag, clock);
+      }
+    };
+    const store: Store = {
+      name: 'clocked',
+      getMany: async (keys) => keys.map((key) => entries.get(key)),
+      setMany: async (writes) => {
+        for (const write of writes) entries.set(write.key, write.entry);
+      },
+      delete: async (keys) => {
+        for (const key of keys) entries.delete(key);
+      },
+      clear: async () => entries.clear(),
+      invalidateTags: async (tags) => bump(tags),
+      tagVersions: async (tags) => (log.push('tagVersions'), tags.map((tag) => versions.get(tag) ?? 0)),
+      tagClock: async () => {
+        log.push('tagClock');
+        if (control.failClock) throw new Error('the clock is down');
+        return clock;
+      },
+      tagVersionsSince: async (tags, since) => {
+        log.push(`tagVersionsSince ${since}`);
+        return tags.map((tag) => ((readings.get(tag) ?? 0) > since ? NaN : (versions.get(tag) ?? 0)));
+      },
+    };
+    return { store, entries, log, control, elsewhere: bump };
+  };
+
+  it('a late tag invalidated elsewhere while the fill runs: the value is served, not stored; the clock was read before the fill', async () => {
+    const { store, entries, log, elsewhere } = clockedStore();
+    const cache = createCache({ store });
+    const gate = deferred<void>();
+    let fills = 0;
+    const fill = async () => {
+      const n = ++fills;
+      log.push('fill');
+      if (n === 1) await gate.promise;
+      return new LateTagged({ n }, ['User:1']);
+    };
+    const first = lateLoad(cache, 'k', fill);
+    for (let i = 0; i < 100 && fills === 0; i++) await flush(2);
+    elsewhere(['User:1']); // this process does not hear of it: the flight is not abandoned
+    gate.resolve();
+    expect(await first).toEqual({ n: 1 }); // served to its callers
+    expect(entries.has('k')).toBe(false); // not stored
+    expect(log).toEqual(['tagClock', 'fill', 'tagVersionsSince 100']);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 }); // stored this time: nothing moved
+    expect(fills).toBe(2);
+  });
+
+  it('an invalidation elsewhere before the fill started, or of a tag the value does not carry: stored', async () => {
+    const { store, entries, elsewhere } = clockedStore();
+    const cache = createCache({ store });
+    const gate = deferred<void>();
+    let fills = 0;
+    elsewhere(['User:1']);
+    const fill = async () => {
+      const n = ++fills;
+      if (n === 1) await gate.promise;
+      return new LateTagged({ n }, ['User:1']);
+    };
+    const first = lateLoad(cache, 'k', fill);
+    for (let i = 0; i < 100 && fills === 0; i++) await flush(2);
+    elsewhere(['User:2']);
+    gate.resolve();
+    expect(await first).toEqual({ n: 1 });
+    expect(entries.get('k')?.tagVersions).toEqual([1]);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 });
+    expect(fills).toBe(1);
+  });
+
+  it('a clock that cannot be read: the value is served, not stored, and the failure counted', async () => {
+    const { store, entries, control } = clockedStore();
+    const errors: string[] = [];
+    const cache = createCache({ store, hooks: { onStoreError: (_error, operation) => errors.push(operation) } });
+    control.failClock = true;
+    let fills = 0;
+    const fill = () => new LateTagged({ n: ++fills }, ['User:1']);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 });
+    expect(entries.has('k')).toBe(false);
+    expect(errors).toEqual(['tagClock']);
+    control.failClock = false;
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
+  });
+
+  it('loads that are not late-tagged never read the clock', async () => {
+    const { store, log } = clockedStore();
+    const cache = createCache({ store });
+    expect(await cache.getOrCompute('a', () => 1, { ttl: 60_000 })).toBe(1);
+    expect(await cache.getOrCompute('b', () => 2, { ttl: 60_000, tags: ['User:1'] })).toBe(2);
+    expect(await cache.getOrCompute('b', () => 3, { ttl: 60_000, tags: ['User:1'] })).toBe(2);
+    expect(log.filter((call) => call.startsWith('tagClock') || call.startsWith('tagVersionsSince'))).toEqual([]);
   });
 });
