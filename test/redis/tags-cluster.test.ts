@@ -7,7 +7,9 @@
 import type { Cluster } from 'ioredis';
 import { createCache } from '../../src/core/cache';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
-import { hashSlot } from '../../src/redis/keys';
+import { LateTagged } from '../../src/core/late-tags';
+import { hashSlot, tagClockKey } from '../../src/redis/keys';
+import { deferred, flush } from '../helpers';
 import { tieredStore, type TieredStore } from '../../src/redis/tiered';
 import { entry, eventually } from './helpers';
 import { startLocalCluster, type LocalCluster } from './local-cluster';
@@ -59,6 +61,45 @@ it('through createCache on the cluster: invalidateTags makes the tagged entries 
   expect(await users.loadMany(ids)).toEqual(ids.map((id) => `u${id}@${id === 3 || id === 7 ? 2 : 1}`));
   await cache.invalidateTags(['CU']);
   expect(await users.loadMany(ids)).toEqual(ids.map((id) => `u${id}@2`));
+});
+
+it('a late-tagged fill spanning an invalidation on another client: not stored (the tag clock on its master, the tags in theirs)', async () => {
+  const [a, b] = [
+    redisStore({ client: await cluster(), prefix: 'tcl:', commandTimeout: 10_000 }),
+    redisStore({ client: await cluster(), prefix: 'tcl:', commandTimeout: 10_000 }),
+  ];
+  const [ca, cb] = [createCache({ store: a }), createCache({ store: b })];
+  const late = tags.slice(0, 10); // tags in other slots than the clock's and the key's
+  const clockSlot = hashSlot(tagClockKey('tcl:'));
+  expect(late.filter((tag) => hashSlot(`tcl:tag:{${tag}}`) !== clockSlot).length).toBeGreaterThan(5);
+  const c = ca._computation({ ttl: 60_000, label: 'response' });
+  const load = (cache: typeof ca, fill: () => unknown) =>
+    cache._load<unknown>(c.source, 'page', fill, { ...c.policy, lateTags: true }, undefined, undefined);
+  let gate: Promise<void> | undefined;
+  let fills = 0;
+  let running = 0;
+  const fill = async () => {
+    const n = ++fills;
+    running++;
+    if (gate !== undefined) await gate;
+    return new LateTagged({ n }, late);
+  };
+  for (const tag of [late[3]!, late[9]!]) {
+    const open = deferred<void>();
+    gate = open.promise;
+    running = 0;
+    const during = load(ca, fill);
+    for (let i = 0; i < 500 && running === 0; i++) await flush(2);
+    expect(running).toBe(1);
+    await cb.invalidateTags([tag]);
+    open.resolve();
+    expect(await during).toEqual({ n: fills });
+    gate = undefined;
+    expect(await a.getMany(['page'])).toEqual([undefined]); // served, not stored
+  }
+  expect(await load(cb, fill)).toEqual({ n: 3 });
+  expect(await load(ca, fill)).toEqual({ n: 3 }); // nothing moved during this one: stored
+  expect(fills).toBe(3);
 });
 
 it('tiered on the cluster: a write on one replica drops the other replica L1 copy (sharded pub/sub: SPUBLISH, never PUBLISH)', async () => {
