@@ -10,8 +10,8 @@ import { LateTagged } from '../../src/core/late-tags';
 import { TAG_SEQUENCE_SUFFIX, tagClockKey, tagVersionKey } from '../../src/redis/keys';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { tieredStore } from '../../src/redis/tiered';
-import { deferred, flush } from '../helpers';
-import { connect, randomPrefix } from './helpers';
+import { deferred } from '../helpers';
+import { connect, eventually, randomPrefix } from './helpers';
 import { controllableL2 } from './tiered/helpers';
 
 const clients: Redis[] = [];
@@ -36,10 +36,9 @@ const replicas = async (label: string): Promise<[RedisStore, RedisStore, string]
   return [redisStore({ client: await client(), prefix }), redisStore({ client: await client(), prefix }), prefix];
 };
 
-/** Waits (bounded) until the fill has started: it starts after a store round trip or two. */
+/** Waits (bounded) until the fill has started: after a few store round trips (slow on a loaded machine). */
 const started = async (fills: () => number) => {
-  for (let i = 0; i < 500 && fills() === 0; i++) await flush(2);
-  expect(fills()).toBeGreaterThan(0);
+  expect(await eventually(() => fills() > 0, 10_000, 1)).toBe(true);
 };
 
 describe('store level', () => {

@@ -9,7 +9,7 @@ import { createCache } from '../../src/core/cache';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { LateTagged } from '../../src/core/late-tags';
 import { hashSlot, tagClockKey } from '../../src/redis/keys';
-import { deferred, flush } from '../helpers';
+import { deferred } from '../helpers';
 import { tieredStore, type TieredStore } from '../../src/redis/tiered';
 import { entry, eventually } from './helpers';
 import { startLocalCluster, type LocalCluster } from './local-cluster';
@@ -89,7 +89,7 @@ it('a late-tagged fill spanning an invalidation on another client: not stored (t
     gate = open.promise;
     running = 0;
     const during = load(ca, fill);
-    for (let i = 0; i < 500 && running === 0; i++) await flush(2);
+    expect(await eventually(() => running > 0, 10_000, 1)).toBe(true);
     expect(running).toBe(1);
     await cb.invalidateTags([tag]);
     open.resolve();
