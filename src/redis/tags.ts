@@ -19,6 +19,9 @@
  *   than tagTtl between reading the versions and writing (a locked fill's write is fenced by lockTtl,
  *   far below the 7 days of the default).
  * - E that read the bumped version (r > b) is simply valid: it was filled after the bump.
+ * The tag clock's keys (tag-clock.ts: the clock, and each tag's reading beside its version) are
+ * given the version key's expiry at every bump; a reading gone with its version key fences nothing
+ * any more (its fills' writes are fenced by their lock, far sooner).
  */
 import type { StoreWrite } from '../core/store';
 
