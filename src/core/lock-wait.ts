@@ -118,7 +118,8 @@ export class LockWait {
         let others: (LockAttempt | undefined)[] | undefined = [];
         if (rest.length > 0) {
           const keys = rest.map((item) => item.key);
-          others = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl), rest);
+          const refreshing = refreshFlags(rest);
+          others = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl, refreshing), rest);
           if (others === undefined) {
             // As for a failed call below: these are filled without the lock, released in case.
             void calls.call('lock.release', () => lock.release(keys, token), rest);
@@ -130,7 +131,8 @@ export class LockWait {
         attempts = waiting.map((item) => tried.get(item) ?? others![next++]);
       } else {
         const keys = waiting.map((item) => item.key);
-        attempts = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl), waiting);
+        const refreshing = refreshFlags(waiting);
+        attempts = await calls.call('lock.acquire', () => lock.acquire(keys, token, lockTtl, refreshing), waiting);
         if (attempts === undefined) {
           // The store failed or timed out: fill without the lock rather than wait on it. The
           // script may still have run late and taken locks under our token: release them (compare
@@ -243,4 +245,15 @@ export class LockWait {
     if (answered === undefined) return waiting;
     return waiting.filter((item) => !answered.has(item) && !item.flight.abandoned);
   }
+}
+
+/**
+ * Per item, whether it is a background refresh (it serves the entry it finds under another
+ * process's lock instead of waiting: see FillLock.acquire), or undefined when none is.
+ */
+function refreshFlags(items: readonly Item[]): boolean[] | undefined {
+  let flags: boolean[] | undefined;
+  for (let i = 0; i < items.length; i++)
+    if (items[i]!.flight.background) (flags ??= new Array<boolean>(items.length).fill(false))[i] = true;
+  return flags;
 }

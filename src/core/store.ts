@@ -69,8 +69,18 @@ export interface ReadAttempts {
  * A store without one (memory) relies on the registry's in-process single-flight alone.
  */
 export interface FillLock {
-  /** Tries the locks of all `keys` in one round trip and re-reads their entries. */
-  acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]>;
+  /**
+   * Tries the locks of all `keys` in one round trip and re-reads their entries. `refreshing[i]`:
+   * key i is a background refresh, which does not wait on another process's lock when an entry is
+   * there (it keeps serving it): a lock that tells its holders who waits registers such a key's
+   * caller only when it finds no entry, so the holder's write sends it nothing (redisStore).
+   */
+  acquire(
+    keys: readonly string[],
+    token: string,
+    ttlMs: number,
+    refreshing?: readonly boolean[],
+  ): Promise<LockAttempt[]>;
   /**
    * Fenced write: writes each entry only if `token` still holds its key's lock, then releases
    * the lock. Returns per write whether it landed. A filler whose lock expired, or whose lock

@@ -67,9 +67,9 @@ export function tracedStore<S extends Store>(store: S, options?: TracingOptions)
 
 function tracedLock(lock: FillLock, tracer: Tracer, store: string): FillLock {
   return {
-    acquire: (keys, token, ttlMs) =>
+    acquire: (keys, token, ttlMs, refreshing) =>
       tracedCall(tracer, 'lock.acquire', { 'herdcache.store': store, 'herdcache.keys': keys.length }, () =>
-        lock.acquire(keys, token, ttlMs),
+        lock.acquire(keys, token, ttlMs, refreshing),
       ),
     writeAndRelease: (writes, token) =>
       tracedCall(tracer, 'lock.writeAndRelease', { 'herdcache.store': store, 'herdcache.keys': writes.length }, () =>

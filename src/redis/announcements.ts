@@ -16,9 +16,12 @@
  * after the write. Otherwise (a release, a large
  * value, an outdated one, a writer of an earlier version) the woken waiter tries the lock again at
  * once, and that one script call reads the value (the lock's re-check). Either way the bytes are
- * those the re-read would have fetched. (A
- * replica that meets the lock while refreshing in the background, serving the stale value, registers
- * too: the script cannot tell. It gets its one message, unheeded.)
+ * those the re-read would have fetched. A
+ * background refresh that meets the lock with the stale value there keeps serving it and is not
+ * registered (the attempt says which keys are refreshes): it waits for nothing, so nothing is sent
+ * to it. A key's marker holds at most 4 KiB of ids (some 290 processes): further processes are not
+ * registered and learn of the write by their poll, so a key the whole of a large fleet waits on
+ * costs a bounded marker and a bounded number of messages per write.
  *
  * Why a channel per process, not per key: a per-key channel would need a SUBSCRIBE and an
  * UNSUBSCRIBE per wait, on another connection than the lock attempt (so its confirmation races

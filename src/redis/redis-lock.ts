@@ -85,7 +85,12 @@ export class RedisFillLock implements FillLock {
     return this.#ledger.pending;
   }
 
-  async acquire(keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
+  async acquire(
+    keys: readonly string[],
+    token: string,
+    ttlMs: number,
+    refreshing?: readonly boolean[],
+  ): Promise<LockAttempt[]> {
     const n = keys.length;
     if (n === 0) return [];
     this.flushWrites();
@@ -99,11 +104,13 @@ export class RedisFillLock implements FillLock {
     // Keys found held register this store as their waiter, in this same call: only then do their
     // holders' writes send a message, and only to the stores registered (announcements.ts).
     const waiter = this.#waiterId();
+    // A background refresh that finds a value under another lock serves it: registered only if none.
     const send = (indices: number[] | null): Promise<(number | Raw)[]> => {
       const pairs = withLockKeys(valueKeys, indices);
+      const flags = refreshFlags(refreshing, indices, waiter);
       return binary
-        ? scripts.herdcacheLockAcquire3Buffer(pairs.length, pairs, token, px, waiter)
-        : scripts.herdcacheLockAcquire3(pairs.length, pairs, token, px, waiter);
+        ? scripts.herdcacheLockAcquire3Buffer(pairs.length, pairs, token, px, waiter, flags)
+        : scripts.herdcacheLockAcquire3(pairs.length, pairs, token, px, waiter, flags);
     };
     // A failed group's keys have no attempt (undefined): the registry fills them without the lock.
     return link.call(
@@ -295,6 +302,23 @@ export class RedisFillLock implements FillLock {
       if (reply[2 * j] === 1) won.push(keys[indices === null ? j : indices[j]!]!);
     if (won.length > 0) this.release(won, token).catch(noop);
   }
+}
+
+/**
+ * ACQUIRE's per-key refresh flags ('1' a background refresh, '0' not: scripts.ts) for the keys of
+ * one call (`indices`, null: all), or '' when none is or nothing registers anyway.
+ */
+function refreshFlags(refreshing: readonly boolean[] | undefined, indices: number[] | null, waiter: string): string {
+  if (refreshing === undefined || waiter === '') return '';
+  const n = indices === null ? refreshing.length : indices.length;
+  let flags = '';
+  let any = false;
+  for (let j = 0; j < n; j++) {
+    const flag = refreshing[indices === null ? j : indices[j]!] === true;
+    any ||= flag;
+    flags += flag ? '1' : '0';
+  }
+  return any ? flags : '';
 }
 
 /** The call was not sent because the client was not connected (in a Cluster: for some slot groups at least). */

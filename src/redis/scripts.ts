@@ -12,6 +12,9 @@ import type { Cluster, Redis } from 'ioredis';
 import { ANNOUNCED_BYTES_PER_CALL, ANNOUNCED_VALUE_MAX, VALUE_READER } from './fill-channels';
 import { WAITERS_SUFFIX } from './keys';
 
+/** Most bytes of waiter ids a key's marker holds (see WAITERS): some 290 processes of 13-byte ids. */
+export const WAITERS_MAX_BYTES = 4096;
+
 /**
  * GET that reads a key of another type (something foreign under our prefix) as missing, as MGET
  * does, instead of aborting the whole script with WRONGTYPE halfway through a batch.
@@ -31,6 +34,10 @@ end`;
  * still waiting on a later lock registers again on its next attempt (every attempt does). Plain
  * GET and SET, the commands the store already runs: no set type, no command more for an ACL.
  * Not among the script's KEYS: derived from the value key, like the lock's announcement.
+ * Bounded: at most WAITERS_MAX_BYTES of ids (some 290 processes). A process that finds it full is
+ * not added: it learns of the write by its poll (each poll re-reads), as a process without a
+ * subscriber does. Without the bound a key a whole large fleet waits on would cost every attempt a
+ * scan and a rewrite of a marker growing with the fleet, and every write one message per process.
  */
 const WAITERS = `
 local function wait_on(key, id, pttl)
@@ -39,7 +46,11 @@ local function wait_on(key, id, pttl)
   local ids = get(marker)
   if not ids then
     ids = id
-  elseif not string.find(' ' .. ids .. ' ', ' ' .. id .. ' ', 1, true) then
+  elseif string.find(' ' .. ids .. ' ', ' ' .. id .. ' ', 1, true) then
+    return
+  elseif #ids + 1 + #id > ${WAITERS_MAX_BYTES} then
+    return
+  else
     ids = ids .. ' ' .. id
   end
   redis.call('SET', marker, ids, 'PX', pttl)
@@ -111,11 +122,16 @@ local function try_lock(key, lock, token, px, waiter)
 end`;
 
 /**
- * ARGV: token, lock ttl (ms), waiter id ('' : none). Returns, per key, `won` (1, or for a key held
+ * ARGV: token, lock ttl (ms), waiter id ('' : none), and optionally per key a '1' or '0' (char n for
+ * the nth key; absent: all '0'): '1' for a background refresh, which does not wait on a key held by
+ * another lock when it finds a value there (it keeps serving that value: the other lock refreshes
+ * it), so it is registered as a waiter only when the key has no value. A caller of an earlier
+ * version passes no flags and gets what it always got.
+ * Returns, per key, `won` (1, or for a key held
  * by another lock its holder's token, else 0) then the raw value or nil. The holder's token lets a
  * waiter tell the announcement of that lock's write from a late one of an earlier lock (see ANNOUNCE).
- * The value is read after the lock is tried: that read is the re-check that stops a replica from
- * filling a key another replica wrote between this replica's MGET and its lock.
+ * The value is read in the same atomic call as the lock is tried: that read is the re-check that
+ * stops a replica from filling a key another replica wrote between this replica's MGET and its lock.
  * Re-entrant for the same token: a retry after a timed-out acquire (which may have run on the
  * server) wins its own lock instead of waiting out the lock ttl behind itself. A lock key found
  * without expiry is taken over: herdcache sets a PX on every lock it takes (SET NX PX, PEXPIRE),
@@ -129,9 +145,13 @@ ${SAFE_GET}
 ${WAITERS}
 ${TRY_LOCK}
 local out = {}
+local refreshing = ARGV[4] or ''
 for i = 1, #KEYS, 2 do
-  out[i] = try_lock(KEYS[i], KEYS[i + 1], ARGV[1], ARGV[2], ARGV[3])
-  out[i + 1] = get(KEYS[i])
+  local value = get(KEYS[i])
+  local waiter = ARGV[3]
+  if value and string.byte(refreshing, (i + 1) / 2) == 49 then waiter = '' end
+  out[i] = try_lock(KEYS[i], KEYS[i + 1], ARGV[1], ARGV[2], waiter)
+  out[i + 1] = value
 end
 return out
 `;

@@ -172,7 +172,7 @@ class TieredStoreImpl implements TieredStore {
     this.#now = now;
     const inner = l2.lock;
     this.lock = {
-      acquire: (keys, token, ttlMs) => this.#acquire(inner, keys, token, ttlMs),
+      acquire: (keys, token, ttlMs, refreshing) => this.#acquire(inner, keys, token, ttlMs, refreshing),
       writeAndRelease: (writes, token) => this.#writeAndRelease(inner, writes, token),
       release: (keys, token) => inner.release(keys, token),
       // The L2's fill announcements, when it has a subscriber: waiters are woken through the tier.
@@ -306,11 +306,17 @@ class TieredStoreImpl implements TieredStore {
     await this.#replicas.publish({ op: 'clear' });
   }
 
-  async #acquire(inner: FillLock, keys: readonly string[], token: string, ttlMs: number): Promise<LockAttempt[]> {
+  async #acquire(
+    inner: FillLock,
+    keys: readonly string[],
+    token: string,
+    ttlMs: number,
+    refreshing: readonly boolean[] | undefined,
+  ): Promise<LockAttempt[]> {
     const window = this.#l1.open(this.#now());
     let attempts: LockAttempt[];
     try {
-      attempts = await inner.acquire(keys, token, ttlMs);
+      attempts = await inner.acquire(keys, token, ttlMs, refreshing);
     } catch (error) {
       this.#l1.discard(window);
       throw error;
