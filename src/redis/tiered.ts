@@ -34,6 +34,7 @@ import { checkSubscriber } from './announcements';
 import { L1Copies, type Candidate } from './tiered-l1';
 import { Replicas } from './tiered-replicas';
 import type { DeleteOptions, FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from '../core/store';
+import { readOrAcquire } from './tiered-lock';
 
 export interface TieredStoreOptions {
   /** The shared tier: a redisStore. Its client also publishes the invalidation messages. */
@@ -175,6 +176,11 @@ class TieredStoreImpl implements TieredStore {
       acquire: (keys, token, ttlMs, refreshing) => this.#acquire(inner, keys, token, ttlMs, refreshing),
       writeAndRelease: (writes, token) => this.#writeAndRelease(inner, writes, token),
       release: (keys, token) => inner.release(keys, token),
+      // The pipeline's read that also tries the locks of keys missing from both tiers: one L2 call.
+      readOrAcquire:
+        inner.readOrAcquire === undefined
+          ? undefined
+          : (keys, lockable, token, ttlMs) => readOrAcquire(this.#l1, inner, keys, lockable, token, ttlMs, this.#now()),
       // The L2's fill announcements, when it has a subscriber: waiters are woken through the tier.
       watch: inner.watch,
     };
