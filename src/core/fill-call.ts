@@ -3,7 +3,7 @@
  * makes it: failures become per-key Failures (never a rejection), and the call is shown to the
  * wrapFill hook (tracing) without the hook being able to change or break it.
  */
-import type { FillSignal } from './fill-run';
+import { FillRun, type FillSignal } from './fill-run';
 import { Failure, asError } from './flight';
 import type { Item, LockOutcome, Source } from './item';
 import type { BatchContext, CacheHooks, Fill, FillContext, FillInfo } from './types';
@@ -96,6 +96,13 @@ export class RunBatchContext implements BatchContext {
 
   get signal(): AbortSignal {
     return this.#run.signal;
+  }
+
+  /** Whether `context` is a fill's context whose run was abandoned (see FillRun.abandoned). */
+  static abandoned(context: unknown): boolean {
+    if (!(context instanceof RunBatchContext)) return false;
+    const run = context.#run;
+    return run instanceof FillRun && run.abandoned;
   }
 }
 

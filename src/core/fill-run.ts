@@ -34,6 +34,11 @@ export class FillRun implements FillSignal {
     return controller.signal;
   }
 
+  /** Whether every flight it computes was abandoned (read without making the signal). */
+  get abandoned(): boolean {
+    return this.#live === 0;
+  }
+
   release(reason: unknown): void {
     if (--this.#live !== 0) return;
     if (this.#controller !== undefined) this.#controller.abort(reason);

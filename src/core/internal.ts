@@ -9,6 +9,7 @@ import type { MemoKey } from './memo';
 import { NO_ARG, type Computation } from './registry';
 import { NO_ANSWER, type RequestScope } from './scope';
 import type { GetOrComputeOptions } from './types';
+import { RunBatchContext } from './fill-call';
 
 export { MemoKey } from './memo';
 export type { Computation } from './registry';
@@ -24,6 +25,11 @@ export function computationOf(cache: Cache, options: Omit<GetOrComputeOptions, '
 /** Throws E_UNSUPPORTED naming `option` unless the cache's store can invalidate tags. */
 export function checkTagsSupported(cache: Cache, option: string): void {
   cache._checkTagsSupported(option);
+}
+
+/** Whether the fill given `context` (its first argument) was abandoned: invalidated, cleared, left by all. */
+export function fillAbandoned(context: unknown): boolean {
+  return RunBatchContext.abandoned(context);
 }
 
 /** The registry clock's time. */

@@ -29,7 +29,7 @@ import { SIZE_SLOT, giveSize, valueSize } from '../core/sizes';
 import type { Sink } from '../core/metrics';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
-import { type Computation, checkTagsSupported, computationOf, nowOf } from '../core/internal';
+import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
 import { canonicalArgs, identityString } from './keys';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, operationOf } from './request';
@@ -162,8 +162,10 @@ export class ResponseEngine {
     // request was answered (a stale response served, its background refresh now due), and a second
     // call (the flight was abandoned by an invalidation while this request executed, and its load
     // re-contended: this request's result predates the invalidation and is not to be handed over).
-    const fill = (): Promise<LateTagged<StoredResponse> | undefined> => {
+    let run: unknown;
+    const fill = (given?: unknown): Promise<LateTagged<StoredResponse> | undefined> => {
       if (++fills > 1 || answered) return this.#executeApart(plan, executeApart);
+      run = given;
       settleFirst(STARTED);
       return result;
     };
@@ -188,8 +190,9 @@ export class ResponseEngine {
         const stored = this.#toStored(plan, executed, final, operationOf(plan.request.context)?.tagsSeen);
         const shared = typeof stored === 'string' ? undefined : stored;
         release(shared);
-        // Invalidated while it ran: not written; the re-execution answers the waiters, not this request.
-        if (fills > 1) return Promise.resolve('invalidated');
+        // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
+        // (it may not have started: with a store's fill lock, it waits for this execution's lock).
+        if (fills > 1 || fillAbandoned(run)) return Promise.resolve('invalidated');
         const completion: Completion = shared === undefined ? (stored as Completion) : 'stored';
         return loaded.then(
           () => completion,
