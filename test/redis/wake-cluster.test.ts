@@ -77,10 +77,10 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
     batch: async (batch) => batch.map((key) => `${key}-by-waiter`),
   });
   const waited = waiterLoader.loadMany(keys);
-  expect(await eventually(() => waiter.metrics().total.lockContended >= keys.length, 5000, 2)).toBe(true);
+  expect(await eventually(() => waiter.metrics().total.lockContended >= keys.length, 15_000, 2)).toBe(true);
   // The shard channels of the five slots are subscribed on first wait; their confirmations wake the
   // waiter once (a re-check), after which it waits again, now hearing every slot.
-  expect(await eventually(() => waiterStore.waitStats().channels === keys.length, 5000, 2)).toBe(true);
+  expect(await eventually(() => waiterStore.waitStats().channels === keys.length, 15_000, 2)).toBe(true);
   // A bystander subscribed to the same slots (it watched the same keys once) but not waiting now.
   const bystanderSubscriber = client.duplicate([], { shardedSubscribers: true });
   subscribers.push(bystanderSubscriber);
