@@ -40,6 +40,8 @@ export interface WorkerReport {
 
 /** Warm-up bursts per trial, before the measured one (see prepare). */
 const WARM_ROUNDS = 5;
+/** Warm-up bursts on keys shared by the replicas, after those (see prepare). */
+const SHARED_WARM_ROUNDS = 3;
 
 /** Wall-clock epoch milliseconds with performance.now()'s resolution, comparable across processes. */
 function epochNow(): number {
@@ -111,6 +113,15 @@ async function main(): Promise<void> {
       // interpreted), after 5 rounds of 1,000 0.3-0.7 ms (a long-running server's steady state).
       for (let round = 0; round < WARM_ROUNDS; round++) {
         await burst(task.loads, () => contender.request()(`warm-${process.pid}-${round}`));
+      }
+      // Then rounds on cold keys shared by the replicas (the same names in every process), fired as
+      // each replica gets there: the measured burst's other paths run too (a replica waiting on
+      // another's fill lock and woken by its write, a read of a value another replica just wrote),
+      // which no key of its own reaches. Without them the first trial measured those paths cold
+      // (first-use compilation): in 4 runs of row 2 the first trial's wake was the slowest of its
+      // three every time (6.3-27 ms on a loaded 2-core machine); with them, in 1 run of 4.
+      for (let round = 0; round < SHARED_WARM_ROUNDS; round++) {
+        await burst(task.loads, () => contender.request()(`warm-shared-${round}`));
       }
       db.reset();
       prepared = { task, db, contender };

@@ -131,7 +131,7 @@ export async function replicas(o: ReplicasOptions): Promise<Row> {
       cells,
       ratio: `fills ${mean(herd.mean)} vs ${mean(b.mean)} per stampede (${best})<br>p99 ${ratio(herd.p99 / b.p99)}<br>p99 ${ratio(herd.p99 / acd.p99)} async-cache-dedupe (target ≤ 1.25×)<br>write → last waiter ${ms(Math.max(...herd.wake))} (target ≤ 5 ms)`,
       notes: [
-        `${o.replicas} child processes; per system ${o.trials} trials, each on a fresh key: every replica builds the system and warms it with 5 bursts of cold keys of its own (JIT steady state), then all fire their burst at the same wall-clock instant. Latencies merged over replicas and trials.`,
+        `${o.replicas} child processes; per system ${o.trials} trials, each on a fresh key: every replica builds the system and warms it with 5 bursts of cold keys of its own, then 3 of cold keys shared by the replicas (JIT steady state, the wait for another replica's fill included), then all fire their burst at the same wall-clock instant. Latencies merged over replicas and trials.`,
         ...[...outcomes.values()].map((x) => `${x.label}: ${cell(x)}`),
         "herdcache: redisStore({ client }) as in the README, with its fill lock and the subscriber connection it opens per replica: replicas that lose the lock wait for the holder's announcement of its write (pub/sub), which carries a small value (else they read it in one round trip); polling (50 ms, doubling) is only the fallback.",
         `herdcache, from the fill's return (its write issued) to the last load answered fleet-wide, per trial: ${herd.wake.map((x) => ms(x)).join(' / ')} (target ≤ 5 ms).`,
