@@ -22,6 +22,7 @@ import {
   REQUEST_OPTIONS,
   type Policy,
   checkGetOrComputeKeys,
+  onlyGetOrComputeKeys,
   checkKnownKeys,
   checkPositiveInteger,
   givenOr,
@@ -142,16 +143,40 @@ export class Cache implements Registry {
   getOrCompute<V>(key: string, fill: Fill<V>, options?: GetOrComputeOptions): Promise<V> {
     // The common call (no options) skips option resolution: the hit path stays a lookup.
     // (A key starting with U+0000 is in herdcache's own namespaces: refused below, see ./namespaces.)
-    if (
-      options === undefined &&
-      typeof key === 'string' &&
-      key.length > 0 &&
-      !isNamespacedKey(key) &&
-      typeof fill === 'function'
-    ) {
-      return this._load<V>(this.#sources.getOrCompute, key, fill, this.#policy, undefined, undefined);
+    if (typeof key === 'string' && key.length > 0 && !isNamespacedKey(key) && typeof fill === 'function') {
+      if (options === undefined)
+        return this._load<V>(this.#sources.getOrCompute, key, fill, this.#policy, undefined, undefined);
+      // Options holding the values of the last resolution (a new `{ ttl }` per call, most often):
+      // that resolution, with nothing resolved or allocated again.
+      const recent = this.#reusable(options);
+      if (recent !== undefined) return this._load<V>(recent.source, key, fill, recent.policy, undefined, undefined);
     }
     return this._getOrCompute(key, fill, options, undefined);
+  }
+
+  /**
+   * The last resolution (#recent) when `options` holds exactly its values, no signal, no tags and
+   * only known names; else undefined (the full path then resolves them, or refuses them). Every
+   * value is read and compared on every call: a mutated options object never gets a stale policy.
+   */
+  #reusable(options: GetOrComputeOptions): Computation | undefined {
+    const recent = this.#recent;
+    if (
+      recent === undefined ||
+      typeof options !== 'object' ||
+      options === null ||
+      options.ttl !== recent.ttl ||
+      options.swr !== recent.swr ||
+      options.jitter !== recent.jitter ||
+      options.lock !== recent.lock ||
+      options.earlyRefresh !== recent.earlyRefresh ||
+      options.label !== recent.label ||
+      options.signal !== undefined ||
+      options.tags !== undefined ||
+      !onlyGetOrComputeKeys(options)
+    )
+      return undefined;
+    return recent.computation;
   }
 
   /** @internal getOrCompute on behalf of a request scope. */

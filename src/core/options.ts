@@ -223,6 +223,12 @@ export function checkGetOrComputeKeys(where: string, options: object): void {
   }
 }
 
+/** Whether every name of `options` is a getOrCompute option (checkGetOrComputeKeys, without the error). */
+export function onlyGetOrComputeKeys(options: object): boolean {
+  for (const name in options) if (!isGetOrComputeOption(name)) return false;
+  return true;
+}
+
 function isGetOrComputeOption(name: string): boolean {
   // Typed cases: the compiler refuses a label that is not an option name.
   switch (name as keyof Required<GetOrComputeOptions>) {
