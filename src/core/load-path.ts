@@ -90,7 +90,18 @@ export class LoadPath {
     if (!this.#syncReads || policy.ttl === 0) return undefined;
     const entry = this.#peeks ? this.#store.peekSync!(key) : this.#store.getSync!(key);
     if (entry === undefined) return undefined;
-    return this.#answer(source, key, entry, arg, policy, sink, false);
+    // A fresh entry without an early refresh to draw: a hit. Kept this small so it inlines into
+    // the caller's hit path; every other case (and the clock reading it took) goes to #answer.
+    if (entry.servedUntil === undefined && policy.beta === 0) {
+      const freshUntil = entry.freshUntil;
+      const now = freshUntil === Infinity ? 0 : this.#clock.now();
+      if (now < freshUntil) {
+        this.#hit(source, key, sink);
+        return entry;
+      }
+      return this.#answer(source, key, entry, arg, policy, sink, false, now);
+    }
+    return this.#answer(source, key, entry, arg, policy, sink, false, undefined);
   }
 
   /**
@@ -105,6 +116,8 @@ export class LoadPath {
     policy: Policy,
     sink: Sink | undefined,
     counted: boolean,
+    /** The hit clock's reading when the caller took one already. */
+    read: number | undefined,
   ): Entry | undefined {
     const freshUntil = entry.freshUntil;
     const servedUntil = entry.servedUntil;
@@ -112,7 +125,7 @@ export class LoadPath {
       if (!counted) this.#hit(source, key, sink);
       return entry;
     }
-    const now = this.#clock.now();
+    const now = read ?? this.#clock.now();
     // A copy past what its store allows (peekSync): not there, a miss the store's async read answers.
     if (servedUntil !== undefined && !(now < servedUntil)) return undefined;
     if (now < freshUntil) {
@@ -148,7 +161,8 @@ export class LoadPath {
         : this.#peeks
           ? this.#store.peekSync!(key)
           : this.#store.getSync!(key);
-    const answer = entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true);
+    const answer =
+      entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true, undefined);
     if (answer !== undefined) return fulfilled(answer) as Promise<V>;
     return this.#miss<V>(source, key, arg, policy, signal, sink, true);
   }

@@ -76,7 +76,12 @@ export function digestKey(key: string): string {
 function endsLikeDigest(key: string, length: number): boolean {
   const at = length - TAIL;
   if (at < 0 || key.charCodeAt(at + 1) !== HASH || key.charCodeAt(at) !== ELLIPSIS) return false;
-  for (let i = at + 2; i < length; i++) {
+  return digestTail(key, at + 2, length);
+}
+
+/** Whether `key` is base64url from `from` to `length` (apart: the hit path inlines only the check above). */
+function digestTail(key: string, from: number, length: number): boolean {
+  for (let i = from; i < length; i++) {
     const c = key.charCodeAt(i);
     // A-Z a-z 0-9 - _
     if (!((c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45 || c === 95)) return false;
