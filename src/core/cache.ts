@@ -146,11 +146,20 @@ export class Cache implements Registry {
     if (typeof key === 'string' && key.length > 0 && !isNamespacedKey(key) && typeof fill === 'function') {
       if (options === undefined)
         return this._load<V>(this.#sources.getOrCompute, key, fill, this.#policy, undefined, undefined);
-      // Options holding the values of the last resolution (a new `{ ttl }` per call, most often):
-      // that resolution, with nothing resolved or allocated again.
-      const recent = this.#reusable(options);
-      if (recent !== undefined) return this._load<V>(recent.source, key, fill, recent.policy, undefined, undefined);
+      return this.#withOptions(key, fill, options);
     }
+    return this._getOrCompute(key, fill, options, undefined);
+  }
+
+  /**
+   * getOrCompute with options, for a valid key and fill. A method of its own, so getOrCompute stays
+   * small enough for the caller to inline the whole hit path of a call without options, and this
+   * one gets its own budget to inline that path too. Options holding the values of the last
+   * resolution (a new `{ ttl }` per call, most often) reuse it, with nothing resolved again.
+   */
+  #withOptions<V>(key: string, fill: Fill<V>, options: GetOrComputeOptions): Promise<V> {
+    const recent = this.#reusable(options);
+    if (recent !== undefined) return this._load<V>(recent.source, key, fill, recent.policy, undefined, undefined);
     return this._getOrCompute(key, fill, options, undefined);
   }
 
