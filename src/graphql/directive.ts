@@ -27,10 +27,10 @@ import { MemoKey, checkTagsSupported, computationOf } from '../core/internal';
 import { MEMO_KEY_MAX } from '../core/long-keys';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
-import { answerKeyed, settleList } from './cached-call';
+import { answerField } from './cached-call';
 import { entitySite, planEntity } from './entities';
 import { cachedFieldHint, restrictCacheHint } from './hints';
-import { failedIn, sharedFailureFor } from './failures';
+import { sharedFailureFor } from './failures';
 import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
 import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy } from './policy';
@@ -343,24 +343,10 @@ function cachedResolver(
     if (call.policy.tags !== undefined) operationOf(context)?.noteTags(call.policy.tags);
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
-    if (!guardFailures)
-      return answerKeyed(cache, call, key, context, () => settleList(resolve(parent, args, context, info)), memoKey);
+    if (!guardFailures) return answerField(cache, call, key, memoKey, resolve, parent, args, context, info, undefined);
     // Its failure need not: the error was built for the leader's request (its user, its
     // authorization), so callers of other sessions get a generic error instead (./failures).
-    const answer = answerKeyed(
-      cache,
-      call,
-      key,
-      context,
-      async () => {
-        try {
-          return await settleList(resolve(parent, args, context, info));
-        } catch (thrown) {
-          throw failedIn(thrown, sessionOf(context));
-        }
-      },
-      memoKey,
-    );
+    const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, sessionOf);
     if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
     return answer.then(undefined, (error: unknown) => {
       throw sharedFailureFor(error, coordinate, sessionOf(context));
