@@ -22,7 +22,9 @@ import {
   REQUEST_OPTIONS,
   type Policy,
   checkGetOrComputeKeys,
-  onlyGetOrComputeKeys,
+  type Resolved,
+  holdsValues,
+  reusable,
   checkKnownKeys,
   checkPositiveInteger,
   givenOr,
@@ -65,7 +67,7 @@ export class Cache implements Registry {
   readonly #sources = new Sources(this.#counters);
   readonly #loads: LoadPath;
   /** The last getOrCompute options resolved, by value (see #computationOf). */
-  #recent: (Omit<GetOrComputeOptions, 'signal' | 'tags'> & { readonly computation: Computation }) | undefined;
+  #recent: Resolved<Computation> | undefined;
   /** Every store call goes through it: a failing store is counted, never fails a call. */
   readonly #storeCalls: StoreCalls;
   /** invalidate, invalidateTags, clear, prime: what abandons fills in flight. */
@@ -158,34 +160,9 @@ export class Cache implements Registry {
    * resolution (a new `{ ttl }` per call, most often) reuse it, with nothing resolved again.
    */
   #withOptions<V>(key: string, fill: Fill<V>, options: GetOrComputeOptions): Promise<V> {
-    const recent = this.#reusable(options);
+    const recent = reusable(options, this.#recent);
     if (recent !== undefined) return this._load<V>(recent.source, key, fill, recent.policy, undefined, undefined);
     return this._getOrCompute(key, fill, options, undefined);
-  }
-
-  /**
-   * The last resolution (#recent) when `options` holds exactly its values, no signal, no tags and
-   * only known names; else undefined (the full path then resolves them, or refuses them). Every
-   * value is read and compared on every call: a mutated options object never gets a stale policy.
-   */
-  #reusable(options: GetOrComputeOptions): Computation | undefined {
-    const recent = this.#recent;
-    if (
-      recent === undefined ||
-      typeof options !== 'object' ||
-      options === null ||
-      options.ttl !== recent.ttl ||
-      options.swr !== recent.swr ||
-      options.jitter !== recent.jitter ||
-      options.lock !== recent.lock ||
-      options.earlyRefresh !== recent.earlyRefresh ||
-      options.label !== recent.label ||
-      options.signal !== undefined ||
-      options.tags !== undefined ||
-      !onlyGetOrComputeKeys(options)
-    )
-      return undefined;
-    return recent.computation;
   }
 
   /** @internal getOrCompute on behalf of a request scope. */
@@ -226,19 +203,9 @@ export class Cache implements Registry {
    */
   #computationOf(options: GetOrComputeOptions): Computation {
     if (options.tags !== undefined) return this._computation(options);
-    const { ttl, swr, jitter, lock, earlyRefresh, label } = options;
     const recent = this.#recent;
-    if (
-      recent !== undefined &&
-      recent.ttl === ttl &&
-      recent.swr === swr &&
-      recent.jitter === jitter &&
-      recent.lock === lock &&
-      recent.earlyRefresh === earlyRefresh &&
-      recent.label === label
-    ) {
-      return recent.computation;
-    }
+    if (recent !== undefined && holdsValues(options, recent)) return recent.computation;
+    const { ttl, swr, jitter, lock, earlyRefresh, label } = options;
     const given = { ttl, swr, jitter, lock, earlyRefresh, label };
     const computation = this._computation(given);
     this.#recent = { ...given, computation };

@@ -13,7 +13,7 @@ import type { Item, Source } from './item';
 import { FillPipeline, type PipelineHost } from './pipeline';
 import { NO_ARG } from './registry';
 import type { Store } from './store';
-import { afterPromiseJobs, scheduleOnce } from './tick';
+import { DispatchQueue } from './tick';
 import { tagsFor } from './validity';
 
 export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
@@ -42,10 +42,8 @@ export class LoadPath {
   readonly #flights: FlightTable;
   readonly #observers: Observers;
   readonly #maxRefreshes: number;
-  /** Items queued for the next dispatch, from every source on the default schedule. */
-  #queued: Item[] = [];
-  /** Items of sources with their own batchScheduleFn, each waiting for its own dispatch. */
-  readonly #windows = new Map<Source, Item[]>();
+  /** Items waiting for their dispatch into the pipeline. */
+  readonly #queue: DispatchQueue<Source, Item>;
   #refreshing = 0;
 
   constructor(options: LoadPathOptions) {
@@ -64,6 +62,7 @@ export class LoadPath {
       settled: (item, counter, tally) => this.settled(item, counter, tally),
       refresh: (source, key, arg, policy, replacing) => this.refresh(source, key, arg, policy, replacing),
     });
+    this.#queue = new DispatchQueue((items) => void this.#pipeline.dispatch(items));
   }
 
   /**
@@ -206,7 +205,7 @@ export class LoadPath {
       flight = this.#flights.start(key, false, tags);
       if (policy.lateTags === true) flight.lateTags = true;
       const item: Item = { source, key, flight, arg, policy, sink, tags, counted };
-      this.#enqueue(item);
+      this.#queue.enqueue(item);
       // The starter shares (or owns) first: its retry is made of its Item (no closure per key).
       if (signal === undefined)
         return (own ? flight.own(this.#retryItem, item) : flight.share(this.#retryItem, item)) as Promise<V>;
@@ -254,7 +253,7 @@ export class LoadPath {
       return rejected(error);
     }
     const flight = new Flight<V>(key, false, tags); // in no table: nobody joins it, no invalidation reaches it
-    this.#enqueue({ source, key, flight: flight as Flight, arg, policy, sink, tags, counted: false });
+    this.#queue.enqueue({ source, key, flight: flight as Flight, arg, policy, sink, tags, counted: false });
     // Only its caller leaving abandons it; a retry cannot happen, but would load alone again.
     const again = () => this.loadAlone<V>(source, key, arg, policy, signal, sink);
     if (signal === undefined) return flight.share(again, undefined);
@@ -300,7 +299,7 @@ export class LoadPath {
       this.#refreshing--;
     };
     flight.promise.then(done, done);
-    this.#enqueue({
+    this.#queue.enqueue({
       source,
       key,
       flight,
@@ -312,34 +311,6 @@ export class LoadPath {
       counted: true,
     });
   }
-
-  #enqueue(item: Item): void {
-    const schedule = item.source.schedule;
-    if (schedule !== undefined) {
-      // The source's own window (batchScheduleFn): its keys leave together when it says so.
-      const source = item.source;
-      const window = this.#windows.get(source);
-      if (window !== undefined) {
-        window.push(item);
-        return;
-      }
-      const items: Item[] = [item]; // queued before scheduling: a scheduler may call back at once
-      this.#windows.set(source, items);
-      scheduleOnce(schedule, () => {
-        if (this.#windows.get(source) === items) this.#windows.delete(source);
-        void this.#pipeline.dispatch(items);
-      });
-      return;
-    }
-    this.#queued.push(item);
-    if (this.#queued.length === 1) afterPromiseJobs(this.#dispatchQueued);
-  }
-
-  readonly #dispatchQueued = (): void => {
-    const queued = this.#queued;
-    this.#queued = [];
-    void this.#pipeline.dispatch(queued);
-  };
 
   /**
    * Counts a caller joining `flight`: by its outcome when known, else noted on the flight and

@@ -224,9 +224,46 @@ export function checkGetOrComputeKeys(where: string, options: object): void {
 }
 
 /** Whether every name of `options` is a getOrCompute option (checkGetOrComputeKeys, without the error). */
-export function onlyGetOrComputeKeys(options: object): boolean {
+function onlyGetOrComputeKeys(options: object): boolean {
   for (const name in options) if (!isGetOrComputeOption(name)) return false;
   return true;
+}
+
+/** A getOrCompute call's option values (its tags are resolved on every call) and what they resolved to. */
+export type Resolved<T> = Omit<GetOrComputeOptions, 'signal' | 'tags'> & { readonly computation: T };
+
+/**
+ * Whether `options` holds the values `resolved` was made from: compared one by one on every call,
+ * so a mutated or new options object never gets a stale resolution.
+ */
+export function holdsValues(options: GetOrComputeOptions, resolved: Resolved<unknown>): boolean {
+  return (
+    options.ttl === resolved.ttl &&
+    options.swr === resolved.swr &&
+    options.jitter === resolved.jitter &&
+    options.lock === resolved.lock &&
+    options.earlyRefresh === resolved.earlyRefresh &&
+    options.label === resolved.label
+  );
+}
+
+/**
+ * `resolved`'s computation when a call's `options` (checked in nothing yet) may reuse it as they
+ * are: its values, no signal, no tags, and only getOrCompute's names; else undefined (the full path
+ * then resolves them, or refuses them). Allocation-free.
+ */
+export function reusable<T>(options: GetOrComputeOptions, resolved: Resolved<T> | undefined): T | undefined {
+  if (
+    resolved === undefined ||
+    typeof options !== 'object' ||
+    options === null ||
+    !holdsValues(options, resolved) ||
+    options.signal !== undefined ||
+    options.tags !== undefined ||
+    !onlyGetOrComputeKeys(options)
+  )
+    return undefined;
+  return resolved.computation;
 }
 
 function isGetOrComputeOption(name: string): boolean {

@@ -44,3 +44,47 @@ export function scheduleOnce(schedule: BatchScheduleFn, dispatch: () => void): v
     afterPromiseJobs(once);
   }
 }
+
+/**
+ * Items waiting for their batch to leave: those of sources on the default schedule all together at
+ * the default moment, those of a source with its own batchScheduleFn when its window says so.
+ */
+export class DispatchQueue<S extends { readonly schedule?: BatchScheduleFn }, T extends { readonly source: S }> {
+  /** Items queued for the next dispatch, from every source on the default schedule. */
+  #queued: T[] = [];
+  /** Items of sources with their own batchScheduleFn, each waiting for its own dispatch. */
+  readonly #windows = new Map<S, T[]>();
+  readonly #dispatch: (items: T[]) => void;
+
+  constructor(dispatch: (items: T[]) => void) {
+    this.#dispatch = dispatch;
+  }
+
+  enqueue(item: T): void {
+    const schedule = item.source.schedule;
+    if (schedule !== undefined) {
+      // The source's own window (batchScheduleFn): its keys leave together when it says so.
+      const source = item.source;
+      const window = this.#windows.get(source);
+      if (window !== undefined) {
+        window.push(item);
+        return;
+      }
+      const items: T[] = [item]; // queued before scheduling: a scheduler may call back at once
+      this.#windows.set(source, items);
+      scheduleOnce(schedule, () => {
+        if (this.#windows.get(source) === items) this.#windows.delete(source);
+        this.#dispatch(items);
+      });
+      return;
+    }
+    this.#queued.push(item);
+    if (this.#queued.length === 1) afterPromiseJobs(this.#dispatchQueued);
+  }
+
+  readonly #dispatchQueued = (): void => {
+    const queued = this.#queued;
+    this.#queued = [];
+    this.#dispatch(queued);
+  };
+}
