@@ -32,6 +32,8 @@ function clock(item: Item): number {
 
 /** The tags an entry is written with when its fill returned LateTagged, and their versions. */
 interface LateTags {
+  /** The fill's result (told when it is served, not stored: see LateTagged.refused). */
+  readonly from: LateTagged;
   tags: readonly string[] | undefined;
   versions: readonly number[] | undefined;
 }
@@ -111,6 +113,7 @@ export class FillWrite {
         }
         const tagged = late?.[i];
         if (tagged !== undefined && tagged.versions?.some(Number.isNaN)) {
+          tagged.from.refused = true;
           if (token !== undefined) release.push(item.key);
           continue;
         }
@@ -186,7 +189,7 @@ export class FillWrite {
       if (result.distinct && (own === undefined || own.length === 0)) {
         // Each once already (the response layer's walk lists an entity once): no Set.
         if (fresh !== undefined) for (const tag of result.tags) fresh.add(tag);
-        out[i] = { tags: result.tags.length > 0 ? result.tags : undefined, versions: undefined };
+        out[i] = { from: result, tags: result.tags.length > 0 ? result.tags : undefined, versions: undefined };
         continue;
       }
       // Each tag once, the item's own first (a response's ~40 entity tags: one Set, no spread).
@@ -195,7 +198,7 @@ export class FillWrite {
       for (const tag of result.tags) unique.add(tag);
       const tags = [...unique];
       if (fresh !== undefined) for (let t = before; t < tags.length; t++) fresh.add(tags[t]!);
-      out[i] = { tags: tags.length > 0 ? tags : undefined, versions: undefined };
+      out[i] = { from: result, tags: tags.length > 0 ? tags : undefined, versions: undefined };
     }
     if (store.tagVersions === undefined || fresh === undefined || fresh.size === 0) return out;
     const unique = [...fresh];

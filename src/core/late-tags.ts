@@ -28,6 +28,12 @@ export class LateTagged<V = unknown> {
     /** The fill vouches that `tags` holds each tag once: the registry does not dedupe them again. */
     readonly distinct = false,
   ) {}
+
+  /**
+   * Set by the registry when it served the value without storing it because a late tag's version
+   * could not be vouched for (invalidated elsewhere while it was computed, or unreadable).
+   */
+  refused = false;
 }
 
 /** Whether the store tells a late-tagged fill of the invalidations made while it ran. */

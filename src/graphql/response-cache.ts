@@ -194,10 +194,9 @@ export class ResponseEngine {
         // (it may not have started: with a store's fill lock, it waits for this execution's lock).
         if (fills > 1 || fillAbandoned(run)) return Promise.resolve('invalidated');
         const completion: Completion = shared === undefined ? (stored as Completion) : 'stored';
-        return loaded.then(
-          () => completion,
-          () => completion,
-        );
+        // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
+        const settled = () => (shared?.refused === true ? 'invalidated' : completion);
+        return loaded.then(settled, settled);
       };
       return { outcome: 'miss', complete };
     }

@@ -57,25 +57,30 @@ it('two replicas on one Redis: a mutation on B while A executes the query: no re
       },
     });
     cachedDirectiveTransformer(schema, { cache });
-    const server = new ApolloServer({ schema, plugins: [herdcachePlugin({ cache, responseCache: true })] });
+    const server = new ApolloServer({
+      schema,
+      plugins: [herdcachePlugin({ cache, extensions: true, responseCache: true })],
+    });
     await server.start();
     return { cache, server };
   };
   const a = await replica();
   const b = await replica();
-  const query = async (server: ApolloServer, source: string) => {
+  const single = async (server: ApolloServer, source: string) => {
     const response = await server.executeOperation({ query: source }, { contextValue: {} });
-    return response.body.kind === 'single' ? (response.body.singleResult.data as any) : undefined;
+    return response.body.kind === 'single' ? response.body.singleResult : undefined;
   };
+  const query = async (server: ApolloServer, source: string) => (await single(server, source))?.data as any;
   try {
     gate = new Promise((resolve) => (open = resolve));
-    const during = query(a.server, '{ user(id: "1") { id name } }');
+    const during = single(a.server, '{ user(id: "1") { id name } }');
     while (reads === 0) await new Promise((resolve) => setTimeout(resolve, 1));
     gate = undefined;
     const written = await query(b.server, 'mutation { renameUser(id: "1", name: "new") { id name } }');
     expect(written.renameUser.name).toBe('new');
     open();
-    await during; // concurrent with the mutation: may be either
+    // Concurrent with the mutation: may be either; not stored, and told so.
+    expect((await during)?.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'invalidated' });
     // Asked after the mutation returned: on either replica, the new name.
     expect((await query(a.server, '{ user(id: "1") { id name } }')).user.name).toBe('new');
     expect((await query(b.server, '{ user(id: "1") { id name } }')).user.name).toBe('new');
