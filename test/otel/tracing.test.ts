@@ -168,24 +168,24 @@ describe('tracedStore: a span per store call', () => {
       const names = spans()
         .filter((span) => span.name !== 'resolver')
         .map((span) => span.name);
-      expect(names).toEqual([
-        'herdcache.store.getMany',
-        'herdcache.store.lock.acquire',
-        FILL_SPAN,
-        'herdcache.store.lock.writeAndRelease',
-      ]);
+      // A cold key: one call reads it and takes its lock (the store's readOrAcquire, kept by the proxy).
+      expect(names).toEqual(['herdcache.store.lock.readOrAcquire', FILL_SPAN, 'herdcache.store.lock.writeAndRelease']);
       for (const span of spans().filter((s) => s.name !== 'resolver')) expect(parentOf(span)).toBe(spanId);
-      expect(named('herdcache.store.getMany')[0]!.attributes).toEqual({
+      expect(named('herdcache.store.lock.readOrAcquire')[0]!.attributes).toEqual({
         'herdcache.store': 'redis',
         'herdcache.keys': 1,
       });
+      // The rest of the lock is the store's own: its watch (wake-ups) and its write batching.
+      expect(typeof store.lock.watch).toBe('function');
+      expect(typeof store.lock.sent).toBe('function');
       expect(named(FILL_SPAN)[0]!.attributes['herdcache.lock']).toBe('won');
       // Everything else the store has is still there.
       expect(store.breakerState).toBe('closed');
       expect(store.prefix).toMatch(/^hc-test:otel:/);
       exporter.reset();
       expect(await cache.getOrCompute('k', () => 'other')).toBe('v');
-      expect(spans().map((span) => span.name)).toEqual(['herdcache.store.getMany']);
+      // A warm read: one call (the pipeline's read goes through readOrAcquire; the store reads a present key as MGET).
+      expect(spans().map((span) => span.name)).toEqual(['herdcache.store.lock.readOrAcquire']);
     } finally {
       client.disconnect();
     }
