@@ -10,8 +10,8 @@
  * policy Apollo would have computed, runtime hints included, and the response layer stores it
  * only when that policy is what its key was made for. The user's schema is not changed.
  */
-import type { DocumentNode, GraphQLFieldResolver, GraphQLSchema } from 'graphql';
-import type { ExecutedResult, FinalPolicy } from '../graphql/response-types';
+import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
+import type { ExecutedResult, FinalPolicy, ResponseRequest } from '../graphql/response-types';
 
 /** The hook the copy's resolvers call: Apollo's cache-control plugin's willResolveField. */
 type WillResolveField = (field: {
@@ -38,11 +38,8 @@ interface CacheControlPlugin {
 
 const copies = new WeakMap<GraphQLSchema, Map<number, Promise<Instrumented>>>();
 
-export interface ApartOperation {
-  readonly schema: GraphQLSchema;
-  readonly document: DocumentNode;
-  readonly operationName: string | null | undefined;
-  readonly variables: Record<string, unknown> | null | undefined;
+/** The request's operation (its context aside: the run gets its own copy). */
+export interface ApartOperation extends Omit<ResponseRequest, 'context'> {
   /** The cache-control plugin's defaultMaxAge (the response layer's). */
   readonly defaultMaxAge: number;
 }
