@@ -5,13 +5,14 @@
  * has no `info.cacheControl`: a resolver's dynamic hint (`info.cacheControl.setCacheHint`, the
  * @cached directive's own) would be skipped and a PRIVATE answer stored as PUBLIC.
  *
- * So the operation runs on a copy of the schema (made once per schema) whose field resolvers
+ * So the operation runs on a copy of the schema (made once per schema: ./schema-copy) whose field resolvers
  * call Apollo's own cache-control plugin, as Apollo's pipeline does: the execution ends with the
  * policy Apollo would have computed, runtime hints included, and the response layer stores it
  * only when that policy is what its key was made for. The user's schema is not changed.
  */
 import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import type { ExecutedResult, FinalPolicy, ResponseRequest } from '../graphql/response-types';
+import { copySchema } from './schema-copy';
 
 /** The hook the copy's resolvers call: Apollo's cache-control plugin's willResolveField. */
 type WillResolveField = (field: {
@@ -82,8 +83,8 @@ function instrumented(schema: GraphQLSchema, defaultMaxAge: number): Promise<Ins
 async function instrument(original: GraphQLSchema, defaultMaxAge: number): Promise<Instrumented> {
   const graphql = await import('graphql');
   const { ApolloServerPluginCacheControl } = await import('@apollo/server/plugin/cacheControl');
-  // A copy with its own type and field objects (the same resolvers, directives and AST nodes).
-  const schema = graphql.lexicographicSortSchema(original);
+  // A copy with its own type and field objects, in the original's order (see ./schema-copy).
+  const schema = copySchema(graphql, original);
   for (const type of Object.values(schema.getTypeMap())) {
     if (!graphql.isObjectType(type) || type.name.startsWith('__')) continue;
     for (const field of Object.values(type.getFields())) {
