@@ -10,7 +10,7 @@
  * policy Apollo would have computed, runtime hints included, and the response layer stores it
  * only when that policy is what its key was made for. The user's schema is not changed.
  */
-import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
+import type { DocumentNode, GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import type { ExecutedResult, FinalPolicy, ResponseRequest } from '../graphql/response-types';
 import { copySchema } from './schema-copy';
 
@@ -37,66 +37,89 @@ interface CacheControlPlugin {
   }): Promise<{ executionDidStart?(): Promise<{ willResolveField?: WillResolveField } | void> } | void>;
 }
 
-const copies = new WeakMap<GraphQLSchema, Map<number, Promise<Instrumented>>>();
-
 /** The request's operation (its context aside: the run gets its own copy). */
-export interface ApartOperation extends Omit<ResponseRequest, 'context'> {
-  /** The cache-control plugin's defaultMaxAge (the response layer's). */
-  readonly defaultMaxAge: number;
+export type ApartOperation = Omit<ResponseRequest, 'context'>;
+
+/** What Apollo's own execution is given and a plugin cannot read: the server options of those names. */
+export interface ApartExecution {
+  readonly rootValue?: unknown;
+  readonly fieldResolver?: GraphQLFieldResolver<unknown, unknown> | undefined;
 }
 
-export async function executeApart(
-  operation: ApartOperation,
-  context: object,
-): Promise<ExecutedResult & { final: FinalPolicy }> {
-  const graphql = await import('graphql');
-  const { schema, plugin } = await instrumented(operation.schema, operation.defaultMaxAge);
-  const policy = new Policy();
-  const listener = await plugin.requestDidStart?.({ overallCachePolicy: policy });
-  const execution = await listener?.executionDidStart?.();
-  const willResolveField = execution?.willResolveField;
-  // Without the plugin's field hook the policy cannot be known: not cacheable.
-  if (willResolveField === undefined) policy.restrict({ maxAge: 0 });
-  else (context as { [WILL_RESOLVE]?: WillResolveField })[WILL_RESOLVE] = willResolveField.bind(execution);
-  const result = await graphql.execute({
-    schema,
-    document: operation.document,
-    operationName: operation.operationName,
-    variableValues: operation.variables,
-    contextValue: context,
-  });
-  return { data: result.data, errors: result.errors, final: { maxAge: policy.maxAge, scope: policy.scope } };
-}
+/** One plugin's runs apart: its schema copies (one per schema the server runs), its execution options. */
+export class ApartRunner {
+  readonly #copies = new WeakMap<GraphQLSchema, Promise<Instrumented>>();
+  readonly #defaultMaxAge: number;
+  readonly #execution: ApartExecution;
 
-function instrumented(schema: GraphQLSchema, defaultMaxAge: number): Promise<Instrumented> {
-  let byMaxAge = copies.get(schema);
-  if (byMaxAge === undefined) copies.set(schema, (byMaxAge = new Map()));
-  let made = byMaxAge.get(defaultMaxAge);
-  if (made === undefined) {
-    made = instrument(schema, defaultMaxAge);
-    made.catch(() => byMaxAge.delete(defaultMaxAge)); // tried again next time
-    byMaxAge.set(defaultMaxAge, made);
+  /** defaultMaxAge: the cache-control plugin's (the response layer's). */
+  constructor(defaultMaxAge: number, execution: ApartExecution) {
+    this.#defaultMaxAge = defaultMaxAge;
+    this.#execution = execution;
   }
-  return made;
-}
 
-async function instrument(original: GraphQLSchema, defaultMaxAge: number): Promise<Instrumented> {
-  const graphql = await import('graphql');
-  const { ApolloServerPluginCacheControl } = await import('@apollo/server/plugin/cacheControl');
-  // A copy with its own type and field objects, in the original's order (see ./schema-copy).
-  const schema = copySchema(graphql, original);
-  for (const type of Object.values(schema.getTypeMap())) {
-    if (!graphql.isObjectType(type) || type.name.startsWith('__')) continue;
-    for (const field of Object.values(type.getFields())) {
-      field.resolve = withFieldHook(field.resolve ?? graphql.defaultFieldResolver);
+  /**
+   * Makes the copy of a schema the server is about to run (serverWillStart, a gateway's update):
+   * before Apollo's first execution wraps the schema's resolvers in place, so the copy's fields
+   * without a resolver are still without one and get the server's fieldResolver. Never throws.
+   */
+  prepare(schema: GraphQLSchema): void {
+    this.#instrumented(schema).catch(() => {});
+  }
+
+  async execute(operation: ApartOperation, context: object): Promise<ExecutedResult & { final: FinalPolicy }> {
+    const graphql = await import('graphql');
+    const { schema, plugin } = await this.#instrumented(operation.schema);
+    const policy = new Policy();
+    const listener = await plugin.requestDidStart?.({ overallCachePolicy: policy });
+    const execution = await listener?.executionDidStart?.();
+    const willResolveField = execution?.willResolveField;
+    // Without the plugin's field hook the policy cannot be known: not cacheable.
+    if (willResolveField === undefined) policy.restrict({ maxAge: 0 });
+    else (context as { [WILL_RESOLVE]?: WillResolveField })[WILL_RESOLVE] = willResolveField.bind(execution);
+    const { rootValue } = this.#execution;
+    const result = await graphql.execute({
+      schema,
+      document: operation.document,
+      operationName: operation.operationName,
+      variableValues: operation.variables,
+      contextValue: context,
+      // As Apollo does: a function is called with the document.
+      rootValue:
+        typeof rootValue === 'function'
+          ? (rootValue as (document: DocumentNode) => unknown)(operation.document)
+          : rootValue,
+    });
+    return { data: result.data, errors: result.errors, final: { maxAge: policy.maxAge, scope: policy.scope } };
+  }
+
+  #instrumented(schema: GraphQLSchema): Promise<Instrumented> {
+    let made = this.#copies.get(schema);
+    if (made === undefined) {
+      made = this.#instrument(schema);
+      made.catch(() => this.#copies.delete(schema)); // tried again next time
+      this.#copies.set(schema, made);
     }
+    return made;
   }
-  const plugin = ApolloServerPluginCacheControl({
-    calculateHttpHeaders: false,
-    defaultMaxAge,
-  }) as unknown as CacheControlPlugin;
-  await plugin.serverWillStart?.({ schema });
-  return { schema, plugin };
+
+  async #instrument(original: GraphQLSchema): Promise<Instrumented> {
+    const graphql = await import('graphql');
+    const { ApolloServerPluginCacheControl } = await import('@apollo/server/plugin/cacheControl');
+    // A copy with its own type and field objects, in the original's order (see ./schema-copy).
+    const schema = copySchema(graphql, original);
+    const fallback = this.#execution.fieldResolver ?? graphql.defaultFieldResolver;
+    for (const type of Object.values(schema.getTypeMap())) {
+      if (!graphql.isObjectType(type) || type.name.startsWith('__')) continue;
+      for (const field of Object.values(type.getFields())) field.resolve = withFieldHook(field.resolve ?? fallback);
+    }
+    const plugin = ApolloServerPluginCacheControl({
+      calculateHttpHeaders: false,
+      defaultMaxAge: this.#defaultMaxAge,
+    }) as unknown as CacheControlPlugin;
+    await plugin.serverWillStart?.({ schema });
+    return { schema, plugin };
+  }
 }
 
 function withFieldHook(resolve: GraphQLFieldResolver<unknown, unknown>): GraphQLFieldResolver<unknown, unknown> {

@@ -10,6 +10,7 @@
  * Only types come from @apollo/server: it is an optional peer and this module loads without it.
  */
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
+import type { GraphQLFieldResolver } from 'graphql';
 import type { Cache } from '../core/cache';
 import { type MetricsRegistry, OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
@@ -26,7 +27,8 @@ import {
   ResponseEngine,
 } from '../graphql/response-cache';
 import { responseCacheHintOf } from '../graphql/response-hint';
-import { executeApart } from './apart';
+import { invalidOption } from '../core/errors';
+import { ApartRunner } from './apart';
 
 export interface HerdcachePluginOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -46,6 +48,14 @@ export interface HerdcachePluginOptions<TContext = any> {
    * execution; concurrent identical operations share one execution. See docs/response-cache.md.
    */
   responseCache?: boolean | ResponseCacheOptions<TContext>;
+  /**
+   * The ApolloServer `rootValue` and `fieldResolver` options, when the server is given them: the
+   * response cache's background refreshes run the operation apart from Apollo's pipeline and a
+   * plugin cannot read the server's options. Without them a refresh runs with no root value and
+   * graphql's default field resolver. Default: none.
+   */
+  rootValue?: unknown;
+  fieldResolver?: GraphQLFieldResolver<any, TContext>;
 }
 
 const PLUGIN_OPTIONS = optionNames<HerdcachePluginOptions>({
@@ -54,6 +64,8 @@ const PLUGIN_OPTIONS = optionNames<HerdcachePluginOptions>({
   registry: true,
   maxOperationLabels: true,
   responseCache: true,
+  rootValue: true,
+  fieldResolver: true,
 });
 
 export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
@@ -61,6 +73,16 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
 ): ApolloServerPlugin<TContext> {
   checkPluginOptions(options, 'herdcachePlugin', PLUGIN_OPTIONS);
   const engine = responseEngine(options);
+  const { fieldResolver } = options;
+  if (fieldResolver !== undefined && typeof fieldResolver !== 'function')
+    throw invalidOption('herdcachePlugin.fieldResolver', fieldResolver, 'a field resolver function');
+  const apart =
+    engine === undefined
+      ? undefined
+      : new ApartRunner(engine.defaultMaxAge, {
+          rootValue: options.rootValue,
+          fieldResolver: fieldResolver as GraphQLFieldResolver<unknown, unknown> | undefined,
+        });
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({
     cache: options.cache,
@@ -70,13 +92,14 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
   });
 
   return {
-    async serverWillStart() {
-      if (recorder === undefined) return;
-      const stop = await reporting.start();
+    async serverWillStart({ schema }) {
+      //apart?.prepare(schema);
+      const stop = recorder === undefined ? undefined : await reporting.start();
+      if (stop === undefined && apart === undefined) return;
       return {
-        async serverWillStop() {
-          stop();
-        },
+        ...(stop === undefined ? {} : { serverWillStop: async () => stop() }),
+        // A gateway's new schema: its copy is made before Apollo's first execution wraps it.
+        ...(apart === undefined ? {} : { schemaDidLoadOrUpdate: ({ apiSchema }) => apart.prepare(apiSchema) }),
       };
     },
 
@@ -105,14 +128,14 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           }
           // Runs the operation apart from this request (a background refresh, a re-execution after
           // an invalidation), with Apollo's cache-control hints: see ./apart.
-          const apart = {
+          const operation = {
             schema: request.schema,
             document: request.document,
             operationName: request.operationName,
             variables: request.variables,
-            defaultMaxAge: engine.defaultMaxAge,
           };
-          const execute: ExecuteApart = (context) => executeApart(apart, context);
+          const runner = apart as ApartRunner; // made with the engine
+          const execute: ExecuteApart = (context) => runner.execute(operation, context);
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
