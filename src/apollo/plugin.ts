@@ -92,13 +92,13 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
   });
 
   return {
-    async serverWillStart({ schema }) {
-      //apart?.prepare(schema);
+    async serverWillStart() {
       const stop = recorder === undefined ? undefined : await reporting.start();
       if (stop === undefined && apart === undefined) return;
       return {
         ...(stop === undefined ? {} : { serverWillStop: async () => stop() }),
-        // A gateway's new schema: its copy is made before Apollo's first execution wraps it.
+        // Called with the schema at start and each gateway update: its copy for the runs apart is
+        // made before Apollo's first execution wraps the schema's resolvers in place (see ./apart).
         ...(apart === undefined ? {} : { schemaDidLoadOrUpdate: ({ apiSchema }) => apart.prepare(apiSchema) }),
       };
     },

@@ -80,7 +80,8 @@ export function copySchema(graphql: typeof GraphQL, schema: GraphQLSchema): Grap
       ...given,
       fields: () => {
         const copied: GraphQL.GraphQLInputFieldConfigMap = {};
-        for (const [name, field] of Object.entries(given.fields)) copied[name] = { ...field, type: wrapped(field.type) };
+        for (const [name, field] of Object.entries(given.fields))
+          copied[name] = { ...field, type: wrapped(field.type) };
         return copied;
       },
     });

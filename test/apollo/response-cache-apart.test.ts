@@ -164,8 +164,12 @@ describe('a refresh gives the data the request execution gave', () => {
       type Item @cacheControl(maxAge: 10) { label: String }
       type Query { item: Item @cacheControl(maxAge: 10) }`);
     schema.getQueryType()!.getFields().item!.resolve = () => ({ raw_label: 'snake' });
-    const fieldResolver = (source: Record<string, unknown>, _args: unknown, _ctx: unknown, info: { fieldName: string }) =>
-      source[`raw_${info.fieldName}`];
+    const fieldResolver = (
+      source: Record<string, unknown>,
+      _args: unknown,
+      _ctx: unknown,
+      info: { fieldName: string },
+    ) => source[`raw_${info.fieldName}`];
     const result = await missThenRefreshed({ schema, fieldResolver }, '{ item { label } }', undefined, undefined, {
       fieldResolver,
     });
