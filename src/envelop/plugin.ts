@@ -11,7 +11,7 @@
  * Only types come from @envelop/core: it is an optional peer and this module loads without it.
  */
 import type { Plugin } from '@envelop/core';
-import type { DocumentNode, ExecutionResult } from 'graphql';
+import type { DocumentNode, ExecutionArgs, ExecutionResult } from 'graphql';
 import type { Cache } from '../core/cache';
 import { type MetricsRegistry, OperationReporting, checkPluginOptions } from '../graphql/reporting';
 import { optionNames } from '../core/options';
@@ -98,9 +98,13 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
         if (typeof plan === 'string') reason = { bypassReason: plan };
         else {
           // Runs the operation apart from this request (a background refresh, a re-execution after
-          // an invalidation), with the context the engine gives it.
-          const execute = async (context: object) =>
-            (await executeFn({ ...args, contextValue: context })) as ExecutionResult;
+          // an invalidation), with the context the engine gives it and without the request's abort
+          // signal (Yoga's useExecutionCancellation): the request may be over, the run is not its.
+          const execute = async (context: object) => {
+            const apart: ExecutionArgs & { signal?: AbortSignal } = { ...args, contextValue: context };
+            apart.signal = undefined;
+            return (await executeFn(apart)) as ExecutionResult;
+          };
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
