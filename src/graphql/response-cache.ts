@@ -78,6 +78,8 @@ export class ResponseEngine {
   readonly #computations = new Map<string, Computation>();
   readonly #documents = new WeakMap<DocumentNode, string>();
   readonly #nameParts = new Map<string | null, string>();
+  /** Per key, the context of a request waiting for it (the latest): see lookup's fill. */
+  readonly #waiting = new Map<string, unknown>();
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
     const given: ResponseCacheOptions = options === true ? {} : options;
@@ -163,8 +165,16 @@ export class ResponseEngine {
     // call (the flight was abandoned by an invalidation while this request executed, and its load
     // re-contended: this request's result predates the invalidation and is not to be handed over).
     let run: unknown;
-    const fill = (given?: unknown): Promise<LateTagged<StoredResponse> | undefined> => {
-      if (++fills > 1 || answered) return this.#executeApart(plan, executeApart);
+    const fill = (given?: unknown): Promise<LateTagged<StoredResponse> | undefined> | undefined => {
+      if (answered) return this.#executeApart(plan, plan.request.context, executeApart);
+      if (++fills > 1) {
+        // Not with this request's context: it executed before the invalidation, and what it holds
+        // per request (a DataLoader's memo) is what it read then. A waiting request's has run
+        // nothing; with none in this process, nothing is re-executed (the next request executes).
+        const waiting = this.#waiting.get(plan.key);
+        if (waiting === undefined || waiting === plan.request.context) return undefined;
+        return this.#executeApart(plan, waiting, executeApart);
+      }
       run = given;
       settleFirst(STARTED);
       return result;
@@ -182,7 +192,11 @@ export class ResponseEngine {
       (value) => settleFirst({ value }),
       () => settleFirst(FAILED),
     );
+    // Until answered, this request's context is one a re-execution of the key may run with.
+    const context = plan.request.context;
+    this.#waiting.set(plan.key, context);
     const firstOutcome = await first;
+    if (this.#waiting.get(plan.key) === context) this.#waiting.delete(plan.key);
     if (firstOutcome === STARTED) {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
@@ -266,8 +280,11 @@ export class ResponseEngine {
    * operation state of its own: its @cached fields' tags are its own, its hints too. Settles with
    * what to store and share, or undefined (not shareable, failed: its waiters execute themselves).
    */
-  #executeApart(plan: ResponsePlan, executeApart: ExecuteApart): Promise<LateTagged<StoredResponse> | undefined> {
-    const given = plan.request.context;
+  #executeApart(
+    plan: ResponsePlan,
+    given: unknown,
+    executeApart: ExecuteApart,
+  ): Promise<LateTagged<StoredResponse> | undefined> {
     const context: object =
       given !== null && typeof given === 'object'
         ? Object.assign(Object.create(Object.getPrototypeOf(given)), given)
