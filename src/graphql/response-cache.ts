@@ -78,8 +78,10 @@ export class ResponseEngine {
   readonly #computations = new Map<string, Computation>();
   readonly #documents = new WeakMap<DocumentNode, string>();
   readonly #nameParts = new Map<string | null, string>();
-  /** Per key, the context of a request waiting for it (the latest): see lookup's fill. */
+  /** Per key, the context of a request waiting for it (the latest): see lookup's fill and #lend. */
   readonly #waiting = new Map<string, unknown>();
+  /** Contexts lent to a run apart: its copy shares their objects (loaders), so each is lent once. */
+  readonly #lent = new WeakSet<object>();
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
     const given: ResponseCacheOptions = options === true ? {} : options;
@@ -166,14 +168,13 @@ export class ResponseEngine {
     // re-contended: this request's result predates the invalidation and is not to be handed over).
     let run: unknown;
     const fill = (given?: unknown): Promise<LateTagged<StoredResponse> | undefined> | undefined => {
-      if (answered) return this.#executeApart(plan, plan.request.context, executeApart);
-      if (++fills > 1) {
-        // Not with this request's context: it executed before the invalidation, and what it holds
-        // per request (a DataLoader's memo) is what it read then. A waiting request's has run
-        // nothing; with none in this process, nothing is re-executed (the next request executes).
-        const waiting = this.#waiting.get(plan.key);
-        if (waiting === undefined || waiting === plan.request.context) return undefined;
-        return this.#executeApart(plan, waiting, executeApart);
+      // A stale response's refresh runs with this request's context (its request executes nothing),
+      // once; a re-execution after an invalidation never with it: it executed before the
+      // invalidation, and what it holds per request (a DataLoader's memo) is what it read then.
+      if (answered || ++fills > 1) {
+        const context = this.#lend(plan.key, answered ? plan.request.context : undefined);
+        if (context === undefined || (!answered && context === plan.request.context)) return undefined;
+        return this.#executeApart(plan, context, executeApart);
       }
       run = given;
       settleFirst(STARTED);
@@ -206,7 +207,9 @@ export class ResponseEngine {
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
         // (it may not have started: with a store's fill lock, it waits for this execution's lock).
-        if (fills > 1 || fillAbandoned(run)) return Promise.resolve('invalidated');
+        // Lent to a run apart before it executed: what it holds per request may predate an invalidation.
+        if (fills > 1 || fillAbandoned(run) || this.#lent.has(plan.request.context as object))
+          return Promise.resolve('invalidated');
         const completion: Completion = shared === undefined ? (stored as Completion) : 'stored';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
         const settled = () => (shared?.refused === true ? 'invalidated' : completion);
@@ -273,6 +276,23 @@ export class ResponseEngine {
     // data (counted there as the null that stands for it) as measured.
     if (facts.bounded) giveSize(stored, valueSize({ ...stored, data: null }) - SIZE_SLOT + facts.heapBytes);
     return new LateTagged<StoredResponse>(stored, tags, distinct);
+  }
+
+  /**
+   * A context for one run apart, never lent before: `own` (a stale-served request's), else the
+   * context of a request waiting for the key (taken: a later run needs another). The run's copy
+   * shares the context's objects, a per-request memo among them: one lent twice would hand the
+   * second run what the first read, maybe before an invalidation. Undefined: none to lend.
+   */
+  #lend(key: string, own: unknown): unknown {
+    let context = own;
+    if (context === undefined || this.#lent.has(context as object)) {
+      context = this.#waiting.get(key);
+      if (context === undefined || this.#lent.has(context as object)) return undefined;
+      this.#waiting.delete(key);
+    }
+    if (context !== null && typeof context === 'object') this.#lent.add(context);
+    return context;
   }
 
   /**

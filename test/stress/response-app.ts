@@ -40,7 +40,11 @@ export const stressTypeDefs = `
   type Viewer { id: ID!, name: String! }
 `;
 
-export type StressContext = { session?: string };
+/**
+ * `memo`: a per-request memo of `user` reads, made with each request's context as applications
+ * make their DataLoaders: a run apart must not reuse one filled before an invalidation.
+ */
+export type StressContext = { session?: string; memo?: Map<string, unknown> };
 
 /** The database the resolvers read: versions per entity, and execution counts. */
 export interface StressDb {
@@ -80,9 +84,11 @@ export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
   const schema = makeSchema(stressTypeDefs, {
     Query: {
       // Each reads the database, then takes a while: a write may land during the execution.
-      user: async (_p, { id }: { id: string }) => {
+      user: async (_p, { id }: { id: string }, ctx: StressContext) => {
         db.executions++;
-        const found = user(id);
+        const memo = ctx.memo;
+        const found =
+          memo === undefined ? user(id) : memo.has(id) ? memo.get(id) : (memo.set(id, user(id)), memo.get(id));
         await wait();
         return found;
       },

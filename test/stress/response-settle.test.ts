@@ -22,7 +22,9 @@ const REQUESTS = 250;
 
 describe('the response layer under a seeded random mix: every request answers, never a wrong answer', () => {
   const cases: [ResponseStressOptions['store'], number[]][] = [
-    ['memory', seeds(1)],
+    // 11 and 67: a run apart after an invalidation there reads a per-request memo (StressContext.memo)
+    // filled before it, unless each context is lent to one run apart and never the executed one's.
+    ['memory', replay !== undefined ? [replay] : [...seeds(1), 11, 67]],
     ['redis', seeds(101)],
   ];
   for (const [store, storeSeeds] of cases) {

@@ -151,7 +151,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     ],
     context: ({ request }) => {
       const session = request.headers.get('x-session');
-      return session === null ? {} : { session };
+      return session === null ? { memo: new Map() } : { session, memo: new Map() };
     },
     logging: false,
     maskedErrors: false,
@@ -220,7 +220,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   const viaApollo = async (q: StressQuery, session: string | undefined): Promise<Answer> => {
     const response = await apollo.executeOperation(
       { query: q.query, variables: q.variables },
-      { contextValue: session === undefined ? {} : { session } },
+      { contextValue: session === undefined ? { memo: new Map() } : { session, memo: new Map() } },
     );
     if (response.body.kind !== 'single') return {};
     return { body: response.body.singleResult as Answer['body'], header: response.http.headers.get('cache-control') };
