@@ -49,6 +49,7 @@ export interface ApartExecution {
 /** One plugin's runs apart: its schema copies (one per schema the server runs), its execution options. */
 export class ApartRunner {
   readonly #copies = new WeakMap<GraphQLSchema, Promise<Instrumented>>();
+  readonly #gateways = new WeakSet<GraphQLSchema>();
   readonly #defaultMaxAge: number;
   readonly #execution: ApartExecution;
 
@@ -67,7 +68,17 @@ export class ApartRunner {
     this.#instrumented(schema).catch(() => {});
   }
 
+  /**
+   * A gateway's API schema (a supergraph's): Apollo executes it through the gateway's query
+   * planner, which a plugin cannot call, and the schema itself has no resolvers. Its operations
+   * are never run apart (a run would answer nulls): a refresh fails, not stored.
+   */
+  gateway(schema: GraphQLSchema): void {
+    this.#gateways.add(schema);
+  }
+
   async execute(operation: ApartOperation, context: object): Promise<ExecutedResult & { final: FinalPolicy }> {
+    if (this.#gateways.has(operation.schema)) throw new Error('herdcache: a gateway operation is not run apart');
     const graphql = await import('graphql');
     const { schema, plugin } = await this.#instrumented(operation.schema);
     const policy = new Policy();

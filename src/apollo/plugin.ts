@@ -99,7 +99,13 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
         ...(stop === undefined ? {} : { serverWillStop: async () => stop() }),
         // Called with the schema at start and each gateway update: its copy for the runs apart is
         // made before Apollo's first execution wraps the schema's resolvers in place (see ./apart).
-        ...(apart === undefined ? {} : { schemaDidLoadOrUpdate: ({ apiSchema }) => apart.prepare(apiSchema) }),
+        // A gateway's (a supergraph SDL with it) is never run apart: see ApartRunner.gateway.
+        ...(apart === undefined
+          ? {}
+          : {
+              schemaDidLoadOrUpdate: ({ apiSchema, coreSupergraphSdl }) =>
+                coreSupergraphSdl === undefined ? apart.prepare(apiSchema) : apart.gateway(apiSchema),
+            }),
       };
     },
 

@@ -5,7 +5,8 @@
  * for reviews sends the products subgraph one `_entities` request with one representation per review.
  */
 import { ApolloGateway, IntrospectAndCompose } from '@apollo/gateway';
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSubgraphSchema } from '@apollo/subgraph';
@@ -95,15 +96,25 @@ export interface Federation {
 }
 
 /** Starts both subgraphs and the gateway (composition by introspecting the subgraphs over HTTP). */
-export async function startFederation(cache: Cache, entityDirective?: string): Promise<Federation> {
+export async function startFederation(
+  cache: Cache,
+  entityDirective?: string,
+  gatewayPlugins: ApolloServerPlugin[] = [],
+  /** Installs Apollo's cache-control plugin with this defaultMaxAge in both subgraphs (their responses then say max-age). */
+  subgraphDefaultMaxAge?: number,
+): Promise<Federation> {
+  const hints =
+    subgraphDefaultMaxAge === undefined
+      ? []
+      : [ApolloServerPluginCacheControl({ defaultMaxAge: subgraphDefaultMaxAge })];
   const products = productsSchema(cache, entityDirective);
   const productsServer = new ApolloServer({
     schema: products.schema,
-    plugins: [herdcachePlugin({ cache }), ApolloServerPluginInlineTraceDisabled()],
+    plugins: [herdcachePlugin({ cache }), ApolloServerPluginInlineTraceDisabled(), ...hints],
   });
   const reviewsServer = new ApolloServer({
     schema: reviewsSchema(),
-    plugins: [ApolloServerPluginInlineTraceDisabled()],
+    plugins: [ApolloServerPluginInlineTraceDisabled(), ...hints],
   });
   const servers: { stop(): Promise<void> }[] = [];
   try {
@@ -122,7 +133,7 @@ export async function startFederation(cache: Cache, entityDirective?: string): P
         ],
       }),
     });
-    const gatewayServer = new ApolloServer({ gateway });
+    const gatewayServer = new ApolloServer({ gateway, plugins: gatewayPlugins });
     const { url: gatewayUrl } = await startStandaloneServer(gatewayServer, { listen: { port: 0, host: '127.0.0.1' } });
     servers.unshift(gatewayServer); // stopped first: it stops the gateway's polling too
     return {

@@ -1,0 +1,46 @@
+/**
+ * The response layer on a gateway (Apollo Server with `gateway`): the gateway executes through its
+ * query planner, which a plugin cannot call, and its API schema has no resolvers. So a response is
+ * never run apart there: a background refresh run on the API schema locally answered
+ * `{ product: null }` and stored it, served to everyone until it expired. On a gateway a stale
+ * response is served, not refreshed apart; the first request after its grace executes it.
+ */
+import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
+import { herdcachePlugin } from '../../../src/apollo';
+import { createCache } from '../../../src/core/cache';
+import { manualClock } from '../../../src/core/freshness';
+import { post, startFederation } from './fixtures';
+
+const QUERY = '{ product(id: "3") { id name } }';
+
+it('a stale gateway response is not refreshed apart (it stored nulls); it stays what the gateway answered', async () => {
+  const clock = manualClock();
+  const gatewayCache = createCache({ clock });
+  const federation = await startFederation(
+    createCache(),
+    undefined,
+    [
+      ApolloServerPluginCacheControl({ defaultMaxAge: 10 }),
+      herdcachePlugin({ cache: gatewayCache, extensions: true, responseCache: { defaultMaxAge: 10, swr: 60 } }),
+    ],
+    10, // the subgraphs' responses say max-age=10: the gateway's policy is cacheable
+  );
+  type Answer = { data?: { product: { id: string; name: string } | null }; extensions?: any };
+  const ask = async () => (await post(federation.gatewayUrl, QUERY)) as Answer;
+  try {
+    const first = await ask();
+    expect(first.data).toEqual({ product: { id: '3', name: 'product 3' } });
+    expect(first.extensions.cache).toMatchObject({ response: 'miss' });
+    expect(first.extensions.cache.notStoredReason).toBeUndefined();
+    clock.advance(11_000); // stale, within swr
+    const stale = await ask();
+    expect(stale.extensions.cache.response).toBe('stale');
+    expect(stale.data).toEqual(first.data);
+    for (let i = 0; i < 50 && gatewayCache.inFlight > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const after = await ask();
+    expect(after.data).toEqual({ product: { id: '3', name: 'product 3' } });
+  } finally {
+    await federation.stop();
+    await gatewayCache.close();
+  }
+});
