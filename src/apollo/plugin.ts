@@ -133,13 +133,9 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             return null;
           }
           // Runs the operation apart from this request (a background refresh, a re-execution after
-          // an invalidation), with Apollo's cache-control hints: see ./apart.
-          const operation = {
-            schema: request.schema,
-            document: request.document,
-            operationName: request.operationName,
-            variables: request.variables,
-          };
+          // an invalidation), with Apollo's cache-control hints: see ./apart. Its context aside,
+          // the request is the operation (the run gets a context of its own).
+          const operation: ResponseRequest = request;
           const runner = apart as ApartRunner; // made with the engine
           const execute: ExecuteApart = (context) => runner.execute(operation, context);
           lookup = await engine.lookup(plan, execute);

@@ -193,11 +193,13 @@ export class ResponseEngine {
       (value) => settleFirst({ value }),
       () => settleFirst(FAILED),
     );
-    // Until answered, this request's context is one a re-execution of the key may run with.
+    // Until answered, this request's context is one a re-execution of the key may run with. A hit
+    // answered in the same step (counted already) waits for nothing: no Map write on that path.
     const context = plan.request.context;
-    this.#waiting.set(plan.key, context);
+    const waits = sink.outcome !== 'hits';
+    if (waits) this.#waiting.set(plan.key, context);
     const firstOutcome = await first;
-    if (this.#waiting.get(plan.key) === context) this.#waiting.delete(plan.key);
+    if (waits && this.#waiting.get(plan.key) === context) this.#waiting.delete(plan.key);
     if (firstOutcome === STARTED) {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
@@ -321,12 +323,7 @@ export class ResponseEngine {
       (executed) => {
         // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
         const hint = responseCacheHintOf(context);
-        const final =
-          executed.final === undefined
-            ? hint
-            : hint === undefined
-              ? executed.final
-              : restrictPolicy(executed.final, hint);
+        const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
         const stored = this.#toStored(plan, executed, final, operation.tagsSeen);
         return typeof stored === 'string' ? undefined : stored;
       },
