@@ -20,6 +20,7 @@ export async function readOrAcquire(
   token: string,
   ttlMs: number,
   now: number,
+  clock: boolean,
 ): Promise<ReadAttempts> {
   const n = keys.length;
   const entries = new Array<Entry | undefined>(n);
@@ -36,7 +37,9 @@ export async function readOrAcquire(
   const window = l1.open(now);
   let read: ReadAttempts;
   try {
-    read = await inner.readOrAcquire!(asked, all ? lockable : missing.map((i) => lockable[i] === true), token, ttlMs);
+    const locks = all ? lockable : missing.map((i) => lockable[i] === true);
+    // The tag clock, when asked, is read by the L2 in the same call (tag-clock.ts).
+    read = await inner.readOrAcquire!(asked, locks, token, ttlMs, clock);
   } catch (error) {
     l1.discard(window);
     if (!(error instanceof StorePartialError)) throw error;
@@ -59,7 +62,9 @@ export async function readOrAcquire(
   }
   if (gone !== undefined) l1.forget(window, gone);
   l1.promote(window, candidates);
-  return { entries, attempts, watch: read.watch };
+  return read.clock === undefined
+    ? { entries, attempts, watch: read.watch }
+    : { entries, attempts, watch: read.watch, clock: read.clock };
 }
 
 /** The L2's answers for the keys at `indices`, put at those indices. */

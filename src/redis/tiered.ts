@@ -180,7 +180,8 @@ class TieredStoreImpl implements TieredStore {
       readOrAcquire:
         inner.readOrAcquire === undefined
           ? undefined
-          : (keys, lockable, token, ttlMs) => readOrAcquire(this.#l1, inner, keys, lockable, token, ttlMs, this.#now()),
+          : (keys, lockable, token, ttlMs, clock) =>
+              readOrAcquire(this.#l1, inner, keys, lockable, token, ttlMs, this.#now(), clock === true),
       // The L2's fill announcements, when it has a subscriber: waiters are woken through the tier.
       watch: inner.watch,
     };

@@ -256,4 +256,28 @@ describe('round trips before a late-tagged fill starts: the clock read adds none
     expect(before).toBe(expected);
     expect(await lateLoad(cache, 'k', fill)).toEqual({ n: outdated ? 2 : 1 }); // stored: a hit
   });
+
+  it('tieredStore, cold: the L2 read takes the lock, the clock read beside it (1 round, as on Redis)', async () => {
+    const prefix = randomPrefix('clock-rounds-tiered');
+    const redis = await client();
+    const l2 = redisStore({ client: redis, prefix });
+    const store = tieredStore({ l2, subscriber: await client() });
+    const cache = createCache({ store });
+    await cache.invalidateTags(['warm']); // scripts go as EVAL once per connection, EVALSHA after
+    await l2.tagClock();
+    (await l2.lock.readOrAcquire(['warm:2'], [true], 'w', 1000, true)).watch?.close();
+    await l2.lock.release(['warm:2'], 'w');
+    let fills = 0;
+    const fill = () => new LateTagged({ n: ++fills }, ['User:1']);
+    const socket = rounds(redis);
+    let before = -1;
+    try {
+      await lateLoad(cache, 'k', () => ((before = socket.count), fill()));
+    } finally {
+      socket.stop();
+    }
+    expect(before).toBe(1);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 }); // stored: a hit
+    await store.close();
+  });
 });
