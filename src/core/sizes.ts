@@ -17,7 +17,7 @@ export const SIZE_WALK_DEPTH = 32;
 
 const HEADER = 16;
 const SLOT = 8;
-/** The header and slot sizes, for a producer that measures its own values (see giveSize). */
+/** The header and slot sizes, for a producer that measures its own values (see GIVEN_SIZE). */
 export { HEADER as SIZE_HEADER, SLOT as SIZE_SLOT };
 /** The entry object itself (freshness, grace, the tag arrays' headers). */
 const ENTRY_OVERHEAD = 96;
@@ -33,19 +33,17 @@ export function entrySize(key: string, entry: Entry): number {
 
 /**
  * Sizes measured by the code that built the value, by these rules, in a walk it makes anyway (the
- * response layer's one pass over a result): valueSize returns them instead of walking again.
+ * response layer's one pass over a result): valueSize returns them instead of walking again. A
+ * symbol-keyed property of the value, not a WeakMap: one entry per stored response there would be
+ * an ephemeron every garbage collection processes for as long as the response is kept. JSON and
+ * the codecs leave symbol keys out.
  */
-const given = new WeakMap<object, number>();
-
-/** Records `bytes` as the estimated size of `value` (an object the caller will not change). */
-export function giveSize(value: object, bytes: number): void {
-  given.set(value, bytes);
-}
+export const GIVEN_SIZE: unique symbol = Symbol('herdcache.size');
 
 /** The estimated bytes of a value (see above). */
 export function valueSize(value: unknown): number {
   if (typeof value === 'object' && value !== null) {
-    const known = given.get(value);
+    const known = (value as { [GIVEN_SIZE]?: number })[GIVEN_SIZE];
     if (known !== undefined) return known;
   }
   const walk = { left: SIZE_WALK_NODES };

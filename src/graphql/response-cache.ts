@@ -25,7 +25,7 @@ import type { DocumentNode } from 'graphql';
 import type { Cache } from '../core/cache';
 import { invalidOption } from '../core/errors';
 import { LateTagged } from '../core/late-tags';
-import { SIZE_SLOT, giveSize, valueSize } from '../core/sizes';
+import { GIVEN_SIZE, SIZE_SLOT, valueSize } from '../core/sizes';
 import type { Sink } from '../core/metrics';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
@@ -276,7 +276,7 @@ export class ResponseEngine {
     const stored: StoredResponse = { data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
     // data (counted there as the null that stands for it) as measured.
-    if (facts.bounded) giveSize(stored, valueSize({ ...stored, data: null }) - SIZE_SLOT + facts.heapBytes);
+    if (facts.bounded) (stored as { [GIVEN_SIZE]?: number })[GIVEN_SIZE] = wrapperSize(policy.scope) + facts.heapBytes;
     return new LateTagged<StoredResponse>(stored, tags, distinct);
   }
 
@@ -367,6 +367,13 @@ export class ResponseEngine {
     return hash;
   }
 }
+
+/** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */
+const WRAPPER_SIZES = {
+  PUBLIC: valueSize({ data: null, maxAge: 0, scope: 'PUBLIC', at: 0 }) - SIZE_SLOT,
+  PRIVATE: valueSize({ data: null, maxAge: 0, scope: 'PRIVATE', at: 0 }) - SIZE_SLOT,
+};
+const wrapperSize = (scope: StoredResponse['scope']): number => WRAPPER_SIZES[scope];
 
 const STARTED: unique symbol = Symbol('started');
 const INCREMENTAL: unique symbol = Symbol('incremental delivery');

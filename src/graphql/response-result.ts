@@ -36,7 +36,7 @@ export interface ResultFacts {
   readonly maxBytes: number;
   /**
    * The memory store's estimate of the result's heap (core/sizes' rules, every node counted):
-   * measured here so the store does not walk the result again (see giveSize).
+   * measured here so the store does not walk the result again (see GIVEN_SIZE, core/sizes).
    */
   readonly heapBytes: number;
   /** False when a value was met that the bound does not judge (a toJSON, a class, a deep custom scalar): serialize to know. */
