@@ -16,6 +16,10 @@ import { PresenceHints } from './presence';
 
 const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
 
+/** Value keys remembered at most (RedisLink.valueKey), and the longest cache key remembered. */
+const VALUE_KEY_MEMO = 10_000;
+const VALUE_KEY_MEMO_LENGTH = 256;
+
 /** A string this short is never scanned for its UTF-8 length: its budget is off by < 32 ms at most. */
 const SCANNED_FROM = 64 * 1024;
 
@@ -35,6 +39,12 @@ export class RedisLink {
   readonly tagTtl: number;
   readonly #maxKeyLength: number;
   readonly #maxValueBytes: number;
+  /**
+   * Value keys made lately (cache key → `prefix{K}`), so a warm read of the same keys builds no
+   * string per key and ioredis writes one already flat (a template literal is a rope it flattens
+   * on every write). Bounded: emptied when full; long keys are not kept.
+   */
+  readonly #valueKeys = new Map<string, string>();
   /** Keys read present, and until when: which reads also try locks (presence.ts). */
   readonly presence = new PresenceHints();
   /** Writes skipped because their payload was larger than maxValueBytes. */
@@ -65,7 +75,14 @@ export class RedisLink {
   // ── key names ──────────────────────────────────────────────────────────────────────────
 
   valueKey(key: string): string {
-    return `${this.prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
+    const known = this.#valueKeys.get(key);
+    if (known !== undefined) return known;
+    const valueKey = `${this.prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
+    if (key.length <= VALUE_KEY_MEMO_LENGTH) {
+      if (this.#valueKeys.size >= VALUE_KEY_MEMO) this.#valueKeys.clear();
+      this.#valueKeys.set(key, valueKey);
+    }
+    return valueKey;
   }
 
   valueKeys(keys: readonly string[]): string[] {
