@@ -85,6 +85,11 @@ export class RedisLink {
     return valueKey;
   }
 
+  /** @internal Value keys remembered (tests: the memo stays bounded). */
+  get _valueKeysHeld(): number {
+    return this.#valueKeys.size;
+  }
+
   valueKeys(keys: readonly string[]): string[] {
     const out = new Array<string>(keys.length);
     for (let i = 0; i < keys.length; i++) out[i] = this.valueKey(keys[i]!);
