@@ -21,11 +21,12 @@ export { ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './sco
 
 export class RequestScope implements Sink {
   readonly #registry: Registry;
-  // Made on first use: a request that never touches one of them pays nothing for it.
-  #loaders: Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;
-  // The first loader's view is held in fields: most requests of a stampede use one loader.
-  #firstLoader: Loader<unknown, unknown> | undefined;
-  #firstScoped: ScopedLoader<unknown, unknown> | undefined;
+  /**
+   * The loaders' views (scope.loader without options), made on first use: the first held as
+   * itself (most requests of a stampede use one loader; it knows its loader), a Map from the
+   * second. One field for both: every field is 8 bytes of every request.
+   */
+  #scoped: ScopedLoader<unknown, unknown> | Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;
   #computed: Memo<unknown> | undefined;
   /** Synchronous answers for MemoKeys (the @cached fields' keys), made on the first. */
   #slots: SlotMemo | undefined;
@@ -59,16 +60,21 @@ export class RequestScope implements Sink {
   loader<K, V>(loader: Loader<K, V>, options?: ScopedLoaderOptions<V>): ScopedLoader<K, V> {
     if (options !== undefined) return new ScopedLoader(loader, this, options);
     const key = loader as Loader<unknown, unknown>;
-    if (this.#firstLoader === key) return this.#firstScoped as ScopedLoader<K, V>;
-    if (this.#firstLoader === undefined) {
-      this.#firstLoader = key;
-      return (this.#firstScoped = new ScopedLoader(key, this)) as ScopedLoader<K, V>;
+    const held = this.#scoped;
+    if (held === undefined) return (this.#scoped = new ScopedLoader(key, this)) as ScopedLoader<K, V>;
+    if (!(held instanceof Map)) {
+      if (held._loader === key) return held as ScopedLoader<K, V>;
+      const scoped = new ScopedLoader(key, this);
+      this.#scoped = new Map([
+        [held._loader, held],
+        [key, scoped],
+      ]);
+      return scoped as ScopedLoader<K, V>;
     }
-    const loaders = (this.#loaders ??= new Map());
-    let scoped = loaders.get(key);
+    let scoped = held.get(key);
     if (scoped === undefined) {
       scoped = new ScopedLoader(key, this);
-      loaders.set(key, scoped);
+      held.set(key, scoped);
     }
     return scoped as ScopedLoader<K, V>;
   }

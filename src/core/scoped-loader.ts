@@ -85,7 +85,11 @@ class PendingHits {
   released = false;
   readonly #answers: (() => void)[] = [];
 
-  constructor(schedule: BatchScheduleFn, loads: readonly Promise<unknown>[]) {
+  /** `loads`: the tick's loads so far; those noted after it (before the batch leaves) are pushed to it. */
+  constructor(
+    schedule: BatchScheduleFn,
+    readonly loads: Promise<unknown>[],
+  ) {
     scheduleOnce(schedule, () => {
       if (loads.length === 0) this.#release();
       else void Promise.allSettled(loads).then(this.#release);
@@ -136,15 +140,15 @@ export class ScopedLoader<K, V> implements Sink {
   #memo: CacheMapLike<string, Promise<V>> | null | undefined;
   #key: string | undefined = undefined;
   #held: Promise<V> | undefined = undefined;
-  /** The tick of `#loads` and `#hits`. */
+  /** The tick of `#loads`. */
   #tick = -1;
   /**
    * This tick's loads that went to the registry (a pending hit waits for them): the first held as
    * itself, as most scoped loaders of a request load one key per tick (every request of a stampede
-   * does); an array from a second load, or for a hit.
+   * does); an array from a second load; after a memo hit, the PendingHits that holds that array
+   * (one field for both: every field is 8 bytes of every request's scoped loader).
    */
-  #loads: Promise<unknown> | Promise<unknown>[] | undefined = undefined;
-  #hits: PendingHits | undefined = undefined;
+  #loads: Promise<unknown> | Promise<unknown>[] | PendingHits | undefined = undefined;
 
   /** @internal use scope.loader(loader, options?) */
   constructor(loader: Loader<K, V>, scope: LoaderScope, options?: ScopedLoaderOptions<V>) {
@@ -155,6 +159,11 @@ export class ScopedLoader<K, V> implements Sink {
 
   get name(): string {
     return this.#loader.name;
+  }
+
+  /** @internal The registry loader this is a view of (RequestScope.loader finds its view by it). */
+  get _loader(): Loader<K, V> {
+    return this.#loader;
   }
 
   /** @internal Sink: batch and key functions get this scoped loader as `this`. */
@@ -188,14 +197,14 @@ export class ScopedLoader<K, V> implements Sink {
       }
       signal = this.#scope._signal(options.signal);
     }
-    const cached = this.#lookup(keyString);
+    const cached = ScopedLoader.#lookup(this, keyString);
     if (cached !== undefined) {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
       const answer = answerOf(cached, signal, false) as Promise<V>;
       if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
-      return this.#afterPendingBatch(answer);
+      return ScopedLoader.#afterPendingBatch(this, answer);
     }
-    return this.#miss(key, keyString, signal);
+    return ScopedLoader.#miss(this, key, keyString, signal);
   }
 
   /**
@@ -209,15 +218,15 @@ export class ScopedLoader<K, V> implements Sink {
     const keyString = this.#loader._keyString(key, this);
     if (this.#memo === null) return this.load(key);
     // Settled: its value; pending: its promise, which the request's signal (if any) still ends.
-    const cached = this.#lookup(keyString);
+    const cached = ScopedLoader.#lookup(this, keyString);
     if (cached !== undefined) return answerOf(cached, this.#scope.signal, true);
     const storeKey = this.#loader._storeKey(key, keyString, this);
     const entry = this.#loader._peek(storeKey, key, this);
     if (entry !== undefined) {
-      this.#set(keyString, fulfilled(entry as Entry<V>));
+      ScopedLoader.#set(this, keyString, fulfilled(entry as Entry<V>));
       return entry.value as V;
     }
-    return this.#miss(key, keyString, this.#scope.signal);
+    return ScopedLoader.#miss(this, key, keyString, this.#scope.signal);
   }
 
   /** As DataLoader's: values and Errors in order, never rejects for a key; a non-array throws a TypeError. */
@@ -229,13 +238,13 @@ export class ScopedLoader<K, V> implements Sink {
   prime(key: K, value: V | Error): this {
     if (this.#memo === null) return this;
     const keyString = this.#loader._keyString(key, this);
-    if (this.#lookup(keyString) === undefined) this.#set(keyString, primed(value));
+    if (ScopedLoader.#lookup(this, keyString) === undefined) ScopedLoader.#set(this, keyString, primed(value));
     return this;
   }
 
   /** Request-local: forgets the memo for `key` (use loader.clear to invalidate the shared cache). */
   clear(key: K): this {
-    this.#delete(this.#loader._keyString(key, this));
+    ScopedLoader.#delete(this, this.#loader._keyString(key, this));
     return this;
   }
 
@@ -247,56 +256,56 @@ export class ScopedLoader<K, V> implements Sink {
   }
 
   /** The memo's promise for `key`, unless it failed in a way DataLoader forgets (dropped here: see memo.ts lookup). */
-  #lookup(key: string): Promise<V> | undefined {
-    const held = this.#get(key);
+  static #lookup<K, V>(self: ScopedLoader<K, V>, key: string): Promise<V> | undefined {
+    const held = ScopedLoader.#get(self, key);
     if (held === undefined || !forgets(held, forgetUnlessKeyError)) return held;
-    this.#delete(key);
+    ScopedLoader.#delete(self, key);
     return undefined;
   }
 
-  #get(key: string): Promise<V> | undefined {
-    const memo = this.#memo;
+  static #get<K, V>(self: ScopedLoader<K, V>, key: string): Promise<V> | undefined {
+    const memo = self.#memo;
     if (memo !== undefined) return memo?.get(key);
-    return key === this.#key ? this.#held : undefined;
+    return key === self.#key ? self.#held : undefined;
   }
 
-  #set(key: string, value: Promise<V>): void {
-    const memo = this.#memo;
+  static #set<K, V>(self: ScopedLoader<K, V>, key: string, value: Promise<V>): void {
+    const memo = self.#memo;
     if (memo !== undefined) memo?.set(key, value);
-    else if (this.#key === undefined || this.#key === key) {
-      this.#key = key;
-      this.#held = value;
+    else if (self.#key === undefined || self.#key === key) {
+      self.#key = key;
+      self.#held = value;
     } else {
-      this.#memo = new Map([
-        [this.#key, this.#held!],
+      self.#memo = new Map([
+        [self.#key, self.#held!],
         [key, value],
       ]);
-      this.#key = this.#held = undefined;
+      self.#key = self.#held = undefined;
     }
   }
 
-  #delete(key: string): void {
-    const memo = this.#memo;
+  static #delete<K, V>(self: ScopedLoader<K, V>, key: string): void {
+    const memo = self.#memo;
     if (memo !== undefined) memo?.delete(key);
-    else if (key === this.#key) this.#key = this.#held = undefined;
+    else if (key === self.#key) self.#key = self.#held = undefined;
   }
 
   /** The memo as memo.ts takes it (for a load shared by callers with signals, a rare path). */
-  #asMemo(): Memo<V> {
+  static #asMemo<K, V>(self: ScopedLoader<K, V>): Memo<V> {
     return {
-      get: (key) => this.#get(key),
-      set: (key, value) => this.#set(key, value as Promise<V>),
-      delete: (key) => this.#delete(key),
-      clear: () => this.clearAll(),
+      get: (key) => ScopedLoader.#get(self, key),
+      set: (key, value) => ScopedLoader.#set(self, key, value as Promise<V>),
+      delete: (key) => ScopedLoader.#delete(self, key),
+      clear: () => self.clearAll(),
     };
   }
 
-  #miss(key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
-    const loader = this.#loader;
-    const storeKey = loader._storeKey(key, keyString, this);
-    if (this.#memo === null) {
-      const alone = loader._loadAlone(key, storeKey, signal, this);
-      this.#noteLoad(alone);
+  static #miss<K, V>(self: ScopedLoader<K, V>, key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
+    const loader = self.#loader;
+    const storeKey = loader._storeKey(key, keyString, self);
+    if (self.#memo === null) {
+      const alone = loader._loadAlone(key, storeKey, signal, self);
+      ScopedLoader.#noteLoad(self, alone);
       return alone.then(passThrough);
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -306,56 +315,59 @@ export class ScopedLoader<K, V> implements Sink {
       // the key's flight (ownPending); a hit's or a joined flight's is shared by every caller of
       // the key, and this caller gets a promise of its own from it (then() without a handler: the
       // promise jobs settle it without calling a function).
-      const promise = loader._load(key, storeKey, undefined, this);
-      this.#set(keyString, promise);
-      this.#noteLoad(promise);
+      const promise = loader._load(key, storeKey, undefined, self);
+      ScopedLoader.#set(self, keyString, promise);
+      ScopedLoader.#noteLoad(self, promise);
       return ownPending(promise) ? promise : promise.then();
     }
-    return this.#missWithSignal(key, keyString, storeKey, signal);
+    return ScopedLoader.#missWithSignal(self, key, keyString, storeKey, signal);
   }
 
   /** #miss with a signal, apart: its closures would make every call of #miss allocate their context. */
-  #missWithSignal(key: K, keyString: string, storeKey: string, signal: AbortSignal): Promise<V> {
-    const loader = this.#loader;
+  static #missWithSignal<K, V>(
+    self: ScopedLoader<K, V>,
+    key: K,
+    keyString: string,
+    storeKey: string,
+    signal: AbortSignal,
+  ): Promise<V> {
+    const loader = self.#loader;
     const shared = memoizeShared<V>(
-      this.#asMemo(),
+      ScopedLoader.#asMemo(self),
       keyString,
-      (s) => loader._load(key, storeKey, s, this),
+      (s) => loader._load(key, storeKey, s, self),
       forgetUnlessKeyError,
     );
-    this.#noteLoad(shared.promise);
+    ScopedLoader.#noteLoad(self, shared.promise);
     return shared.join(signal);
   }
 
-  #enterTick(): void {
+  static #enterTick<K, V>(self: ScopedLoader<K, V>): void {
     const now = currentTick();
-    if (this.#tick !== now) {
-      this.#tick = now;
-      this.#loads = undefined;
-      this.#hits = undefined;
+    if (self.#tick !== now) {
+      self.#tick = now;
+      self.#loads = undefined;
     }
   }
 
-  #loadsOfThisTick(): Promise<unknown>[] {
-    this.#enterTick();
-    const loads = this.#loads;
-    if (Array.isArray(loads)) return loads;
-    return (this.#loads = loads === undefined ? [] : [loads]);
-  }
-
-  #noteLoad(load: Promise<unknown>): void {
-    this.#enterTick();
-    const loads = this.#loads;
-    if (loads === undefined) this.#loads = load;
+  static #noteLoad<K, V>(self: ScopedLoader<K, V>, load: Promise<unknown>): void {
+    ScopedLoader.#enterTick(self);
+    const loads = self.#loads;
+    if (loads === undefined) self.#loads = load;
     else if (Array.isArray(loads)) loads.push(load);
-    else this.#loads = [loads, load];
+    else if (loads instanceof PendingHits) loads.loads.push(load);
+    else self.#loads = [loads, load];
   }
 
   /** A memo hit's answer, handed over with this tick's batch (see PendingHits). */
-  #afterPendingBatch<V>(answer: Promise<V>): Promise<V> {
-    const loads = this.#loadsOfThisTick();
-    let hits = this.#hits;
-    if (hits === undefined || hits.released) hits = this.#hits = new PendingHits(this.#loader.batchSchedule, loads);
+  static #afterPendingBatch<K, V, W>(self: ScopedLoader<K, V>, answer: Promise<W>): Promise<W> {
+    ScopedLoader.#enterTick(self);
+    const held = self.#loads;
+    if (held instanceof PendingHits && !held.released) return held.wait(answer);
+    const loads =
+      held instanceof PendingHits ? held.loads : Array.isArray(held) ? held : held === undefined ? [] : [held];
+    const hits = new PendingHits(self.#loader.batchSchedule, loads);
+    self.#loads = hits;
     return hits.wait(answer);
   }
 }

@@ -162,6 +162,22 @@ describe('cache: false on a scoped loader', () => {
     expect(scope.loader(users)).toBe(scope.loader(users));
     expect(scope.loader(users, {})).not.toBe(scope.loader(users));
   });
+
+  it("a scope's views of several loaders: each loader's one view, kept as more loaders are viewed", async () => {
+    const cache = createCache();
+    const loaders = ['a', 'b', 'c'].map((name) =>
+      cache.loader<string, string>({ name, batch: async (ids) => ids.map((id) => `${name}:${id}`) }),
+    );
+    const scope = cache.request();
+    const first = scope.loader(loaders[0]!);
+    const views = loaders.map((loader) => scope.loader(loader));
+    expect(views[0]).toBe(first);
+    expect(new Set(views).size).toBe(3);
+    loaders.forEach((loader, i) => expect(scope.loader(loader)).toBe(views[i]));
+    expect(views.map((view) => view.name)).toEqual(['a', 'b', 'c']);
+    expect(await Promise.all(views.map((view) => view.load('1')))).toEqual(['a:1', 'b:1', 'c:1']);
+    expect(cache.request().loader(loaders[1]!)).not.toBe(views[1]);
+  });
 });
 
 describe('this and keys', () => {
