@@ -21,13 +21,14 @@ export { ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './sco
 
 export class RequestScope implements Sink {
   readonly #registry: Registry;
+  /** The first loader's view (scope.loader without options): most requests of a stampede use one loader. */
+  #first: ScopedLoader<unknown, unknown> | undefined;
   /**
-   * The loaders' views (scope.loader without options), made on first use: the first held as
-   * itself (most requests of a stampede use one loader; it knows its loader), a Map from the
-   * second. One field for both: every field is 8 bytes of every request.
+   * The request's memo of getOrCompute and @cached answers, by cache key (a string), and its views
+   * of the loaders after the first, by loader (an object, never a cache key): one Map for both,
+   * made on first use (every field is 8 bytes of every request).
    */
-  #scoped: ScopedLoader<unknown, unknown> | Map<Loader<unknown, unknown>, ScopedLoader<unknown, unknown>> | undefined;
-  #computed: Memo<unknown> | undefined;
+  #keyed: Map<unknown, unknown> | undefined;
   /** Synchronous answers for MemoKeys (the @cached fields' keys), made on the first. */
   #slots: SlotMemo | undefined;
   #stats: RequestCounters | undefined;
@@ -60,21 +61,14 @@ export class RequestScope implements Sink {
   loader<K, V>(loader: Loader<K, V>, options?: ScopedLoaderOptions<V>): ScopedLoader<K, V> {
     if (options !== undefined) return new ScopedLoader(loader, this, options);
     const key = loader as Loader<unknown, unknown>;
-    const held = this.#scoped;
-    if (held === undefined) return (this.#scoped = new ScopedLoader(key, this)) as ScopedLoader<K, V>;
-    if (!(held instanceof Map)) {
-      if (held._loader === key) return held as ScopedLoader<K, V>;
-      const scoped = new ScopedLoader(key, this);
-      this.#scoped = new Map([
-        [held._loader, held],
-        [key, scoped],
-      ]);
-      return scoped as ScopedLoader<K, V>;
-    }
-    let scoped = held.get(key);
+    const first = this.#first;
+    if (first === undefined) return (this.#first = new ScopedLoader(key, this)) as ScopedLoader<K, V>;
+    if (first._loader === key) return first as ScopedLoader<K, V>;
+    const keyed = (this.#keyed ??= new Map());
+    let scoped = keyed.get(key) as ScopedLoader<unknown, unknown> | undefined;
     if (scoped === undefined) {
       scoped = new ScopedLoader(key, this);
-      held.set(key, scoped);
+      keyed.set(key, scoped);
     }
     return scoped as ScopedLoader<K, V>;
   }
@@ -93,7 +87,7 @@ export class RequestScope implements Sink {
     } catch (error) {
       return Promise.reject(error);
     }
-    const computed = (this.#computed ??= new Map()) as Memo<V>;
+    const computed = (this.#keyed ??= new Map()) as Memo<V>;
     const signal = this._signal(options?.signal);
     return memoized(
       computed,
@@ -116,14 +110,14 @@ export class RequestScope implements Sink {
    * and calls _compute). Nothing is allocated for a field until it must be.
    */
   _read(computation: Computation, key: string): unknown {
-    const computed = this.#computed;
+    const computed = this.#keyed as Memo<unknown> | undefined;
     if (computed !== undefined) {
       const answer = held(computed, key, this.signal, forgetAlways, true);
       if (answer !== NOTHING) return answer;
     }
     const entry = this.#registry._peek(computation.source, key, NO_ARG, computation.policy, this);
     if (entry === undefined) return NOTHING;
-    (this.#computed ??= new Map()).set(key, entry);
+    (this.#keyed ??= new Map()).set(key, entry);
     return entry.value;
   }
 
@@ -141,7 +135,7 @@ export class RequestScope implements Sink {
       }
     }
     const key = memoKey.key;
-    const computed = this.#computed;
+    const computed = this.#keyed as Memo<unknown> | undefined;
     if (computed !== undefined) {
       const answer = held(computed, key, this.signal, forgetAlways, true);
       if (answer !== NOTHING) return answer;
@@ -154,7 +148,7 @@ export class RequestScope implements Sink {
 
   /** @internal The directive's miss: getOrCompute with its computation resolved at build time. */
   _compute<V>(computation: Computation, key: string, fill: Fill<V>): Promise<V> {
-    const computed = (this.#computed ??= new Map()) as Memo<V>;
+    const computed = (this.#keyed ??= new Map()) as Memo<V>;
     return memoized(
       computed,
       key,

@@ -197,14 +197,14 @@ export class ScopedLoader<K, V> implements Sink {
       }
       signal = this.#scope._signal(options.signal);
     }
-    const cached = ScopedLoader.#lookup(this, keyString);
+    const cached = this._lookup(keyString);
     if (cached !== undefined) {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
       const answer = answerOf(cached, signal, false) as Promise<V>;
       if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
-      return ScopedLoader.#afterPendingBatch(this, answer);
+      return this._afterPendingBatch(answer);
     }
-    return ScopedLoader.#miss(this, key, keyString, signal);
+    return this._miss(key, keyString, signal);
   }
 
   /**
@@ -218,15 +218,15 @@ export class ScopedLoader<K, V> implements Sink {
     const keyString = this.#loader._keyString(key, this);
     if (this.#memo === null) return this.load(key);
     // Settled: its value; pending: its promise, which the request's signal (if any) still ends.
-    const cached = ScopedLoader.#lookup(this, keyString);
+    const cached = this._lookup(keyString);
     if (cached !== undefined) return answerOf(cached, this.#scope.signal, true);
     const storeKey = this.#loader._storeKey(key, keyString, this);
     const entry = this.#loader._peek(storeKey, key, this);
     if (entry !== undefined) {
-      ScopedLoader.#set(this, keyString, fulfilled(entry as Entry<V>));
+      this._set(keyString, fulfilled(entry as Entry<V>));
       return entry.value as V;
     }
-    return ScopedLoader.#miss(this, key, keyString, this.#scope.signal);
+    return this._miss(key, keyString, this.#scope.signal);
   }
 
   /** As DataLoader's: values and Errors in order, never rejects for a key; a non-array throws a TypeError. */
@@ -238,13 +238,13 @@ export class ScopedLoader<K, V> implements Sink {
   prime(key: K, value: V | Error): this {
     if (this.#memo === null) return this;
     const keyString = this.#loader._keyString(key, this);
-    if (ScopedLoader.#lookup(this, keyString) === undefined) ScopedLoader.#set(this, keyString, primed(value));
+    if (this._lookup(keyString) === undefined) this._set(keyString, primed(value));
     return this;
   }
 
   /** Request-local: forgets the memo for `key` (use loader.clear to invalidate the shared cache). */
   clear(key: K): this {
-    ScopedLoader.#delete(this, this.#loader._keyString(key, this));
+    this._delete(this.#loader._keyString(key, this));
     return this;
   }
 
@@ -255,57 +255,64 @@ export class ScopedLoader<K, V> implements Sink {
     return this;
   }
 
-  /** The memo's promise for `key`, unless it failed in a way DataLoader forgets (dropped here: see memo.ts lookup). */
-  static #lookup<K, V>(self: ScopedLoader<K, V>, key: string): Promise<V> | undefined {
-    const held = ScopedLoader.#get(self, key);
+  // The methods from here on are TypeScript-private, not #private: a #method gives every instance a
+  // brand slot (8 bytes of every request's scoped loader; a stampede makes one per load).
+
+  /** @internal The memo's promise for `key`, unless it failed in a way DataLoader forgets (dropped here: see memo.ts lookup). */
+  private _lookup(key: string): Promise<V> | undefined {
+    const held = this._get(key);
     if (held === undefined || !forgets(held, forgetUnlessKeyError)) return held;
-    ScopedLoader.#delete(self, key);
+    this._delete(key);
     return undefined;
   }
 
-  static #get<K, V>(self: ScopedLoader<K, V>, key: string): Promise<V> | undefined {
-    const memo = self.#memo;
+  /** @internal */
+  private _get(key: string): Promise<V> | undefined {
+    const memo = this.#memo;
     if (memo !== undefined) return memo?.get(key);
-    return key === self.#key ? self.#held : undefined;
+    return key === this.#key ? this.#held : undefined;
   }
 
-  static #set<K, V>(self: ScopedLoader<K, V>, key: string, value: Promise<V>): void {
-    const memo = self.#memo;
+  /** @internal */
+  private _set(key: string, value: Promise<V>): void {
+    const memo = this.#memo;
     if (memo !== undefined) memo?.set(key, value);
-    else if (self.#key === undefined || self.#key === key) {
-      self.#key = key;
-      self.#held = value;
+    else if (this.#key === undefined || this.#key === key) {
+      this.#key = key;
+      this.#held = value;
     } else {
-      self.#memo = new Map([
-        [self.#key, self.#held!],
+      this.#memo = new Map([
+        [this.#key, this.#held!],
         [key, value],
       ]);
-      self.#key = self.#held = undefined;
+      this.#key = this.#held = undefined;
     }
   }
 
-  static #delete<K, V>(self: ScopedLoader<K, V>, key: string): void {
-    const memo = self.#memo;
+  /** @internal */
+  private _delete(key: string): void {
+    const memo = this.#memo;
     if (memo !== undefined) memo?.delete(key);
-    else if (key === self.#key) self.#key = self.#held = undefined;
+    else if (key === this.#key) this.#key = this.#held = undefined;
   }
 
-  /** The memo as memo.ts takes it (for a load shared by callers with signals, a rare path). */
-  static #asMemo<K, V>(self: ScopedLoader<K, V>): Memo<V> {
+  /** @internal The memo as memo.ts takes it (for a load shared by callers with signals, a rare path). */
+  private _asMemo(): Memo<V> {
     return {
-      get: (key) => ScopedLoader.#get(self, key),
-      set: (key, value) => ScopedLoader.#set(self, key, value as Promise<V>),
-      delete: (key) => ScopedLoader.#delete(self, key),
-      clear: () => self.clearAll(),
+      get: (key) => this._get(key),
+      set: (key, value) => this._set(key, value as Promise<V>),
+      delete: (key) => this._delete(key),
+      clear: () => this.clearAll(),
     };
   }
 
-  static #miss<K, V>(self: ScopedLoader<K, V>, key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
-    const loader = self.#loader;
-    const storeKey = loader._storeKey(key, keyString, self);
-    if (self.#memo === null) {
-      const alone = loader._loadAlone(key, storeKey, signal, self);
-      ScopedLoader.#noteLoad(self, alone);
+  /** @internal */
+  private _miss(key: K, keyString: string, signal: AbortSignal | undefined): Promise<V> {
+    const loader = this.#loader;
+    const storeKey = loader._storeKey(key, keyString, this);
+    if (this.#memo === null) {
+      const alone = loader._loadAlone(key, storeKey, signal, this);
+      this._noteLoad(alone);
       return alone.then(passThrough);
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -315,59 +322,55 @@ export class ScopedLoader<K, V> implements Sink {
       // the key's flight (ownPending); a hit's or a joined flight's is shared by every caller of
       // the key, and this caller gets a promise of its own from it (then() without a handler: the
       // promise jobs settle it without calling a function).
-      const promise = loader._load(key, storeKey, undefined, self);
-      ScopedLoader.#set(self, keyString, promise);
-      ScopedLoader.#noteLoad(self, promise);
+      const promise = loader._load(key, storeKey, undefined, this);
+      this._set(keyString, promise);
+      this._noteLoad(promise);
       return ownPending(promise) ? promise : promise.then();
     }
-    return ScopedLoader.#missWithSignal(self, key, keyString, storeKey, signal);
+    return this._missWithSignal(key, keyString, storeKey, signal);
   }
 
-  /** #miss with a signal, apart: its closures would make every call of #miss allocate their context. */
-  static #missWithSignal<K, V>(
-    self: ScopedLoader<K, V>,
-    key: K,
-    keyString: string,
-    storeKey: string,
-    signal: AbortSignal,
-  ): Promise<V> {
-    const loader = self.#loader;
+  /** @internal _miss with a signal, apart: its closures would make every call of _miss allocate their context. */
+  private _missWithSignal(key: K, keyString: string, storeKey: string, signal: AbortSignal): Promise<V> {
+    const loader = this.#loader;
     const shared = memoizeShared<V>(
-      ScopedLoader.#asMemo(self),
+      this._asMemo(),
       keyString,
-      (s) => loader._load(key, storeKey, s, self),
+      (s) => loader._load(key, storeKey, s, this),
       forgetUnlessKeyError,
     );
-    ScopedLoader.#noteLoad(self, shared.promise);
+    this._noteLoad(shared.promise);
     return shared.join(signal);
   }
 
-  static #enterTick<K, V>(self: ScopedLoader<K, V>): void {
+  /** @internal */
+  private _enterTick(): void {
     const now = currentTick();
-    if (self.#tick !== now) {
-      self.#tick = now;
-      self.#loads = undefined;
+    if (this.#tick !== now) {
+      this.#tick = now;
+      this.#loads = undefined;
     }
   }
 
-  static #noteLoad<K, V>(self: ScopedLoader<K, V>, load: Promise<unknown>): void {
-    ScopedLoader.#enterTick(self);
-    const loads = self.#loads;
-    if (loads === undefined) self.#loads = load;
+  /** @internal */
+  private _noteLoad(load: Promise<unknown>): void {
+    this._enterTick();
+    const loads = this.#loads;
+    if (loads === undefined) this.#loads = load;
     else if (Array.isArray(loads)) loads.push(load);
     else if (loads instanceof PendingHits) loads.loads.push(load);
-    else self.#loads = [loads, load];
+    else this.#loads = [loads, load];
   }
 
-  /** A memo hit's answer, handed over with this tick's batch (see PendingHits). */
-  static #afterPendingBatch<K, V, W>(self: ScopedLoader<K, V>, answer: Promise<W>): Promise<W> {
-    ScopedLoader.#enterTick(self);
-    const held = self.#loads;
+  /** @internal A memo hit's answer, handed over with this tick's batch (see PendingHits). */
+  private _afterPendingBatch<W>(answer: Promise<W>): Promise<W> {
+    this._enterTick();
+    const held = this.#loads;
     if (held instanceof PendingHits && !held.released) return held.wait(answer);
     const loads =
       held instanceof PendingHits ? held.loads : Array.isArray(held) ? held : held === undefined ? [] : [held];
-    const hits = new PendingHits(self.#loader.batchSchedule, loads);
-    self.#loads = hits;
+    const hits = new PendingHits(this.#loader.batchSchedule, loads);
+    this.#loads = hits;
     return hits.wait(answer);
   }
 }

@@ -177,6 +177,13 @@ describe('cache: false on a scoped loader', () => {
     expect(views.map((view) => view.name)).toEqual(['a', 'b', 'c']);
     expect(await Promise.all(views.map((view) => view.load('1')))).toEqual(['a:1', 'b:1', 'c:1']);
     expect(cache.request().loader(loaders[1]!)).not.toBe(views[1]);
+    // The request's getOrCompute memo beside them: its answers and the views stay apart.
+    let fills = 0;
+    const fill = async () => ++fills;
+    expect(await scope.getOrCompute('a', fill)).toBe(1);
+    expect(await scope.getOrCompute('a', fill)).toBe(1);
+    loaders.forEach((loader, i) => expect(scope.loader(loader)).toBe(views[i]));
+    expect(await scope.loader(loaders[2]!).load('2')).toBe('c:2');
   });
 });
 
