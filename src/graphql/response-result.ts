@@ -36,7 +36,7 @@ export interface ResultFacts {
   readonly maxBytes: number;
   /**
    * The memory store's estimate of the result's heap (core/sizes' rules, every node counted):
-   * measured here so the store does not walk the result again (see GIVEN_SIZE, core/sizes).
+   * measured here so the store does not walk the result again (see Entry.valueBytes).
    */
   readonly heapBytes: number;
   /** False when a value was met that the bound does not judge (a toJSON, a class, a deep custom scalar): serialize to know. */
@@ -136,6 +136,12 @@ interface Typed {
    * their keys in `keys`' order (those present), so a copy made in that order has the same JSON.
    */
   readonly ordered: boolean;
+  /**
+   * Makes the copy of an object read this way from its values in `keys`' order, all present: one
+   * object literal, compiled once per reading (keyed stores into a fresh `{}` cost a map transition
+   * lookup each, the walk's largest cost after the tag table). Undefined: not compiled (see maker).
+   */
+  readonly make: ((values: readonly unknown[]) => Record<string, unknown>) | undefined;
 }
 
 interface Child {
@@ -203,9 +209,31 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
     };
   }
   const childAt = keys.map((key) => children[key]);
-  found = { type, tagHead: `${type.name}:`, tagsById: tagsOf(type), keys, childAt, idKeys, children, ordered };
+  const make = ordered ? maker(keys) : undefined;
+  found = { type, tagHead: `${type.name}:`, tagsById: tagsOf(type), keys, childAt, idKeys, children, ordered, make };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
+}
+
+/** Response keys a compiled copy takes at most; a GraphQL name (the only keys one is compiled for). */
+const MAKER_KEYS = 64;
+const NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+
+/**
+ * A function returning `{ k0: values[0], k1: values[1], … }` for these keys, or undefined where
+ * code generation is refused (`--disallow-code-generation-from-strings`) or a key is not a plain
+ * GraphQL name (`__proto__` in a literal would set the prototype; none reaches here: see ordered).
+ * Safe to compile: each key is a name matched above, written as a JSON string.
+ */
+function maker(keys: readonly string[]): Typed['make'] {
+  if (keys.length === 0 || keys.length > MAKER_KEYS) return undefined;
+  for (const key of keys) if (!NAME.test(key) || key === '__proto__') return undefined;
+  const fields = keys.map((key, i) => `${JSON.stringify(key)}: values[${i}]`).join(', ');
+  try {
+    return new Function('values', `'use strict'; return { ${fields} };`) as Typed['make'];
+  } catch {
+    return undefined;
+  }
 }
 
 /** Ids whose tag is kept per type: past it, tags are made per result. */
@@ -281,15 +309,17 @@ function visitObject(
     // only, in dictionary mode (where for…in is slow: it sorts the keys each time): read those keys.
     const { keys, childAt } = reading;
     if (!reading.ordered) walk.copying = false;
-    if (walk.copying) copy = {};
+    // The copy's values, in keys' order; made into one literal when every key is present.
+    const values = walk.copying ? new Array<unknown>(keys.length) : undefined;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const item = value[key];
       if (item === undefined) continue; // not selected for this type (a fragment), or @skip
       count++;
       const copied = field(walk, key, item, childAt[i], depth);
-      if (copy !== undefined) copy[key] = copied;
+      if (values !== undefined) values[i] = copied;
     }
+    if (values !== undefined && walk.copying) copy = copyOf(reading, values, count);
   } else {
     // Another executor's objects: every enumerable key (an inherited one is counted though JSON
     // leaves it out: a bound). Not copied.
@@ -304,6 +334,15 @@ function visitObject(
   const braces = count === 0 ? 2 : count + 1; // braces and commas
   walk.maxBytes += braces;
   walk.heapBytes += HEAP_HEADER + count * (HEAP_SLOT + HEAP_HEADER);
+  return copy;
+}
+
+/** The copy of an object read as `reading` from its values (undefined: a key not present), in keys' order. */
+function copyOf(reading: Typed, values: unknown[], present: number): Record<string, unknown> {
+  const keys = reading.keys;
+  if (present === keys.length && reading.make !== undefined) return reading.make(values);
+  const copy: Record<string, unknown> = {};
+  for (let i = 0; i < keys.length; i++) if (values[i] !== undefined) copy[keys[i]!] = values[i];
   return copy;
 }
 
