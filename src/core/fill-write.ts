@@ -121,6 +121,7 @@ export class FillWrite {
           fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
           tags: tagged === undefined ? item.tags : tagged.tags,
           tagVersions: tagged === undefined ? item.versions : tagged.versions,
+          valueBytes: tagged?.from.valueBytes,
         });
         // Without the lock nothing fences this write: `since` lets the store refuse it when the
         // key was invalidated after this fill started (the lockless gap).

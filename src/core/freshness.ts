@@ -31,6 +31,12 @@ export interface Entry<V = unknown> {
    * store's L1 copy: its l1Until). Judged by the registry with the clock read it makes anyway.
    */
   readonly servedUntil?: number;
+  /**
+   * @internal The value's estimated bytes by core/sizes' rules, when the code that built it
+   * measured them (the response layer's walk): the memory store does not walk the value again.
+   * Never encoded by a codec.
+   */
+  readonly valueBytes?: number;
 }
 
 /** Time source, injectable so tests move time instead of sleeping. Returns epoch milliseconds. */
@@ -156,6 +162,7 @@ export interface EntryExtras {
   readonly fillMs?: number;
   readonly tags?: readonly string[];
   readonly tagVersions?: readonly number[];
+  readonly valueBytes?: number;
 }
 
 export function makeEntry<V>(value: V, now: number, policy: Freshness, extras?: EntryExtras): Entry<V> {
@@ -168,6 +175,7 @@ export function makeEntry<V>(value: V, now: number, policy: Freshness, extras?: 
   if (extras === undefined) return { value, freshUntil, staleUntil };
   const entry: { -readonly [P in keyof Entry<V>]: Entry<V>[P] } = { value, freshUntil, staleUntil };
   if (extras.fillMs !== undefined) entry.fillMs = extras.fillMs;
+  if (extras.valueBytes !== undefined) entry.valueBytes = extras.valueBytes;
   if (extras.tags !== undefined && extras.tags.length > 0) {
     entry.tags = extras.tags;
     if (extras.tagVersions !== undefined) entry.tagVersions = extras.tagVersions;

@@ -27,6 +27,8 @@ export class LateTagged<V = unknown> {
     readonly tags: readonly string[],
     /** The fill vouches that `tags` holds each tag once: the registry does not dedupe them again. */
     readonly distinct = false,
+    /** The value's estimated bytes by core/sizes' rules, when the fill measured them (Entry.valueBytes). */
+    readonly valueBytes?: number,
   ) {}
 
   /**

@@ -17,7 +17,7 @@ export const SIZE_WALK_DEPTH = 32;
 
 const HEADER = 16;
 const SLOT = 8;
-/** The header and slot sizes, for a producer that measures its own values (see GIVEN_SIZE). */
+/** The header and slot sizes, for a producer that measures its own values (see Entry.valueBytes). */
 export { HEADER as SIZE_HEADER, SLOT as SIZE_SLOT };
 /** The entry object itself (freshness, grace, the tag arrays' headers). */
 const ENTRY_OVERHEAD = 96;
@@ -28,24 +28,13 @@ export function entrySize(key: string, entry: Entry): number {
   const tags = entry.tags;
   if (tags !== undefined) for (const tag of tags) size += HEADER + SLOT + tag.length;
   if (entry.tagVersions !== undefined) size += entry.tagVersions.length * SLOT;
-  return size + valueSize(entry.value);
+  // Measured by the code that built the value, by these rules, in a walk it made anyway (the
+  // response layer's one pass over a result): not walked again.
+  return size + (entry.valueBytes ?? valueSize(entry.value));
 }
-
-/**
- * Sizes measured by the code that built the value, by these rules, in a walk it makes anyway (the
- * response layer's one pass over a result): valueSize returns them instead of walking again. A
- * symbol-keyed property of the value, not a WeakMap: one entry per stored response there would be
- * an ephemeron every garbage collection processes for as long as the response is kept. JSON and
- * the codecs leave symbol keys out.
- */
-export const GIVEN_SIZE: unique symbol = Symbol('herdcache.size');
 
 /** The estimated bytes of a value (see above). */
 export function valueSize(value: unknown): number {
-  if (typeof value === 'object' && value !== null) {
-    const known = (value as { [GIVEN_SIZE]?: number })[GIVEN_SIZE];
-    if (known !== undefined) return known;
-  }
   const walk = { left: SIZE_WALK_NODES };
   return sizeOf(value, 0, walk);
 }

@@ -25,7 +25,7 @@ import type { DocumentNode } from 'graphql';
 import type { Cache } from '../core/cache';
 import { invalidOption } from '../core/errors';
 import { LateTagged } from '../core/late-tags';
-import { GIVEN_SIZE, SIZE_SLOT, valueSize } from '../core/sizes';
+import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { Sink } from '../core/metrics';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
@@ -276,8 +276,8 @@ export class ResponseEngine {
     const stored: StoredResponse = { data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
     // data (counted there as the null that stands for it) as measured.
-    if (facts.bounded) (stored as { [GIVEN_SIZE]?: number })[GIVEN_SIZE] = wrapperSize(policy.scope) + facts.heapBytes;
-    return new LateTagged<StoredResponse>(stored, tags, distinct);
+    const bytes = facts.bounded ? wrapperSize(policy.scope) + facts.heapBytes : undefined;
+    return new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
   }
 
   /**

@@ -42,9 +42,13 @@ export class RedisLink {
   /**
    * Value keys made lately (cache key → `prefix{K}`), so a warm read of the same keys builds no
    * string per key and ioredis writes one already flat (a template literal is a rope it flattens
-   * on every write). Bounded: emptied when full; long keys are not kept.
+   * on every write). Two generations: when the current one is full it becomes the previous one
+   * (a key found there moves back), so a working set a little over the bound still hits. At most
+   * 2 × VALUE_KEY_MEMO keys of ≤ VALUE_KEY_MEMO_LENGTH chars each (a few MB at worst); longer keys
+   * are not kept.
    */
-  readonly #valueKeys = new Map<string, string>();
+  #valueKeys = new Map<string, string>();
+  #previousValueKeys = new Map<string, string>();
   /** Keys read present, and until when: which reads also try locks (presence.ts). */
   readonly presence = new PresenceHints();
   /** Writes skipped because their payload was larger than maxValueBytes. */
@@ -77,17 +81,25 @@ export class RedisLink {
   valueKey(key: string): string {
     const known = this.#valueKeys.get(key);
     if (known !== undefined) return known;
-    const valueKey = `${this.prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
+    const valueKey = this.#previousValueKeys.get(key) ?? `${this.prefix}{${taggedKey(key, this.#maxKeyLength)}}`;
     if (key.length <= VALUE_KEY_MEMO_LENGTH) {
-      if (this.#valueKeys.size >= VALUE_KEY_MEMO) this.#valueKeys.clear();
+      if (this.#valueKeys.size >= VALUE_KEY_MEMO) {
+        this.#previousValueKeys = this.#valueKeys;
+        this.#valueKeys = new Map();
+      }
       this.#valueKeys.set(key, valueKey);
     }
     return valueKey;
   }
 
-  /** @internal Value keys remembered (tests: the memo stays bounded). */
+  /** @internal Whether the value key of `key` is remembered (tests). */
+  _remembers(key: string): boolean {
+    return this.#valueKeys.has(key) || this.#previousValueKeys.has(key);
+  }
+
+  /** @internal Value keys remembered, both generations (tests: the memo stays bounded). */
   get _valueKeysHeld(): number {
-    return this.#valueKeys.size;
+    return this.#valueKeys.size + this.#previousValueKeys.size;
   }
 
   valueKeys(keys: readonly string[]): string[] {

@@ -8,7 +8,7 @@ import { createCache } from '../../src/core/cache';
 import { ResponseEngine, type ResponsePlan } from '../../src/graphql/response-cache';
 import { resultFacts } from '../../src/graphql/response-result';
 import { memoryStore } from '../../src/core/memory';
-import { valueSize } from '../../src/core/sizes';
+import { entrySize, valueSize } from '../../src/core/sizes';
 
 const schema = buildSchema(`
   scalar JSON
@@ -156,10 +156,38 @@ describe('maxBytes through the engine', () => {
     const plain = JSON.parse(JSON.stringify(data)) as unknown;
     enumerated = 0;
     const estimate = valueSize({ data: plain, maxAge: 60, scope: 'PUBLIC', at: 0 });
+    const entry = store.getSync(plan.key)!;
+    expect(entry.valueBytes).toBe(estimate);
+    // …and the store counts that size, not a walk of its own.
+    expect(store.calculatedSize).toBe(entrySize(plan.key, entry));
+    expect(entrySize(plan.key, { ...entry, valueBytes: estimate + 1000 })).toBe(store.calculatedSize + 1000);
     const hit = await engine.lookup(plan, async () => ({ data }));
     expect(hit.outcome).toBe('hit');
     expect(valueSize(hit.response)).toBe(estimate);
-    expect(store.calculatedSize).toBeGreaterThan(estimate);
+  });
+
+  it("a PRIVATE response's measured size is its walk's too (the wrapper counted by its scope)", async () => {
+    const privately = buildSchema(`
+      type Item { id: ID!, name: String }
+      type Query { items: [Item!]! @cacheControl(maxAge: 60, scope: PRIVATE) }
+      enum CacheControlScope { PUBLIC PRIVATE }
+      directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
+    `);
+    const store = memoryStore();
+    const engine = new ResponseEngine(createCache({ store }), { defaultMaxAge: 60, sessionId: () => 'viewer-1' });
+    const plan = engine.plan({
+      schema: privately,
+      document: parse('{ items { id name } }'),
+      operationName: undefined,
+      variables: undefined,
+      context: {},
+    }) as ResponsePlan;
+    expect(plan.policy.scope).toBe('PRIVATE');
+    const data = { items: [{ id: '1', name: 'a' }] };
+    const lookup = await engine.lookup(plan, async () => ({ data }));
+    expect(await lookup.complete!({ data }, { maxAge: 60, scope: 'PRIVATE' })).toBe('stored');
+    const entry = store.getSync(plan.key)!;
+    expect(entry.valueBytes).toBe(valueSize({ data, maxAge: 60, scope: 'PRIVATE', at: 0 }));
   });
 
   it('a custom scalar with toJSON is measured by serializing it', async () => {
