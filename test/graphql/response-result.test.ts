@@ -237,6 +237,25 @@ describe('the stored copy (compact)', () => {
     ).toBeUndefined();
   });
 
+  it('is the same where code generation is refused (--disallow-code-generation-from-strings): keyed stores', () => {
+    const source = '{ items { id name score extra child { id name } } refused: item { id name } }';
+    const compiled = run(source);
+    const real = globalThis.Function;
+    const refuse = jest.spyOn(globalThis, 'Function').mockImplementation(() => {
+      throw new EvalError('Code generation from strings disallowed for this context');
+    });
+    try {
+      // A new document: its shapes are compiled (here: refused) on first use.
+      const { data, facts } = run(`${source} `);
+      expect(refuse).toHaveBeenCalled();
+      expect(JSON.stringify(facts.compact)).toBe(JSON.stringify(data));
+      expect(JSON.stringify(facts.compact)).toBe(JSON.stringify(compiled.facts.compact));
+    } finally {
+      refuse.mockRestore();
+    }
+    expect(globalThis.Function).toBe(real);
+  });
+
   it('is not made where graphql-js may order keys otherwise (a response key selected twice, `__proto__`), nor of other objects', () => {
     // graphql-js orders `name` after `id` here (its first occurrence is skipped): the copy would not.
     const twice = run('query($s: Boolean!) { items { name @skip(if: $s) id name } }', { s: true });
