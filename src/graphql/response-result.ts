@@ -28,6 +28,7 @@ import type {
 } from 'graphql';
 import { SIZE_HEADER, SIZE_SLOT } from '../core/sizes';
 import { fragmentsOf, namedType, operationOfDocument, tagOf } from './response-policy';
+import { type Make, copyOf, maker } from './response-copy';
 
 export interface ResultFacts {
   /** `Type:id` of each entity, in the order met (each once when `distinct`; else the registry dedupes them). */
@@ -94,7 +95,6 @@ const HEAP_SLOT = SIZE_SLOT;
 const MAX_DEPTH = 64;
 /** The longest JSON of a number (sign, 17 significant digits, point, exponent), rounded up. */
 const NUMBER_MAX = 32;
-
 let walks = 0;
 
 class Walk implements ResultFacts {
@@ -136,12 +136,8 @@ interface Typed {
    * their keys in `keys`' order (those present), so a copy made in that order has the same JSON.
    */
   readonly ordered: boolean;
-  /**
-   * Makes the copy of an object read this way from its values in `keys`' order, all present: one
-   * object literal, compiled once per reading (keyed stores into a fresh `{}` cost a map transition
-   * lookup each, the walk's largest cost after the tag table). Undefined: not compiled (see maker).
-   */
-  readonly make: ((values: readonly unknown[]) => Record<string, unknown>) | undefined;
+  /** Makes the copy from its values, all present (see response-copy); undefined: not compiled. */
+  readonly make: Make | undefined;
 }
 
 interface Child {
@@ -213,27 +209,6 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   found = { type, tagHead: `${type.name}:`, tagsById: tagsOf(type), keys, childAt, idKeys, children, ordered, make };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
-}
-
-/** Response keys a compiled copy takes at most; a GraphQL name (the only keys one is compiled for). */
-const MAKER_KEYS = 64;
-const NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
-
-/**
- * A function returning `{ k0: values[0], k1: values[1], … }` for these keys, or undefined where
- * code generation is refused (`--disallow-code-generation-from-strings`) or a key is not a plain
- * GraphQL name (`__proto__` in a literal would set the prototype; none reaches here: see ordered).
- * Safe to compile: each key is a name matched above, written as a JSON string.
- */
-function maker(keys: readonly string[]): Typed['make'] {
-  if (keys.length === 0 || keys.length > MAKER_KEYS) return undefined;
-  for (const key of keys) if (!NAME.test(key) || key === '__proto__') return undefined;
-  const fields = keys.map((key, i) => `${JSON.stringify(key)}: values[${i}]`).join(', ');
-  try {
-    return new Function('values', `'use strict'; return { ${fields} };`) as Typed['make'];
-  } catch {
-    return undefined;
-  }
 }
 
 /** Ids whose tag is kept per type: past it, tags are made per result. */
@@ -309,7 +284,6 @@ function visitObject(
     // only, in dictionary mode (where for…in is slow: it sorts the keys each time): read those keys.
     const { keys, childAt } = reading;
     if (!reading.ordered) walk.copying = false;
-    // The copy's values, in keys' order; made into one literal when every key is present.
     const values = walk.copying ? new Array<unknown>(keys.length) : undefined;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
@@ -319,7 +293,7 @@ function visitObject(
       const copied = field(walk, key, item, childAt[i], depth);
       if (values !== undefined) values[i] = copied;
     }
-    if (values !== undefined && walk.copying) copy = copyOf(reading, values, count);
+    if (values !== undefined && walk.copying) copy = copyOf(reading.keys, reading.make, values, count);
   } else {
     // Another executor's objects: every enumerable key (an inherited one is counted though JSON
     // leaves it out: a bound). Not copied.
@@ -334,15 +308,6 @@ function visitObject(
   const braces = count === 0 ? 2 : count + 1; // braces and commas
   walk.maxBytes += braces;
   walk.heapBytes += HEAP_HEADER + count * (HEAP_SLOT + HEAP_HEADER);
-  return copy;
-}
-
-/** The copy of an object read as `reading` from its values (undefined: a key not present), in keys' order. */
-function copyOf(reading: Typed, values: unknown[], present: number): Record<string, unknown> {
-  const keys = reading.keys;
-  if (present === keys.length && reading.make !== undefined) return reading.make(values);
-  const copy: Record<string, unknown> = {};
-  for (let i = 0; i < keys.length; i++) if (values[i] !== undefined) copy[keys[i]!] = values[i];
   return copy;
 }
 
