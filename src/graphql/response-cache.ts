@@ -276,7 +276,7 @@ export class ResponseEngine {
     const stored: StoredResponse = { data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
     // data (counted there as the null that stands for it) as measured.
-    const bytes = facts.bounded ? wrapperSize(policy.scope) + facts.heapBytes : undefined;
+    const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
     return new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
   }
 
@@ -369,11 +369,10 @@ export class ResponseEngine {
 }
 
 /** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */
-const WRAPPER_SIZES = {
+const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
   PUBLIC: valueSize({ data: null, maxAge: 0, scope: 'PUBLIC', at: 0 }) - SIZE_SLOT,
   PRIVATE: valueSize({ data: null, maxAge: 0, scope: 'PRIVATE', at: 0 }) - SIZE_SLOT,
 };
-const wrapperSize = (scope: StoredResponse['scope']): number => WRAPPER_SIZES[scope];
 
 const STARTED: unique symbol = Symbol('started');
 const INCREMENTAL: unique symbol = Symbol('incremental delivery');
