@@ -2,6 +2,7 @@
  * Issue 17's reduction, and the abort race it lives in: every call with a signal settles, whether
  * the signal is aborted before the call, while the load is in flight, or after it failed.
  */
+import { getEventListeners } from 'node:events';
 import { createCache } from '../../src/core';
 import { raceAbort } from '../../src/core/abort-race';
 import { deferred } from '../helpers';
@@ -180,5 +181,52 @@ describe("a request's signal (cache.request({ signal }), herdcacheContext({ sign
     const cache = createCache();
     expect(() => cache.request({ signal: 'no' as unknown as AbortSignal })).toThrow(/signal.*"no"/);
     expect(() => cache.request({ sginal: new AbortController().signal } as never)).toThrow(/sginal/);
+  });
+});
+
+describe("a request's signal shared by many loads", () => {
+  it('gets one abort listener for all of them (no MaxListenersExceededWarning), and aborting still rejects each', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const cache = createCache({ ttl: 60_000 });
+      const never = deferred<string[]>();
+      let batches = 0;
+      const users = cache.loader<string, string>({
+        name: 'user',
+        batch: () => {
+          batches++;
+          return never.promise;
+        },
+      });
+      const controller = new AbortController();
+      const view = cache.request({ signal: controller.signal }).loader(users);
+      const loads = Array.from({ length: 50 }, (_, i) => view.load(String(i)));
+      const computed = Array.from({ length: 50 }, (_, i) =>
+        cache.getOrCompute(`k${i}`, () => never.promise, { signal: controller.signal }),
+      );
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(batches).toBe(1);
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+      const reason = new Error('client left');
+      controller.abort(reason);
+      const outcomes = await Promise.allSettled([...loads, ...computed]);
+      expect(outcomes.every((o) => o.status === 'rejected' && o.reason === reason)).toBe(true);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+      await cache.close();
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('a caller that settled before the abort is not woken by it', async () => {
+    const controller = new AbortController();
+    let left = 0;
+    const value = await raceAbort(Promise.resolve('v'), controller.signal, () => left++);
+    controller.abort(new Error('late'));
+    expect(value).toBe('v');
+    expect(left).toBe(0);
   });
 });
