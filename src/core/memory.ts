@@ -11,15 +11,16 @@
  * not stored at all (counted in `oversized`): the next caller fills again. Keys reach the store
  * already bounded (long keys are digests, see ./long-keys); tags are indexed by their bounded form.
  *
- * The tag index (tag → keys) is appended to, not kept exact, and in batches: a whole response
- * carries ~40 tags, and a Set per tag, updated at each write, cost ~0.3-0.9 µs per tag (most of a
- * response miss's store write: each tag's record is a cache miss by then). So a write is noted
- * (its key and tags, as written: the entry's array may be the caller's, changed later) and the
- * notes are indexed TAG_BATCH writes at a time, when the records are warm, and always before
- * invalidateTags reads the index. A tag's list may name keys twice, or keys whose entry is gone or
- * no longer carries the tag; invalidateTags deletes only the keys whose held entry was written
- * with it, and a list is compacted once it is more than twice the entries carrying the tag (so the
- * index stays bounded by the entries held).
+ * Tags are checked when an entry is read, not indexed when it is written: a whole response
+ * carries ~40 tags, and an index (tag → keys), kept at each write and eviction, was most of a
+ * response miss's store write (~10 µs of ~11, in a loop; more in a server, each tag's record a
+ * cache miss by then). invalidateTags only notes each tag with the store's invalidation count; a
+ * tagged entry remembers the count it was last checked at, and a read of it after later
+ * invalidations checks its tags once (then remembers the new count): an entry carrying a tag
+ * noted after its count is deleted and read as missing. A read of an untagged entry, or of any
+ * entry while nothing was invalidated since its last check, costs one comparison more. The notes
+ * are bounded (MAX_NOTED tags): the oldest are forgotten, and an entry last checked before the
+ * newest forgotten note is then a miss (it may carry that tag), never stale.
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -50,39 +51,26 @@ const done: Promise<void> = Promise.resolve();
 /** lru-cache's get options, shared by every read (it only ever sets `status` on it, to undefined here). */
 const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
 
-/** A list this much longer than twice its live count is compacted (so short lists never are). */
-const TAG_SLACK = 16;
-/** Writes noted before they are indexed together (~1 ms of indexing at most, for ~40 tags each). */
-const TAG_BATCH = 256;
+/** Invalidated tags noted at most; past it the older half is forgotten (see the header). */
+const MAX_NOTED = 50_000;
 
-/**
- * One tag's index: every key written with the tag since the last compaction (a superset of the
- * keys whose entry carries it now), and how many held entries carry it.
- */
-interface TagKeys {
-  keys: string[];
-  live: number;
-}
-
-/** A held tagged entry: its tags as written (bounded forms), and whether the index has them yet. */
-interface Written {
-  readonly key: string;
-  /** Not the entry: a note outlives an entry disposed before its batch, and must not hold its value. */
+/** A held tagged entry's tags, and the store's invalidation count when they were last checked. */
+interface Checked {
   readonly tags: readonly string[];
-  /** In the index (counted in `live`); false: still noted, or disposed before it was indexed. */
-  indexed: boolean;
-  disposed: boolean;
+  checked: number;
 }
 
 export class MemoryStore implements Store {
   readonly name = 'memory';
   readonly #lru: LRUCache<string, Entry>;
-  /** tag → the keys written with it; `live` kept in step with the LRU, so bounded by `max`. */
-  readonly #byTag = new Map<string, TagKeys>();
-  /** key → its held entry's tags as written, for the tagged entries only. */
-  readonly #written = new Map<string, Written>();
-  /** Written and not indexed yet (at most TAG_BATCH between two writes). */
-  #noted: Written[] = [];
+  /** key → its held tagged entry's tags and last check, for the tagged entries only. */
+  readonly #tagged = new Map<string, Checked>();
+  /** Invalidated tag (bounded form) → the invalidation count that noted it last, oldest first. */
+  readonly #noted = new Map<string, number>();
+  /** invalidateTags calls so far: an entry checked at this count needs no check. */
+  #invalidations = 0;
+  /** An entry last checked before this count may carry a tag whose note was forgotten: a miss. */
+  #floor = 0;
   readonly #maxEntrySize: number;
   #oversized = 0;
 
@@ -109,38 +97,22 @@ export class MemoryStore implements Store {
       maxEntrySize,
       // Every write passes the size it estimated; this only covers a write that would not.
       sizeCalculation: (entry, key) => entrySize(key, entry),
-      // Stored (added, or replacing another entry; not the same entry set again): indexed.
+      // Stored (added, or replacing another entry; not the same entry set again): valid as of now.
       onInsert: (entry, key, reason) => {
-        if (reason === 'update' || entry.tags === undefined) return;
-        const written: Written = { key, tags: entry.tags.map(boundedKey), indexed: false, disposed: false };
-        this.#written.set(key, written);
-        this.#noted.push(written);
+        if (reason === 'update' || entry.tags === undefined || entry.tags.length === 0) return;
+        // The tags as written: the entry's array may be the caller's, changed later.
+        this.#tagged.set(key, { tags: entry.tags.slice(), checked: this.#invalidations });
       },
-      // Evicted, deleted or overwritten (before its replacement is inserted): the entry leaves the
-      // tag index with it (if it was indexed yet). It is the key's held entry: its note, if tagged.
+      // Evicted, deleted or overwritten (before its replacement is inserted).
       dispose: (entry, key) => {
-        if (entry.tags === undefined) return;
-        const written = this.#written.get(key);
-        if (written === undefined) return;
-        this.#written.delete(key);
-        written.disposed = true;
-        if (written.indexed) this.#unindex(written.tags);
+        if (entry.tags !== undefined) this.#tagged.delete(key);
       },
     });
   }
 
-  /** Number of distinct tags indexed (for leak checks). */
+  /** Number of invalidated tags noted (bounded: see the header; for leak checks). */
   get tagCount(): number {
-    this.#indexNoted();
-    return this.#byTag.size;
-  }
-
-  /** @internal Keys held by the tag index, repeats and dropped keys included (for leak checks). */
-  get tagIndexLength(): number {
-    this.#indexNoted();
-    let length = 0;
-    for (const record of this.#byTag.values()) length += record.keys.length;
-    return length;
+    return this.#noted.size;
   }
 
   /** Number of entries held (including stale ones not yet overwritten or evicted). */
@@ -160,13 +132,39 @@ export class MemoryStore implements Store {
 
   getSync(key: string): Entry | undefined {
     // One options object for every read: lru-cache's get otherwise makes one per call.
-    return this.#lru.get(key, READ);
+    const entry = this.#lru.get(key, READ);
+    if (entry === undefined || entry.tags === undefined || this.#invalidations === 0) return entry;
+    return this.#unlessInvalidated(key, entry);
   }
 
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
     const out = new Array<Entry | undefined>(keys.length);
-    for (let i = 0; i < keys.length; i++) out[i] = this.#lru.get(keys[i]!);
+    for (let i = 0; i < keys.length; i++) out[i] = this.getSync(keys[i]!);
     return Promise.resolve(out);
+  }
+
+  /** The tagged entry held under `key`, unless a tag it carries was invalidated since its last check (then deleted). */
+  #unlessInvalidated(key: string, entry: Entry): Entry | undefined {
+    const record = this.#tagged.get(key);
+    const now = this.#invalidations;
+    if (record === undefined || record.checked === now) return entry;
+    let invalidated = record.checked < this.#floor;
+    if (!invalidated) {
+      const noted = this.#noted;
+      for (const tag of record.tags) {
+        const at = noted.get(boundedKey(tag));
+        if (at !== undefined && at > record.checked) {
+          invalidated = true;
+          break;
+        }
+      }
+    }
+    if (invalidated) {
+      this.#lru.delete(key);
+      return undefined;
+    }
+    record.checked = now;
+    return entry;
   }
 
   // Writes and deletes take effect synchronously, before the returned promise: the registry
@@ -180,69 +178,32 @@ export class MemoryStore implements Store {
         this.#lru.delete(w.key);
         continue;
       }
-      this.#lru.set(w.key, w.entry, { size }); // notes it for the tag index (onInsert)
+      this.#lru.set(w.key, w.entry, { size }); // a tagged entry is noted valid as of now (onInsert)
     }
-    if (this.#noted.length >= TAG_BATCH) this.#indexNoted();
     return done;
   }
 
-  /** In one process a tag's entries can simply be deleted; the registry abandons fills in flight. */
+  /**
+   * In one process a tag's entries can simply be missed from now on (the registry abandons fills
+   * in flight): each tag is noted with this call's count, and read checks do the rest (header).
+   */
   invalidateTags(tags: readonly string[]): Promise<void> {
-    this.#indexNoted();
+    const at = ++this.#invalidations;
+    const noted = this.#noted;
     for (const tag of tags) {
-      const indexed = boundedKey(tag);
-      const record = this.#byTag.get(indexed);
-      if (record === undefined) continue;
-      // Deleting disposes (and may compact this record: a new array, this one is still read).
-      for (const key of record.keys) if (this.#carries(key, indexed)) this.#lru.delete(key);
+      const bounded = boundedKey(tag);
+      noted.delete(bounded); // re-noted at the end: the map stays oldest first
+      noted.set(bounded, at);
+    }
+    if (noted.size > MAX_NOTED) {
+      let forget = noted.size - MAX_NOTED / 2;
+      for (const [tag, count] of noted) {
+        if (forget-- <= 0) break;
+        noted.delete(tag);
+        this.#floor = count;
+      }
     }
     return done;
-  }
-
-  /** Indexes the noted writes whose entries are still held. */
-  #indexNoted(): void {
-    const noted = this.#noted;
-    if (noted.length === 0) return;
-    this.#noted = [];
-    for (const written of noted) {
-      if (written.disposed) continue;
-      written.indexed = true;
-      this.#index(written.key, written.tags);
-    }
-  }
-
-  #index(key: string, tags: readonly string[]): void {
-    for (const indexed of tags) {
-      const record = this.#byTag.get(indexed);
-      if (record === undefined) {
-        this.#byTag.set(indexed, { keys: [key], live: 1 });
-        continue;
-      }
-      record.keys.push(key);
-      if (++record.live * 2 + TAG_SLACK < record.keys.length) this.#compact(indexed, record);
-    }
-  }
-
-  #unindex(tags: readonly string[]): void {
-    for (const indexed of tags) {
-      const record = this.#byTag.get(indexed);
-      if (record === undefined) continue;
-      if (--record.live <= 0) this.#byTag.delete(indexed);
-      else if (record.live * 2 + TAG_SLACK < record.keys.length) this.#compact(indexed, record);
-    }
-  }
-
-  /** Keeps each key once, and only those whose held entry carries the tag: O(list), once per list-length of changes. */
-  #compact(indexed: string, record: TagKeys): void {
-    const kept = new Set<string>();
-    for (const key of record.keys) if (!kept.has(key) && this.#carries(key, indexed)) kept.add(key);
-    record.keys = [...kept];
-  }
-
-  /** Whether the entry held under `key` (if any) was written with the tag (in its bounded form). */
-  #carries(key: string, indexed: string): boolean {
-    const written = this.#written.get(key);
-    return written !== undefined && written.tags.includes(indexed);
   }
 
   delete(keys: readonly string[]): Promise<void> {
@@ -252,6 +213,7 @@ export class MemoryStore implements Store {
 
   clear(): Promise<void> {
     this.#lru.clear();
+    this.#noted.clear(); // nothing held was checked before: the notes have nothing left to judge
     return done;
   }
 }

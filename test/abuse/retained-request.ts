@@ -15,7 +15,8 @@
  * - raw-keys: cache.getOrCompute(distinct long key, small value)
  * - coalesce-only: a loader without ttl (stores nothing), distinct long keys
  * - loader-keys: a loader with ttl, distinct long keys, small values
- * - tags: getOrCompute of short keys whose value carries one distinct long tag
+ * - tags: getOrCompute of short keys whose value carries one distinct long tag, and each tag
+ *   invalidated after the next key was written (the store notes invalidated tags)
  */
 import { graphql } from 'graphql';
 import { createCache } from '../../src/core/cache';
@@ -149,6 +150,7 @@ async function measure(scenario: string, count: number, filler: string): Promise
         break;
       case 'tags':
         await cache.getOrCompute(`t${i}`, () => ++calls, { ttl: 60_000, tags: [distinct(i, filler)] });
+        if (i > 0) await cache.invalidateTags([distinct(i - 1, filler)]);
         break;
       default:
         throw new Error(`unknown scenario ${scenario}`);

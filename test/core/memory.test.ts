@@ -74,10 +74,12 @@ describe('memory store', () => {
     expect(() => memoryStore({ max: 1.5 })).toThrow(/got 1.5/);
   });
 
-  describe('tag index', () => {
+  describe('tags, checked when read', () => {
     const tagged = (value: string, tags: string[]) => ({ ...entry(value), tags });
+    const write = (store: ReturnType<typeof memoryStore>, key: string, tags: string[]) =>
+      store.setMany([{ key, entry: tagged(key, tags), ttl: Infinity }]);
 
-    it('invalidateTags deletes only the entries that carry the tag now (a key rewritten without it stays)', async () => {
+    it('invalidateTags makes a miss of the entries that carry the tag now (a key rewritten without it stays)', async () => {
       const store = memoryStore();
       await store.setMany([
         { key: 'a', entry: tagged('a1', ['T', 'U']), ttl: Infinity },
@@ -87,59 +89,57 @@ describe('memory store', () => {
       await store.invalidateTags(['T']);
       expect(store.getSync('a')?.value).toBe('a2');
       expect(store.getSync('b')).toBeUndefined();
-      expect(store.tagCount).toBe(1); // U, carried by 'a'
+      expect((await store.getMany(['a', 'b'])).map((e) => e?.value)).toEqual(['a2', undefined]);
       await store.invalidateTags(['U']);
-      expect(store.getSync('a')).toBeUndefined();
-      expect(store.tagCount).toBe(0);
-      expect(store.tagIndexLength).toBe(0);
+      expect(await store.getMany(['a'])).toEqual([undefined]);
+      expect(store.size).toBe(0); // read as missing: deleted
     });
 
-    it('the same entry set again is indexed once: deleting it empties the index', async () => {
+    it('an entry written after the invalidation is not touched by it, nor by one of another tag', async () => {
+      const store = memoryStore();
+      await write(store, 'old', ['T']);
+      await store.invalidateTags(['T']);
+      await write(store, 'new', ['T']);
+      await store.invalidateTags(['V']);
+      expect(store.getSync('old')).toBeUndefined();
+      expect(store.getSync('new')?.value).toBe('new');
+      await store.invalidateTags(['T']);
+      expect(store.getSync('new')).toBeUndefined();
+    });
+
+    it('an entry checked valid stays valid until a later invalidation of its tag, read or not in between', async () => {
+      const store = memoryStore();
+      await write(store, 'k', ['T']);
+      await store.invalidateTags(['U']);
+      expect(store.getSync('k')?.value).toBe('k'); // checked: U is not its tag
+      await store.invalidateTags(['W']);
+      await store.invalidateTags(['T']);
+      expect(store.getSync('k')).toBeUndefined();
+    });
+
+    it('invalidateTags deletes nothing itself: an invalidated entry leaves when read or evicted (the bounds still hold)', async () => {
+      const store = memoryStore({ max: 3 });
+      for (const key of ['a', 'b', 'c']) await write(store, key, ['T']);
+      await store.invalidateTags(['T']);
+      expect(store.size).toBe(3);
+      await write(store, 'd', ['T']);
+      expect(store.size).toBe(3);
+      expect(store.getSync('d')?.value).toBe('d');
+      expect(store.getSync('b')).toBeUndefined();
+      expect(store.size).toBe(2);
+    });
+
+    it('the same entry set again keeps its check: invalidating its tag still makes it a miss', async () => {
       const store = memoryStore();
       const e = tagged('v', ['T']);
       await store.setMany([{ key: 'k', entry: e, ttl: Infinity }]);
-      await store.setMany([{ key: 'k', entry: e, ttl: Infinity }]);
-      await store.delete(['k']);
-      expect(store.tagCount).toBe(0);
-      expect(store.tagIndexLength).toBe(0);
-    });
-
-    it('stays bounded by the entries carrying each tag: rewrites and evictions compact the lists', async () => {
-      const store = memoryStore({ max: 5 });
-      for (let i = 0; i < 1_000; i++) await store.setMany([{ key: 'k', entry: tagged(`v${i}`, ['T']), ttl: Infinity }]);
-      expect(store.tagCount).toBe(1);
-      expect(store.tagIndexLength).toBeLessThanOrEqual(2 * 1 + 16 + 1);
-      for (let i = 0; i < 1_000; i++)
-        await store.setMany([{ key: `e${i}`, entry: tagged('x', ['T', `E${i}`]), ttl: Infinity }]);
-      expect(store.size).toBe(5);
-      expect(store.tagCount).toBe(6); // T and the five held E tags
-      expect(store.tagIndexLength).toBeLessThanOrEqual(5 + (2 * 5 + 16 + 1));
       await store.invalidateTags(['T']);
-      expect(store.size).toBe(0);
-      expect(store.tagCount).toBe(0);
-      expect(store.tagIndexLength).toBe(0);
-    });
-
-    it('writes indexed in batches: one overwritten or deleted before its batch is indexed is counted right', async () => {
-      const store = memoryStore();
-      const write = (key: string, tags: string[]) => store.setMany([{ key, entry: tagged(key, tags), ttl: Infinity }]);
-      for (let i = 0; i < 300; i++) await write(`k${i}`, ['T']); // a batch indexed, 44 noted
-      await write('k290', ['U']); // noted, replaced by an entry without T before being indexed
-      await write('k10', ['U']); // indexed, replaced
-      await store.delete(['k295', 'k20']);
-      expect(store.tagCount).toBe(2);
+      await store.setMany([{ key: 'k', entry: e, ttl: Infinity }]); // a write of the very entry checked before
       await store.invalidateTags(['T']);
-      expect(store.size).toBe(2);
-      expect(store.getSync('k290')?.value).toBe('k290');
-      expect(store.getSync('k10')?.value).toBe('k10');
-      expect(store.tagCount).toBe(1);
-      await store.invalidateTags(['U']);
-      expect(store.size).toBe(0);
-      expect(store.tagCount).toBe(0);
-      expect(store.tagIndexLength).toBe(0);
+      expect(store.getSync('k')).toBeUndefined();
     });
 
-    it('indexes the tags as written: a tags array the caller changes later changes nothing', async () => {
+    it('checks the tags as written: a tags array the caller changes later changes nothing', async () => {
       const store = memoryStore();
       const tags = ['x'];
       await store.setMany([
@@ -148,19 +148,58 @@ describe('memory store', () => {
       ]);
       tags[0] = 'y';
       await store.invalidateTags(['y']);
-      expect(store.size).toBe(2);
+      expect((await store.getMany(['a', 'b'])).map((e) => e?.value)).toEqual(['a', 'b']);
       await store.invalidateTags(['x']);
-      expect(store.size).toBe(0);
-      expect(store.tagCount).toBe(0);
-      expect(store.tagIndexLength).toBe(0);
+      expect(await store.getMany(['a', 'b'])).toEqual([undefined, undefined]);
     });
 
-    it('clear() empties it', async () => {
+    it('notes at most 50,000 invalidated tags: past that an entry checked before the forgotten ones is a miss, never stale', async () => {
       const store = memoryStore();
-      await store.setMany([{ key: 'k', entry: tagged('v', ['T', 'U']), ttl: Infinity }]);
+      await write(store, 'unchecked', ['A']); // written at count 0, never read
+      for (let i = 0; i < 25_000; i++) await store.invalidateTags([`t${i}`]);
+      await write(store, 'written', ['B']); // at count 25,000
+      await write(store, 'read', ['C']);
+      expect(store.getSync('read')?.value).toBe('read'); // checked at 25,000
+      for (let i = 25_000; i < 50_001; i++) await store.invalidateTags([`t${i}`]);
+      expect(store.tagCount).toBeLessThanOrEqual(50_000);
+      expect(store.tagCount).toBeGreaterThanOrEqual(25_000);
+      // The oldest 25,001 notes (t0..t25000, counts 1..25,001) were forgotten: an entry last checked
+      // before count 25,001 might have carried one of them.
+      expect(store.getSync('unchecked')).toBeUndefined();
+      expect(store.getSync('written')).toBeUndefined();
+      expect(store.getSync('read')).toBeUndefined();
+      await write(store, 'after', ['t49999']);
+      expect(store.getSync('after')?.value).toBe('after');
+      await store.invalidateTags(['t49999']);
+      expect(store.getSync('after')).toBeUndefined();
+    });
+
+    it('an entry checked at the newest forgotten note stays valid', async () => {
+      const store = memoryStore();
+      for (let i = 0; i < 25_001; i++) await store.invalidateTags([`t${i}`]);
+      await write(store, 'k', ['K']); // checked at count 25,001: the newest note forgotten below
+      for (let i = 25_001; i < 50_001; i++) await store.invalidateTags([`t${i}`]);
+      expect(store.tagCount).toBe(25_000);
+      expect(store.getSync('k')?.value).toBe('k');
+    });
+
+    it('a long tag is noted by its bounded form', async () => {
+      const store = memoryStore();
+      const long = 'T'.repeat(5_000);
+      await write(store, 'k', [long]);
+      await store.invalidateTags([long]);
+      expect(store.getSync('k')).toBeUndefined();
+      expect(store.tagCount).toBe(1);
+    });
+
+    it('clear() forgets the notes', async () => {
+      const store = memoryStore();
+      await store.invalidateTags(['T', 'U']);
+      expect(store.tagCount).toBe(2);
       await store.clear();
       expect(store.tagCount).toBe(0);
-      expect(store.tagIndexLength).toBe(0);
+      await write(store, 'k', ['T']);
+      expect(store.getSync('k')?.value).toBe('k');
     });
   });
 });

@@ -38,14 +38,18 @@ describe('tags', () => {
     expect(store.getSync('k')!.value).toBe('after');
   });
 
-  it('the memory store tag index is bounded by its entries (eviction and overwrite unindex)', async () => {
+  it('the memory store keeps nothing per tag for writes (eviction bounds the tagged entries), only the invalidated tags', async () => {
     const store = memoryStore({ max: 10 });
     const cache = createCache({ ttl: Infinity, store });
     await Promise.all(
       Array.from({ length: 100 }, (_, i) => cache.getOrCompute(`k${i}`, async () => i, { tags: [`T${i}`] })),
     );
     expect(store.size).toBe(10);
-    expect(store.tagCount).toBe(10);
+    expect(store.tagCount).toBe(0);
+    await cache.invalidateTags(['T99', 'T0']);
+    expect(store.tagCount).toBe(2);
+    expect(await cache.getOrCompute('k99', async () => 'again', { tags: ['T99'] })).toBe('again');
+    expect(await cache.getOrCompute('k98', async () => 'again', { tags: ['T98'] })).toBe(98);
   });
 
   it('on a tag-versioned store, versions read before the fill are recorded; a bump during the fill makes the write a miss', async () => {
