@@ -23,17 +23,16 @@
 import { createHash } from 'node:crypto';
 import type { DocumentNode } from 'graphql';
 import type { Cache } from '../core/cache';
-import { invalidOption } from '../core/errors';
 import { LateTagged } from '../core/late-tags';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { Sink } from '../core/metrics';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
-import { checkKnownKeys, optionNames } from '../core/options';
 import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
 import { canonicalArgs, identityString } from './keys';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
+import { checkResponseOptions } from './response-options';
 import { entityTags, resultFacts } from './response-result';
 import type {
   Completion,
@@ -50,15 +49,6 @@ import type {
 } from './response-types';
 
 export type * from './response-types';
-
-const OPTIONS = optionNames<ResponseCacheOptions>({
-  sessionId: true,
-  vary: true,
-  maxBytes: true,
-  defaultMaxAge: true,
-  swr: true,
-  invalidateViaMutation: true,
-});
 
 /**
  * Head of every response key: the response namespace (`\0response\0`, see core/namespaces), which
@@ -84,23 +74,7 @@ export class ResponseEngine {
   readonly #lent = new WeakSet<object>();
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
-    const given: ResponseCacheOptions = options === true ? {} : options;
-    if (given === null || typeof given !== 'object')
-      throw invalidOption('responseCache', options, 'true or an options object');
-    checkKnownKeys('responseCache', given, OPTIONS);
-    const { sessionId, vary, maxBytes = 1024 * 1024, defaultMaxAge = 0, swr, invalidateViaMutation = true } = given;
-    if (sessionId !== undefined && typeof sessionId !== 'function')
-      throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
-    if (vary !== undefined && typeof vary !== 'function')
-      throw invalidOption('responseCache.vary', vary, 'a function of the context');
-    if (typeof maxBytes !== 'number' || !(maxBytes > 0))
-      throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive number of bytes');
-    if (!Number.isSafeInteger(defaultMaxAge) || defaultMaxAge < 0)
-      throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, 'an integer number of seconds >= 0');
-    if (swr !== undefined && (!Number.isSafeInteger(swr) || swr < 0))
-      throw invalidOption('responseCache.swr', swr, 'an integer number of seconds >= 0');
-    if (typeof invalidateViaMutation !== 'boolean')
-      throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
+    const { sessionId, vary, maxBytes, defaultMaxAge, swr, invalidateViaMutation } = checkResponseOptions(options);
     checkTagsSupported(cache, 'responseCache');
     this.#cache = cache;
     this.#sessionId = sessionId;

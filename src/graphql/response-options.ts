@@ -1,0 +1,58 @@
+/**
+ * The response layer's options, checked once when its plugin is created: an unknown name or a bad
+ * value is refused then (E_INVALID_OPTION, naming `responseCache.<option>` and the value), never
+ * found out request by request.
+ */
+import { invalidOption } from '../core/errors';
+import { MAX_DURATION, checkKnownKeys, optionNames } from '../core/options';
+import type { ResponseCacheOptions } from './response-types';
+
+const OPTIONS = optionNames<ResponseCacheOptions>({
+  sessionId: true,
+  vary: true,
+  maxBytes: true,
+  defaultMaxAge: true,
+  swr: true,
+  invalidateViaMutation: true,
+});
+
+/**
+ * The longest defaultMaxAge or swr, in seconds: the registry's longest duration (MAX_DURATION,
+ * 1e15 ms). A response under a longer one could not be stored: every request would be bypassed
+ * (cache_unavailable), the plugin having accepted it.
+ */
+const MAX_SECONDS = MAX_DURATION / 1000;
+const SECONDS = 'an integer number of seconds >= 0 and at most 1e12';
+
+function isSeconds(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= MAX_SECONDS;
+}
+
+export interface CheckedResponseOptions {
+  readonly sessionId: ResponseCacheOptions['sessionId'];
+  readonly vary: ResponseCacheOptions['vary'];
+  readonly maxBytes: number;
+  readonly defaultMaxAge: number;
+  readonly swr: number | undefined;
+  readonly invalidateViaMutation: boolean;
+}
+
+/** The options with their defaults, or the error that names the first bad one. */
+export function checkResponseOptions(options: true | ResponseCacheOptions): CheckedResponseOptions {
+  const given: ResponseCacheOptions = options === true ? {} : options;
+  if (given === null || typeof given !== 'object')
+    throw invalidOption('responseCache', options, 'true or an options object');
+  checkKnownKeys('responseCache', given, OPTIONS);
+  const { sessionId, vary, maxBytes = 1024 * 1024, defaultMaxAge = 0, swr, invalidateViaMutation = true } = given;
+  if (sessionId !== undefined && typeof sessionId !== 'function')
+    throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
+  if (vary !== undefined && typeof vary !== 'function')
+    throw invalidOption('responseCache.vary', vary, 'a function of the context');
+  if (typeof maxBytes !== 'number' || !(maxBytes > 0))
+    throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive number of bytes');
+  if (!isSeconds(defaultMaxAge)) throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, SECONDS);
+  if (swr !== undefined && !isSeconds(swr)) throw invalidOption('responseCache.swr', swr, SECONDS);
+  if (typeof invalidateViaMutation !== 'boolean')
+    throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
+  return { sessionId, vary, maxBytes, defaultMaxAge, swr, invalidateViaMutation };
+}
