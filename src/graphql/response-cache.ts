@@ -28,12 +28,14 @@ import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { Sink } from '../core/metrics';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
-import { canonicalArgs, identityString } from './keys';
+import { canonicalArgs } from './keys';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
+import { sessionPart, varyPart } from './response-parts';
 import { entityTags, resultFacts } from './response-result';
+import { OnceWarnings } from './warnings';
 import type {
   Completion,
   ExecuteApart,
@@ -72,6 +74,8 @@ export class ResponseEngine {
   readonly #waiting = new Map<string, unknown>();
   /** Contexts lent to a run apart: its copy shares their objects (loaders), so each is lent once. */
   readonly #lent = new WeakSet<object>();
+  /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
+  readonly warnings = new OnceWarnings();
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
     const { sessionId, vary, maxBytes, defaultMaxAge, swr, invalidateViaMutation } = checkResponseOptions(options);
@@ -91,17 +95,16 @@ export class ResponseEngine {
     if (typeof policy === 'string') return policy;
     let session: string | null = null;
     if (policy.scope === 'PRIVATE') {
-      const id = this.#sessionId === undefined ? undefined : identityString(this.#sessionId(request.context));
+      const id =
+        this.#sessionId === undefined ? undefined : sessionPart(this.#sessionId, request.context, this.warnings);
       if (id === undefined) return 'no_session';
+      if (id === 'session_failed') return id;
       session = id;
     }
     const variables = canonicalArgs(request.variables ?? {});
     if (variables === undefined) return 'unkeyable_variables';
-    let vary: string | readonly string[] | null = null;
-    if (this.#vary !== undefined) {
-      const parts = this.#vary(request.context);
-      vary = parts === undefined || parts === null ? null : typeof parts === 'string' ? parts : [...parts].map(String);
-    }
+    const vary = this.#vary === undefined ? null : varyPart(this.#vary, request.context, this.warnings);
+    if (vary === 'vary_failed') return vary;
     // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
     // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
     const parts =

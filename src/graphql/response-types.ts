@@ -8,10 +8,16 @@ import type { NotCacheable, StaticPolicy } from './response-policy';
 export interface ResponseCacheOptions<TContext = any> {
   /**
    * The viewer's session, for PRIVATE operations (given the operation's context value): a stable,
-   * non-secret id. A PRIVATE operation without a session is not cached. Default: none.
+   * non-secret id, returned synchronously. A PRIVATE operation without a session is not cached. A
+   * throw, a Promise or an object is warned of once (HERDCACHE_SESSION_ID), and that request is
+   * executed without the response cache. Default: none.
    */
   sessionId?: (context: TContext) => string | number | null | undefined;
-  /** Request parts that vary the answer (a locale header…): become part of the key. */
+  /**
+   * Request parts that vary the answer (a locale header…): become part of the key. A string, an
+   * array of strings, or null/undefined for none; anything else, or a throw, is warned of once
+   * (HERDCACHE_VARY), and that request is executed without the response cache (`vary_failed`).
+   */
   vary?: (context: TContext) => string | readonly string[] | null | undefined;
   /** Largest response stored, in bytes of its JSON; larger ones are served, not stored. Default 1 MiB. */
   maxBytes?: number;
@@ -45,9 +51,12 @@ export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed
  * Why an operation was not looked up (`extensions.cache.response` is `bypassed`, with this as
  * `extensions.cache.bypassReason`): the static reasons (see NotCacheable), a PRIVATE operation
  * without a session (`no_session`), variables that cannot be keyed (`unkeyable_variables`: see
- * canonicalArgs), or a cache that cannot take it now (`cache_unavailable`: closed, failing).
+ * canonicalArgs), a cache that cannot take it now (`cache_unavailable`: closed, failing), or an
+ * option's callback that threw or answered something unusable for this request (`session_failed`:
+ * sessionId threw; `vary_failed`: vary threw, or answered no string, array of strings or null).
  */
-export type ResponseBypassReason = NotCacheable | 'no_session' | 'unkeyable_variables' | 'cache_unavailable';
+export type ResponseBypassReason =
+  NotCacheable | 'no_session' | 'unkeyable_variables' | 'cache_unavailable' | 'session_failed' | 'vary_failed';
 
 /**
  * Why an executed result was not stored (`extensions.cache.notStoredReason`, with `response:

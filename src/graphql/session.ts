@@ -1,0 +1,38 @@
+/**
+ * A `sessionId` option's answer read as a session (the @cached transform's, the response layer's).
+ * A string, a finite number or a bigint is a session; null, undefined, "", NaN or a boolean is
+ * none, on purpose (`(ctx) => ctx.signedIn && ctx.userId`). A Promise (an async sessionId, as
+ * Apollo's response cache plugin takes one) or another object is none too, so nothing PRIVATE is
+ * ever keyed by it, but it is a mistake that would only show as PRIVATE data never cached: warned
+ * once (HERDCACHE_SESSION_ID), naming the option and what it returned.
+ */
+import { describe } from '../core/errors';
+import { identityString } from './keys';
+import { type OnceWarnings, isThenable } from './warnings';
+
+/** The `process.emitWarning` code of a sessionId that returned something no session can be (or threw, in the response layer). */
+export const SESSION_ID_WARNING = 'HERDCACHE_SESSION_ID';
+
+/**
+ * The session `value` (a sessionId's answer) names, or undefined; an answer that cannot be one by
+ * mistake is warned of once. `option` names the option as the warning says it, quoted
+ * (`"responseCache.sessionId"`, `"sessionId" of cachedDirectiveTransformer()`).
+ */
+export function sessionFrom(value: unknown, option: string, warnings: OnceWarnings): string | undefined {
+  const id = identityString(value);
+  if (id !== undefined || value === null || (typeof value !== 'object' && typeof value !== 'function')) return id;
+  if (isThenable(value)) {
+    warnings.warn(
+      `${option}:promise`,
+      SESSION_ID_WARNING,
+      `herdcache: option ${option} returned a Promise: it must return the session id synchronously (a string or a number; read it from the context, which an async context function can prepare). Until then every PRIVATE operation or field is resolved without the cache (no session).`,
+    );
+  } else {
+    warnings.warn(
+      `${option}:value`,
+      SESSION_ID_WARNING,
+      `herdcache: option ${option} returned ${describe(value)}: a session id is a non-empty string or a finite number (or null/undefined for none). It counts as no session: PRIVATE operations and fields are resolved without the cache.`,
+    );
+  }
+  return undefined;
+}

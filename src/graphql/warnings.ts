@@ -1,0 +1,27 @@
+/**
+ * One-time process warnings about a user callback's answer at request time (a `sessionId` that
+ * returns a Promise, a `vary` that throws…). At request time the cache never fails a request: the
+ * request is served without the cache (bypassed), and the mistake, which would otherwise show only
+ * as a cache that never hits, is said once through `process.emitWarning`, as the registry says a
+ * missing ttl (HERDCACHE_NO_TTL). Once per owner (a plugin, a transform) and per kind of mistake,
+ * not per request: a bad callback is wrong for every request.
+ */
+export class OnceWarnings {
+  readonly #said = new Set<string>();
+
+  /** Emits `message` with `code` the first time `key` is given to this owner. */
+  warn(key: string, code: string, message: string): void {
+    if (this.#said.has(key)) return;
+    this.#said.add(key);
+    process.emitWarning(message, { code });
+  }
+}
+
+/** `value` is a Promise or another thenable: what an async callback returns. */
+export function isThenable(value: unknown): boolean {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}

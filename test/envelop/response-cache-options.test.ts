@@ -1,0 +1,102 @@
+/**
+ * The response layer's callbacks meeting GraphQL Yoga 5 over HTTP: a `vary` or `sessionId` that
+ * throws or answers something unusable never fails a request (it is executed, bypassed with its
+ * reason) and is warned of once, as on Apollo (test/apollo/response-cache-options).
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createYoga } from 'graphql-yoga';
+import { useHerdcache } from '../../src/envelop/plugin';
+import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
+import { post, responseFixture } from '../graphql/response-fixture';
+
+async function serve(responseCache: ResponseCacheOptions) {
+  const f = responseFixture();
+  const yoga = createYoga({
+    schema: f.schema,
+    plugins: [useHerdcache({ cache: f.cache, extensions: true, responseCache })],
+    context: ({ request }) => {
+      const session = request.headers.get('x-session');
+      return session === null ? {} : { session };
+    },
+    logging: false,
+  });
+  const server = createServer((req, res) => void yoga(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+let warnings: { message: string; code: string | undefined }[];
+let spy: jest.SpyInstance;
+beforeEach(() => {
+  warnings = [];
+  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: unknown) => {
+    const code = typeof options === 'object' && options !== null ? (options as { code?: string }).code : undefined;
+    warnings.push({ message: String(warning), code });
+  }) as typeof process.emitWarning);
+});
+afterEach(() => spy.mockRestore());
+
+it.each<[string, ResponseCacheOptions, string, string, string]>([
+  [
+    'vary returns an object',
+    { vary: () => ({ l: 'fr' }) as never },
+    '{ products { id } }',
+    'vary_failed',
+    'HERDCACHE_VARY',
+  ],
+  [
+    'vary throws',
+    {
+      vary: () => {
+        throw new Error('no locale');
+      },
+    },
+    '{ products { id } }',
+    'vary_failed',
+    'HERDCACHE_VARY',
+  ],
+  [
+    'sessionId throws',
+    {
+      sessionId: () => {
+        throw new Error('bad token');
+      },
+    },
+    '{ me { id } }',
+    'session_failed',
+    'HERDCACHE_SESSION_ID',
+  ],
+  [
+    'sessionId is async',
+    { sessionId: (async () => 'a') as never },
+    '{ me { id } }',
+    'no_session',
+    'HERDCACHE_SESSION_ID',
+  ],
+])(
+  '%s: answered (200, executed), bypassed with its reason, warned of once',
+  async (_label, options, query, reason, code) => {
+    const { url, stop } = await serve(options);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const r = await post(url, query, { session: 'a' });
+        expect(r.status).toBe(200);
+        expect(r.body.errors).toBeUndefined();
+        expect(r.body.data).toBeDefined();
+        expect(r.body.extensions?.cache).toMatchObject({ response: 'bypassed', bypassReason: reason });
+      }
+      expect(warnings.map((w) => w.code)).toEqual([code]);
+    } finally {
+      await stop();
+    }
+  },
+);

@@ -1,0 +1,117 @@
+/**
+ * The response layer's callbacks (responseCache.sessionId, responseCache.vary) at request time: an
+ * answer that cannot be used, or a throw, makes that request bypassed (never a failed request) and
+ * is warned of once (process.emitWarning), naming the option and what it returned.
+ */
+import { buildSchema, parse } from 'graphql';
+import { createCache } from '../../src/core/cache';
+import { ResponseEngine, type ResponseCacheOptions, type ResponseRequest } from '../../src/graphql/response-cache';
+
+const schema = buildSchema(`
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
+  enum CacheControlScope { PUBLIC PRIVATE }
+  type Query { a: Int @cacheControl(maxAge: 60), me: Int @cacheControl(maxAge: 60, scope: PRIVATE) }
+`);
+
+const request = (source: string, context: unknown = {}): ResponseRequest => ({
+  schema,
+  document: parse(source),
+  operationName: undefined,
+  variables: {},
+  context,
+});
+
+let warnings: { message: string; code: string | undefined }[];
+let spy: jest.SpyInstance;
+beforeEach(() => {
+  warnings = [];
+  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: unknown) => {
+    const code = typeof options === 'object' && options !== null ? (options as { code?: string }).code : undefined;
+    warnings.push({ message: String(warning), code });
+  }) as typeof process.emitWarning);
+});
+afterEach(() => spy.mockRestore());
+
+const engineWith = (options: ResponseCacheOptions) => new ResponseEngine(createCache(), options);
+
+describe('responseCache.vary', () => {
+  it.each<[string, (context: unknown) => unknown, RegExp]>([
+    [
+      'an object',
+      () => ({ l: 'fr' }),
+      /returned object \[object Object\]: it must return a string, an array of strings/,
+    ],
+    ['a number', () => 42, /returned 42: it must return a string/],
+    ['a Promise', async () => 'fr', /returned a Promise: it must return its parts synchronously/],
+    ['an array holding a number', () => ['fr', 1], /returned array\(2\) holding 1: every part must be a string/],
+    [
+      'a throw',
+      () => {
+        throw new Error('no locale header');
+      },
+      /threw \(no locale header\)/,
+    ],
+  ])('%s: that request is bypassed (vary_failed), warned of once', (_label, vary, message) => {
+    const engine = engineWith({ vary: vary as ResponseCacheOptions['vary'] });
+    expect(engine.plan(request('{ a }'))).toBe('vary_failed');
+    expect(engine.plan(request('{ a }'))).toBe('vary_failed');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.code).toBe('HERDCACHE_VARY');
+    expect(warnings[0]!.message).toContain('"responseCache.vary"');
+    expect(warnings[0]!.message).toMatch(message);
+  });
+
+  it('a string, an array or another iterable of strings, null and undefined are parts: silent', () => {
+    const answers: unknown[] = ['fr', ['fr', 'ch'], new Set(['fr']), ['fr'], null, undefined];
+    const keys = answers.map((answer) => {
+      const plan = engineWith({ vary: () => answer as string }).plan(request('{ a }'));
+      if (typeof plan === 'string') throw new Error(plan);
+      return plan.key;
+    });
+    expect(keys[0]).not.toBe(keys[1]);
+    expect(keys[2]).toBe(keys[3]); // a Set is read as the array of its strings
+    expect(keys[4]).toBe(keys[5]); // null and undefined: no parts
+    expect(warnings).toEqual([]);
+  });
+});
+
+describe('responseCache.sessionId', () => {
+  it('a throw: the PRIVATE request is bypassed (session_failed), warned of once with the error', () => {
+    const engine = engineWith({
+      sessionId: () => {
+        throw new Error('token expired');
+      },
+    });
+    expect(engine.plan(request('{ me }'))).toBe('session_failed');
+    expect(engine.plan(request('{ me }'))).toBe('session_failed');
+    expect(typeof engine.plan(request('{ a }'))).toBe('object'); // PUBLIC: sessionId is not asked
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ code: 'HERDCACHE_SESSION_ID' });
+    expect(warnings[0]!.message).toMatch(/option "responseCache.sessionId" threw \(token expired\)/);
+  });
+
+  it("async (Apollo's response cache signature): no session, as before, but warned of once", () => {
+    const engine = engineWith({ sessionId: (async (ctx: { user: string }) => ctx.user) as never });
+    expect(engine.plan(request('{ me }', { user: 'a' }))).toBe('no_session');
+    expect(engine.plan(request('{ me }', { user: 'b' }))).toBe('no_session');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.code).toBe('HERDCACHE_SESSION_ID');
+    expect(warnings[0]!.message).toMatch(
+      /"responseCache.sessionId" returned a Promise: it must return the session id synchronously/,
+    );
+  });
+
+  it('an object: no session, warned of once; null, undefined, "" and false: no session, silent', () => {
+    const engine = engineWith({ sessionId: (ctx: { user: unknown }) => ctx.user as string });
+    for (const none of [null, undefined, '', false])
+      expect(engine.plan(request('{ me }', { user: none }))).toBe('no_session');
+    expect(warnings).toEqual([]);
+    expect(engine.plan(request('{ me }', { user: { id: 'a' } }))).toBe('no_session');
+    expect(engine.plan(request('{ me }', { user: { id: 'b' } }))).toBe('no_session');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.message).toMatch(
+      /"responseCache.sessionId" returned object \[object Object\]: a session id is/,
+    );
+    expect(typeof engine.plan(request('{ me }', { user: 'a' }))).toBe('object');
+  });
+});
