@@ -33,6 +33,8 @@ import { cachedFieldHint, restrictCacheHint } from './hints';
 import { sharedFailureFor } from './failures';
 import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
+import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
+import { OnceWarnings } from './warnings';
 import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy } from './policy';
 import { type BypassReason, checkCache, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
@@ -47,7 +49,9 @@ export interface CachedDirectiveOptions<TContext = any> {
    * token: it becomes part of store keys). A finite number or a bigint counts as its string (42 and "42" are
    * one session), as loader keys do. Anything else (undefined, null, "", NaN, a boolean, an
    * object) means no session: resolved without the cache, counted as bypassed ("no_session").
-   * Required when any field is PRIVATE.
+   * Returned synchronously: a Promise (an async function) or an object is no session by mistake,
+   * warned of once per transform (process.emitWarning, HERDCACHE_SESSION_ID). Required when any
+   * field is PRIVATE.
    */
   sessionId?: (context: TContext) => string | number | null | undefined;
   /**
@@ -137,6 +141,7 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
     [schema.getSubscriptionType(), 'subscription events are not cacheable'],
   ]);
   const plans: [GraphQLField<unknown, unknown>, () => GraphQLFieldResolver<unknown, unknown>][] = [];
+  const warnings = new OnceWarnings();
   const entityPlans: (() => void)[] = [];
   for (const type of Object.values(typeMap)) {
     const kind = kindOf(type);
@@ -145,7 +150,12 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       const entityPolicy = readCachedPolicy(type, type.name, entitySite(type as GraphQLObjectType));
       if (entityPolicy !== undefined)
         entityPlans.push(
-          planEntity(type as GraphQLObjectType, entityPolicy, { cache, sessionId, keyPrefix, onBypass }, installed),
+          planEntity(
+            type as GraphQLObjectType,
+            entityPolicy,
+            { cache, sessionId, keyPrefix, onBypass, warnings },
+            installed,
+          ),
         );
     }
     const fields = (type as GraphQLObjectType | GraphQLInterfaceType).getFields();
@@ -196,7 +206,8 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       if (policy.tags !== undefined) checkTagsSupported(cache, `@cached(tags:) on ${coordinate}`);
       plans.push([
         field,
-        () => cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass }),
+        () =>
+          cachedResolver(field, coordinate, policy, { cache, sessionId, identityOf, keyPrefix, onBypass, warnings }),
       ]);
     }
   }
@@ -231,6 +242,8 @@ interface WrapEnv {
   readonly identityOf: ((parent: any) => unknown) | undefined;
   readonly keyPrefix: string;
   readonly onBypass: CachedDirectiveOptions['onBypass'];
+  /** The transform's one-time warnings (a sessionId answering a Promise…): see ./session. */
+  readonly warnings: OnceWarnings;
 }
 
 /** canonicalArgs of a call without arguments. */
@@ -246,7 +259,7 @@ function cachedResolver(
   env: WrapEnv,
 ): GraphQLFieldResolver<unknown, unknown> {
   const resolve = field.resolve ?? defaultFieldResolver;
-  const { cache, sessionId, identityOf, keyPrefix, onBypass } = env;
+  const { cache, sessionId, identityOf, keyPrefix, onBypass, warnings } = env;
   const isPrivate = policy.scope === 'PRIVATE';
   // The field's source and policy, resolved and validated once: a call resolves nothing (unless
   // its tags depend on the call).
@@ -279,7 +292,7 @@ function cachedResolver(
   const guardFailures = !isPrivate && sessionId !== undefined;
   const sessionOf = (context: unknown): string | undefined => {
     try {
-      return identityString(sessionId!(context));
+      return sessionFrom(sessionId!(context), TRANSFORM_SESSION_OPTION, warnings);
     } catch {
       return undefined;
     }
@@ -307,7 +320,7 @@ function cachedResolver(
     }
     let session: string | undefined;
     if (isPrivate) {
-      session = identityString(sessionId!(context));
+      session = sessionFrom(sessionId!(context), TRANSFORM_SESSION_OPTION, warnings);
       if (session === undefined) return bypass(parent, args, context, info, 'no_session');
     }
     // Bounded before anything is built (size, depth): hostile arguments are resolved uncached.

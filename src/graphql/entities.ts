@@ -24,7 +24,9 @@ import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
 import { findDirective } from './directive-nodes';
 import { cachedFieldHint, restrictCacheHint } from './hints';
-import { encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
+import { encodeArgs, fieldKeyAfter, fieldKeyHead } from './keys';
+import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
+import type { OnceWarnings } from './warnings';
 import { type CachedPolicy, buildError } from './policy';
 import { type BypassReason, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
@@ -40,6 +42,8 @@ export interface EntityEnv {
   readonly sessionId: ((context: any) => string | number | null | undefined) | undefined;
   readonly keyPrefix: string;
   readonly onBypass: ((coordinate: string, reason: BypassReason, context: any) => void) | undefined;
+  /** The transform's one-time warnings (a sessionId answering a Promise…): see ./session. */
+  readonly warnings: OnceWarnings;
 }
 
 /** The coordinate entity values are counted and keyed under. */
@@ -126,7 +130,7 @@ function cachedReferenceResolver(
   policy: CachedPolicy,
   env: EntityEnv,
 ): ReferenceResolver {
-  const { cache, sessionId, keyPrefix, onBypass } = env;
+  const { cache, sessionId, keyPrefix, onBypass, warnings } = env;
   const coordinate = entityCoordinate(type);
   const base: GetOrComputeOptions =
     policy.swrMs > 0
@@ -168,7 +172,7 @@ function cachedReferenceResolver(
     if (encoded === '{}') return bypass(reference, context, info, 'no_identity');
     let session: string | undefined;
     if (isPrivate) {
-      session = identityString(sessionId!(context));
+      session = sessionFrom(sessionId!(context), TRANSFORM_SESSION_OPTION, warnings);
       if (session === undefined) return bypass(reference, context, info, 'no_session');
     }
     let call = computation;

@@ -10,6 +10,9 @@ import { describe } from '../core/errors';
 import { identityString } from './keys';
 import { type OnceWarnings, isThenable } from './warnings';
 
+/** The @cached transform's option, as its warnings name it (fields and entities alike). */
+export const TRANSFORM_SESSION_OPTION = '"sessionId" of cachedDirectiveTransformer()';
+
 /** The `process.emitWarning` code of a sessionId that returned something no session can be (or threw, in the response layer). */
 export const SESSION_ID_WARNING = 'HERDCACHE_SESSION_ID';
 
