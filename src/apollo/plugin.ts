@@ -21,6 +21,7 @@ import {
   type ResponseBypassReason,
   type ResponseCacheOptions,
   type ResponseOutcome,
+  type ResponsePlan,
   type ResponseRequest,
   type ExecuteApart,
   INCREMENTAL_RESULT,
@@ -29,6 +30,7 @@ import {
 import { responseCacheHintOf } from '../graphql/response-hint';
 import { invalidOption } from '../core/errors';
 import { ApartRunner } from './apart';
+import { warnIfApolloDefault } from './default-max-age';
 
 export interface HerdcachePluginOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -117,6 +119,7 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
       // Why, when the layer did not cache it: not looked up (bypassed), or executed and not stored.
       let reason: { bypassReason: ResponseBypassReason } | { notStoredReason: NotStoredReason } | undefined;
       let request: ResponseRequest | undefined;
+      let plan: ResponsePlan | undefined;
       return {
         async responseForOperation(requestContext) {
           if (engine === undefined) return null;
@@ -127,18 +130,19 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             variables: requestContext.request.variables,
             context: requestContext.contextValue,
           };
-          const plan = engine.plan(request);
-          if (typeof plan === 'string') {
-            reason = { bypassReason: plan };
+          const planned = engine.plan(request);
+          if (typeof planned === 'string') {
+            reason = { bypassReason: planned };
             return null;
           }
+          plan = planned;
           // Runs the operation apart from this request (a background refresh, a re-execution after
           // an invalidation), with Apollo's cache-control hints: see ./apart. Its context aside,
           // the request is the operation (the run gets a context of its own).
           const operation: ResponseRequest = request;
           const runner = apart as ApartRunner; // made with the engine
           const execute: ExecuteApart = (context) => runner.execute(operation, context);
-          lookup = await engine.lookup(plan, execute);
+          lookup = await engine.lookup(planned, execute);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
           const stored = lookup.response;
@@ -160,13 +164,12 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           if (lookup?.complete !== undefined) {
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).
-            const completion = await lookup.complete(single ?? INCREMENTAL_RESULT, {
-              maxAge: overallCachePolicy.maxAge,
-              scope: overallCachePolicy.scope,
-            });
+            const final = { maxAge: overallCachePolicy.maxAge, scope: overallCachePolicy.scope };
+            const completion = await lookup.complete(single ?? INCREMENTAL_RESULT, final);
             if (completion === 'oversized')
               outcome = 'oversized'; // served, not stored: counted apart
             else if (completion !== 'stored') reason = { notStoredReason: completion };
+            if (completion === 'stricter_hint') warnIfApolloDefault(engine!, plan!, final.maxAge, hint);
           }
           if (
             engine !== undefined &&

@@ -21,7 +21,11 @@ export interface ResponseCacheOptions<TContext = any> {
   vary?: (context: TContext) => string | readonly string[] | null | undefined;
   /** Largest response stored, in bytes of its JSON; larger ones are served, not stored. Default 1 MiB. */
   maxBytes?: number;
-  /** maxAge (seconds, at most 1e12) of root and composite fields without a hint, as Apollo's cache-control `defaultMaxAge`. Default 0. */
+  /**
+   * maxAge (seconds, at most 1e12) of root and composite fields without a hint, as Apollo's
+   * cache-control `defaultMaxAge`. On Apollo, give its cache-control plugin the same value
+   * (`ApolloServerPluginCacheControl({ defaultMaxAge })`): see docs/response-cache.md. Default 0.
+   */
   defaultMaxAge?: number;
   /** Stale-while-revalidate grace in seconds (at most 1e12) for every response. Default: the smallest @cached(swr:) of its fields, else 0. */
   swr?: number;

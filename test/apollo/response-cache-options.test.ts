@@ -1,13 +1,15 @@
 /**
  * The response layer's options meeting Apollo Server 5 over HTTP: callbacks that throw or answer
- * something unusable never fail a request (bypassed, warned of once).
+ * something unusable never fail a request (bypassed, warned of once), `defaultMaxAge` without
+ * Apollo's cache-control plugin given the same value (warned of once: HERDCACHE_APOLLO_DEFAULT_MAX_AGE).
  */
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
-import type { makeSchema } from '../graphql/fixtures';
+import { makeSchema } from '../graphql/fixtures';
 import { post, responseFixture } from '../graphql/response-fixture';
 
 async function serve(
@@ -83,4 +85,81 @@ describe('Apollo: callbacks that throw or answer something unusable', () => {
       }
     },
   );
+});
+
+const plainDefs = `
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  type Query { a: Int, zero: Int, private: Int, hinted: Int @cacheControl(maxAge: 30) }
+`;
+
+function plainSchema(calls: Record<string, number>) {
+  const count = (name: string) => (calls[name] = (calls[name] ?? 0) + 1);
+  const setCacheHint = (info: unknown, hint: object) =>
+    (info as { cacheControl: { setCacheHint(h: object): void } }).cacheControl.setCacheHint(hint);
+  return makeSchema(plainDefs, {
+    Query: {
+      a: () => count('a'),
+      zero: (_p, _a, _c, info) => {
+        setCacheHint(info, { maxAge: 0 });
+        return count('zero');
+      },
+      private: (_p, _a, _c, info) => {
+        setCacheHint(info, { scope: 'PRIVATE' });
+        return count('private');
+      },
+      hinted: () => count('hinted'),
+    },
+  });
+}
+
+describe('Apollo: responseCache.defaultMaxAge and Apollo cache-control defaultMaxAge', () => {
+  it('without ApolloServerPluginCacheControl({ defaultMaxAge }): not stored, and warned of once, naming the fix', async () => {
+    const calls: Record<string, number> = {};
+    const { url, stop } = await serve(plainSchema(calls), { defaultMaxAge: 60 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await post(url, '{ a }');
+        expect(r.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'stricter_hint' });
+        expect(r.headers.get('cache-control')).toBe('no-store');
+      }
+      expect(calls.a).toBe(3);
+      // A hint of its own on every field: the default plays no part, and Apollo agrees.
+      await post(url, '{ hinted }');
+      expect((await post(url, '{ hinted }')).body.extensions?.cache?.response).toBe('hit');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.code).toBe('HERDCACHE_APOLLO_DEFAULT_MAX_AGE');
+      expect(warnings[0]!.message).toContain('"responseCache.defaultMaxAge" is 60');
+      expect(warnings[0]!.message).toContain('ApolloServerPluginCacheControl({ defaultMaxAge: 60 })');
+    } finally {
+      await stop();
+    }
+  });
+
+  it('with it: stored, silently; a resolver that sets PRIVATE or maxAge 0 still keeps its result from being stored', async () => {
+    const calls: Record<string, number> = {};
+    const { url, stop } = await serve(plainSchema(calls), { defaultMaxAge: 60 }, [
+      ApolloServerPluginCacheControl({ defaultMaxAge: 60 }),
+    ]);
+    try {
+      expect((await post(url, '{ a }')).body.extensions?.cache).toEqual(expect.objectContaining({ response: 'miss' }));
+      const hit = await post(url, '{ a }');
+      expect(hit.body.extensions?.cache?.response).toBe('hit');
+      expect(hit.headers.get('cache-control')).toBe('max-age=60, public');
+      const notStored = async (query: string) => {
+        for (let i = 0; i < 2; i++) {
+          const r = await post(url, query);
+          expect(r.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'stricter_hint' });
+        }
+      };
+      await notStored('{ private }');
+      expect(warnings).toEqual([]);
+      // A dynamic maxAge 0 where a field takes the default cannot be told apart from Apollo's own
+      // default of 0 (its policy is the smallest of its fields'): it may be warned of, never stored.
+      await notStored('{ zero }');
+      expect(calls).toEqual({ a: 1, zero: 2, private: 2 });
+    } finally {
+      await stop();
+    }
+  });
 });
