@@ -161,6 +161,9 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           // application's plugins, writes the header from it then.
           const hint = engine === undefined ? undefined : responseCacheHintOf(contextValue);
           if (hint !== undefined) overallCachePolicy.restrict(hint);
+          // A mutation's response is never cacheable over HTTP, as on Yoga: without this, Apollo's
+          // header says the hint of the mutation's result type (`max-age=60, public`).
+          if (engine !== undefined && document?.operation === 'mutation') overallCachePolicy.restrict({ maxAge: 0 });
           if (lookup?.complete !== undefined) {
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).

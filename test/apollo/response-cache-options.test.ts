@@ -1,7 +1,8 @@
 /**
  * The response layer's options meeting Apollo Server 5 over HTTP: callbacks that throw or answer
  * something unusable never fail a request (bypassed, warned of once), `defaultMaxAge` without
- * Apollo's cache-control plugin given the same value (warned of once: HERDCACHE_APOLLO_DEFAULT_MAX_AGE).
+ * Apollo's cache-control plugin given the same value (warned of once: HERDCACHE_APOLLO_DEFAULT_MAX_AGE),
+ * and a mutation's `cache-control` (no-store, as on Yoga).
  */
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
@@ -91,6 +92,8 @@ const plainDefs = `
   enum CacheControlScope { PUBLIC PRIVATE }
   directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
   type Query { a: Int, zero: Int, private: Int, hinted: Int @cacheControl(maxAge: 30) }
+  type Mutation { rename(id: ID!): Item }
+  type Item @cacheControl(maxAge: 60) { id: ID!, name: String }
 `;
 
 function plainSchema(calls: Record<string, number>) {
@@ -110,6 +113,7 @@ function plainSchema(calls: Record<string, number>) {
       },
       hinted: () => count('hinted'),
     },
+    Mutation: { rename: (_p, { id }) => ({ id, name: 'renamed' }) },
   });
 }
 
@@ -158,6 +162,21 @@ describe('Apollo: responseCache.defaultMaxAge and Apollo cache-control defaultMa
       // default of 0 (its policy is the smallest of its fields'): it may be warned of, never stored.
       await notStored('{ zero }');
       expect(calls).toEqual({ a: 1, zero: 2, private: 2 });
+    } finally {
+      await stop();
+    }
+  });
+});
+
+describe('Apollo: a mutation is no-store', () => {
+  it('even when its result type has @cacheControl(maxAge: 60)', async () => {
+    const { url, stop } = await serve(plainSchema({}), {});
+    try {
+      const r = await post(url, 'mutation { rename(id: "1") { id name } }');
+      expect(r.body.data).toEqual({ rename: { id: '1', name: 'renamed' } });
+      expect(r.headers.get('cache-control')).toBe('no-store');
+      // A query of that type is cacheable (the header is written from the policy as before).
+      expect((await post(url, '{ hinted }')).headers.get('cache-control')).toBe('max-age=30, public');
     } finally {
       await stop();
     }
