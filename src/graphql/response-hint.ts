@@ -30,7 +30,10 @@ const hints = new WeakMap<object, PolicyHint>();
 
 /**
  * Restricts the response policy of the operation whose context this is (call it from a resolver,
- * with the resolver's context): see the module comment.
+ * with the resolver's context): see the module comment. It keeps this response from being stored
+ * or shared; it does not change the key, made before execution: a request of a PUBLIC operation
+ * may still be given a stored answer. Per-viewer answers need the key to tell them apart (a static
+ * PRIVATE hint with sessionId, or vary): docs/response-cache.md, Runtime hints.
  */
 export function setResponseCacheHint(context: object, hint: ResponseCacheHint): void {
   if (context === null || typeof context !== 'object')

@@ -100,3 +100,36 @@ it.each<[string, ResponseCacheOptions, string, string, string]>([
     }
   },
 );
+
+describe('a PUBLIC field with a PRIVATE runtime hint for signed-in viewers (docs/response-cache.md, Runtime hints)', () => {
+  // recommendations: @cacheControl(maxAge: 60); hints PRIVATE for a signed-in viewer, answers `picked for <session>`.
+  it('alone: once an anonymous answer is stored, a signed-in viewer is given it (the hint only keeps its own answer out)', async () => {
+    const { url, stop } = await serve({ sessionId: (ctx) => ctx.session });
+    try {
+      expect((await post(url, '{ recommendations }')).body.data).toEqual({ recommendations: 'popular' });
+      const signedIn = await post(url, '{ recommendations }', { session: 'a' });
+      expect(signedIn.body.extensions?.cache?.response).toBe('hit');
+      expect(signedIn.body.data).toEqual({ recommendations: 'popular' });
+    } finally {
+      await stop();
+    }
+  });
+
+  it('with vary on being signed in: anonymous viewers share the stored answer, each signed-in viewer gets its own', async () => {
+    const { url, stop } = await serve({
+      vary: (ctx: { session?: string }) => (ctx.session === undefined ? 'anonymous' : 'signed-in'),
+    });
+    try {
+      await post(url, '{ recommendations }');
+      expect((await post(url, '{ recommendations }')).body.extensions?.cache?.response).toBe('hit');
+      for (const session of ['a', 'b', 'a']) {
+        const r = await post(url, '{ recommendations }', { session });
+        expect(r.body.data).toEqual({ recommendations: `picked for ${session}` });
+        expect(r.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'stricter_hint' });
+        expect(r.headers.get('cache-control')).toBe('max-age=60, private');
+      }
+    } finally {
+      await stop();
+    }
+  });
+});

@@ -18,6 +18,7 @@ export const responseTypeDefs = `
     dynamicPrivate: Int @cacheControl(maxAge: 60)
     viewerDynamic: String @cacheControl(maxAge: 60)
     viewerHinted: String @cacheControl(maxAge: 60)
+    recommendations: String @cacheControl(maxAge: 60)
     hintedShort: Int @cacheControl(maxAge: 60)
     big(size: Int!): String @cacheControl(maxAge: 60)
     uncached: Int
@@ -111,6 +112,12 @@ export function responseFixture(
         setResponseCacheHint(ctx, { scope: 'PRIVATE' });
         await new Promise((resolve) => setTimeout(resolve, 2));
         return `viewer ${ctx.session}`;
+      },
+      // PUBLIC for anonymous viewers; a signed-in viewer's own answer, hinted PRIVATE (docs/response-cache.md).
+      recommendations: (_p, _a, ctx: { session?: string }) => {
+        counter.count('recommendations');
+        if (ctx.session !== undefined) setResponseCacheHint(ctx, { scope: 'PRIVATE' });
+        return ctx.session === undefined ? 'popular' : `picked for ${ctx.session}`;
       },
       hintedShort: (_p, _a, ctx: object) => {
         counter.count('hintedShort');
