@@ -9,6 +9,7 @@ import type { Cache } from '../core/cache';
 import { LATER, type Computation, type MemoKey, answerLater, answerNow } from '../core/internal';
 import { failedIn } from './failures';
 import { operationOf } from './request';
+import { isThenable } from './warnings';
 
 /** `memoKey`: the key as a MemoKey when the caller keeps one per key (a field's calls without arguments). */
 export function answerKeyed(
@@ -92,12 +93,4 @@ export async function settleList(result: unknown): Promise<unknown> {
     if (failed !== undefined) throw failed;
   }
   return items;
-}
-
-function isThenable(value: unknown): boolean {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }
