@@ -15,6 +15,7 @@ export {
   memoryStore,
   MEMORY_STORE_DEFAULT_MAX,
   MEMORY_STORE_DEFAULT_MAX_SIZE,
+  MEMORY_STORE_MAX_ENTRIES,
   type MemoryStoreOptions,
 } from './memory';
 export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';
