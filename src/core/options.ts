@@ -7,6 +7,7 @@ import type {
   CacheOptions,
   FreshnessOptions,
   GetOrComputeOptions,
+  LoadOptions,
   LoaderOptions,
   LockOptions,
   RequestOptions,
@@ -200,6 +201,16 @@ export const CACHE_OPTIONS = optionNames<CacheOptions>({
   hooks: true,
 });
 export const REQUEST_OPTIONS = optionNames<RequestOptions>({ signal: true });
+const LOAD_OPTIONS = optionNames<LoadOptions>({ signal: true });
+
+/**
+ * A load's options (loader.load, loadMany, a scoped loader's): an object of known names, its signal
+ * an AbortSignal. A misspelt `signal` would otherwise be dropped: the load would never abort.
+ */
+export function checkLoadOptions(where: string, options: LoadOptions): void {
+  checkSignal(options);
+  checkKnownKeys(where, options, LOAD_OPTIONS);
+}
 export const GET_OR_COMPUTE_OPTIONS = optionNames<GetOrComputeOptions>({
   ttl: true,
   swr: true,

@@ -100,6 +100,48 @@ describe('unknown option names are refused', () => {
   });
 });
 
+describe("a load's options: a misspelt signal was dropped, so the load never aborted", () => {
+  const sginal = { sginal: new AbortController().signal } as object;
+
+  test('loader.load, loader.loadMany, a scoped load and loadMany, scope.load: refused, naming the call', async () => {
+    const cache = createCache({ ttl: 1000 });
+    const users = cache.loader({ name: 'users', batch });
+    const scoped = cache.request().loader(users);
+    const calls: [string, () => Promise<unknown>][] = [
+      ['loader.load()', () => users.load('a', sginal)],
+      ['loader.loadMany()', () => users.loadMany(['a', 'b'], sginal)],
+      ['scopedLoader.load()', () => scoped.load('a', sginal)],
+      ['scopedLoader.loadMany()', () => scoped.loadMany(['a', 'b'], sginal)],
+      ['scopedLoader.load()', () => cache.request().load(users, 'a', sginal)],
+    ];
+    for (const [where, call] of calls) {
+      const error = await rejection(call);
+      expect(error.message).toContain(`${where}: unknown option "sginal"`);
+      expect(error.message).toContain('Did you mean "signal"?');
+    }
+    expect(users.counters.batches).toBe(0);
+  });
+
+  test('an options value that is not an object is refused; known names still pass', async () => {
+    const cache = createCache({ ttl: 1000 });
+    const users = cache.loader({ name: 'users', batch });
+    const scoped = cache.request().loader(users);
+    for (const bad of [null, 5, 'signal']) {
+      for (const call of [
+        () => users.load('a', bad as never),
+        () => users.loadMany(['a'], bad as never),
+        () => scoped.load('a', bad as never),
+        () => scoped.loadMany(['a'], bad as never),
+      ])
+        await expect(call()).rejects.toMatchObject({ code: 'E_INVALID_ARGUMENT' });
+    }
+    const { signal } = new AbortController();
+    await expect(users.loadMany(['a'], { signal })).resolves.toEqual(['a']);
+    await expect(scoped.loadMany(['b'], { signal: undefined })).resolves.toEqual(['b']);
+    await expect(scoped.load('c', {})).resolves.toBe('c');
+  });
+});
+
 describe('the per-operation context and the OpenTelemetry helpers refuse unknown names too', () => {
   test('herdcacheContext({ loadres }) would have given a context without its loaders', () => {
     const cache = createCache();
