@@ -9,7 +9,8 @@ export { Loader } from './loader';
 export { RequestScope, ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './scope';
 export type { BatchScheduleFn } from './tick';
 export { HerdcacheError, HerdcacheKeyError, StorePartialError, type HerdcacheErrorCode } from './errors';
-export { jitteredTtl, manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
+export { manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
+export { jitteredTtl } from './options';
 export {
   MemoryStore,
   memoryStore,

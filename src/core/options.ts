@@ -3,7 +3,7 @@
  */
 import { invalidArgument, invalidOption } from './errors';
 import { checkKnownKeys, optionNames, unknownOption } from './option-names';
-import type { Freshness } from './freshness';
+import { type Freshness, jittered } from './freshness';
 import type {
   CacheOptions,
   FreshnessOptions,
@@ -109,6 +109,20 @@ export function checkDuration(
     return value;
   const range = `${allowZero ? '>= 0' : '> 0'} and at most ${max === MAX_DURATION ? '1e15' : max}`;
   throw invalidOption(name, value, `a number of milliseconds ${range}${allowInfinity ? ', or Infinity' : ''}`);
+}
+
+/**
+ * `base` (ms) multiplied by a factor drawn uniformly from [1 - fraction, 1 + fraction]: keys
+ * written together (a batch, a warm-up) then expire apart instead of stampeding together. Its
+ * arguments are checked as the `ttl` (finite here) and `jitter` options are: NaN, a negative or a
+ * string `base` came back as a ttl no store can keep.
+ */
+export function jitteredTtl(base: number, fraction: number): number {
+  if (typeof base !== 'number' || !(base >= 0 && base <= MAX_DURATION))
+    throw invalidArgument('base', base, 'a number of milliseconds >= 0 and at most 1e15');
+  if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1))
+    throw invalidArgument('fraction', fraction, 'a number in [0, 1]');
+  return jittered(base, fraction);
 }
 
 function checkFraction(name: string, value: unknown): number {
