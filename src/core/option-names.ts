@@ -2,7 +2,7 @@
  * Option names: the names each function accepts, and the check that refuses any other (with the
  * known name it most likely meant), for every options object herdcache takes.
  */
-import { HerdcacheError } from './errors';
+import { HerdcacheError, invalidArgument, invalidOption } from './errors';
 
 /**
  * The option names a function accepts, written as an object with one `true` per name of `T`, so
@@ -16,11 +16,36 @@ export function optionNames<T extends object>(names: { readonly [K in keyof Requ
  * Refuses an option name `where` (e.g. "createCache()") does not know: a misspelt `ttl` would
  * otherwise silently mean coalesce-only. Allocation-free when every name is known (a `for…in`
  * over a few keys), so it may run on a call's options; the error is built only on failure.
+ *
+ * Refuses too what is not an options object of its own names: an array (`[]` for options read as
+ * no option at all), and a name inherited through the prototype (`Object.create({ ttl })`): the
+ * options read it, but a spread or a JSON copy of the same object drops it. Refused rather than
+ * ignored: ignoring needs every read of every option to be an own-property read, and a dropped
+ * `ttl` is the silent coalesce-only this check exists to prevent. (`for…in` sees enumerable names
+ * only: an accessor on a class's prototype is read as it always was.)
  */
 export function checkKnownKeys(where: string, options: object, known: ReadonlySet<string>, path = ''): void {
+  if (Array.isArray(options)) throw notAnOptionsObject(options, path);
   for (const name in options) {
     if (!known.has(name)) throw unknownOption(where, name, known, path);
+    if (!hasOwn.call(options, name)) throw inheritedOption(where, name, path);
   }
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/** The error for an array given as options: the call's options, or the option at `path` ("hooks."). */
+export function notAnOptionsObject(value: unknown, path: string): HerdcacheError {
+  return path === ''
+    ? invalidArgument('options', value, 'an options object')
+    : invalidOption(path.slice(0, -1), value, 'an options object');
+}
+
+export function inheritedOption(where: string, name: string, path: string): HerdcacheError {
+  return new HerdcacheError(
+    'E_INVALID_OPTION',
+    `herdcache: ${where}: option ${JSON.stringify(path + name)} is inherited through the options object's prototype; options must be its own properties (copy them: { ...options })`,
+  );
 }
 
 /**

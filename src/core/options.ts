@@ -2,7 +2,7 @@
  * Defaults in one place, validated once, with errors that name the option and the bad value.
  */
 import { invalidArgument, invalidOption } from './errors';
-import { checkKnownKeys, optionNames, unknownOption } from './option-names';
+import { checkKnownKeys, inheritedOption, notAnOptionsObject, optionNames, unknownOption } from './option-names';
 import { type Freshness, jittered } from './freshness';
 import type {
   CacheOptions,
@@ -182,22 +182,32 @@ export const GET_OR_COMPUTE_OPTIONS = optionNames<GetOrComputeOptions>({
 });
 
 /**
- * checkKnownKeys for a getOrCompute call's options, which runs on every call: each name is
- * compared in a switch (~4 ns) rather than looked up in the Set (~15 ns, measured on a hit);
- * GET_OR_COMPUTE_OPTIONS stays the authority (a name the switch lacks is looked up there) and the
- * list the error shows.
+ * checkKnownKeys, with the same refusals, for a getOrCompute call's options, which runs on every
+ * call: each name is compared in a switch (~4 ns) rather than looked up in the Set (~15 ns,
+ * measured on a hit); GET_OR_COMPUTE_OPTIONS stays the authority (a name the switch lacks is
+ * looked up there) and the list the error shows.
  */
 export function checkGetOrComputeKeys(where: string, options: object): void {
+  if (Array.isArray(options)) throw notAnOptionsObject(options, '');
   for (const name in options) {
     if (!isGetOrComputeOption(name)) throw unknownOption(where, name, GET_OR_COMPUTE_OPTIONS, '');
+    if (!hasOwn.call(options, name)) throw inheritedOption(where, name, '');
   }
 }
 
-/** Whether every name of `options` is a getOrCompute option (checkGetOrComputeKeys, without the error). */
+/**
+ * Whether `options` is an object literal of getOrCompute options (checkGetOrComputeKeys, without
+ * the error). One prototype check rather than an own-property check per name (~5 ns a call on a
+ * hit): a literal's names are its own, and anything else (an array, an Object.create(...), an
+ * object of another realm) takes the full path, which refuses or resolves it.
+ */
 function onlyGetOrComputeKeys(options: object): boolean {
+  if (Object.getPrototypeOf(options) !== Object.prototype) return false;
   for (const name in options) if (!isGetOrComputeOption(name)) return false;
   return true;
 }
+
+const hasOwn = Object.prototype.hasOwnProperty;
 
 /** A getOrCompute call's option values (its tags are resolved on every call) and what they resolved to. */
 export type Resolved<T> = Omit<GetOrComputeOptions, 'signal' | 'tags'> & { readonly computation: T };
