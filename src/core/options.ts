@@ -1,9 +1,9 @@
 /**
  * Defaults in one place, validated once, with errors that name the option and the bad value.
  */
-import { invalidArgument, invalidOption } from './errors';
+import { describe, invalidArgument, invalidOption } from './errors';
 import { checkKnownKeys, inheritedOption, notAnOptionsObject, optionNames, unknownOption } from './option-names';
-import { type Freshness, jittered } from './freshness';
+import { type Clock, type Freshness, jittered } from './freshness';
 import type {
   CacheOptions,
   FreshnessOptions,
@@ -129,6 +129,22 @@ function checkFraction(name: string, value: unknown): number {
   // jitteredTtl would clamp it; as an option, a value outside [0, 1] is a mistake, said at once.
   if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw invalidOption(name, value, 'a number in [0, 1]');
   return value;
+}
+
+/**
+ * The `clock` option: an object with a now() method, read once here: a clock that answers NaN or
+ * a string would date every entry NaN (never fresh, never stale) and fail no call to say so.
+ */
+export function checkClock(clock: Clock): Clock {
+  if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
+  const now: unknown = clock.now();
+  if (typeof now !== 'number' || !Number.isFinite(now))
+    throw invalidOption(
+      'clock',
+      clock,
+      `an object whose now() returns a finite number of ms (it returned ${describe(now)})`,
+    );
+  return clock;
 }
 
 export function checkBoolean(name: string, value: unknown): boolean {
