@@ -25,9 +25,9 @@ import {
   type Resolved,
   holdsValues,
   reusable,
+  checkClock,
   checkKnownKeys,
   checkPositiveInteger,
-  givenOr,
   checkSignal,
   resolveLockTiming,
   resolvePolicy,
@@ -86,8 +86,7 @@ export class Cache implements Registry {
       throw invalidOption('store', store, 'a Store (memoryStore(), redisStore(...))');
     }
     this.#store = store;
-    const clock = givenOr(options.clock, systemClock);
-    if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
+    const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
     this.#clock = clock;
     const hasLock = store.lock !== undefined;
     // `lock: true` on a store without a lock is harmless: the pipeline only locks where a lock exists.

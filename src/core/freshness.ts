@@ -138,9 +138,10 @@ export function manualClock(start = 1_700_000_000_000): ManualClock {
 /**
  * Multiplies `base` by a factor drawn uniformly from [1 - fraction, 1 + fraction].
  * Keys written together (a batch, a warm-up) then expire apart instead of stampeding together.
- * `fraction` is clamped to [0, 1]; a non-finite fraction means no jitter.
+ * Unchecked (the registry's policy was checked when resolved; the public jitteredTtl, in
+ * ./options, checks its arguments): an infinite `base` stays infinite.
  */
-export function jitteredTtl(base: number, fraction: number): number {
+export function jittered(base: number, fraction: number): number {
   if (!Number.isFinite(fraction) || fraction <= 0 || !Number.isFinite(base)) return base;
   const f = fraction > 1 ? 1 : fraction;
   return base * (1 + f * (2 * Math.random() - 1));
@@ -169,7 +170,7 @@ export function makeEntry<V>(value: V, now: number, policy: Freshness, extras?: 
   let freshUntil = Infinity;
   let staleUntil = Infinity;
   if (policy.ttl !== undefined) {
-    freshUntil = now + jitteredTtl(policy.ttl, policy.jitter);
+    freshUntil = now + jittered(policy.ttl, policy.jitter);
     staleUntil = freshUntil + policy.swr;
   }
   if (extras === undefined) return { value, freshUntil, staleUntil };

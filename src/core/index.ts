@@ -9,12 +9,14 @@ export { Loader } from './loader';
 export { RequestScope, ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './scope';
 export type { BatchScheduleFn } from './tick';
 export { HerdcacheError, HerdcacheKeyError, StorePartialError, type HerdcacheErrorCode } from './errors';
-export { jitteredTtl, manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
+export { manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
+export { jitteredTtl } from './options';
 export {
   MemoryStore,
   memoryStore,
   MEMORY_STORE_DEFAULT_MAX,
   MEMORY_STORE_DEFAULT_MAX_SIZE,
+  MEMORY_STORE_MAX_ENTRIES,
   type MemoryStoreOptions,
 } from './memory';
 export type { FillLock, LockAttempt, Store, StoreReporter, StoreWrite } from './store';

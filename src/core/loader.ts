@@ -15,7 +15,7 @@ import type { Sink } from './metrics';
 import type { Entry } from './freshness';
 import type { Policy } from './options';
 import type { Registry } from './registry';
-import { checkPositiveInteger, checkSignal, checkTags, storesValues } from './options';
+import { checkLoadOptions, checkPositiveInteger, checkTags, storesValues } from './options';
 import { MEMO_KEY_MAX } from './long-keys';
 import { type BatchScheduleFn, afterPromiseJobs, checkBatchScheduleFn } from './tick';
 import type { BatchFn, Counters, LoadOptions, LoaderOptions } from './types';
@@ -39,11 +39,25 @@ function isArrayLike(value: unknown): value is ArrayLike<unknown> {
  * key. Shared by the registry loader and the scoped one. Like DataLoader, a `keys` that is not
  * an array throws a TypeError at once (a programming error, not a failed load).
  */
-export function loadEach<K, V>(name: string, keys: ArrayLike<K>, load: (key: K) => Promise<V>): Promise<(V | Error)[]> {
+export function loadEach<K, V>(
+  name: string,
+  keys: ArrayLike<K>,
+  load: (key: K) => Promise<V>,
+  options: LoadOptions | undefined,
+  where: string,
+): Promise<(V | Error)[]> {
   if (!isArrayLike(keys))
     throw new HerdcacheKeyError(
       `herdcache: loader "${name}": loadMany() must be called with an array of keys, got ${describe(keys)}`,
     );
+  if (options !== undefined) {
+    // Refused as a whole, as load() refuses them: not as one Error per key.
+    try {
+      checkLoadOptions(where, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
   const loads: Promise<V | Error>[] = [];
   for (let i = 0; i < keys.length; i++)
     loads.push(load(keys[i]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
@@ -117,6 +131,11 @@ export class Loader<K, V> implements Source {
     return checkTags('tags', this.#tags(key as K));
   }
 
+  /** @internal Whether `registry` made this loader (a request scope takes only its own cache's). */
+  _madeBy(registry: Registry): boolean {
+    return this.#registry === registry;
+  }
+
   /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */
   storeKey(key: K): string {
     return this._storeKey(key, undefined, this);
@@ -167,7 +186,7 @@ export class Loader<K, V> implements Source {
     const storeKey = this._storeKey(key, undefined, this);
     if (options !== undefined) {
       try {
-        checkSignal(options);
+        checkLoadOptions('loader.load()', options);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -204,7 +223,7 @@ export class Loader<K, V> implements Source {
 
   /** As DataLoader's: one entry per key, an Error where that key failed. Never rejects for a key. */
   loadMany(keys: ArrayLike<K>, options?: LoadOptions): Promise<(V | Error)[]> {
-    return loadEach(this.name, keys, (key) => this.load(key, options));
+    return loadEach(this.name, keys, (key) => this.load(key, options), options, 'loader.loadMany()');
   }
 
   /**

@@ -31,7 +31,10 @@ import { entrySize } from './sizes';
 import type { Store, StoreWrite } from './store';
 
 export interface MemoryStoreOptions {
-  /** Most entries kept; the least recently used is evicted first. Default 10000. */
+  /**
+   * Most entries kept; the least recently used is evicted first. Default 10000, at most
+   * 10,000,000 (MEMORY_STORE_MAX_ENTRIES): lru-cache allocates its tables for `max` entries up front.
+   */
   max?: number;
   /**
    * Most bytes kept, estimated (key, tags and value; see docs/core.md): the least recently used
@@ -43,6 +46,12 @@ export interface MemoryStoreOptions {
 }
 
 export const MEMORY_STORE_DEFAULT_MAX = 10_000;
+/**
+ * The largest `max`: lru-cache allocates its tables for `max` entries when the store is made, so a
+ * `max` meant as "unbounded" costs its memory at once (1e7: ~270 MB and ~1 s) and 2 ** 31 aborts
+ * the process (V8's "invalid table size", which no try/catch sees).
+ */
+export const MEMORY_STORE_MAX_ENTRIES = 10_000_000;
 export const MEMORY_STORE_DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
 const MEMORY_STORE_OPTIONS = optionNames<MemoryStoreOptions>({ max: true, maxSize: true, maxEntrySize: true });
 
@@ -78,7 +87,10 @@ export class MemoryStore implements Store {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
     checkKnownKeys('memoryStore()', options, MEMORY_STORE_OPTIONS);
     const max = givenOr(options.max, MEMORY_STORE_DEFAULT_MAX);
-    if (!Number.isSafeInteger(max) || max < 1) throw invalidOption('max', max, 'a positive integer');
+    if (!Number.isSafeInteger(max) || max < 1 || max > MEMORY_STORE_MAX_ENTRIES) {
+      const why = max > MEMORY_STORE_MAX_ENTRIES ? ' (lru-cache allocates its tables for max entries up front)' : '';
+      throw invalidOption('max', max, `a positive integer at most 10,000,000${why}`);
+    }
     const maxSize = givenOr(options.maxSize, MEMORY_STORE_DEFAULT_MAX_SIZE);
     if (!Number.isSafeInteger(maxSize) || maxSize < 1)
       throw invalidOption('maxSize', maxSize, 'a positive integer (bytes)');

@@ -8,7 +8,7 @@ import { invalidArgument, invalidOption } from './errors';
 import { fulfilled, rejected } from './flight';
 import { ownPending } from './outcome';
 import { type Loader, loadEach } from './loader';
-import { checkKnownKeys, checkSignal, optionNames } from './options';
+import { checkKnownKeys, checkLoadOptions, optionNames } from './options';
 import type { CounterName, PendingJoin, Sink } from './metrics';
 import { type CacheMapLike, type Memo, answerOf, forgetUnlessKeyError, forgets, ignore, memoizeShared } from './memo';
 import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
@@ -191,7 +191,7 @@ export class ScopedLoader<K, V> implements Sink {
     let signal = this.#scope.signal;
     if (options !== undefined) {
       try {
-        checkSignal(options);
+        checkLoadOptions('scopedLoader.load()', options);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -231,7 +231,7 @@ export class ScopedLoader<K, V> implements Sink {
 
   /** As DataLoader's: values and Errors in order, never rejects for a key; a non-array throws a TypeError. */
   loadMany(keys: ArrayLike<K>, options?: LoadOptions): Promise<(V | Error)[]> {
-    return loadEach(this.name, keys, (key) => this.load(key, options));
+    return loadEach(this.name, keys, (key) => this.load(key, options), options, 'scopedLoader.loadMany()');
   }
 
   /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */

@@ -17,6 +17,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { invalidArgument, invalidOption } from '../core/errors';
 import { FIELD_NAMESPACE, namespaceHead } from '../core/namespaces';
+import { checkKnownKeys, optionNames } from '../core/options';
 
 /** Encoded arguments longer than this (UTF-16 code units) are keyed by their sha256, streamed part by part. */
 export const ARGS_INLINE_MAX = 1024;
@@ -279,6 +280,13 @@ export interface CachedFieldKeyOptions {
   keyPrefix?: string;
 }
 
+const CACHED_FIELD_KEY_OPTIONS = optionNames<CachedFieldKeyOptions>({
+  identity: true,
+  args: true,
+  session: true,
+  keyPrefix: true,
+});
+
 /**
  * The store key of a @cached field call, for invalidation after a write:
  * `await cache.invalidate(cachedFieldKey('Query.user', { args: { id } }))`.
@@ -287,6 +295,9 @@ export function cachedFieldKey(coordinate: string, options: CachedFieldKeyOption
   if (typeof coordinate !== 'string' || !/^[_A-Za-z][_0-9A-Za-z]*\.[_A-Za-z][_0-9A-Za-z]*$/.test(coordinate)) {
     throw invalidArgument('coordinate', coordinate, 'a field coordinate such as "Query.user"');
   }
+  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+  // A misspelt `args` would give the key of the call without arguments: an invalidation that misses.
+  checkKnownKeys('cachedFieldKey()', options, CACHED_FIELD_KEY_OPTIONS);
   const { identity, args = {}, session, keyPrefix = DEFAULT_KEY_PREFIX } = options;
   const encoded = encodeArgs(args);
   if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep') {

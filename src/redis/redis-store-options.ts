@@ -4,7 +4,15 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { invalidOption } from '../core/errors';
-import { MAX_DURATION, checkKnownKeys, checkNestedKeys, checkPositiveInteger, optionNames } from '../core/options';
+import { LONG_KEY_MAX } from '../core/long-keys';
+import {
+  MAX_DURATION,
+  checkBoolean,
+  checkKnownKeys,
+  checkNestedKeys,
+  checkPositiveInteger,
+  optionNames,
+} from '../core/options';
 import { checkSubscriber } from './announcements';
 import { CircuitBreaker, type BreakerOptions } from './breaker';
 import { jsonCodec, type Codec } from './codec';
@@ -50,7 +58,10 @@ export interface RedisStoreOptions {
    * trial up to 5 s; closed at once when the client reconnects (see guard.ts).
    */
   breaker?: BreakerOptions | false;
-  /** Keys longer than this many characters are stored under a sha256 of the key. Default 256. */
+  /**
+   * Keys longer than this many characters are stored under a sha256 of the key. Default 256; from
+   * 65 to 1024 (keys longer than 1024 never reach a store: they are held as a digest already).
+   */
   maxKeyLength?: number;
   /**
    * Milliseconds. A tagged entry is kept at most this long (its PX is clamped to it), and a tag's
@@ -154,6 +165,8 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
   ) {
     throw invalidOption('codec', codec, 'an object with encode(entry) and decode(raw) functions');
   }
+  // Read as truthy, 'no' or 'false' would pick the Buffer commands for a text codec.
+  if (codec.binary !== undefined) checkBoolean('codec.binary', codec.binary);
   if (typeof commandTimeout !== 'number' || !(commandTimeout > 0) || commandTimeout > MAX_TIMEOUT) {
     throw invalidOption('commandTimeout', commandTimeout, `a number of milliseconds in (0, ${MAX_TIMEOUT}]`);
   }
@@ -167,11 +180,13 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
       'a positive integer number of milliseconds, at most 1e15',
     );
   }
-  if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH) {
+  // Above LONG_KEY_MAX a key is never longer (the registry holds longer keys as digests) and only a
+  // long tag's version key would grow: up to any length Redis takes, for nothing.
+  if (!Number.isInteger(maxKeyLength) || maxKeyLength < MIN_KEY_LENGTH || maxKeyLength > LONG_KEY_MAX) {
     throw invalidOption(
       'maxKeyLength',
       maxKeyLength,
-      `an integer >= ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars)`,
+      `an integer from ${MIN_KEY_LENGTH} (a hashed key is a readable head, '#' and 64 hex chars) to ${LONG_KEY_MAX} (longer keys never reach a store)`,
     );
   }
   if (!Number.isSafeInteger(tagTtl) || tagTtl < 1 || 2 * tagTtl > Number.MAX_SAFE_INTEGER) {

@@ -28,7 +28,7 @@ import { invalidOption } from '../core/errors';
 import type { Cluster, Redis } from 'ioredis';
 import type { Clock, Entry } from '../core/freshness';
 import { MemoryStore, memoryStore } from '../core/memory';
-import { checkKnownKeys, givenOr, optionNames } from '../core/options';
+import { checkDuration, checkKnownKeys, givenOr, optionNames } from '../core/options';
 import type { RedisStore } from './redis-store';
 import { checkSubscriber } from './announcements';
 import { L1Copies, type Candidate } from './tiered-l1';
@@ -48,7 +48,7 @@ export interface TieredStoreOptions {
   subscriber: Redis | Cluster;
   /** The in-process tier. Default `memoryStore()` (10000 entries, LRU). */
   l1?: MemoryStore;
-  /** Longest an L1 copy is kept, in ms, whether or not pub/sub works. Default 5000. */
+  /** Longest an L1 copy is kept, in ms, whether or not pub/sub works: > 0, at most 1e15. Default 5000. */
   l1Ttl?: number;
   /** Pub/sub channel shared by the replicas of one cache. Default: the L2 prefix + "invalidate". */
   channel?: string;
@@ -128,8 +128,7 @@ export function tieredStore(options: TieredStoreOptions): TieredStore {
   checkSubscriber('subscriber', subscriber, l2.client);
   const l1 = options.l1 === undefined ? memoryStore() : options.l1; // null is refused below
   if (!(l1 instanceof MemoryStore)) throw invalidOption('l1', l1, 'a memoryStore(...)');
-  if (typeof l1Ttl !== 'number' || !(l1Ttl > 0) || !Number.isFinite(l1Ttl))
-    throw invalidOption('l1Ttl', l1Ttl, 'a finite number of milliseconds > 0');
+  checkDuration('l1Ttl', l1Ttl, false);
   const channel = givenOr(options.channel, `${l2.prefix}invalidate`);
   if (typeof channel !== 'string' || channel.length === 0)
     throw invalidOption('channel', channel, 'a non-empty string');

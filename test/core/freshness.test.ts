@@ -1,4 +1,5 @@
 import { jitteredTtl, manualClock } from '../../src/core';
+import { MAX_DURATION } from '../../src/core/options';
 
 describe('jitteredTtl', () => {
   it('stays within [base*(1-f), base*(1+f)] and varies', () => {
@@ -12,20 +13,34 @@ describe('jitteredTtl', () => {
     expect(seen.size).toBeGreaterThan(100);
   });
 
-  it('clamps the fraction to [0, 1]', () => {
-    for (let i = 0; i < 100; i++) {
-      const ttl = jitteredTtl(10_000, 5);
-      expect(ttl).toBeGreaterThanOrEqual(0);
-      expect(ttl).toBeLessThanOrEqual(20_000);
-    }
-    expect(jitteredTtl(10_000, -3)).toBe(10_000);
+  it('keeps a zero base, and a zero fraction means no jitter', () => {
+    expect(jitteredTtl(0, 0.5)).toBe(0);
+    expect(jitteredTtl(10_000, 0)).toBe(10_000);
+    const ttl = jitteredTtl(MAX_DURATION, 1);
+    expect(ttl).toBeGreaterThanOrEqual(0);
+    expect(ttl).toBeLessThanOrEqual(2 * MAX_DURATION);
   });
 
-  it('a zero or non-finite fraction means no jitter', () => {
-    expect(jitteredTtl(10_000, 0)).toBe(10_000);
-    expect(jitteredTtl(10_000, NaN)).toBe(10_000);
-    expect(jitteredTtl(10_000, Infinity)).toBe(10_000);
-    expect(jitteredTtl(Infinity, 0.5)).toBe(Infinity);
+  // NaN, -5 and '5' came back as NaN, -5 and 5 (a ttl no store can keep); a fraction out of
+  // [0, 1] was clamped or ignored where the jitter option refuses it.
+  it.each([
+    ['base', NaN, 0.1, 'NaN'],
+    ['base', -5, 0.1, '-5'],
+    ['base', '5', 0.1, '"5"'],
+    ['base', Infinity, 0.5, 'Infinity'],
+    ['base', MAX_DURATION * 2, 0.1, String(MAX_DURATION * 2)],
+    ['fraction', 10_000, 5, '5'],
+    ['fraction', 10_000, -3, '-3'],
+    ['fraction', 10_000, NaN, 'NaN'],
+    ['fraction', 10_000, '0.1', '"0.1"'],
+  ])('refuses %s in jitteredTtl(%p, %p) with E_INVALID_ARGUMENT', (name, base, fraction, shown) => {
+    expect(() => jitteredTtl(base as number, fraction as number)).toThrow(
+      expect.objectContaining({
+        code: 'E_INVALID_ARGUMENT',
+        message: expect.stringContaining(`argument "${name}" must be`),
+      }),
+    );
+    expect(() => jitteredTtl(base as number, fraction as number)).toThrow(`got ${shown}`);
   });
 });
 

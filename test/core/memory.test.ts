@@ -1,4 +1,10 @@
-import { MEMORY_STORE_DEFAULT_MAX, createCache, manualClock, memoryStore } from '../../src/core';
+import {
+  MEMORY_STORE_DEFAULT_MAX,
+  MEMORY_STORE_MAX_ENTRIES,
+  createCache,
+  manualClock,
+  memoryStore,
+} from '../../src/core';
 import { entry } from '../helpers';
 
 describe('memory store', () => {
@@ -70,8 +76,25 @@ describe('memory store', () => {
   });
 
   it('rejects a bad max naming the option', () => {
-    expect(() => memoryStore({ max: 0 })).toThrow(/option "max" must be a positive integer, got 0/);
+    expect(() => memoryStore({ max: 0 })).toThrow(/option "max" must be a positive integer at most 10,000,000, got 0/);
     expect(() => memoryStore({ max: 1.5 })).toThrow(/got 1.5/);
+  });
+
+  it('refuses a max past MEMORY_STORE_MAX_ENTRIES: lru-cache would allocate its tables for it at once', () => {
+    // 2 ** 31 aborted the process ("invalid table size", no try/catch sees it); 1e7 + 1 cost ~270 MB.
+    for (const max of [MEMORY_STORE_MAX_ENTRIES + 1, 2 ** 31 - 1, 2 ** 31]) {
+      let error: unknown;
+      try {
+        memoryStore({ max });
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(error).toMatchObject({ code: 'E_INVALID_OPTION' });
+      expect((error as Error).message).toContain(`option "max" must be a positive integer at most 10,000,000`);
+      expect((error as Error).message).toContain(`got ${max}`);
+      expect((error as Error).message).toContain('allocates its tables for max entries up front');
+    }
+    expect(MEMORY_STORE_MAX_ENTRIES).toBe(10_000_000);
   });
 
   describe('tags, checked when read', () => {

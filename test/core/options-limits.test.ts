@@ -54,6 +54,25 @@ describe('durations that no store can keep are refused at creation', () => {
   });
 });
 
+describe('the clock is read once at creation: an answer that is not a finite number is refused', () => {
+  // Such a clock dated every entry NaN (never fresh, never stale) and failed no call to say so.
+  it.each([NaN, Infinity, -Infinity, '1000', undefined, null])('now() returning %p', (answer) => {
+    const error = refusal(() => createCache({ clock: { now: () => answer as number } }));
+    expect(error.code).toBe('E_INVALID_OPTION');
+    expect(error.message).toContain('option "clock" must be an object whose now() returns a finite number');
+    expect(error.message).toContain(`it returned ${answer === '1000' ? '"1000"' : String(answer)}`);
+  });
+
+  it('a clock without a now() function was refused already; a finite now() is accepted', () => {
+    for (const clock of [{}, { now: 5 }, null]) {
+      expect(refusal(() => createCache({ clock: clock as never })).message).toContain(
+        'option "clock" must be an object with a now() method',
+      );
+    }
+    expect(() => createCache({ clock: { now: () => -5 } })).not.toThrow();
+  });
+});
+
 it('an async hook that rejects is ignored: no unhandled rejection, the loads go on', async () => {
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown): void => void unhandled.push(reason);

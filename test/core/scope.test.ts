@@ -1,4 +1,5 @@
 import { createCache, manualClock } from '../../src/core';
+import { herdcacheContext } from '../../src/graphql';
 import { deferred, flush } from '../helpers';
 
 describe('request scope: DataLoader semantics per operation', () => {
@@ -233,5 +234,55 @@ describe("a scoped loader's first load of a key: its caller holds the memo's pro
     await expect(scope.load('1')).rejects.toThrow('no 1@2'); // forgotten: the batch ran again
     await expect(scope.load('1')).rejects.toThrow('no 1@2'); // kept: no third batch
     expect(calls()).toBe(2);
+  });
+});
+
+describe('scope.loader refuses what is not a loader of its cache, at once', () => {
+  const batch = (keys: readonly string[]): string[] => keys.map((k) => k.toUpperCase());
+
+  it.each([null, undefined, {}, 5, 'u'])(
+    '%p: E_INVALID_ARGUMENT naming "loader" (a TypeError at load time before)',
+    (bad) => {
+      const cache = createCache();
+      const scope = cache.request();
+      const refused = (): void => {
+        for (const attempt of [() => scope.loader(bad as never), () => scope.loader(bad as never, { cache: false })]) {
+          expect(attempt).toThrow(expect.objectContaining({ code: 'E_INVALID_ARGUMENT' }));
+          expect(attempt).toThrow(/argument "loader" must be a loader made by cache\.loader/);
+        }
+      };
+      refused();
+      // Also once the scope has a first view, and an answer held under the string 'u'.
+      scope.loader(cache.loader({ name: 'users', batch }));
+      void scope.getOrCompute('u', () => 1);
+      refused();
+    },
+  );
+
+  it("another cache's loader: its loads went through the other cache's registry", async () => {
+    const cache = createCache({ ttl: 1000 });
+    const other = createCache({ ttl: 1000 });
+    const own = cache.loader({ name: 'own', batch });
+    const foreign = other.loader({ name: 'users', batch });
+    const scope = cache.request();
+    const message =
+      /argument "loader" must be a loader of this request's cache; loader "users" was made by another cache/;
+    expect(() => scope.loader(foreign)).toThrow(message);
+    expect(() => scope.loader(foreign)).toThrow(expect.objectContaining({ code: 'E_INVALID_ARGUMENT' }));
+    // Also once the scope has a first view, with memo options, and through scope.load.
+    scope.loader(own);
+    expect(() => scope.loader(foreign)).toThrow(message);
+    expect(() => scope.loader(foreign, { cache: false })).toThrow(message);
+    expect(() => scope.load(foreign, 'a')).toThrow(message);
+    expect(other.metrics().sources.users?.fills ?? 0).toBe(0);
+    await expect(scope.loader(own).load('a')).resolves.toBe('A');
+  });
+
+  it("herdcacheContext({ loaders }) goes through scope.loader: another cache's loader is refused there too", () => {
+    const cache = createCache();
+    const foreign = createCache().loader({ name: 'users', batch });
+    expect(() => herdcacheContext({ cache, loaders: { users: foreign } })).toThrow(
+      expect.objectContaining({ code: 'E_INVALID_ARGUMENT', message: expect.stringMatching(/made by another cache/) }),
+    );
   });
 });

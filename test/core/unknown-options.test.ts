@@ -100,6 +100,104 @@ describe('unknown option names are refused', () => {
   });
 });
 
+describe("a load's options: a misspelt signal was dropped, so the load never aborted", () => {
+  const sginal = { sginal: new AbortController().signal } as object;
+
+  test('loader.load, loader.loadMany, a scoped load and loadMany, scope.load: refused, naming the call', async () => {
+    const cache = createCache({ ttl: 1000 });
+    const users = cache.loader({ name: 'users', batch });
+    const scoped = cache.request().loader(users);
+    const calls: [string, () => Promise<unknown>][] = [
+      ['loader.load()', () => users.load('a', sginal)],
+      ['loader.loadMany()', () => users.loadMany(['a', 'b'], sginal)],
+      ['scopedLoader.load()', () => scoped.load('a', sginal)],
+      ['scopedLoader.loadMany()', () => scoped.loadMany(['a', 'b'], sginal)],
+      ['scopedLoader.load()', () => cache.request().load(users, 'a', sginal)],
+    ];
+    for (const [where, call] of calls) {
+      const error = await rejection(call);
+      expect(error.message).toContain(`${where}: unknown option "sginal"`);
+      expect(error.message).toContain('Did you mean "signal"?');
+    }
+    expect(users.counters.batches).toBe(0);
+  });
+
+  test('an options value that is not an object is refused; known names still pass', async () => {
+    const cache = createCache({ ttl: 1000 });
+    const users = cache.loader({ name: 'users', batch });
+    const scoped = cache.request().loader(users);
+    for (const bad of [null, 5, 'signal']) {
+      for (const call of [
+        () => users.load('a', bad as never),
+        () => users.loadMany(['a'], bad as never),
+        () => scoped.load('a', bad as never),
+        () => scoped.loadMany(['a'], bad as never),
+      ])
+        await expect(call()).rejects.toMatchObject({ code: 'E_INVALID_ARGUMENT' });
+    }
+    const { signal } = new AbortController();
+    await expect(users.loadMany(['a'], { signal })).resolves.toEqual(['a']);
+    await expect(scoped.loadMany(['b'], { signal: undefined })).resolves.toEqual(['b']);
+    await expect(scoped.load('c', {})).resolves.toBe('c');
+  });
+});
+
+describe('an options object is an object of its own names', () => {
+  function refused(call: () => unknown, code: string, message: RegExp | string): void {
+    expect(call).toThrow(expect.objectContaining({ code }));
+    expect(call).toThrow(message);
+  }
+
+  test('an array is refused as "an options object", where options or a nested options object go', async () => {
+    const notOptions = /argument "options" must be an options object, got array\(0\)/;
+    refused(() => createCache([] as object), 'E_INVALID_ARGUMENT', notOptions);
+    refused(() => createCache({ hooks: [] as object }), 'E_INVALID_OPTION', /option "hooks" must be an options object/);
+    refused(() => memoryStore([] as object), 'E_INVALID_ARGUMENT', notOptions);
+    refused(() => redisStore([] as never), 'E_INVALID_ARGUMENT', notOptions);
+    refused(() => tieredStore([] as never), 'E_INVALID_ARGUMENT', notOptions);
+    const cache = createCache();
+    refused(() => cache.request([] as object), 'E_INVALID_ARGUMENT', notOptions);
+    refused(() => cache.loader([] as never), 'E_INVALID_ARGUMENT', notOptions);
+    refused(() => cache.observe([] as object), 'E_INVALID_OPTION', /option "hooks" must be an options object/);
+    // getOrCompute: also after a call with {} (whose resolution a later call with the same values reuses).
+    await cache.getOrCompute('k', () => 1, {});
+    await expect(cache.getOrCompute('k', () => 1, [] as object)).rejects.toThrow(notOptions);
+    await expect(cache.request().getOrCompute('k', () => 1, [] as object)).rejects.toThrow(notOptions);
+  });
+
+  test('an option inherited through the prototype is refused (it was read: Object.create({ ttl }) cached)', async () => {
+    const inherited = /createCache\(\): option "ttl" is inherited through the options object's prototype/;
+    refused(() => createCache(Object.create({ ttl: 5 }) as object), 'E_INVALID_OPTION', inherited);
+    refused(
+      () => createCache({ hooks: Object.create({ onHit: () => undefined }) as object }),
+      'E_INVALID_OPTION',
+      /option "hooks\.onHit" is inherited/,
+    );
+    refused(
+      () => memoryStore(Object.create({ max: 5 }) as object),
+      'E_INVALID_OPTION',
+      /memoryStore\(\): option "max" is inherited/,
+    );
+    // An inherited unknown name is an unknown name.
+    refused(() => createCache(Object.create({ tll: 5 }) as object), 'E_INVALID_OPTION', /unknown option "tll"/);
+    const cache = createCache();
+    const users = cache.loader({ name: 'users', batch, ttl: 1000 });
+    const signal = new AbortController().signal;
+    await expect(users.load('a', Object.create({ signal }) as object)).rejects.toThrow(
+      /loader\.load\(\): option "signal" is inherited/,
+    );
+    // getOrCompute, also after a call with the same values given as own names (the reused resolution).
+    await cache.getOrCompute('k', () => 1, { ttl: 5 });
+    await expect(cache.getOrCompute('k', () => 1, Object.create({ ttl: 5 }) as object)).rejects.toThrow(
+      /getOrCompute\(\): option "ttl" is inherited/,
+    );
+    // Own names of objects without Object.prototype are options as any other.
+    const bare = Object.assign(Object.create(null) as object, { ttl: 5 });
+    expect(() => createCache(bare)).not.toThrow();
+    await expect(cache.getOrCompute('k2', () => 2, bare)).resolves.toBe(2);
+  });
+});
+
 describe('the per-operation context and the OpenTelemetry helpers refuse unknown names too', () => {
   test('herdcacheContext({ loadres }) would have given a context without its loaders', () => {
     const cache = createCache();

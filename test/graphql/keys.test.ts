@@ -189,5 +189,15 @@ describe('cachedFieldKey', () => {
     expect(() => cachedFieldKey('user')).toThrow(/argument "coordinate"/);
     expect(() => cachedFieldKey('Query.user', { args: { m: new Map() } })).toThrow(/option "args"/);
     expect(() => cachedFieldKey('User.posts', { identity: '' })).toThrow(/option "identity"/);
+    // A misspelt args gave the key of the call without arguments: an invalidation that misses.
+    expect(() => cachedFieldKey('Query.a', { argz: { id: '1' } } as object)).toThrow(
+      expect.objectContaining({
+        code: 'E_INVALID_OPTION',
+        message: expect.stringMatching(/cachedFieldKey\(\): unknown option "argz"\.\nDid you mean "args"\?/),
+      }),
+    );
+    expect(() => cachedFieldKey('Query.a', null as never)).toThrow(
+      expect.objectContaining({ code: 'E_INVALID_ARGUMENT', message: expect.stringMatching(/argument "options"/) }),
+    );
   });
 });

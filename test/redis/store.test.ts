@@ -4,6 +4,7 @@
  */
 import type Redis from 'ioredis';
 import { HerdcacheError } from '../../src/core/errors';
+import { jsonCodec } from '../../src/redis/codec';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { binaryCodec, connect, entry, randomPrefix, recordingReporter, sleep, type RecordingReporter } from './helpers';
 
@@ -46,6 +47,9 @@ describe('options', () => {
       [{ client, commandTimeout: Infinity }, 'commandTimeout'],
       [{ client, maxKeyLength: 10 }, 'maxKeyLength'],
       [{ client, maxKeyLength: 100.5 }, 'maxKeyLength'],
+      [{ client, maxKeyLength: 1e20 }, 'maxKeyLength'],
+      [{ client, maxKeyLength: 1025 }, 'maxKeyLength'],
+      [{ client, codec: { ...jsonCodec, binary: 'yes' } }, 'codec.binary'],
       [{ client, codec: { encode: () => '' } }, 'codec'],
       [{ client, breaker: true }, 'breaker'],
       [{ client, breaker: { threshold: 0 } }, 'breaker.threshold'],
@@ -62,6 +66,14 @@ describe('options', () => {
         expect((error as Error).message).toContain(`"${name}"`);
       }
     }
+  });
+
+  it('maxKeyLength up to 1024 (longer keys never reach a store), a boolean binary', () => {
+    expect(() => redisStore({ client, maxKeyLength: 1024 })).not.toThrow();
+    expect(() => redisStore({ client, codec: { ...jsonCodec, binary: false } })).not.toThrow();
+    expect(() => redisStore({ client, maxKeyLength: 1e20 })).toThrow(
+      /must be an integer from 65 .* to 1024 .*got 100000000000000000000/,
+    );
   });
 
   it('accepts the defaults, and breaker: false', () => {

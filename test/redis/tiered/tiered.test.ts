@@ -62,6 +62,8 @@ describe('options', () => {
         [{ l2, subscriber, l1: new Map() }, 'l1'],
         [{ l2, subscriber, l1Ttl: 0 }, 'l1Ttl'],
         [{ l2, subscriber, l1Ttl: Infinity }, 'l1Ttl'],
+        [{ l2, subscriber, l1Ttl: 1e20 }, 'l1Ttl'], // capped as ttl is: 1e15
+        [{ l2, subscriber, l1Ttl: '5000' }, 'l1Ttl'],
         [{ l2, subscriber, channel: '' }, 'channel'],
         [{ l2, subscriber, clock: {} }, 'clock'],
       ];
