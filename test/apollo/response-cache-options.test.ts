@@ -12,6 +12,7 @@ import { createCache } from '../../src/core/cache';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
 import { makeSchema } from '../graphql/fixtures';
 import { post, responseFixture } from '../graphql/response-fixture';
+import { captureWarnings } from '../helpers';
 
 async function serve(
   schema: ReturnType<typeof makeSchema>,
@@ -31,16 +32,7 @@ async function serve(
   return { url, stop: () => server.stop() };
 }
 
-let warnings: { message: string; code: string | undefined }[];
-let spy: jest.SpyInstance;
-beforeEach(() => {
-  warnings = [];
-  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: unknown) => {
-    const code = typeof options === 'object' && options !== null ? (options as { code?: string }).code : undefined;
-    warnings.push({ message: String(warning), code });
-  }) as typeof process.emitWarning);
-});
-afterEach(() => spy.mockRestore());
+const warnings = captureWarnings();
 
 describe('Apollo: callbacks that throw or answer something unusable', () => {
   it.each<[string, ResponseCacheOptions, string, string]>([

@@ -9,6 +9,7 @@ import { createYoga } from 'graphql-yoga';
 import { useHerdcache } from '../../src/envelop/plugin';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
 import { post, responseFixture } from '../graphql/response-fixture';
+import { captureWarnings } from '../helpers';
 
 async function serve(responseCache: ResponseCacheOptions) {
   const f = responseFixture();
@@ -34,16 +35,7 @@ async function serve(responseCache: ResponseCacheOptions) {
   };
 }
 
-let warnings: { message: string; code: string | undefined }[];
-let spy: jest.SpyInstance;
-beforeEach(() => {
-  warnings = [];
-  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: unknown) => {
-    const code = typeof options === 'object' && options !== null ? (options as { code?: string }).code : undefined;
-    warnings.push({ message: String(warning), code });
-  }) as typeof process.emitWarning);
-});
-afterEach(() => spy.mockRestore());
+const warnings = captureWarnings();
 
 it.each<[string, ResponseCacheOptions, string, string, string]>([
   [

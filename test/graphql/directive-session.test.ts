@@ -10,17 +10,9 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import { createCache } from '../../src/core/cache';
 import { cacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../../src/graphql';
 import { makeSchema, run } from './fixtures';
+import { captureWarnings } from '../helpers';
 
-let warnings: { message: string; code: string | undefined }[];
-let spy: jest.SpyInstance;
-beforeEach(() => {
-  warnings = [];
-  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: unknown) => {
-    const code = typeof options === 'object' && options !== null ? (options as { code?: string }).code : undefined;
-    warnings.push({ message: String(warning), code });
-  }) as typeof process.emitWarning);
-});
-afterEach(() => spy.mockRestore());
+const warnings = captureWarnings();
 
 describe('@cached transform: sessionId', () => {
   const privateDefs = 'type Query { me: String @cached(ttl: 60, scope: PRIVATE) }';

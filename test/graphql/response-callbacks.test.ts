@@ -6,6 +6,7 @@
 import { buildSchema, parse } from 'graphql';
 import { createCache } from '../../src/core/cache';
 import { ResponseEngine, type ResponseCacheOptions, type ResponseRequest } from '../../src/graphql/response-cache';
+import { captureWarnings } from '../helpers';
 
 const schema = buildSchema(`
   directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
@@ -21,16 +22,7 @@ const request = (source: string, context: unknown = {}): ResponseRequest => ({
   context,
 });
 
-let warnings: { message: string; code: string | undefined }[];
-let spy: jest.SpyInstance;
-beforeEach(() => {
-  warnings = [];
-  spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: unknown) => {
-    const code = typeof options === 'object' && options !== null ? (options as { code?: string }).code : undefined;
-    warnings.push({ message: String(warning), code });
-  }) as typeof process.emitWarning);
-});
-afterEach(() => spy.mockRestore());
+const warnings = captureWarnings();
 
 const engineWith = (options: ResponseCacheOptions) => new ResponseEngine(createCache(), options);
 

@@ -78,3 +78,27 @@ export function asyncStore<S extends Store>(inner: S) {
 export function entry<V>(value: V, freshUntil = Infinity, staleUntil = freshUntil): Entry<V> {
   return { value, freshUntil, staleUntil };
 }
+
+/** A process warning a test captured (see captureWarnings). */
+export interface CapturedWarning {
+  message: string;
+  code: string | undefined;
+}
+
+/**
+ * Captures each test's process.emitWarning calls (nothing printed): the returned array holds the
+ * current test's, emptied before each test. Call at the top of a file or a describe block.
+ */
+export function captureWarnings(): CapturedWarning[] {
+  const warnings: CapturedWarning[] = [];
+  let spy: jest.SpyInstance | undefined;
+  beforeEach(() => {
+    warnings.length = 0;
+    spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string | Error, options?: unknown) => {
+      const code = typeof options === 'object' && options !== null ? (options as { code?: string }).code : undefined;
+      warnings.push({ message: String(warning), code });
+    }) as typeof process.emitWarning);
+  });
+  afterEach(() => spy?.mockRestore());
+  return warnings;
+}
