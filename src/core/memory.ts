@@ -17,10 +17,11 @@
  * cache miss by then). invalidateTags only notes each tag with the store's invalidation count; a
  * tagged entry remembers the count it was last checked at, and a read of it after later
  * invalidations checks its tags once (then remembers the new count): an entry carrying a tag
- * noted after its count is deleted and read as missing. A read of an untagged entry, or of any
- * entry while nothing was invalidated since its last check, costs one comparison more. The notes
- * are bounded (MAX_NOTED tags): the oldest are forgotten, and an entry last checked before the
- * newest forgotten note is then a miss (it may carry that tag), never stale.
+ * noted after its count is deleted and read as missing. Until a first invalidation a read costs
+ * nothing more; after one, a tagged entry's read costs a comparison and a Map lookup (its record),
+ * and its tags are checked once per invalidation at most. The notes are bounded (MAX_NOTED tags,
+ * MAX_NOTED_CHARS characters): past either, every held tagged entry is checked once (the
+ * invalidated ones deleted) and the notes are dropped, as no held entry predates them any more.
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -60,8 +61,9 @@ const done: Promise<void> = Promise.resolve();
 /** lru-cache's get options, shared by every read (it only ever sets `status` on it, to undefined here). */
 const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
 
-/** Invalidated tags noted at most; past it the older half is forgotten (see the header). */
+/** Invalidated tags noted at most, and their characters: past either, the notes are swept (see the header). */
 const MAX_NOTED = 50_000;
+const MAX_NOTED_CHARS = 4 * 1024 * 1024;
 
 /** A held tagged entry's tags, and the store's invalidation count when they were last checked. */
 interface Checked {
@@ -78,8 +80,8 @@ export class MemoryStore implements Store {
   readonly #noted = new Map<string, number>();
   /** invalidateTags calls so far: an entry checked at this count needs no check. */
   #invalidations = 0;
-  /** An entry last checked before this count may carry a tag whose note was forgotten: a miss. */
-  #floor = 0;
+  /** Characters of the noted tags (a tag is noted in its bounded form: at most 1,024 + a digest). */
+  #notedChars = 0;
   readonly #maxEntrySize: number;
   #oversized = 0;
 
@@ -111,7 +113,13 @@ export class MemoryStore implements Store {
       sizeCalculation: (entry, key) => entrySize(key, entry),
       // Stored (added, or replacing another entry; not the same entry set again): valid as of now.
       onInsert: (entry, key, reason) => {
-        if (reason === 'update' || entry.tags === undefined || entry.tags.length === 0) return;
+        if (reason === 'update') {
+          // The same entry written again: written now, so valid as of now.
+          const record = this.#tagged.get(key);
+          if (record !== undefined) record.checked = this.#invalidations;
+          return;
+        }
+        if (entry.tags === undefined || entry.tags.length === 0) return;
         // The tags as written: the entry's array may be the caller's, changed later.
         this.#tagged.set(key, { tags: entry.tags.slice(), checked: this.#invalidations });
       },
@@ -122,7 +130,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  /** Number of invalidated tags noted (bounded: see the header; for leak checks). */
+  /** Number of invalidated tags noted since the last sweep (at most 50,000: see the header; for leak checks). */
   get tagCount(): number {
     return this.#noted.size;
   }
@@ -160,25 +168,23 @@ export class MemoryStore implements Store {
   /** The tagged entry held under `key`, unless a tag it carries was invalidated since its last check (then deleted). */
   #unlessInvalidated(key: string, entry: Entry): Entry | undefined {
     const record = this.#tagged.get(key);
-    const now = this.#invalidations;
-    if (record === undefined || record.checked === now) return entry;
-    let invalidated = record.checked < this.#floor;
-    if (!invalidated) {
-      const noted = this.#noted;
-      for (const tag of record.tags) {
-        const at = noted.get(boundedKey(tag));
-        if (at !== undefined && at > record.checked) {
-          invalidated = true;
-          break;
-        }
-      }
-    }
-    if (invalidated) {
+    if (record === undefined || record.checked === this.#invalidations) return entry;
+    if (this.#invalidatedSince(record)) {
       this.#lru.delete(key);
       return undefined;
     }
-    record.checked = now;
+    record.checked = this.#invalidations;
     return entry;
+  }
+
+  /** Whether a tag of `record` was noted after its last check. */
+  #invalidatedSince(record: Checked): boolean {
+    const noted = this.#noted;
+    for (const tag of record.tags) {
+      const at = noted.get(boundedKey(tag));
+      if (at !== undefined && at > record.checked) return true;
+    }
+    return false;
   }
 
   // Writes and deletes take effect synchronously, before the returned promise: the registry
@@ -206,18 +212,28 @@ export class MemoryStore implements Store {
     const noted = this.#noted;
     for (const tag of tags) {
       const bounded = boundedKey(tag);
-      noted.delete(bounded); // re-noted at the end: the map stays oldest first
+      if (!noted.has(bounded)) this.#notedChars += bounded.length;
       noted.set(bounded, at);
     }
-    if (noted.size > MAX_NOTED) {
-      let forget = noted.size - MAX_NOTED / 2;
-      for (const [tag, count] of noted) {
-        if (forget-- <= 0) break;
-        noted.delete(tag);
-        this.#floor = count;
-      }
-    }
+    if (noted.size > MAX_NOTED || this.#notedChars > MAX_NOTED_CHARS) this.#sweep();
     return done;
+  }
+
+  /**
+   * Checks every held tagged entry now (deleting the invalidated ones), so that no held entry
+   * predates a note: the notes are dropped. O(tagged entries × their tags), once per MAX_NOTED
+   * notes at most; an entry unrelated to the invalidations is kept, however long since it was read.
+   */
+  #sweep(): void {
+    const now = this.#invalidations;
+    for (const [key, record] of this.#tagged) {
+      if (record.checked === now) continue;
+      if (this.#invalidatedSince(record))
+        this.#lru.delete(key); // disposes: leaves #tagged (deleting while iterating a Map is safe)
+      else record.checked = now;
+    }
+    this.#noted.clear();
+    this.#notedChars = 0;
   }
 
   delete(keys: readonly string[]): Promise<void> {
@@ -227,7 +243,9 @@ export class MemoryStore implements Store {
 
   clear(): Promise<void> {
     this.#lru.clear();
-    this.#noted.clear(); // nothing held was checked before: the notes have nothing left to judge
+    // Nothing held predates the notes any more: they have nothing left to judge.
+    this.#noted.clear();
+    this.#notedChars = 0;
     return done;
   }
 }

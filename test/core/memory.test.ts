@@ -176,34 +176,47 @@ describe('memory store', () => {
       expect(await store.getMany(['a', 'b'])).toEqual([undefined, undefined]);
     });
 
-    it('notes at most 50,000 invalidated tags: past that an entry checked before the forgotten ones is a miss, never stale', async () => {
+    it('past 50,000 noted tags, sweeps: the invalidated entries go, unrelated ones stay however cold, the notes are dropped', async () => {
       const store = memoryStore();
-      await write(store, 'unchecked', ['A']); // written at count 0, never read
-      for (let i = 0; i < 25_000; i++) await store.invalidateTags([`t${i}`]);
-      await write(store, 'written', ['B']); // at count 25,000
+      await write(store, 'cold', ['Unrelated']); // written at count 0, never read
+      await write(store, 'hit', ['User:7']); // its tag is invalidated below, before the sweep
       await write(store, 'read', ['C']);
-      expect(store.getSync('read')?.value).toBe('read'); // checked at 25,000
-      for (let i = 25_000; i < 50_001; i++) await store.invalidateTags([`t${i}`]);
-      expect(store.tagCount).toBeLessThanOrEqual(50_000);
-      expect(store.tagCount).toBeGreaterThanOrEqual(25_000);
-      // The oldest 25,001 notes (t0..t25000, counts 1..25,001) were forgotten: an entry last checked
-      // before count 25,001 might have carried one of them.
-      expect(store.getSync('unchecked')).toBeUndefined();
-      expect(store.getSync('written')).toBeUndefined();
-      expect(store.getSync('read')).toBeUndefined();
-      await write(store, 'after', ['t49999']);
-      expect(store.getSync('after')?.value).toBe('after');
-      await store.invalidateTags(['t49999']);
-      expect(store.getSync('after')).toBeUndefined();
+      for (let i = 0; i < 25_000; i++) await store.invalidateTags([`User:${i + 1_000}`]);
+      expect(store.getSync('read')?.value).toBe('read');
+      await store.invalidateTags(['User:7']);
+      for (let i = 25_000; i < 49_999; i++) await store.invalidateTags([`User:${i + 1_000}`]);
+      expect(store.tagCount).toBe(50_000);
+      expect(store.size).toBe(3); // nothing deleted by invalidateTags itself
+      await store.invalidateTags(['User:999999']); // the 50,001st note: swept
+      expect(store.tagCount).toBe(0);
+      expect(store.size).toBe(2); // 'hit' deleted by the sweep
+      expect(store.getSync('cold')?.value).toBe('cold');
+      expect(store.getSync('read')?.value).toBe('read');
+      expect(store.getSync('hit')).toBeUndefined();
+      // After the sweep, invalidations still reach what was swept and kept.
+      await store.invalidateTags(['Unrelated']);
+      expect(store.getSync('cold')).toBeUndefined();
+      expect(store.getSync('read')?.value).toBe('read');
     });
 
-    it('an entry checked at the newest forgotten note stays valid', async () => {
+    it('sweeps past 4 Mi characters of noted tags too (long tags, fewer than 50,000)', async () => {
       const store = memoryStore();
-      for (let i = 0; i < 25_001; i++) await store.invalidateTags([`t${i}`]);
-      await write(store, 'k', ['K']); // checked at count 25,001: the newest note forgotten below
-      for (let i = 25_001; i < 50_001; i++) await store.invalidateTags([`t${i}`]);
-      expect(store.tagCount).toBe(25_000);
+      await write(store, 'k', ['K']);
+      const long = (i: number) => `${i}:${'x'.repeat(1_000)}`;
+      for (let i = 0; i < 4_000; i++) await store.invalidateTags([long(i)]);
+      expect(store.tagCount).toBe(4_000);
+      for (let i = 4_000; i < 4_300; i++) await store.invalidateTags([long(i)]);
+      expect(store.tagCount).toBeLessThan(300); // swept once past 4 Mi characters
       expect(store.getSync('k')?.value).toBe('k');
+    });
+
+    it('the same entry written again after an invalidation is valid as of that write', async () => {
+      const store = memoryStore();
+      const e = tagged('v', ['T']);
+      await store.setMany([{ key: 'k', entry: e, ttl: Infinity }]);
+      await store.invalidateTags(['T']);
+      await store.setMany([{ key: 'k', entry: e, ttl: Infinity }]);
+      expect(store.getSync('k')?.value).toBe('v');
     });
 
     it('a long tag is noted by its bounded form', async () => {
