@@ -131,11 +131,6 @@ export class Loader<K, V> implements Source {
     return checkTags('tags', this.#tags(key as K));
   }
 
-  /** @internal Whether `registry` made this loader (a request scope takes only its own cache's). */
-  _madeBy(registry: Registry): boolean {
-    return this.#registry === registry;
-  }
-
   /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */
   storeKey(key: K): string {
     return this._storeKey(key, undefined, this);

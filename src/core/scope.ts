@@ -60,15 +60,14 @@ export class RequestScope implements Sink {
    * each `new DataLoader(...)` is a new instance.
    */
   loader<K, V>(loader: Loader<K, V>, options?: ScopedLoaderOptions<V>): ScopedLoader<K, V> {
-    if (options !== undefined) return new ScopedLoader(checked(loader, this.#registry), this, options);
+    if (options !== undefined) return new ScopedLoader(checked(loader), this, options);
     const key = loader as Loader<unknown, unknown>;
     const first = this.#first;
     // The first view's loader passed the check when its view was made: not checked again. The
     // others are checked before the lookup: #keyed also holds getOrCompute answers by key string.
-    if (first === undefined)
-      return (this.#first = new ScopedLoader(checked(key, this.#registry), this)) as ScopedLoader<K, V>;
+    if (first === undefined) return (this.#first = new ScopedLoader(checked(key), this)) as ScopedLoader<K, V>;
     if (first._loader === key) return first as ScopedLoader<K, V>;
-    checked(key, this.#registry);
+    checked(key);
     const keyed = (this.#keyed ??= new Map());
     let scoped = keyed.get(key) as ScopedLoader<unknown, unknown> | undefined;
     if (scoped === undefined) {
@@ -190,18 +189,12 @@ export class RequestScope implements Sink {
 }
 
 /**
- * `loader`, if it is one of `registry`'s: anything else would fail its first load with a bare
- * TypeError, and another cache's loader would load through that cache (its store, its flights, its
- * invalidations), not the request's. (A function, not a private method: see countJoins.)
+ * `loader`, if it is a loader: anything else would fail its first load with a bare TypeError. A
+ * loader of another cache is one: its loads go through that cache, memoized for this request.
+ * (A function, not a private method: see countJoins.)
  */
-function checked<K, V>(loader: Loader<K, V>, registry: Registry): Loader<K, V> {
+function checked<K, V>(loader: Loader<K, V>): Loader<K, V> {
   if (!(loader instanceof Loader)) throw invalidArgument('loader', loader, 'a loader made by cache.loader(...)');
-  if (!loader._madeBy(registry))
-    throw invalidArgument(
-      'loader',
-      loader,
-      `a loader of this request's cache; loader ${JSON.stringify(loader.name)} was made by another cache`,
-    );
   return loader;
 }
 
