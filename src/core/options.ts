@@ -113,15 +113,15 @@ export function checkDuration(
 
 /**
  * `base` (ms) multiplied by a factor drawn uniformly from [1 - fraction, 1 + fraction]: keys
- * written together (a batch, a warm-up) then expire apart instead of stampeding together. Its
- * arguments are checked as the `ttl` (finite here) and `jitter` options are: NaN, a negative or a
- * string `base` came back as a ttl no store can keep.
+ * written together (a batch, a warm-up) then expire apart instead of stampeding together. `base`
+ * is checked as the `ttl` option is (NaN, a negative or a string came back as a ttl no store can
+ * keep); an infinite one stays infinite. `fraction` is clamped to [0, 1], a non-finite one means
+ * no jitter (as documented since 0.1); only a non-number is refused.
  */
 export function jitteredTtl(base: number, fraction: number): number {
-  if (typeof base !== 'number' || !(base >= 0 && base <= MAX_DURATION))
-    throw invalidArgument('base', base, 'a number of milliseconds >= 0 and at most 1e15');
-  if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1))
-    throw invalidArgument('fraction', fraction, 'a number in [0, 1]');
+  if (typeof base !== 'number' || !(base >= 0) || (base > MAX_DURATION && base !== Infinity))
+    throw invalidArgument('base', base, 'a number of milliseconds >= 0 (at most 1e15, or Infinity)');
+  if (typeof fraction !== 'number') throw invalidArgument('fraction', fraction, 'a number (clamped to [0, 1])');
   return jittered(base, fraction);
 }
 
