@@ -33,7 +33,7 @@ import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
-import { sessionPart, varyPart } from './response-parts';
+import { PART_FAILED, sessionPart, varyPart } from './response-parts';
 import { entityTags, resultFacts } from './response-result';
 import { OnceWarnings } from './warnings';
 import type {
@@ -98,13 +98,13 @@ export class ResponseEngine {
       const id =
         this.#sessionId === undefined ? undefined : sessionPart(this.#sessionId, request.context, this.warnings);
       if (id === undefined) return 'no_session';
-      if (id === 'session_failed') return id;
+      if (id === PART_FAILED) return 'session_failed';
       session = id;
     }
     const variables = canonicalArgs(request.variables ?? {});
     if (variables === undefined) return 'unkeyable_variables';
     const vary = this.#vary === undefined ? null : varyPart(this.#vary, request.context, this.warnings);
-    if (vary === 'vary_failed') return vary;
+    if (vary === PART_FAILED) return 'vary_failed';
     // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
     // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
     const parts =

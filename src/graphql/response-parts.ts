@@ -22,65 +22,60 @@ export const VARY_WARNING = 'HERDCACHE_VARY';
 const SESSION_OPTION = '"responseCache.sessionId"';
 const VARY_OPTION = '"responseCache.vary"';
 
-/** The session (undefined: none), or why none could be read. */
+/** A callback's answer that cannot be used (the warning said why): a symbol, never a session or a part. */
+export const PART_FAILED: unique symbol = Symbol('herdcache.responsePartFailed');
+
+/** The session (undefined: none), or PART_FAILED. Never throws: reading the answer may (a Proxy, a getter). */
 export function sessionPart(
   sessionId: NonNullable<ResponseCacheOptions['sessionId']>,
   context: unknown,
   warnings: OnceWarnings,
-): string | undefined | 'session_failed' {
-  let answer: unknown;
+): string | undefined | typeof PART_FAILED {
   try {
-    answer = sessionId(context);
+    return sessionFrom(sessionId(context), SESSION_OPTION, warnings);
   } catch (error) {
     warnings.warn(
       'sessionId:throws',
       SESSION_ID_WARNING,
       `herdcache: option ${SESSION_OPTION} threw (${messageOf(error)}): the PRIVATE operations it was asked about are executed without the response cache (bypassReason "session_failed").`,
     );
-    return 'session_failed';
+    return PART_FAILED;
   }
-  return sessionFrom(answer, SESSION_OPTION, warnings);
 }
 
-/** The vary parts (null: none), or 'vary_failed'. */
+/** The vary parts (null: none), or PART_FAILED. Never throws (see sessionPart). */
 export function varyPart(
   vary: NonNullable<ResponseCacheOptions['vary']>,
   context: unknown,
   warnings: OnceWarnings,
-): string | readonly string[] | null | 'vary_failed' {
-  let answer: unknown;
+): string | readonly string[] | null | typeof PART_FAILED {
   try {
-    answer = vary(context);
+    const answer = vary(context);
     if (answer === undefined || answer === null) return null;
     if (typeof answer === 'string') return answer;
     const parts = stringsOf(answer);
     if (Array.isArray(parts)) return parts;
-    if (parts !== undefined) {
-      warnings.warn(
-        'vary:part',
-        VARY_WARNING,
-        `herdcache: option ${VARY_OPTION} returned ${describe(answer)} holding ${describe(parts.part)}: every part must be a string. The operations it was asked about are executed without the response cache (bypassReason "vary_failed").`,
-      );
-      return 'vary_failed';
-    }
+    const what =
+      parts !== undefined
+        ? `${describe(answer)} holding ${describe(parts.part)}: every part must be a string`
+        : isThenable(answer)
+          ? 'a Promise: it must return its parts synchronously'
+          : `${describe(answer)}: it must return a string, an array of strings, or null/undefined`;
+    warnings.warn(
+      parts !== undefined ? 'vary:part' : isThenable(answer) ? 'vary:promise' : 'vary:value',
+      VARY_WARNING,
+      `herdcache: option ${VARY_OPTION} returned ${what}. The operations it was asked about are executed without the response cache (bypassReason "vary_failed").`,
+    );
+    return PART_FAILED;
   } catch (error) {
-    // Thrown by vary, or by the iterable it answered.
+    // Thrown by vary, by the iterable it answered, or by reading its answer.
     warnings.warn(
       'vary:throws',
       VARY_WARNING,
       `herdcache: option ${VARY_OPTION} threw (${messageOf(error)}): the operations it was asked about are executed without the response cache (bypassReason "vary_failed").`,
     );
-    return 'vary_failed';
+    return PART_FAILED;
   }
-  const what = isThenable(answer)
-    ? 'a Promise: it must return its parts synchronously'
-    : `${describe(answer)}: it must return a string, an array of strings, or null/undefined`;
-  warnings.warn(
-    isThenable(answer) ? 'vary:promise' : 'vary:value',
-    VARY_WARNING,
-    `herdcache: option ${VARY_OPTION} returned ${what}. The operations it was asked about are executed without the response cache (bypassReason "vary_failed").`,
-  );
-  return 'vary_failed';
 }
 
 /** The strings an iterable holds; its first part that is no string; undefined: no iterable. */
@@ -96,5 +91,9 @@ function stringsOf(answer: unknown): string[] | { readonly part: unknown } | und
 }
 
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : describe(error);
+  try {
+    return error instanceof Error ? String(error.message) : describe(error);
+  } catch {
+    return 'an error that cannot be read';
+  }
 }

@@ -107,3 +107,28 @@ describe('responseCache.sessionId', () => {
     expect(typeof engine.plan(request('{ me }', { user: 'a' }))).toBe('object');
   });
 });
+
+describe('answers that throw when read, and answers spelling a reason', () => {
+  it('a session id or vary parts that throw when read (a revoked Proxy, a throwing getter) bypass the request, never throw', () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const session = engineWith({ sessionId: () => proxy as never });
+    expect(session.plan(request('{ me }'))).toBe('session_failed');
+    const thenGetter = {
+      get then(): unknown {
+        throw new Error('boom');
+      },
+    };
+    const vary = engineWith({ vary: () => thenGetter as never });
+    expect(vary.plan(request('{ a }'))).toBe('vary_failed');
+    expect(warnings.map((w) => w.code)).toEqual(['HERDCACHE_SESSION_ID', 'HERDCACHE_VARY']);
+  });
+
+  it('a session id "session_failed" and a vary part "vary_failed" are ordinary values, keyed apart', () => {
+    const session = engineWith({ sessionId: () => 'session_failed' }).plan(request('{ me }'));
+    const vary = engineWith({ vary: () => 'vary_failed' }).plan(request('{ a }'));
+    expect(typeof session).toBe('object');
+    expect(typeof vary).toBe('object');
+    expect(warnings).toEqual([]);
+  });
+});
