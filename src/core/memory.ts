@@ -9,7 +9,7 @@
  * Memory is bounded twice: by `max` entries and by `maxSize` estimated bytes (key, tags and value,
  * estimated once when the entry is written: see ./sizes). An entry larger than `maxEntrySize` is
  * not stored at all (counted in `oversized`): the next caller fills again. Keys reach the store
- * already bounded (long keys are digests, see ./long-keys); tags are indexed by their bounded form.
+ * already bounded (long keys are digests, see ./long-keys); tags are noted by their bounded form.
  *
  * Tags are checked when an entry is read, not indexed when it is written: a whole response
  * carries ~40 tags, and an index (tag → keys), kept at each write and eviction, was most of a
@@ -65,7 +65,7 @@ const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
 const MAX_NOTED = 50_000;
 const MAX_NOTED_CHARS = 4 * 1024 * 1024;
 
-/** A held tagged entry's tags, and the store's invalidation count when they were last checked. */
+/** A held tagged entry's tags (bounded forms), and the store's invalidation count when they were last checked. */
 interface Checked {
   readonly tags: readonly string[];
   checked: number;
@@ -120,8 +120,9 @@ export class MemoryStore implements Store {
           return;
         }
         if (entry.tags === undefined || entry.tags.length === 0) return;
-        // The tags as written: the entry's array may be the caller's, changed later.
-        this.#tagged.set(key, { tags: entry.tags.slice(), checked: this.#invalidations });
+        // The tags as written (a copy: the entry's array may be the caller's, changed later), in
+        // the bounded form invalidateTags notes, so a check compares them as they are.
+        this.#tagged.set(key, { tags: entry.tags.map(boundedKey), checked: this.#invalidations });
       },
       // Evicted, deleted or overwritten (before its replacement is inserted).
       dispose: (entry, key) => {
@@ -181,7 +182,7 @@ export class MemoryStore implements Store {
   #invalidatedSince(record: Checked): boolean {
     const noted = this.#noted;
     for (const tag of record.tags) {
-      const at = noted.get(boundedKey(tag));
+      const at = noted.get(tag);
       if (at !== undefined && at > record.checked) return true;
     }
     return false;
