@@ -3,37 +3,12 @@
  * throws or answers something unusable never fails a request (it is executed, bypassed with its
  * reason) and is warned of once, as on Apollo (test/apollo/response-cache-options).
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createYoga } from 'graphql-yoga';
-import { useHerdcache } from '../../src/envelop/plugin';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
 import { post, responseFixture } from '../graphql/response-fixture';
 import { captureWarnings } from '../helpers';
+import { serveYoga } from './serve';
 
-async function serve(responseCache: ResponseCacheOptions) {
-  const f = responseFixture();
-  const yoga = createYoga({
-    schema: f.schema,
-    plugins: [useHerdcache({ cache: f.cache, extensions: true, responseCache })],
-    context: ({ request }) => {
-      const session = request.headers.get('x-session');
-      return session === null ? {} : { session };
-    },
-    logging: false,
-  });
-  const server = createServer((req, res) => void yoga(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
-  return {
-    url,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+const serve = (responseCache: ResponseCacheOptions) => serveYoga(responseFixture(), responseCache);
 
 const warnings = captureWarnings();
 

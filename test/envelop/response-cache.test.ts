@@ -1,46 +1,17 @@
 /** The response layer on GraphQL Yoga 5 (useHerdcache) over HTTP, with the memory store and with Redis. */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createYoga, type Plugin } from 'graphql-yoga';
+import type { Plugin } from 'graphql-yoga';
 import type Redis from 'ioredis';
 import { useHerdcache } from '../../src/envelop/plugin';
 import { setResponseCacheHint } from '../../src/graphql';
 import { createCache } from '../../src/core/cache';
 import type { Store } from '../../src/core/store';
-import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
 import { redisStore } from '../../src/redis';
 import { manualClock } from '../../src/core/freshness';
-import { expectReasons, post, responseFixture, until, type ResponseFixture } from '../graphql/response-fixture';
+import { expectReasons, post, responseFixture, until } from '../graphql/response-fixture';
 import { connect, randomPrefix } from '../redis/helpers';
+import { serveYoga } from './serve';
 
-async function serve(
-  f: ResponseFixture,
-  responseCache: true | ResponseCacheOptions = { sessionId: (ctx) => ctx.session },
-  before: Plugin[] = [],
-) {
-  const yoga = createYoga({
-    schema: f.schema,
-    plugins: [...before, useHerdcache({ cache: f.cache, extensions: true, responseCache })],
-    context: ({ request }) => {
-      const session = request.headers.get('x-session');
-      return session === null ? {} : { session };
-    },
-    logging: false,
-    maskedErrors: false,
-  });
-  const server = createServer((req, res) => void yoga(req, res));
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
-  return {
-    url,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+const serve = serveYoga;
 
 let client: Redis;
 beforeAll(async () => {
