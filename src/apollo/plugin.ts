@@ -145,6 +145,8 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           lookup = await engine.lookup(planned, execute);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
+          else if (lookup.outcome === 'miss' && lookup.notStoredReason !== undefined)
+            reason = { notStoredReason: lookup.notStoredReason };
           const stored = lookup.response;
           if (stored === undefined) return null; // this request executes (and shares its result when it can)
           // Answered before execution, with the Cache-Control the stored policy allows and its age.

@@ -112,6 +112,10 @@ export class FillWrite {
           continue;
         }
         const tagged = late?.[i];
+        if (tagged?.from.servedOnly === true) {
+          if (token !== undefined) release.push(item.key); // served to the waiters, not written
+          continue;
+        }
         if (tagged !== undefined && tagged.versions?.some(Number.isNaN)) {
           tagged.from.refused = true;
           if (token !== undefined) release.push(item.key);
@@ -186,6 +190,10 @@ export class FillWrite {
       const result = results[i];
       if (!(result instanceof LateTagged)) continue;
       results[i] = result.value;
+      if (result.servedOnly) {
+        out[i] = { from: result, tags: undefined, versions: undefined }; // never written: no versions to read
+        continue;
+      }
       const own = items[i]!.tags;
       if (result.distinct && (own === undefined || own.length === 0)) {
         // Each once already (the response layer's walk lists an entity once): no Set.

@@ -36,6 +36,16 @@ export class LateTagged<V = unknown> {
    * could not be vouched for (invalidated elsewhere while it was computed, or unreadable).
    */
   refused = false;
+
+  /** Served to the fill's waiters, never written (a response too large to store): see served(). */
+  servedOnly = false;
+
+  /** A value the registry hands to everyone waiting on the fill without writing it (the lock is released). */
+  static served<V>(value: V): LateTagged<V> {
+    const tagged = new LateTagged(value, []);
+    tagged.servedOnly = true;
+    return tagged;
+  }
 }
 
 /** Whether the store tells a late-tagged fill of the invalidations made while it ran. */

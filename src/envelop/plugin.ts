@@ -108,6 +108,8 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
           lookup = await engine.lookup(plan, execute);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
+          else if (lookup.outcome === 'miss' && lookup.notStoredReason !== undefined)
+            reason = { notStoredReason: lookup.notStoredReason };
           const stored = lookup.response;
           if (stored !== undefined) {
             // Answered before execution, with the Cache-Control its stored policy allows and its age.

@@ -18,7 +18,8 @@
  * Safety rule: a request is only given a response it could have been given from the cache. A
  * PRIVATE operation is keyed by its session; a result whose final policy is stricter than the
  * static one (a resolver's dynamic hint), or that has errors, is neither stored nor shared: the
- * requests waiting on it execute themselves.
+ * requests waiting on it execute themselves (and report why: NotShared). A result too large to
+ * store is shared with the requests waiting on it, not stored (LateTagged.served).
  */
 import { createHash } from 'node:crypto';
 import type { DocumentNode } from 'graphql';
@@ -129,11 +130,11 @@ export class ResponseEngine {
     } catch {
       return BYPASSED_UNAVAILABLE; // the cache cannot take it (closed…): the operation still runs
     }
-    let release!: (value: LateTagged<StoredResponse> | undefined) => void;
-    const result = new Promise<LateTagged<StoredResponse> | undefined>((resolve) => (release = resolve));
+    let release!: (value: Shared) => void;
+    const result = new Promise<Shared>((resolve) => (release = resolve));
     // The first of: this request is to compute the key (STARTED), the registry's answer, its failure.
-    let settleFirst!: (first: typeof STARTED | typeof FAILED | { value: StoredResponse | undefined }) => void;
-    const first = new Promise<typeof STARTED | typeof FAILED | { value: StoredResponse | undefined }>(
+    let settleFirst!: (first: typeof STARTED | typeof FAILED | { value: Answer | undefined }) => void;
+    const first = new Promise<typeof STARTED | typeof FAILED | { value: Answer | undefined }>(
       (resolve) => (settleFirst = resolve),
     );
     let fills = 0;
@@ -144,7 +145,7 @@ export class ResponseEngine {
     // call (the flight was abandoned by an invalidation while this request executed, and its load
     // re-contended: this request's result predates the invalidation and is not to be handed over).
     let run: unknown;
-    const fill = (given?: unknown): Promise<LateTagged<StoredResponse> | undefined> | undefined => {
+    const fill = (given?: unknown): Promise<Shared | undefined> | undefined => {
       // A stale response's refresh runs with this request's context (its request executes nothing),
       // once; a re-execution after an invalidation never with it: it executed before the
       // invalidation, and what it holds per request (a DataLoader's memo) is what it read then.
@@ -158,7 +159,7 @@ export class ResponseEngine {
       return result;
     };
     const sink = new OutcomeSink();
-    const loaded = this.#cache._load<StoredResponse | undefined>(
+    const loaded = this.#cache._load<Answer | undefined>(
       computation.source,
       plan.key,
       fill,
@@ -182,23 +183,25 @@ export class ResponseEngine {
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const stored = this.#toStored(plan, executed, final, operationOf(plan.request.context)?.tagsSeen);
-        const shared = typeof stored === 'string' ? undefined : stored;
+        const shared = typeof stored === 'string' ? LateTagged.served(new NotShared(stored)) : stored;
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
         // (it may not have started: with a store's fill lock, it waits for this execution's lock).
         // Lent to a run apart before it executed: what it holds per request may predate an invalidation.
         if (fills > 1 || fillAbandoned(run) || this.#lent.has(plan.request.context as object))
           return Promise.resolve('invalidated');
-        const completion: Completion = shared === undefined ? (stored as Completion) : 'stored';
+        const completion: Completion = typeof stored === 'string' ? stored : stored.servedOnly ? 'oversized' : 'stored';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
-        const settled = () => (shared?.refused === true ? 'invalidated' : completion);
+        const settled = () => (shared.refused ? 'invalidated' : completion);
         return loaded.then(settled, settled);
       };
       return { outcome: 'miss', complete };
     }
     if (firstOutcome === FAILED) return BYPASSED_UNAVAILABLE; // the cache failed (closed…): execute
     const value = firstOutcome.value;
-    if (value === undefined) return { outcome: 'miss' }; // the shared execution was not shareable: execute
+    // The shared execution's result could not be shared: this request executes (and says why).
+    if (value === undefined) return { outcome: 'miss' };
+    if (value instanceof NotShared) return { outcome: 'miss', notStoredReason: value.reason };
     answered = true;
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
@@ -221,7 +224,7 @@ export class ResponseEngine {
     executed: ExecutedResult,
     final: FinalPolicy | undefined,
     seen: ReadonlySet<string> | undefined,
-  ): LateTagged<StoredResponse> | 'oversized' | NotStoredReason {
+  ): LateTagged<StoredResponse> | NotStoredReason {
     if (executed.errors !== undefined && executed.errors.length > 0)
       return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
     if (executed.data === null || executed.data === undefined) return 'errors';
@@ -243,7 +246,9 @@ export class ResponseEngine {
       } catch {
         return 'unserializable';
       }
-      if (size > this.#maxBytes) return 'oversized';
+      // Too large to store, fine to share: the requests waiting on it are answered with it.
+      if (size > this.#maxBytes)
+        return LateTagged.served({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() });
     }
     // Each entity once (facts.distinct); the fields' tags may repeat them: then the registry dedupes.
     const tags = facts.tags;
@@ -279,11 +284,7 @@ export class ResponseEngine {
    * operation state of its own: its @cached fields' tags are its own, its hints too. Settles with
    * what to store and share, or undefined (not shareable, failed: its waiters execute themselves).
    */
-  #executeApart(
-    plan: ResponsePlan,
-    given: unknown,
-    executeApart: ExecuteApart,
-  ): Promise<LateTagged<StoredResponse> | undefined> {
+  #executeApart(plan: ResponsePlan, given: unknown, executeApart: ExecuteApart): Promise<Shared | undefined> {
     const context: object =
       given !== null && typeof given === 'object'
         ? Object.assign(Object.create(Object.getPrototypeOf(given)), given)
@@ -302,7 +303,7 @@ export class ResponseEngine {
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
         const stored = this.#toStored(plan, executed, final, operation.tagsSeen);
-        return typeof stored === 'string' ? undefined : stored;
+        return typeof stored === 'string' ? LateTagged.served(new NotShared(stored)) : stored;
       },
       () => undefined,
     );
@@ -350,6 +351,19 @@ const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
   PUBLIC: valueSize({ data: null, maxAge: 0, scope: 'PUBLIC', at: 0 }) - SIZE_SLOT,
   PRIVATE: valueSize({ data: null, maxAge: 0, scope: 'PRIVATE', at: 0 }) - SIZE_SLOT,
 };
+
+/**
+ * What an execution whose result cannot be shared hands to the requests waiting on it (never
+ * stored): they execute themselves, and report its reason.
+ */
+class NotShared {
+  constructor(readonly reason: NotStoredReason) {}
+}
+
+/** What a lookup reads from the registry: a response, or why the execution it waited for had none to share. */
+type Answer = StoredResponse | NotShared;
+/** What an execution hands to the registry. */
+type Shared = LateTagged<Answer>;
 
 const STARTED: unique symbol = Symbol('started');
 const INCREMENTAL: unique symbol = Symbol('incremental delivery');

@@ -68,7 +68,8 @@ export type ResponseBypassReason =
  * its key's (`stricter_hint`), it was delivered incrementally (`incremental`), or it cannot be
  * read or serialized (`unserializable`: JSON.stringify throws on it, a BigInt or a cycle), or a
  * tag it holds was invalidated while it ran (`invalidated`: one re-execution answers the requests
- * that waited on it, and is stored).
+ * that waited on it, and is stored). A request that waited on another's execution whose result
+ * could not be shared executes itself and reports that execution's reason.
  */
 export type NotStoredReason = 'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated';
 
@@ -113,6 +114,8 @@ export type Lookup =
   | {
       readonly outcome: 'miss';
       readonly response?: undefined;
+      /** Set on a request that waited on another's execution: why that result was not shared. */
+      readonly notStoredReason?: NotStoredReason;
       complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion>;
     }
   | {

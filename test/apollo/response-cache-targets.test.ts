@@ -1,7 +1,8 @@
 /**
  * The response layer's targets, counted (never timed), over HTTP on the real servers: two replicas
  * (Apollo 5 and Yoga 5) on one real Redis, PRIVATE under seeded random load, read-after-write on
- * two replicas, SWR expiry under load with an injected clock, oversized responses.
+ * two replicas, SWR expiry under load with an injected clock, oversized responses (one execution
+ * shared by the requests waiting on it, in the process and per replica).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -280,4 +281,75 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: an oversized response', (kind
       await stop();
     }
   });
+});
+
+describe.each(['apollo', 'yoga'] as Server[])(
+  '%s: concurrent identical requests whose result is not stored',
+  (kind) => {
+    it('an oversized result: one execution, shared with the requests waiting on it, never stored', async () => {
+      const f = responseFixture();
+      const { url, stop } = await serve(kind, f, { maxBytes: 1000 });
+      try {
+        const query = '{ slowBig(size: 2000) }';
+        const pending = Array.from({ length: 10 }, () => post(url, query));
+        await until(() => f.calls.slowBig === 1, 'the execution');
+        await new Promise((resolve) => setTimeout(resolve, 50)); // every request reaches the cache
+        f.gate.open();
+        const responses = await Promise.all(pending);
+        for (const response of responses) expect(response.body.data.slowBig).toHaveLength(2000);
+        const outcomes = responses.map((response) => response.body.extensions?.cache?.response).sort();
+        expect(outcomes).toEqual([...Array(9).fill('coalesced'), 'oversized']);
+        expect(f.calls.slowBig).toBe(1);
+        // Not stored: the next request executes again.
+        expect((await post(url, query)).body.extensions?.cache?.response).toBe('oversized');
+        expect(f.calls.slowBig).toBe(2);
+      } finally {
+        await stop();
+      }
+    });
+
+    it('a result with errors: the requests waiting on it execute themselves, and say why', async () => {
+      const f = responseFixture();
+      const { url, stop } = await serve(kind, f);
+      try {
+        const pending = Array.from({ length: 4 }, () => post(url, '{ slowBroken }'));
+        await until(() => f.calls.slowBroken === 1, 'the execution');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        f.gate.open();
+        const responses = await Promise.all(pending);
+        for (const response of responses) expect(response.body.errors?.[0]?.message).toBe('broken');
+        expect(f.calls.slowBroken).toBe(4);
+        for (const response of responses)
+          expect(response.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'errors' });
+      } finally {
+        await stop();
+      }
+    });
+  },
+);
+
+describe('two replicas on one Redis: an oversized result', () => {
+  it('40 concurrent identical requests, 20 to each replica, execute at most once per replica', async () => {
+    const prefix = randomPrefix('resp-big');
+    const a = responseFixture({ store: redisStore({ client: await client(), prefix }) });
+    const b = responseFixture({ store: redisStore({ client: await client(), prefix }) });
+    const sa = await serve('apollo', a, { maxBytes: 1000 });
+    const sb = await serve('yoga', b, { maxBytes: 1000 });
+    try {
+      const pending = Array.from({ length: 40 }, (_, i) =>
+        post(i % 2 === 0 ? sa.url : sb.url, '{ slowBig(size: 2000) }'),
+      );
+      await until(() => (a.calls.slowBig ?? 0) + (b.calls.slowBig ?? 0) === 1, 'the first execution');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      a.gate.open();
+      b.gate.open();
+      const responses = await Promise.all(pending);
+      for (const response of responses) expect(response.body.data.slowBig).toHaveLength(2000);
+      // The replica holding the lock shares its result in the process; the other finds nothing
+      // stored when the lock is released and executes once for its own waiters (before: 40).
+      expect((a.calls.slowBig ?? 0) + (b.calls.slowBig ?? 0)).toBeLessThanOrEqual(2);
+    } finally {
+      await Promise.all([sa.stop(), sb.stop()]);
+    }
+  }, 60_000);
 });

@@ -21,6 +21,8 @@ export const responseTypeDefs = `
     recommendations: String @cacheControl(maxAge: 60)
     hintedShort: Int @cacheControl(maxAge: 60)
     big(size: Int!): String @cacheControl(maxAge: 60)
+    slowBig(size: Int!): String @cacheControl(maxAge: 60)
+    slowBroken: Int @cacheControl(maxAge: 60)
     uncached: Int
   }
   type Mutation {
@@ -37,7 +39,7 @@ export interface ResponseFixture {
   calls: Record<string, number>;
   names: Map<string, string>;
   schema: ReturnType<typeof makeSchema>;
-  /** Resolves the `slow` resolver's pending calls. */
+  /** Resolves the pending calls of the gated resolvers (`slow`, `slowBig`, `slowBroken`). */
   gate: { wait: Promise<void>; open(): void };
 }
 
@@ -127,6 +129,16 @@ export function responseFixture(
       big: (_p, { size }: { size: number }) => {
         counter.count('big');
         return 'x'.repeat(size);
+      },
+      slowBig: async (_p, { size }: { size: number }) => {
+        counter.count('slowBig');
+        await gate.wait;
+        return 'x'.repeat(size);
+      },
+      slowBroken: async () => {
+        counter.count('slowBroken');
+        await gate.wait;
+        throw new Error('broken');
       },
       onlyCached: () => {
         counter.count('onlyCached');
