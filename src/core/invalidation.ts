@@ -88,6 +88,10 @@ export class Invalidation {
     }
     const now = this.#clock.now();
     const entry = makeEntry(value, now, policy, { tags, tagVersions });
+    // Fenced as an invalidation is: a fill of this key on another replica that started before
+    // this holds its lock or wrote nothing yet; the delete takes the lock and marks the key, so
+    // its write is refused rather than landing over this value (a plain write would not be).
+    await this.#storeCalls.call('delete', () => this.#store.delete([key], { at: now }), source);
     await this.#storeCalls.call(
       'setMany',
       () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]),
