@@ -30,6 +30,7 @@ interface FieldPolicy {
   maxAge?: number;
   scope?: CacheScope;
   restrict?(hint: Hint): void;
+  replace?(hint: Hint): void;
 }
 
 /** What Apollo's `info.cacheControl` offers (@apollo/cache-control-types), as far as this module needs it. */
@@ -37,6 +38,13 @@ interface ResolveInfoCacheControl {
   readonly cacheHint?: FieldPolicy;
   setCacheHint?(hint: Hint): void;
 }
+
+/** A policy's restrict() before it was wrapped to cap the maxAge the field ends with, and that cap. */
+interface Cap {
+  readonly restrict: (hint: Hint) => void;
+  maxAge: number;
+}
+const caps = new WeakMap<FieldPolicy, Cap>();
 
 export function cachedFieldHint(ttlMs: number, scope: CacheScope): CachedFieldHint {
   // One hint per field definition: its parent type (so whether it is a root field) and its return
@@ -59,12 +67,28 @@ export function restrictCacheHint(info: GraphQLResolveInfo, hint: CachedFieldHin
     // No maxAge yet, and Apollo gives this field the server's defaultMaxAge when it ends, through
     // restrict(): setting the ttl now would replace that default (0 unless configured) and make
     // the response cacheable. So the scope is set now and the ttl caps whatever the field ends with.
-    current.restrict(hint.scopeOnly);
-    const restrict = current.restrict;
-    current.restrict = function restrictThenCap(this: FieldPolicy, given: Hint) {
-      restrict.call(this, given);
-      restrict.call(this, hint);
-    };
+    // The cap applies only once a maxAge is set: restrict() is also called with hints that set
+    // none (Federation's `_entities` restricts by each representation's type hint, maybe {}), and
+    // the field may be called many times under one policy (`_entities`, once per representation):
+    // wrapped once, capped at the smallest ttl of its calls.
+    let cap = caps.get(current);
+    if (cap === undefined) {
+      const { restrict, replace } = current;
+      const made: Cap = { restrict, maxAge: hint.maxAge };
+      cap = made;
+      caps.set(current, made);
+      current.restrict = function restrictThenCap(this: FieldPolicy, given: Hint) {
+        restrict.call(this, given);
+        if (this.maxAge !== undefined) restrict.call(this, { maxAge: made.maxAge });
+      };
+      // setCacheHint() replaces the policy: a maxAge it sets is capped the same way.
+      if (typeof replace === 'function')
+        current.replace = function replaceThenCap(this: FieldPolicy, given: Hint) {
+          replace.call(this, given);
+          if (this.maxAge !== undefined) restrict.call(this, { maxAge: made.maxAge });
+        };
+    } else if (hint.maxAge < cap.maxAge) cap.maxAge = hint.maxAge;
+    cap.restrict.call(current, hint.scopeOnly);
     return;
   }
   // Without restrict(): set the smaller maxAge and the stricter scope ourselves (setCacheHint replaces).

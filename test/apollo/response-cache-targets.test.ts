@@ -317,7 +317,7 @@ describe.each(['apollo', 'yoga'] as Server[])(
         await new Promise((resolve) => setTimeout(resolve, 50));
         f.gate.open();
         const responses = await Promise.all(pending);
-        for (const response of responses) expect(response.body.errors?.[0]?.message).toBe('broken');
+        for (const response of responses) expect(response.body.errors?.[0]).toMatchObject({ message: 'broken' });
         expect(f.calls.slowBroken).toBe(4);
         for (const response of responses)
           expect(response.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'errors' });

@@ -20,6 +20,7 @@ const typeDefs = `
     long: Int @cached(ttl: 120) @cacheControl(maxAge: 60)
     plain: Int @cacheControl(maxAge: 30)
     unhinted: Int @cached(ttl: 60)
+    dynamic: Int @cached(ttl: 10)
     book: Book @cacheControl(maxAge: 300)
   }
   type Secret { owner: String }
@@ -38,6 +39,12 @@ async function start(
         long: () => 2,
         plain: () => 3,
         unhinted: () => 4,
+        dynamic: (_p, _a, _c, info) => {
+          (info as unknown as { cacheControl: { setCacheHint(h: object): void } }).cacheControl.setCacheHint({
+            maxAge: 300,
+          });
+          return 6;
+        },
         book: () => ({ id: '1', title: 'Kindred' }),
       },
       Book: { rating: () => 5 },
@@ -85,6 +92,10 @@ describe('@cached and the cache-control header', () => {
     expect(await header('{ long plain }')).toBe('max-age=30, public');
     expect(await header('{ book { title } }')).toBe('max-age=300, public');
     expect(await header('{ book { title rating } }')).toBe('max-age=5, public');
+  });
+
+  it("a resolver's setCacheHint maxAge on a cached field is capped at its ttl too", async () => {
+    expect(await header('{ dynamic }')).toBe('max-age=10, public'); // the miss: the resolver ran
   });
 
   it('a cached field without a hint stays as uncacheable as the server default (maxAge 0) makes it', async () => {
