@@ -138,6 +138,14 @@ export class Cache implements Registry {
   }
 
   /**
+   * Invalidations the store failed to take (down, timed out, breaker open), sent again until it
+   * takes them: keys, tags, and whether a clear is among them. All 0/false when the store is well.
+   */
+  get pendingInvalidations(): { readonly keys: number; readonly tags: number; readonly clear: boolean } {
+    return this.#invalidation.pending;
+  }
+
+  /**
    * Reads `key`, or computes it with `fill` once per process however many callers miss at
    * once. A `null` result is cached; `undefined` is returned but not cached.
    */
@@ -304,6 +312,7 @@ export class Cache implements Registry {
   async close(): Promise<void> {
     this.#loads.closed = true;
     this.#invalidation.abandon([], [], true, 'the cache was closed while this fill ran');
+    this.#invalidation.close();
     await this.#store.close?.();
   }
 

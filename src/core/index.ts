@@ -11,6 +11,7 @@ export type { BatchScheduleFn } from './tick';
 export { HerdcacheError, HerdcacheKeyError, StorePartialError, type HerdcacheErrorCode } from './errors';
 export { manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
 export { jitteredTtl } from './options';
+export { MAX_PENDING_INVALIDATIONS } from './invalidation';
 export {
   MemoryStore,
   memoryStore,

@@ -3,7 +3,9 @@
  * clear, a prime (a write that supersedes the fill of its key), and the same news from another
  * replica. Each abandons the fills in flight it makes stale (their results are not written; their
  * waiters start over), counts, then tells the store through StoreCalls (a failing store is counted,
- * never fails the call).
+ * never fails the call). An invalidation the store failed to take (Redis stalled, breaker open) is
+ * kept and sent again until the store takes it (Retries), so a value it made stale does not stay
+ * for its whole ttl on every replica.
  */
 import { HerdcacheError } from './errors';
 import type { FlightTable } from './flight';
@@ -16,8 +18,32 @@ import { type Policy, checkTags, storesValues } from './options';
 import type { Store } from './store';
 import type { StoreCalls } from './store-calls';
 
+/** Invalidations kept for a retry at most, keys and tags each (beyond, the oldest are dropped). */
+export const MAX_PENDING_INVALIDATIONS = 10_000;
+/** The first retry's delay (ms); it doubles while the store still fails, up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5_000;
+const NOT_SENDING = { keys: 0, tags: 0, clear: false } as const;
+
+/** A store call that answers true once done (a store method may return no promise: awaited all the same). */
+function answered(work: () => unknown): () => Promise<true> {
+  return async () => {
+    await work();
+    return true;
+  };
+}
+
 export class Invalidation {
   readonly #store: Store;
+  /** Keys whose delete failed, with the latest time they were invalidated at. */
+  readonly #pendingKeys = new Map<string, number>();
+  readonly #pendingTags = new Set<string>();
+  #pendingClear = false;
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #retryDelay = RETRY_FIRST_MS;
+  /** What a retry is sending now (still pending until the store has taken it). */
+  #sending: { readonly keys: number; readonly tags: number; readonly clear: boolean } = NOT_SENDING;
+  #closed = false;
   readonly #clock: Clock;
   readonly #flights: FlightTable;
   readonly #counters: CounterSet;
@@ -39,7 +65,11 @@ export class Invalidation {
     if (!stored) return; // a coalesce-only loader's keys are never in the store
     // The time lets a store refuse the unlocked writes of fills that started before this.
     const at = this.#clock.now();
-    await this.#storeCalls.call('delete', () => this.#store.delete(keys, { at }));
+    const done = await this.#storeCalls.call(
+      'delete',
+      answered(() => this.#store.delete(keys, { at })),
+    );
+    if (done !== true) this.#keep(keys, at, [], false);
   }
 
   /** Makes every entry carrying one of `tags` (validated here) a miss, counted on `source`. */
@@ -48,7 +78,11 @@ export class Invalidation {
     if (tags.length === 0) return;
     this.abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
     this.#counters.count(source, 'invalidations', tags.length);
-    await this.#storeCalls.call('invalidateTags', () => this.#store.invalidateTags!(tags));
+    const done = await this.#storeCalls.call(
+      'invalidateTags',
+      answered(() => this.#store.invalidateTags!(tags)),
+    );
+    if (done !== true) this.#keep([], 0, tags, false);
   }
 
   /** Refuses option `option` (tags) when the store cannot invalidate tags. */
@@ -102,7 +136,103 @@ export class Invalidation {
   /** Empties the store and abandons every fill in flight. */
   async clear(): Promise<void> {
     this.abandon([], [], true, 'the cache was cleared while this fill ran');
-    await this.#storeCalls.call('clear', () => this.#store.clear());
+    const done = await this.#storeCalls.call(
+      'clear',
+      answered(() => this.#store.clear()),
+    );
+    if (done !== true) this.#keep([], 0, [], true);
+  }
+
+  /** Invalidations waiting for a retry: keys, tags, and whether a clear is (tests, stats). */
+  get pending(): { readonly keys: number; readonly tags: number; readonly clear: boolean } {
+    const sending = this.#sending;
+    return {
+      keys: this.#pendingKeys.size + sending.keys,
+      tags: this.#pendingTags.size + sending.tags,
+      clear: this.#pendingClear || sending.clear,
+    };
+  }
+
+  /** Stops the retries (the cache is closed): what is still pending is dropped. */
+  close(): void {
+    this.#closed = true;
+    if (this.#retry !== undefined) clearTimeout(this.#retry);
+    this.#retry = undefined;
+    this.#pendingKeys.clear();
+    this.#pendingTags.clear();
+    this.#pendingClear = false;
+  }
+
+  /** Keeps what the store failed to take, for a retry (bounded: the oldest go first), and schedules it. */
+  #keep(keys: readonly string[], at: number, tags: readonly string[], clear: boolean): void {
+    if (this.#closed) return;
+    const pendingKeys = this.#pendingKeys;
+    for (const key of keys) {
+      pendingKeys.delete(key); // re-inserted last: the newest
+      pendingKeys.set(key, at);
+    }
+    while (pendingKeys.size > MAX_PENDING_INVALIDATIONS) pendingKeys.delete(pendingKeys.keys().next().value!);
+    const pendingTags = this.#pendingTags;
+    for (const tag of tags) {
+      pendingTags.delete(tag);
+      pendingTags.add(tag);
+    }
+    while (pendingTags.size > MAX_PENDING_INVALIDATIONS) pendingTags.delete(pendingTags.values().next().value!);
+    if (clear) this.#pendingClear = true;
+    if (this.#retry === undefined) {
+      this.#retry = setTimeout(() => void this.#resend(), this.#retryDelay);
+      this.#retry.unref?.();
+    }
+  }
+
+  /**
+   * Sends the pending invalidations again (a clear, the keys with the latest time any of them was
+   * invalidated at, the tags); what fails again is kept, retried later, the delay doubled.
+   */
+  async #resend(): Promise<void> {
+    this.#retry = undefined;
+    const clear = this.#pendingClear;
+    const keys = [...this.#pendingKeys.keys()];
+    let at = -Infinity;
+    for (const time of this.#pendingKeys.values()) if (time > at) at = time;
+    const tags = [...this.#pendingTags];
+    this.#pendingClear = false;
+    this.#pendingKeys.clear();
+    this.#pendingTags.clear();
+    this.#sending = { keys: keys.length, tags: tags.length, clear };
+    const calls = this.#storeCalls;
+    const store = this.#store;
+    const [cleared, deleted, bumped] = await Promise.all([
+      clear
+        ? calls.call(
+            'clear',
+            answered(() => store.clear()),
+          )
+        : true,
+      keys.length > 0
+        ? calls.call(
+            'delete',
+            answered(() => store.delete(keys, { at })),
+          )
+        : true,
+      tags.length > 0
+        ? calls.call(
+            'invalidateTags',
+            answered(() => store.invalidateTags!(tags)),
+          )
+        : true,
+    ]);
+    this.#sending = NOT_SENDING;
+    const failed = cleared !== true || deleted !== true || bumped !== true;
+    this.#retryDelay = failed ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
+    // Kept before anything newer that failed meanwhile: re-inserting moves it last only if absent.
+    if (failed)
+      this.#keep(
+        deleted === true ? [] : keys.filter((key) => !this.#pendingKeys.has(key)),
+        at,
+        bumped === true ? [] : tags.filter((tag) => !this.#pendingTags.has(tag)),
+        cleared !== true,
+      );
   }
 
   /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */

@@ -76,6 +76,7 @@ export const CACHE_COUNTER_METRICS = {
 } as const satisfies Record<CounterName, readonly [string, string]>;
 
 export const IN_FLIGHT_METRIC = 'herdcache_fills_in_flight';
+export const PENDING_INVALIDATIONS_METRIC = 'herdcache_invalidations_pending';
 export const DEFAULT_MAX_SOURCES = 100;
 export const DEFAULT_MAX_NODES = 64;
 
@@ -171,6 +172,20 @@ function register(
     registers,
     collect(this: Gauge) {
       this.set(cache.inFlight);
+    },
+  });
+
+  names.push(PENDING_INVALIDATIONS_METRIC);
+  new client.Gauge({
+    name: PENDING_INVALIDATIONS_METRIC,
+    help: 'Invalidations the store failed to take, waiting to be sent again (kind: key, tag, clear).',
+    labelNames: ['kind'],
+    registers,
+    collect(this: Gauge<'kind'>) {
+      const pending = cache.pendingInvalidations;
+      this.set({ kind: 'key' }, pending.keys);
+      this.set({ kind: 'tag' }, pending.tags);
+      this.set({ kind: 'clear' }, pending.clear ? 1 : 0);
     },
   });
 

@@ -3,6 +3,7 @@ export {
   herdcacheMetrics,
   CACHE_COUNTER_METRICS,
   IN_FLIGHT_METRIC,
+  PENDING_INVALIDATIONS_METRIC,
   DEFAULT_MAX_SOURCES,
   DEFAULT_MAX_NODES,
   type HerdcacheCollectors,

@@ -4,13 +4,14 @@
  */
 import Redis from 'ioredis';
 import { Registry } from 'prom-client';
-import { createCache, memoryStore } from '../../src/core';
+import { createCache, memoryStore, type Store } from '../../src/core';
 import { COUNTER_NAMES } from '../../src/core/metrics';
 import { redisStore } from '../../src/redis';
 import {
   BREAKER_METRIC,
   CACHE_COUNTER_METRICS,
   IN_FLIGHT_METRIC,
+  PENDING_INVALIDATIONS_METRIC,
   LOCK_WAITS_METRIC,
   NODE_BREAKER_METRIC,
   herdcacheMetrics,
@@ -48,6 +49,7 @@ describe('herdcacheMetrics', () => {
     expect(collectors.names).toEqual([
       ...COUNTER_NAMES.map((name) => CACHE_COUNTER_METRICS[name][0]),
       IN_FLIGHT_METRIC,
+      PENDING_INVALIDATIONS_METRIC,
     ]);
 
     const users = cache.loader<string, string>({
@@ -95,6 +97,31 @@ describe('herdcacheMetrics', () => {
     gate.resolve(1);
     await Promise.all(pending);
     expect((await scrape(registry)).get(IN_FLIGHT_METRIC)).toBe(0);
+  });
+
+  it('invalidations waiting for a retry, as a gauge by kind', async () => {
+    const memory = memoryStore();
+    let down = true;
+    const store: Store = {
+      name: 'flaky',
+      getMany: memory.getMany.bind(memory),
+      setMany: memory.setMany.bind(memory),
+      delete: (keys) => (down ? Promise.reject(new Error('down')) : memory.delete(keys)),
+      invalidateTags: (tags) => (down ? Promise.reject(new Error('down')) : memory.invalidateTags(tags)),
+      clear: memory.clear.bind(memory),
+    };
+    const cache = createCache({ store, ttl: 60_000 });
+    const registry = new Registry();
+    await herdcacheMetrics({ cache, registry });
+    await cache.invalidate(['a', 'b']);
+    await cache.invalidateTags(['T']);
+    const samples = await scrape(registry);
+    expect(samples.get(`${PENDING_INVALIDATIONS_METRIC}{kind="key"}`)).toBe(2);
+    expect(samples.get(`${PENDING_INVALIDATIONS_METRIC}{kind="tag"}`)).toBe(1);
+    expect(samples.get(`${PENDING_INVALIDATIONS_METRIC}{kind="clear"}`)).toBe(0);
+    down = false;
+    await cache.close(); // drops them (and stops the retries)
+    expect((await scrape(registry)).get(`${PENDING_INVALIDATIONS_METRIC}{kind="key"}`)).toBe(0);
   });
 
   it('bounds the source label: past maxSources, sources are summed as "other"', async () => {

@@ -1,0 +1,135 @@
+/**
+ * An invalidation the store fails to take (Redis stalled, its breaker open) is kept and sent again
+ * until the store takes it: otherwise the value it made stale stays for its whole ttl on every
+ * replica. Driven by jest's fake timers (the retry's delays), counted on the store's calls and on
+ * what a second replica reads. The real-Redis version: test/redis/invalidation-retry.test.ts.
+ */
+import { createCache } from '../../src/core/cache';
+import { MAX_PENDING_INVALIDATIONS } from '../../src/core/invalidation';
+import { memoryStore } from '../../src/core/memory';
+import type { Store } from '../../src/core/store';
+import { flush } from '../helpers';
+
+/** A memory store (a database the test owns) whose invalidations fail while `down`. */
+function flakyStore() {
+  const inner = memoryStore();
+  const state = { down: false, deletes: 0, tagCalls: 0, clears: 0 };
+  const failing = () => Promise.reject(new Error('store down'));
+  const store: Store = {
+    name: 'flaky',
+    getSync: inner.getSync.bind(inner),
+    getMany: inner.getMany.bind(inner),
+    setMany: inner.setMany.bind(inner),
+    delete(keys) {
+      state.deletes++;
+      return state.down ? failing() : inner.delete(keys);
+    },
+    invalidateTags(tags) {
+      state.tagCalls++;
+      return state.down ? failing() : inner.invalidateTags(tags);
+    },
+    clear() {
+      state.clears++;
+      return state.down ? failing() : inner.clear();
+    },
+  };
+  return { store, inner, state };
+}
+
+beforeEach(() => jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }));
+afterEach(() => jest.useRealTimers());
+
+async function advance(ms: number): Promise<void> {
+  jest.advanceTimersByTime(ms);
+  await flush();
+}
+
+it('a failed invalidate and invalidateTags are sent again until the store takes them; another replica then misses', async () => {
+  const { store, inner, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  const reader = createCache({ store: inner, ttl: 60_000 }); // another replica, on the same data
+  let version = 'old';
+  const fills = { k: 0, tagged: 0 };
+  const k = () => reader.getOrCompute('k', () => (fills.k++, version));
+  const tagged = () => reader.getOrCompute('tagged', () => (fills.tagged++, version), { tags: ['User:1'] });
+  expect([await k(), await tagged()]).toEqual(['old', 'old']);
+
+  state.down = true;
+  version = 'new';
+  await writer.invalidate('k');
+  await writer.invalidateTags(['User:1']);
+  expect(writer.metrics().total.storeErrors).toBe(2);
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 1, clear: false });
+  expect([await k(), await tagged()]).toEqual(['old', 'old']); // stale on the other replica meanwhile
+
+  await advance(250); // first retry: still down, kept, the delay doubles
+  expect([state.deletes, state.tagCalls]).toEqual([2, 2]);
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 1, clear: false });
+  await advance(250);
+  expect([state.deletes, state.tagCalls]).toEqual([2, 2]); // not before 500 ms
+  state.down = false;
+  await advance(250);
+  expect([state.deletes, state.tagCalls]).toEqual([3, 3]);
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+
+  expect([await k(), await tagged()]).toEqual(['new', 'new']);
+  expect(fills).toEqual({ k: 2, tagged: 2 });
+  await advance(60_000); // nothing left to send
+  expect([state.deletes, state.tagCalls]).toEqual([3, 3]);
+});
+
+it('a failed clear is sent again; a delay that reached its cap returns to the first once the store answers', async () => {
+  const { store, inner, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  await writer.getOrCompute('k', () => 'old');
+  state.down = true;
+  await writer.clear();
+  for (let i = 0; i < 8; i++) await advance(5_000); // 250, 500, … capped at 5 s
+  expect(state.clears).toBeGreaterThanOrEqual(6);
+  expect(writer.pendingInvalidations.clear).toBe(true);
+  state.down = false;
+  await advance(5_000);
+  expect(writer.pendingInvalidations.clear).toBe(false);
+  expect(await inner.getMany(['k'])).toEqual([undefined]);
+  // The next failure is retried after the first delay again.
+  state.down = true;
+  await writer.invalidate('x');
+  const before = state.deletes;
+  state.down = false;
+  await advance(250);
+  expect(state.deletes).toBe(before + 1);
+});
+
+it('pending invalidations are bounded (the oldest dropped) and dropped when the cache closes', async () => {
+  const { store, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  state.down = true;
+  const keys = Array.from({ length: MAX_PENDING_INVALIDATIONS + 5 }, (_, i) => `k${i}`);
+  await writer.invalidate(keys);
+  expect(writer.pendingInvalidations.keys).toBe(MAX_PENDING_INVALIDATIONS);
+  await writer.close();
+  expect(writer.pendingInvalidations.keys).toBe(0);
+  const calls = state.deletes;
+  await advance(60_000);
+  expect(state.deletes).toBe(calls); // no retry after close
+});
+
+it('a store method that returns no promise counts as done (not retried forever)', async () => {
+  const inner = memoryStore();
+  let deletes = 0;
+  const store: Store = {
+    name: 'sync-delete',
+    getMany: inner.getMany.bind(inner),
+    setMany: inner.setMany.bind(inner),
+    clear: inner.clear.bind(inner),
+    delete: ((keys: readonly string[]) => {
+      deletes++;
+      void inner.delete(keys);
+    }) as unknown as Store['delete'],
+  };
+  const cache = createCache({ store });
+  await cache.invalidate('k');
+  await advance(10_000);
+  expect(deletes).toBe(1);
+  expect(cache.pendingInvalidations.keys).toBe(0);
+});
