@@ -133,17 +133,17 @@ export class Loader<K, V> implements Source {
 
   /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */
   storeKey(key: K): string {
-    return this._storeKey(key, undefined, this);
+    return this._storeKey(key, undefined, this, 'storeKey()');
   }
 
   /**
    * @internal The key function's string for `key` (a request scope's memo key), called with
    * `holder` as `this` as DataLoader calls its cacheKeyFn. Throws HerdcacheKeyError (a TypeError).
    */
-  _keyString(key: K, holder: object): string {
+  _keyString(key: K, holder: object, method = 'load()'): string {
     if (key === null || key === undefined) {
       throw new HerdcacheKeyError(
-        `herdcache: loader "${this.name}": load() must be called with a key, got ${String(key)}`,
+        `herdcache: loader "${this.name}": ${method} must be called with a key, got ${String(key)}`,
       );
     }
     if (this.#keyOf === defaultKey && typeof key === 'string' && key.length > 0) return key;
@@ -158,7 +158,7 @@ export class Loader<K, V> implements Source {
   }
 
   /** @internal `name:key`, given the key's string when the caller has it already. */
-  _storeKey(key: K, keyString: string | undefined, holder: object): string {
+  _storeKey(key: K, keyString: string | undefined, holder: object, method?: string): string {
     // Building `name:key` makes a new string that the store must hash again on every load; for
     // short primitive keys the built key is remembered (bounded: the memo is dropped when full; a
     // long key, or a short one its key function maps to a long string, is not remembered: see
@@ -168,7 +168,7 @@ export class Loader<K, V> implements Source {
       const known = this.#keyMemo.get(key);
       if (known !== undefined) return known;
     }
-    const storeKey = this.#prefix + (keyString ?? this._keyString(key, holder));
+    const storeKey = this.#prefix + (keyString ?? this._keyString(key, holder, method));
     if (short && storeKey.length <= MEMO_KEY_MAX + this.#prefix.length) {
       if (this.#keyMemo.size >= KEY_MEMO_MAX) this.#keyMemo.clear();
       this.#keyMemo.set(key, storeKey);
@@ -205,7 +205,7 @@ export class Loader<K, V> implements Source {
    * promise; otherwise load()'s promise. Counted as load() is.
    */
   read(key: K): V | Promise<V> {
-    const storeKey = this.storeKey(key); // a key that cannot be loaded throws a TypeError, as load() does
+    const storeKey = this._storeKey(key, undefined, this, 'read()'); // a key that cannot be loaded throws a TypeError, as load() does
     const entry = this.#registry._peek(this, storeKey, key, this.#policy, undefined);
     if (entry !== undefined) return entry.value as V;
     return this.#registry._load<V>(this, storeKey, key, this.#policy, undefined, undefined);
@@ -227,21 +227,25 @@ export class Loader<K, V> implements Source {
    * `undefined` and Errors are not cached.
    */
   async prime(key: K, value: V): Promise<void> {
-    const storeKey = this.storeKey(key);
+    const storeKey = this._storeKey(key, undefined, this, 'prime()');
     if (value instanceof Error) return;
     await this.#registry._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }
 
   /** Invalidates `key` in the shared store; a fill of it in flight is not written. */
   async clear(key: K): Promise<void> {
-    await this.#registry._invalidate([this.storeKey(key)], this.name, storesValues(this.#policy));
+    await this.#registry._invalidate(
+      [this._storeKey(key, undefined, this, 'clear()')],
+      this.name,
+      storesValues(this.#policy),
+    );
   }
 
   /** clear() for many keys at once (one store call). */
   async clearMany(keys: readonly K[]): Promise<void> {
     if (!Array.isArray(keys)) throw invalidArgument('keys', keys, 'an array');
     await this.#registry._invalidate(
-      keys.map((k) => this.storeKey(k)),
+      keys.map((k) => this._storeKey(k, undefined, this, 'clearMany()')),
       this.name,
       storesValues(this.#policy),
     );

@@ -215,7 +215,7 @@ export class ScopedLoader<K, V> implements Sink {
    * the pending batch: that is the point of read.)
    */
   read(key: K): V | Promise<V> {
-    const keyString = this.#loader._keyString(key, this);
+    const keyString = this.#loader._keyString(key, this, 'read()');
     if (this.#memo === null) return this.load(key);
     // Settled: its value; pending: its promise, which the request's signal (if any) still ends.
     const cached = this._lookup(keyString);
@@ -237,14 +237,14 @@ export class ScopedLoader<K, V> implements Sink {
   /** Request-local: keeps an existing entry, as DataLoader's prime. An Error primes a rejection. */
   prime(key: K, value: V | Error): this {
     if (this.#memo === null) return this;
-    const keyString = this.#loader._keyString(key, this);
+    const keyString = this.#loader._keyString(key, this, 'prime()');
     if (this._lookup(keyString) === undefined) this._set(keyString, primed(value));
     return this;
   }
 
   /** Request-local: forgets the memo for `key` (use loader.clear to invalidate the shared cache). */
   clear(key: K): this {
-    this._delete(this.#loader._keyString(key, this));
+    this._delete(this.#loader._keyString(key, this, 'clear()'));
     return this;
   }
 

@@ -40,7 +40,8 @@ export interface CheckedResponseOptions {
 /** The options with their defaults, or the error that names the first bad one. */
 export function checkResponseOptions(options: true | ResponseCacheOptions): CheckedResponseOptions {
   const given: ResponseCacheOptions = options === true ? {} : options;
-  if (given === null || typeof given !== 'object')
+  // An array, a Map, a Date, a RegExp… holds no options: refused naming the option, not accepted as {}.
+  if (given === null || typeof given !== 'object' || Object.prototype.toString.call(given) !== '[object Object]')
     throw invalidOption('responseCache', options, 'true or an options object');
   checkKnownKeys('responseCache', given, OPTIONS);
   const { sessionId, vary, maxBytes = 1024 * 1024, defaultMaxAge = 0, swr, invalidateViaMutation = true } = given;

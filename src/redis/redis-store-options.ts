@@ -203,7 +203,9 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
     const { threshold = DEFAULTS.threshold, coolDown = DEFAULTS.coolDown } = breaker ?? {};
     // The cap defaults to the larger of 5 s and the first cool-down (a long one given alone stays as given).
     const maxCoolDown =
-      breaker?.maxCoolDown ?? Math.max(DEFAULTS.maxCoolDown, typeof coolDown === 'number' ? coolDown : 0);
+      breaker?.maxCoolDown !== undefined
+        ? breaker.maxCoolDown
+        : Math.max(DEFAULTS.maxCoolDown, typeof coolDown === 'number' ? coolDown : 0);
     if (!Number.isInteger(threshold) || threshold < 1)
       throw invalidOption('breaker.threshold', threshold, 'an integer >= 1');
     if (typeof coolDown !== 'number' || !(coolDown >= 0) || !Number.isFinite(coolDown)) {

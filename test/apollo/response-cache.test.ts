@@ -264,5 +264,10 @@ describe('Apollo response cache: SWR and a store that is down', () => {
     const cache = createCache();
     expect(() => herdcachePlugin({ cache, responseCache: { maxBytes: -1 } })).toThrow(/responseCache.maxBytes/);
     expect(() => herdcachePlugin({ cache, responseCache: { sesionId: () => 'x' } as never })).toThrow(/sesionId/);
+    // Objects that hold no options are refused naming responseCache, never taken as {}.
+    for (const odd of [[], new Map([['maxBytes', 1]]), new Date(0), /x/, 'yes', 1, null])
+      expect(() => herdcachePlugin({ cache, responseCache: odd as never })).toThrow(
+        /option "responseCache" .*true or an options object/,
+      );
   });
 });

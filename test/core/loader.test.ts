@@ -287,5 +287,24 @@ describe('batching loader', () => {
       });
       expect(await byId.load({ id: 5 })).toBe(5);
     });
+
+    it('a missing key is refused naming the method that was given it', async () => {
+      const loader = cache.loader<string | undefined, string>({ name: 'named', batch: async (ks) => ks.map(String) });
+      const named = (method: string) =>
+        expect.objectContaining({
+          message: `herdcache: loader "named": ${method} must be called with a key, got undefined`,
+        });
+      expect(() => loader.load(undefined)).toThrow(named('load()'));
+      expect(() => loader.storeKey(undefined)).toThrow(named('storeKey()'));
+      expect(() => loader.read(undefined)).toThrow(named('read()'));
+      await expect(loader.prime(undefined, 'x')).rejects.toEqual(named('prime()'));
+      await expect(loader.clear(undefined)).rejects.toEqual(named('clear()'));
+      await expect(loader.clearMany(['a', undefined])).rejects.toEqual(named('clearMany()'));
+      const scoped = cache.request().loader(loader);
+      expect(() => scoped.load(undefined)).toThrow(named('load()'));
+      expect(() => scoped.read(undefined)).toThrow(named('read()'));
+      expect(() => scoped.prime(undefined, 'x')).toThrow(named('prime()'));
+      expect(() => scoped.clear(undefined)).toThrow(named('clear()'));
+    });
   });
 });

@@ -56,6 +56,8 @@ describe('options', () => {
       [{ client, breaker: { coolDown: -1 } }, 'breaker.coolDown'],
       [{ client, breaker: { coolDown: 500, maxCoolDown: 400 } }, 'breaker.maxCoolDown'],
       [{ client, breaker: { maxCoolDown: Infinity } }, 'breaker.maxCoolDown'],
+      [{ client, breaker: { maxCoolDown: null } }, 'breaker.maxCoolDown'],
+      [{ client, breaker: { coolDown: null } }, 'breaker.coolDown'],
     ];
     expect.assertions(cases.length * 2);
     for (const [options, name] of cases) {
