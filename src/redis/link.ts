@@ -20,6 +20,14 @@ const NO_REPORTER: StoreReporter = { encodeError() {}, decodeError() {} };
 const VALUE_KEY_MEMO = 10_000;
 const VALUE_KEY_MEMO_LENGTH = 256;
 
+/**
+ * A call of many keys (a loader batch of 40,000 in one tick: one lock script for all) is timed as
+ * if it sent this many bytes more per key: 1 ms more per ~40 keys (see writeTimeout), what a
+ * script's per-key work costs Redis on a busy machine. A call of fewer keys keeps the command timeout.
+ */
+const KEY_BUDGET_BYTES = 100;
+const KEYS_BUDGETED_FROM = 1000;
+
 /** A string this short is never scanned for its UTF-8 length: its budget is off by < 32 ms at most. */
 const SCANNED_FROM = 64 * 1024;
 
@@ -131,7 +139,7 @@ export class RedisLink {
 
   /**
    * Sends a batch: one call (standalone), or one per group in parallel (Cluster), each group
-   * guarded by its master's breaker and settling on its own. `assemble` builds the result from the
+   * guarded by its master's breaker and settling on its own, timed by its size (KEY_BUDGET_BYTES). `assemble` builds the result from the
    * replies; a failed group's reply is undefined. Some groups failed: rejects with a
    * StorePartialError carrying the assembled result of the others; all failed: with the failure.
    */
@@ -143,6 +151,8 @@ export class RedisLink {
     assemble: (replies: readonly (T | undefined)[]) => R,
     options?: CallOptions,
   ): Promise<R> {
+    if (keys.length >= KEYS_BUDGETED_FROM)
+      options = { ...options, bytes: (options?.bytes ?? 0) + keys.length * KEY_BUDGET_BYTES };
     if (groups === null) return assemble([await this.guard.run(op, () => send(null), options)]);
     const master = (g: number): string => String(this.nodeOf(keys[groups[g]![0]!]!));
     const { values, failed, error } = await this.guard.runGroups(
