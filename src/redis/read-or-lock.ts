@@ -85,13 +85,16 @@ export async function readOrAcquire(
   const triedKeys = known === undefined ? keys : pick(keys, tried);
   const watch = deps.watch?.(triedKeys);
   const entries = new Array<Entry | undefined>(n);
-  // Asked (a late-tagged fill may follow): the tag clock, sent in the same tick as the locks, so on
-  // the same round trip; a failed read of it is NaN (that fill's value is then not stored).
-  const clocked = clock ? deps.tagClock().catch(() => NaN) : undefined;
-  const [read, locked] = await Promise.allSettled([
+  const sent = Promise.allSettled([
     known === undefined ? undefined : deps.read(pick(keys, known)),
     tryLocks(deps, triedKeys, token, ttlMs),
   ]);
+  // Asked (a late-tagged fill may follow): the tag clock, sent in the same tick as the locks, so on
+  // the same round trip; a failed read of it is NaN (that fill's value is then not stored). Sent
+  // after them: a half-open breaker admits one trial call, which must be the read, not the clock
+  // (else the read is refused and a stored response is answered as a miss, labelled coalesced).
+  const clocked = clock ? deps.tagClock().catch(() => NaN) : undefined;
+  const [read, locked] = await sent;
   const tagClock = clocked === undefined ? undefined : await clocked;
   let failure: unknown;
   let answered = false;

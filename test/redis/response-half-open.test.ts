@@ -1,0 +1,89 @@
+/**
+ * The first response lookup after Redis answers again (the breaker half-open: one trial call
+ * admitted) is a hit when the response is stored: the read or lock call, not the tag clock sent
+ * beside it, takes the trial. Before, the clock took it, the read was refused, and the stored
+ * response was answered as a miss, reported `coalesced`. A real redis-server of this file's own,
+ * SIGSTOP / SIGCONT; counted: executions and the reported outcome.
+ */
+import { ApolloServer } from '@apollo/server';
+import type Redis from 'ioredis';
+import { herdcachePlugin } from '../../src/apollo/plugin';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
+import { responseFixture } from '../graphql/response-fixture';
+import { startRedisServer, type RedisServer } from '../setup/redis-server';
+import { connect, eventually, randomPrefix } from './helpers';
+
+let server: RedisServer;
+const clients: Redis[] = [];
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  try {
+    process.kill(server.pid, 'SIGCONT');
+  } catch {
+    // already gone
+  }
+  for (const client of clients) client.disconnect();
+  await server.stop('SIGKILL');
+});
+
+async function replica(prefix: string, names?: Map<string, string>) {
+  const client = await connect(server.url, { retryStrategy: () => 20 });
+  client.on('error', () => {});
+  clients.push(client);
+  // A cool-down of a minute: only the late replies of the stalled calls end it within the test.
+  const store: RedisStore = redisStore({
+    client,
+    prefix,
+    commandTimeout: 100,
+    breaker: { threshold: 2, coolDown: 60_000 },
+  });
+  const f = responseFixture({ store, names });
+  const apollo = new ApolloServer({
+    schema: f.schema,
+    plugins: [herdcachePlugin({ cache: f.cache, extensions: true, responseCache: true })],
+  });
+  await apollo.start();
+  const query = async (source: string) => {
+    const response = await apollo.executeOperation({ query: source });
+    if (response.body.kind !== 'single') throw new Error('not a single result');
+    return response.body.singleResult as { data?: unknown; extensions?: { cache?: { response?: string } } };
+  };
+  return { f, store, apollo, query };
+}
+
+it('the first lookup after a stall is a hit, not a refused read reported coalesced', async () => {
+  const prefix = randomPrefix('half-open');
+  const a = await replica(prefix);
+  const b = await replica(prefix, a.f.names);
+  try {
+    const query = '{ user(id: "1") { id name } }';
+    expect((await a.query(query)).extensions?.cache?.response).toBe('miss');
+    process.kill(server.pid, 'SIGSTOP');
+    try {
+      expect(
+        await eventually(
+          async () => {
+            await b.store.getMany(['probe']).catch(() => undefined);
+            return b.store.breakerState === 'open';
+          },
+          10_000,
+          0,
+        ),
+      ).toBe(true);
+    } finally {
+      process.kill(server.pid, 'SIGCONT');
+    }
+    // The late replies end the cool-down: the next call is the trial.
+    expect(await eventually(() => b.store.breakerState === 'half-open', 10_000)).toBe(true);
+    const first = await b.query(query);
+    expect(first.data).toEqual({ user: { id: '1', name: 'Ada' } });
+    expect(first.extensions?.cache?.response).toBe('hit');
+    expect(a.f.calls['user:1'] ?? 0).toBe(1);
+    expect(b.f.calls['user:1'] ?? 0).toBe(0);
+  } finally {
+    await Promise.all([a.apollo.stop(), b.apollo.stop()]);
+    await Promise.all([a.f.cache.close(), b.f.cache.close()]);
+  }
+}, 40_000);
