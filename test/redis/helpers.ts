@@ -6,6 +6,7 @@ import Redis, { type RedisOptions } from 'ioredis';
 import type { Entry } from '../../src/core/freshness';
 import type { StoreReporter } from '../../src/core/store';
 import type { Codec } from '../../src/redis/codec';
+import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { startRedisServer, type RedisServer } from '../setup/redis-server';
 
 /** The server started by the jest global setup. */
@@ -53,6 +54,44 @@ export function ownServer(): { readonly admin: Redis; connection(): Promise<Redi
       const client = await connect(server!.url);
       connections.push(client);
       return client;
+    },
+  };
+}
+
+/**
+ * A redis-server of the calling test file's own that its tests stall (SIGSTOP / SIGCONT through
+ * `pause(true|false)`), resumed and killed after all; `breakerStore(prefix)` is a Redis store on
+ * it whose breaker opens after 2 timed-out calls (100 ms each) and cools down for a minute, so
+ * only Redis answering again (the stalled calls' late replies) ends the cool-down in a test.
+ */
+export function stallableServer(): {
+  pause(stopped: boolean): void;
+  breakerStore(prefix: string): Promise<RedisStore>;
+} {
+  let server: RedisServer | undefined;
+  const clients: Redis[] = [];
+  const pause = (stopped: boolean) => {
+    try {
+      if (server !== undefined) process.kill(server.pid, stopped ? 'SIGSTOP' : 'SIGCONT');
+    } catch {
+      // already gone
+    }
+  };
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    pause(false);
+    for (const client of clients) client.disconnect();
+    await server?.stop('SIGKILL');
+  });
+  return {
+    pause,
+    async breakerStore(prefix) {
+      const client = await connect(server!.url, { retryStrategy: () => 20 });
+      client.on('error', () => {});
+      clients.push(client);
+      return redisStore({ client, prefix, commandTimeout: 100, breaker: { threshold: 2, coolDown: 60_000 } });
     },
   };
 }
@@ -158,6 +197,24 @@ export async function eventually(
     if (Date.now() > deadline) return false;
     await sleep(everyMs);
   }
+}
+
+/**
+ * Probes a store (its server stalled or down) until its breaker is open: whether it opened within
+ * `timeoutMs`. Each probe's call times out and counts as a failure.
+ */
+export function breakerOpens(
+  store: { getMany(keys: readonly string[]): Promise<unknown>; readonly breakerState: string },
+  timeoutMs = 10_000,
+): Promise<boolean> {
+  return eventually(
+    async () => {
+      await store.getMany(['probe']).catch(() => undefined);
+      return store.breakerState === 'open';
+    },
+    timeoutMs,
+    0,
+  );
 }
 
 /** A clock whose sleeps (the lock poll's backoff) never end: only an announcement moves a waiter. */

@@ -4,35 +4,16 @@
  * serving it for its whole ttl. A real redis-server of this file's own, SIGSTOP / SIGCONT; what is
  * counted is what the other replica reads and fills.
  */
-import type Redis from 'ioredis';
 import { createCache } from '../../src/core/cache';
-import { redisStore, type RedisStore } from '../../src/redis/redis-store';
-import { startRedisServer, type RedisServer } from '../setup/redis-server';
-import { connect, eventually, randomPrefix } from './helpers';
+import type { RedisStore } from '../../src/redis/redis-store';
+import { breakerOpens, eventually, randomPrefix, stallableServer } from './helpers';
 
-let server: RedisServer;
-const clients: Redis[] = [];
+const redis = stallableServer();
 const caches: ReturnType<typeof createCache>[] = [];
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  try {
-    process.kill(server.pid, 'SIGCONT');
-  } catch {
-    // already gone
-  }
-  await Promise.all(caches.map((cache) => cache.close()));
-  for (const client of clients) client.disconnect();
-  await server.stop('SIGKILL');
-});
+afterAll(() => Promise.all(caches.map((cache) => cache.close())));
 
 async function replica(prefix: string): Promise<{ store: RedisStore; cache: ReturnType<typeof createCache> }> {
-  const client = await connect(server.url, { retryStrategy: () => 20 });
-  client.on('error', () => {});
-  clients.push(client);
-  // A cool-down of a minute: only Redis answering again (the late replies) ends it within the test.
-  const store = redisStore({ client, prefix, commandTimeout: 100, breaker: { threshold: 2, coolDown: 60_000 } });
+  const store = await redis.breakerStore(prefix);
   const cache = createCache({ store, ttl: 600_000 });
   caches.push(cache);
   return { store, cache };
@@ -48,25 +29,16 @@ it('invalidate and invalidateTags made while the breaker is open reach Redis onc
   const tagged = () => reader.cache.getOrCompute('tagged', async () => (fills.tagged++, version), { tags: ['User:1'] });
   expect([await plain(), await tagged()]).toEqual(['old', 'old']);
 
-  process.kill(server.pid, 'SIGSTOP');
+  redis.pause(true);
   try {
     // The writer's calls time out until its breaker opens: its invalidations then fail at once.
-    expect(
-      await eventually(
-        async () => {
-          await writer.store.getMany(['probe']).catch(() => undefined);
-          return writer.store.breakerState === 'open';
-        },
-        10_000,
-        0,
-      ),
-    ).toBe(true);
+    expect(await breakerOpens(writer.store)).toBe(true);
     version = 'new';
     await writer.cache.invalidate('plain');
     await writer.cache.invalidateTags(['User:1']);
     expect(writer.cache.pendingInvalidations).toEqual({ keys: 1, tags: 1, clear: false });
   } finally {
-    process.kill(server.pid, 'SIGCONT');
+    redis.pause(false);
   }
   // Once Redis answers, the retry (every 250 ms to 5 s) sends them.
   expect(

@@ -6,39 +6,14 @@
  * SIGSTOP / SIGCONT; counted: executions and the reported outcome.
  */
 import { ApolloServer } from '@apollo/server';
-import type Redis from 'ioredis';
 import { herdcachePlugin } from '../../src/apollo/plugin';
-import { redisStore, type RedisStore } from '../../src/redis/redis-store';
 import { responseFixture } from '../graphql/response-fixture';
-import { startRedisServer, type RedisServer } from '../setup/redis-server';
-import { connect, eventually, randomPrefix } from './helpers';
+import { breakerOpens, eventually, randomPrefix, stallableServer } from './helpers';
 
-let server: RedisServer;
-const clients: Redis[] = [];
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  try {
-    process.kill(server.pid, 'SIGCONT');
-  } catch {
-    // already gone
-  }
-  for (const client of clients) client.disconnect();
-  await server.stop('SIGKILL');
-});
+const redis = stallableServer();
 
 async function replica(prefix: string, names?: Map<string, string>) {
-  const client = await connect(server.url, { retryStrategy: () => 20 });
-  client.on('error', () => {});
-  clients.push(client);
-  // A cool-down of a minute: only the late replies of the stalled calls end it within the test.
-  const store: RedisStore = redisStore({
-    client,
-    prefix,
-    commandTimeout: 100,
-    breaker: { threshold: 2, coolDown: 60_000 },
-  });
+  const store = await redis.breakerStore(prefix);
   const f = responseFixture({ store, names });
   const apollo = new ApolloServer({
     schema: f.schema,
@@ -60,20 +35,11 @@ it('the first lookup after a stall is a hit, not a refused read reported coalesc
   try {
     const query = '{ user(id: "1") { id name } }';
     expect((await a.query(query)).extensions?.cache?.response).toBe('miss');
-    process.kill(server.pid, 'SIGSTOP');
+    redis.pause(true);
     try {
-      expect(
-        await eventually(
-          async () => {
-            await b.store.getMany(['probe']).catch(() => undefined);
-            return b.store.breakerState === 'open';
-          },
-          10_000,
-          0,
-        ),
-      ).toBe(true);
+      expect(await breakerOpens(b.store)).toBe(true);
     } finally {
-      process.kill(server.pid, 'SIGCONT');
+      redis.pause(false);
     }
     // The late replies end the cool-down: the next call is the trial.
     expect(await eventually(() => b.store.breakerState === 'half-open', 10_000)).toBe(true);
