@@ -179,10 +179,18 @@ export class Invalidation {
     }
     while (pendingTags.size > MAX_PENDING_INVALIDATIONS) pendingTags.delete(pendingTags.values().next().value!);
     if (clear) this.#pendingClear = true;
-    if (this.#retry === undefined) {
-      this.#retry = setTimeout(() => void this.#resend(), this.#retryDelay);
-      this.#retry.unref?.();
-    }
+    this.#schedule();
+  }
+
+  /** One retry at a time: none is scheduled while one is sending (it schedules the next when it ends). */
+  #schedule(): void {
+    if (this.#retry !== undefined || this.#sending !== NOT_SENDING || this.#closed) return;
+    this.#retry = setTimeout(() => void this.#resend(), this.#retryDelay);
+    this.#retry.unref?.();
+  }
+
+  #hasPending(): boolean {
+    return this.#pendingClear || this.#pendingKeys.size > 0 || this.#pendingTags.size > 0;
   }
 
   /**
@@ -233,6 +241,7 @@ export class Invalidation {
         bumped === true ? [] : tags.filter((tag) => !this.#pendingTags.has(tag)),
         cleared !== true,
       );
+    else if (this.#hasPending()) this.#schedule(); // failed while this one was sending
   }
 
   /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */

@@ -78,6 +78,37 @@ it('a failed invalidate and invalidateTags are sent again until the store takes 
   expect([state.deletes, state.tagCalls]).toEqual([3, 3]);
 });
 
+it('one retry at a time: what fails while a retry is sending waits for it, and counts as pending throughout', async () => {
+  const { store, state } = flakyStore();
+  let hold: Promise<void> | undefined;
+  let release!: () => void;
+  const inner = store.delete.bind(store);
+  store.delete = async (keys, options) => {
+    if (hold !== undefined) await hold;
+    return inner(keys, options);
+  };
+  const writer = createCache({ store, ttl: 60_000 });
+  state.down = true;
+  await writer.invalidate('k');
+  hold = new Promise<void>((resolve) => (release = resolve));
+  state.down = false;
+  await advance(250); // the retry's delete is sent, and held
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 0, clear: false });
+  state.down = true;
+  await writer.invalidateTags(['T']); // fails while the retry sends
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 1, clear: false });
+  await advance(10_000);
+  expect(state.tagCalls).toBe(1); // no second retry while one is sending
+  state.down = false;
+  release();
+  hold = undefined;
+  await flush();
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 1, clear: false }); // the key landed
+  await advance(250);
+  expect(state.tagCalls).toBe(2);
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+});
+
 it('a failed clear is sent again; a delay that reached its cap returns to the first once the store answers', async () => {
   const { store, inner, state } = flakyStore();
   const writer = createCache({ store, ttl: 60_000 });
