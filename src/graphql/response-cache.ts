@@ -199,9 +199,9 @@ export class ResponseEngine {
     }
     if (firstOutcome === FAILED) return BYPASSED_UNAVAILABLE; // the cache failed (closed…): execute
     const value = firstOutcome.value;
-    // The shared execution's result could not be shared: this request executes (and says why).
+    // The shared execution's result could not be shared: this request executes (not_shared).
     if (value === undefined) return { outcome: 'miss' };
-    if (value instanceof NotShared) return { outcome: 'miss', notStoredReason: value.reason };
+    if (value instanceof NotShared) return NOT_SHARED;
     answered = true;
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
@@ -354,11 +354,13 @@ const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
 
 /**
  * What an execution whose result cannot be shared hands to the requests waiting on it (never
- * stored): they execute themselves, and report its reason.
+ * stored): they execute themselves, and report `not_shared` (its reason, kept here, is about
+ * another request's result, not theirs).
  */
 class NotShared {
   constructor(readonly reason: NotStoredReason) {}
 }
+const NOT_SHARED: Lookup = { outcome: 'miss', notStoredReason: 'not_shared' };
 
 /** What a lookup reads from the registry: a response, or why the execution it waited for had none to share. */
 type Answer = StoredResponse | NotShared;

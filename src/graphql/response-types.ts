@@ -68,10 +68,12 @@ export type ResponseBypassReason =
  * its key's (`stricter_hint`), it was delivered incrementally (`incremental`), or it cannot be
  * read or serialized (`unserializable`: JSON.stringify throws on it, a BigInt or a cycle), or a
  * tag it holds was invalidated while it ran (`invalidated`: one re-execution answers the requests
- * that waited on it, and is stored). A request that waited on another's execution whose result
- * could not be shared executes itself and reports that execution's reason.
+ * that waited on it, and is stored), or it is the result of a request that waited on another's
+ * execution whose result could not be shared (`not_shared`: that one had one of the reasons above;
+ * this request executed itself, and its result is not stored either).
  */
-export type NotStoredReason = 'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated';
+export type NotStoredReason =
+  'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated' | 'not_shared';
 
 /** What became of an executed result handed to complete(). */
 export type Completion = 'stored' | 'oversized' | NotStoredReason;
@@ -114,8 +116,8 @@ export type Lookup =
   | {
       readonly outcome: 'miss';
       readonly response?: undefined;
-      /** Set on a request that waited on another's execution: why that result was not shared. */
-      readonly notStoredReason?: NotStoredReason;
+      /** `not_shared`: this request waited on another's execution, whose result could not be shared. */
+      readonly notStoredReason?: 'not_shared';
       complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion>;
     }
   | {
