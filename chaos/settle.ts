@@ -16,14 +16,20 @@ export async function settleRound(quick: boolean): Promise<string[]> {
   const started = Date.now();
   const totals = { runs: 0, ops: 0, rejected: 0 };
   try {
-    const stores: StressStore[] = ['memory', 'redis', 'tiered'];
+    const stores: StressStore[] = ['memory', 'redis', 'tiered', 'flaky'];
     for (let seed = 10_000; Date.now() - started < budgetMs; seed++) {
       const store = stores[seed % stores.length]!;
       const report = await settleStress({ seed, ops: quick ? 1000 : 5000, store, client, subscriber });
       totals.runs++;
       totals.ops += report.issued;
       totals.rejected += report.rejected;
-      if (report.pending.length + report.wrong.length + report.unhandled.length + report.inFlightAfter > 0) {
+      const problems =
+        report.pending.length +
+        report.wrong.length +
+        report.unhandled.length +
+        report.inFlightAfter +
+        report.pendingInvalidationsAfter;
+      if (problems > 0) {
         failures.push(
           `settle: ${summary(report)}: ${[...report.pending, ...report.wrong, ...report.unhandled].slice(0, 5).join(' | ')}`,
         );
@@ -35,7 +41,7 @@ export async function settleRound(quick: boolean): Promise<string[]> {
     await server.stop('SIGKILL');
   }
   console.log(
-    `settle stress: ${totals.runs} seeded runs (memory, redis, tiered), ${totals.ops} operations (${totals.rejected} rejected), ${failures.length} runs with an operation left pending or wrong, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `settle stress: ${totals.runs} seeded runs (memory, redis, tiered, a flaky store), ${totals.ops} operations (${totals.rejected} rejected), ${failures.length} runs with an operation left pending or wrong, ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   return failures;
 }

@@ -12,8 +12,13 @@
  * throw, or fail the whole batch, synchronously or after a timer. Operations are issued in bursts
  * separated by a microtask, a tick or a short timer, so they overlap in every way those allow.
  *
+ * 'flaky' is the memory store (the user's own store, here a stand-in) failing a fifth of its calls,
+ * at once or after a timer: every load still settles (computed without the store), and once the
+ * store is well again the invalidations it refused reach it (nothing left pending).
+ *
  * Checked: every promise settles before the deadline; a value is always the value of the key
- * asked for; no rejection goes unhandled inside the library; nothing is left in flight.
+ * asked for; no rejection goes unhandled inside the library; nothing is left in flight; no
+ * invalidation is left waiting for a retry once the store answers.
  */
 import type Redis from 'ioredis';
 import {
@@ -27,7 +32,7 @@ import {
 } from '../../src/core';
 import { redisStore, tieredStore } from '../../src/redis';
 
-export type StressStore = 'memory' | 'redis' | 'tiered';
+export type StressStore = 'memory' | 'redis' | 'tiered' | 'flaky';
 
 export interface StressOptions {
   seed: number;
@@ -55,6 +60,12 @@ export interface StressReport {
   unhandled: string[];
   /** Flights still open once everything settled. Must be 0. */
   inFlightAfter: number;
+  /** Invalidations still waiting for a retry once the store is well again (keys + tags + clear). Must be 0. */
+  pendingInvalidationsAfter: number;
+  /** Store calls that failed (the flaky store's: a run that failed none tests little). */
+  storeErrors: number;
+  /** Invalidations waiting for a retry when the store got well (then sent: pendingInvalidationsAfter). */
+  pendingAtRecovery: number;
   /** Loads that found a key's fill lock held by the other cache (redis: the peer's contention). */
   lockContended: number;
 }
@@ -84,9 +95,11 @@ export async function settleStress(options: StressOptions): Promise<StressReport
   const chance = (p: number) => random() < p;
   const clock = manualClock(1_700_000_000_000);
   const prefix = `settle:${seed}:${Math.floor(Math.random() * 1e9)}:`;
+  // The flaky store's failures: drawn from their own sequence, so the operations stay the seed's.
+  const failures = { on: options.store === 'flaky', random: prng(seed ^ 0x5eed) };
   const cache = createCache({
     clock,
-    store: makeStore(options, prefix, clock),
+    store: options.store === 'flaky' ? flaky(memoryStore(), failures) : makeStore(options, prefix, clock),
     lockWaitTimeout: 2000,
     lockPollInterval: 5,
   });
@@ -162,6 +175,9 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     wrong: [],
     unhandled: [],
     inFlightAfter: 0,
+    pendingInvalidationsAfter: 0,
+    storeErrors: 0,
+    pendingAtRecovery: 0,
     lockContended: 0,
   };
   const pending = new Map<number, string>();
@@ -374,6 +390,18 @@ export async function settleStress(options: StressOptions): Promise<StressReport
   const inFlight = () => cache.inFlight + (peer?.inFlight ?? 0);
   while (inFlight() > 0 && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 5));
   report.inFlightAfter = inFlight();
+  // The store is well again: what it refused is sent by the retries (the first within 250 ms).
+  failures.on = false;
+  report.storeErrors = cache.metrics().total.storeErrors;
+  const pendingAtRecovery = cache.pendingInvalidations;
+  report.pendingAtRecovery = pendingAtRecovery.keys + pendingAtRecovery.tags + (pendingAtRecovery.clear ? 1 : 0);
+  const waiting = () => {
+    const { keys, tags, clear } = cache.pendingInvalidations;
+    return keys + tags + (clear ? 1 : 0);
+  };
+  const drained = Date.now() + 10_000;
+  while (waiting() > 0 && Date.now() < drained) await new Promise<void>((resolve) => setTimeout(resolve, 20));
+  report.pendingInvalidationsAfter = waiting();
   report.lockContended = cache.metrics().total.lockContended + (peer?.metrics().total.lockContended ?? 0);
   await new Promise<void>((resolve) => setImmediate(resolve));
   process.off('unhandledRejection', onUnhandled);
@@ -396,6 +424,26 @@ function makeStore(options: StressOptions, prefix: string, clock: { now(): numbe
   return tieredStore({ l2, subscriber: options.subscriber, l1: memoryStore({ max: 1000 }), clock });
 }
 
+/** A store failing a fifth of its calls while `failures.on`: at once, or after a timer (a timeout). */
+function flaky(inner: Store, failures: { on: boolean; random: () => number }): Store {
+  const maybe = <T>(op: string, call: () => Promise<T>): Promise<T> => {
+    if (!failures.on || failures.random() >= 0.2) return call();
+    const error = new Error(`flaky store: ${op} failed`);
+    return failures.random() < 0.5
+      ? Promise.reject(error)
+      : new Promise<T>((_, reject) => setTimeout(() => reject(error), 1));
+  };
+  // No getSync: every read goes through a call that may fail.
+  return {
+    name: 'flaky',
+    getMany: (keys) => maybe('getMany', () => inner.getMany(keys)),
+    setMany: (writes) => maybe('setMany', () => inner.setMany(writes)),
+    delete: (keys, options) => maybe('delete', () => inner.delete(keys, options)),
+    invalidateTags: (tags) => maybe('invalidateTags', () => inner.invalidateTags!(tags)),
+    clear: () => maybe('clear', () => inner.clear()),
+  };
+}
+
 function describe(value: unknown): string {
   if (value instanceof Error) return `${value.name}: ${value.message}`;
   try {
@@ -407,7 +455,7 @@ function describe(value: unknown): string {
 
 /** Used by callers to print one line per run. */
 export function summary(report: StressReport): string {
-  return `${report.store} seed ${report.seed}: ${report.issued} ops, ${report.resolved} resolved, ${report.rejected} rejected, ${report.pending.length} pending, ${report.wrong.length} wrong, ${report.unhandled.length} unhandled, ${report.inFlightAfter} in flight after`;
+  return `${report.store} seed ${report.seed}: ${report.issued} ops, ${report.resolved} resolved, ${report.rejected} rejected, ${report.pending.length} pending, ${report.wrong.length} wrong, ${report.unhandled.length} unhandled, ${report.inFlightAfter} in flight after, ${report.pendingInvalidationsAfter} invalidations pending after`;
 }
 
 export type { Cache };
