@@ -233,7 +233,7 @@ export class Invalidation {
     this.#sending = NOT_SENDING;
     const failed = cleared !== true || deleted !== true || bumped !== true;
     this.#retryDelay = failed ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
-    // Kept before anything newer that failed meanwhile: re-inserting moves it last only if absent.
+    // Put back, except what failed again meanwhile (kept with its newer time and place).
     if (failed)
       this.#keep(
         deleted === true ? [] : keys.filter((key) => !this.#pendingKeys.has(key)),
