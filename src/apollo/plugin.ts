@@ -163,6 +163,10 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           // application's plugins, writes the header from it then.
           const hint = engine === undefined ? undefined : responseCacheHintOf(contextValue);
           if (hint !== undefined) overallCachePolicy.restrict(hint);
+          // The static policy can be stricter than Apollo's (a PRIVATE object type behind an
+          // interface or union field: see response-policy): the header never says more public.
+          if (request !== undefined && engine!.policyOf(request)?.scope === 'PRIVATE')
+            overallCachePolicy.restrict({ scope: 'PRIVATE' });
           // A mutation's response is never cacheable over HTTP, as on Yoga: without this, Apollo's
           // header says the hint of the mutation's result type (`max-age=60, public`).
           if (engine !== undefined && document?.operation === 'mutation') overallCachePolicy.restrict({ maxAge: 0 });

@@ -9,6 +9,11 @@
  * type's, else its parent's with `inheritMaxAge`, else `defaultMaxAge` for root fields and fields
  * of composite type; a leaf field without a hint inherits. `@cached(ttl:, swr:, scope:)` restricts
  * as it does at run time (see hints): its ttl caps the maxAge, it never makes a field cacheable. The smallest maxAge wins; any PRIVATE makes it PRIVATE.
+ *
+ * One rule is stricter than Apollo's: a field of interface or union type that may return an object
+ * type hinted PRIVATE makes the operation PRIVATE. Apollo reads only the abstract type's own hint,
+ * so `{ item { ... on Secret { text } } }` with `type Secret @cacheControl(scope: PRIVATE)` would be
+ * PUBLIC there: one viewer's answer stored for all.
  */
 import type {
   DirectiveNode,
@@ -62,6 +67,26 @@ export function namedType(type: unknown): GraphQLNamedType {
   while (t.ofType !== undefined) t = t.ofType as { ofType?: unknown };
   return t as unknown as GraphQLNamedType;
 }
+
+function isAbstract(type: GraphQLNamedType): boolean {
+  const tag = tagOf(type);
+  return tag === 'GraphQLInterfaceType' || tag === 'GraphQLUnionType';
+}
+
+/** Whether an interface or union may return an object type hinted PRIVATE (memoized per schema and type). */
+function mayBePrivate(schema: GraphQLSchema, type: GraphQLNamedType): boolean {
+  let bySchema = privateAbstracts.get(schema);
+  if (bySchema === undefined) privateAbstracts.set(schema, (bySchema = new Map()));
+  let known = bySchema.get(type.name);
+  if (known === undefined) {
+    known = schema
+      .getPossibleTypes(type as Parameters<GraphQLSchema['getPossibleTypes']>[0])
+      .some((possible) => hintOf(possible.astNode?.directives).scope === 'PRIVATE');
+    bySchema.set(type.name, known);
+  }
+  return known;
+}
+const privateAbstracts = new WeakMap<GraphQLSchema, Map<string, boolean>>();
 
 function isComposite(type: GraphQLNamedType): boolean {
   const tag = tagOf(type);
@@ -193,6 +218,7 @@ function computePolicy(
       if (own.ttl !== undefined) fieldMaxAge = Math.min(fieldMaxAge ?? parentMaxAge ?? Infinity, own.ttl);
       if (own.scope === 'PRIVATE' || (composite && hintOf(target.astNode?.directives).scope === 'PRIVATE'))
         scope = 'PRIVATE';
+      else if (scope === 'PUBLIC' && isAbstract(target) && mayBePrivate(schema, target)) scope = 'PRIVATE';
       if (own.swr !== undefined) swr = Math.min(swr, own.swr);
       if (fieldMaxAge !== undefined) maxAge = Math.min(maxAge, fieldMaxAge);
       if (node.selectionSet !== undefined) walk(node.selectionSet, target, fieldMaxAge ?? parentMaxAge, false, seen);
