@@ -35,7 +35,8 @@ import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
 import { OnceWarnings } from './warnings';
-import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy } from './policy';
+import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy, withHintedScope } from './policy';
+import { privateByCacheControl } from './response-policy';
 import { type BypassReason, checkCache, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 
@@ -182,8 +183,8 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
             }),
         ]);
       }
-      const policy = readCachedPolicy(field, coordinate, site('cached'));
-      if (policy === undefined) continue;
+      const read = readCachedPolicy(field, coordinate, site('cached'));
+      if (read === undefined) continue;
       const why = forbidden.get(type);
       if (why !== undefined) throw buildError(`@cached cannot be used on ${coordinate}: ${why}`);
       if (kind === 'interface') {
@@ -191,11 +192,13 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
           `@cached cannot be used on the interface field ${coordinate}: put it on the fields of the object types that implement it`,
         );
       }
-      if (policy.scope === 'PRIVATE' && sessionId === undefined) {
-        throw buildError(
-          `@cached(scope: PRIVATE) on ${coordinate} needs the "sessionId" option (a function of the context returning the viewer's session id)`,
-        );
-      }
+      const hinted = read.scope === 'PUBLIC' && !read.scopeGiven;
+      const policy = withHintedScope(
+        read,
+        hinted ? privateByCacheControl(schema, field, coordinate) : undefined,
+        coordinate,
+        sessionId !== undefined,
+      );
       checkNotInstalled(field, coordinate);
       const id = identity[type.name];
       const identityOf = isRoot

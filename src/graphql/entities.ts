@@ -27,7 +27,8 @@ import { cachedFieldHint, restrictCacheHint } from './hints';
 import { encodeArgs, fieldKeyAfter, fieldKeyHead } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
 import type { OnceWarnings } from './warnings';
-import { type CachedPolicy, buildError } from './policy';
+import { type CachedPolicy, buildError, withHintedScope } from './policy';
+import { privateTypeHint } from './response-policy';
 import { type BypassReason, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 
@@ -83,11 +84,9 @@ export function planEntity(
     throw buildError(
       `${entityCoordinate(type)} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`,
     );
-  if (policy.scope === 'PRIVATE' && env.sessionId === undefined) {
-    throw buildError(
-      `@cached(scope: PRIVATE) on ${where} needs the "sessionId" option (a function of the context returning the viewer's session id)`,
-    );
-  }
+  // The type's own @cacheControl(scope: PRIVATE) makes a @cached without a scope PRIVATE too.
+  const hinted = privateTypeHint(type) ? `type ${type.name}` : undefined;
+  policy = withHintedScope(policy, hinted, where, env.sessionId !== undefined);
   if (policy.tags !== undefined) checkTagsSupported(env.cache, `@cached(tags:) on ${where}`);
   return () => {
     const resolve = cachedReferenceResolver(type, slot.resolve, policy, env);

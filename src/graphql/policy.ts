@@ -16,6 +16,8 @@ export interface CachedPolicy {
   readonly ttlMs: number;
   readonly swrMs: number;
   readonly scope: CacheScope;
+  /** Whether `scope:` was given (PUBLIC given is the schema author's word: see privateByCacheControl). */
+  readonly scopeGiven: boolean;
   /** `tags:` templates; undefined when none. */
   readonly tags: readonly TagTemplate[] | undefined;
 }
@@ -31,17 +33,44 @@ export function readCachedPolicy(element: Annotated, coordinate: string, site: T
   let ttl: number | undefined;
   let swr = 0;
   let scope: CacheScope = 'PUBLIC';
+  let scopeGiven = false;
   let tags: TagTemplate[] | undefined;
   for (const arg of node.arguments ?? []) {
     const name = arg.name.value;
     if (name === 'ttl') ttl = seconds(arg, coordinate, false);
     else if (name === 'swr') swr = (arg.value.kind as string) === 'NullValue' ? 0 : seconds(arg, coordinate, true);
-    else if (name === 'scope') scope = scopeValue(arg, coordinate);
-    else if (name === 'tags') tags = templatesOf(arg.value, site, literal);
+    else if (name === 'scope') {
+      scope = scopeValue(arg, coordinate);
+      scopeGiven = (arg.value.kind as string) !== 'NullValue';
+    } else if (name === 'tags') tags = templatesOf(arg.value, site, literal);
     else throw buildError(`@cached on ${coordinate} has an unknown argument "${name}" (known: ttl, swr, scope, tags)`);
   }
   if (ttl === undefined) throw buildError(`@cached on ${coordinate} needs ttl (seconds, a positive integer)`);
-  return { ttlMs: ttl * 1000, swrMs: swr * 1000, scope, tags: tags?.length === 0 ? undefined : tags };
+  return { ttlMs: ttl * 1000, swrMs: swr * 1000, scope, scopeGiven, tags: tags?.length === 0 ? undefined : tags };
+}
+
+/**
+ * A policy's scope with `@cacheControl`'s: @cached without a `scope:` of its own on a value that
+ * `@cacheControl(scope: PRIVATE)` says is per viewer (`privateBy`: where it says so) is PRIVATE,
+ * as Apollo's and Envelop's response caches would treat it, never one viewer's value for all.
+ * PRIVATE needs the sessionId option: without it, a build error naming where PRIVATE comes from.
+ */
+export function withHintedScope(
+  policy: CachedPolicy,
+  privateBy: string | undefined,
+  where: string,
+  hasSession: boolean,
+): CachedPolicy {
+  const hinted = privateBy !== undefined && policy.scope === 'PUBLIC' && !policy.scopeGiven;
+  const scoped: CachedPolicy = hinted ? { ...policy, scope: 'PRIVATE' } : policy;
+  if (scoped.scope === 'PRIVATE' && !hasSession) {
+    throw buildError(
+      hinted
+        ? `@cached on ${where} is PRIVATE: @cacheControl(scope: PRIVATE) on ${privateBy} says its value is the viewer's. It needs the "sessionId" option (a function of the context returning the viewer's session id), or @cached(scope: PUBLIC) if the value is the same for every viewer`
+        : `@cached(scope: PRIVATE) on ${where} needs the "sessionId" option (a function of the context returning the viewer's session id)`,
+    );
+  }
+  return scoped;
 }
 
 function seconds(arg: ConstArgumentNode, coordinate: string, allowZero: boolean): number {

@@ -79,14 +79,43 @@ function mayBePrivate(schema: GraphQLSchema, type: GraphQLNamedType): boolean {
   if (bySchema === undefined) privateAbstracts.set(schema, (bySchema = new Map()));
   let known = bySchema.get(type.name);
   if (known === undefined) {
-    known = schema
-      .getPossibleTypes(type as Parameters<GraphQLSchema['getPossibleTypes']>[0])
-      .some((possible) => hintOf(possible.astNode?.directives).scope === 'PRIVATE');
+    known = privatePossibleType(schema, type) !== undefined;
     bySchema.set(type.name, known);
   }
   return known;
 }
 const privateAbstracts = new WeakMap<GraphQLSchema, Map<string, boolean>>();
+
+function privatePossibleType(schema: GraphQLSchema, type: GraphQLNamedType): string | undefined {
+  return schema
+    .getPossibleTypes(type as Parameters<GraphQLSchema['getPossibleTypes']>[0])
+    .find((possible) => hintOf(possible.astNode?.directives).scope === 'PRIVATE')?.name;
+}
+
+/**
+ * Where `@cacheControl` makes a field's value PRIVATE, as the response layer reads it: the field's
+ * own hint, its type's, or (an interface or union) an object type it may return; undefined: not
+ * PRIVATE by its hints. Named for messages (`field Query.me`, `type User`).
+ */
+export function privateByCacheControl(
+  schema: GraphQLSchema,
+  field: GraphQLField<unknown, unknown>,
+  coordinate: string,
+): string | undefined {
+  if (hintOf(field.astNode?.directives).scope === 'PRIVATE') return `field ${coordinate}`;
+  const target = namedType(field.type);
+  if (isComposite(target) && hintOf(target.astNode?.directives).scope === 'PRIVATE') return `type ${target.name}`;
+  if (isAbstract(target)) {
+    const possible = privatePossibleType(schema, target);
+    if (possible !== undefined) return `type ${possible}, which ${target.name} may return`;
+  }
+  return undefined;
+}
+
+/** Whether `@cacheControl` on an object type says PRIVATE (an entity type's own hint). */
+export function privateTypeHint(type: GraphQLNamedType): boolean {
+  return hintOf(type.astNode?.directives).scope === 'PRIVATE';
+}
 
 function isComposite(type: GraphQLNamedType): boolean {
   const tag = tagOf(type);
