@@ -165,8 +165,15 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           if (hint !== undefined) overallCachePolicy.restrict(hint);
           // The static policy can be stricter than Apollo's (a PRIVATE object type behind an
           // interface or union field: see response-policy): the header never says more public.
-          if (request !== undefined && engine!.policyOf(request)?.scope === 'PRIVATE')
+          // (Not before execution: Apollo's cache-control skips its field policies when the
+          // overall one is already restricted.) A header Apollo's plugin already wrote, when it
+          // stands before this one in the plugin list, is made private too.
+          if (request !== undefined && engine!.policyOf(request)?.scope === 'PRIVATE') {
             overallCachePolicy.restrict({ scope: 'PRIVATE' });
+            const written = response.http.headers.get('cache-control');
+            if (written !== undefined && /\bpublic\b/.test(written))
+              response.http.headers.set('cache-control', written.replace(/\bpublic\b/, 'private'));
+          }
           // A mutation's response is never cacheable over HTTP, as on Yoga: without this, Apollo's
           // header says the hint of the mutation's result type (`max-age=60, public`).
           if (engine !== undefined && document?.operation === 'mutation') overallCachePolicy.restrict({ maxAge: 0 });

@@ -1,5 +1,5 @@
 /**
- * Where a schema element's directives are: in its AST node when the schema was built from SDL
+ * Where a schema element's directives are: in its AST node (and a type's `extend type` nodes) when the schema was built from SDL
  * (buildSchema, makeExecutableSchema, buildSubgraphSchema, NestJS's `@Directive('@cached(…)')`), or
  * in `extensions.directives` when it was built in code (graphql-tools' and Pothos' convention).
  * Both are read here, as AST nodes, so one validation path serves both and its messages quote the
@@ -20,6 +20,8 @@ import { HerdcacheError } from '../core/errors';
 /** A type or a field: what carries directives. */
 export interface Annotated {
   readonly astNode?: { readonly directives?: readonly ConstDirectiveNode[] | undefined } | null | undefined;
+  /** A type's `extend type` nodes (Federation 1 entities are declared so): their directives count too. */
+  readonly extensionASTNodes?: readonly { readonly directives?: readonly ConstDirectiveNode[] | undefined }[];
   readonly extensions?: unknown;
 }
 
@@ -27,6 +29,10 @@ export interface Annotated {
 export function findDirective(element: Annotated, name: string, coordinate: string): ConstDirectiveNode | undefined {
   const node = element.astNode?.directives?.find((directive) => directive.name.value === name);
   if (node !== undefined) return node;
+  for (const extension of element.extensionASTNodes ?? []) {
+    const extended = extension.directives?.find((directive) => directive.name.value === name);
+    if (extended !== undefined) return extended;
+  }
   const extensions = element.extensions as { directives?: unknown } | null | undefined;
   const directives = extensions?.directives;
   if (directives === undefined || directives === null || typeof directives !== 'object') return undefined;

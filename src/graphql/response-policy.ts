@@ -86,10 +86,45 @@ function mayBePrivate(schema: GraphQLSchema, type: GraphQLNamedType): boolean {
 }
 const privateAbstracts = new WeakMap<GraphQLSchema, Map<string, boolean>>();
 
+function possibleTypes(schema: GraphQLSchema, type: GraphQLNamedType): readonly GraphQLObjectType[] {
+  return schema.getPossibleTypes(type as Parameters<GraphQLSchema['getPossibleTypes']>[0]);
+}
+
 function privatePossibleType(schema: GraphQLSchema, type: GraphQLNamedType): string | undefined {
-  return schema
-    .getPossibleTypes(type as Parameters<GraphQLSchema['getPossibleTypes']>[0])
-    .find((possible) => hintOf(possible.astNode?.directives).scope === 'PRIVATE')?.name;
+  return possibleTypes(schema, type).find((possible) => typeHint(possible).scope === 'PRIVATE')?.name;
+}
+
+/**
+ * A field selected through an interface is resolved by the object type's own field: PRIVATE when
+ * one of the types implementing it hints its field PRIVATE (Apollo reads that one at run time).
+ */
+function privateImplementation(schema: GraphQLSchema, parent: GraphQLNamedType, name: string): boolean {
+  return possibleTypes(schema, parent).some(
+    (possible) => hintOf(possible.getFields()[name]?.astNode?.directives).scope === 'PRIVATE',
+  );
+}
+
+/**
+ * Where a value returned by a field of `type` holds a PRIVATE part: a field of the type (of each
+ * type it may be) hinted PRIVATE, or one inside a field read from the value itself (no resolver of
+ * its own: the default resolver reads it from the cached object). `seen` guards cycles.
+ */
+function privateInside(schema: GraphQLSchema, type: GraphQLNamedType, seen: Set<string>): string | undefined {
+  if (seen.has(type.name) || !isComposite(type)) return undefined;
+  seen.add(type.name);
+  const objects = isAbstract(type) ? possibleTypes(schema, type) : [type as GraphQLObjectType];
+  for (const object of objects) {
+    for (const field of Object.values(object.getFields()) as GraphQLField<unknown, unknown>[]) {
+      const hint = hintOf(field.astNode?.directives);
+      if (hint.scope === 'PRIVATE') return `field ${object.name}.${field.name}`;
+      if (hint.scope === 'PUBLIC' || field.resolve !== undefined) continue;
+      const target = namedType(field.type);
+      if (isComposite(target) && typeHint(target).scope === 'PRIVATE') return `type ${target.name}`;
+      const inside = privateInside(schema, target, seen);
+      if (inside !== undefined) return inside;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -102,25 +137,30 @@ export function privateByCacheControl(
   field: GraphQLField<unknown, unknown>,
   coordinate: string,
 ): string | undefined {
-  if (hintOf(field.astNode?.directives).scope === 'PRIVATE') return `field ${coordinate}`;
+  const own = hintOf(field.astNode?.directives).scope;
+  if (own === 'PRIVATE') return `field ${coordinate}`;
+  if (own === 'PUBLIC') return undefined; // @cacheControl(scope: PUBLIC) on the field: the author's word
   const target = namedType(field.type);
-  if (isComposite(target) && hintOf(target.astNode?.directives).scope === 'PRIVATE') return `type ${target.name}`;
+  if (isComposite(target) && typeHint(target).scope === 'PRIVATE') return `type ${target.name}`;
   if (isAbstract(target)) {
     const possible = privatePossibleType(schema, target);
-    if (possible !== undefined) return `type ${possible}, which ${target.name} may return`;
+    if (possible !== undefined) return `type ${possible} (which ${target.name} may return)`;
   }
-  return undefined;
+  // The cached value is the object the resolver returned: the fields read from it are in it.
+  return privateInside(schema, target, new Set());
 }
 
 /** Whether `@cacheControl` on an object type says PRIVATE (an entity type's own hint). */
 export function privateTypeHint(type: GraphQLNamedType): boolean {
-  return hintOf(type.astNode?.directives).scope === 'PRIVATE';
+  return typeHint(type).scope === 'PRIVATE';
 }
 
 function isComposite(type: GraphQLNamedType): boolean {
   const tag = tagOf(type);
   return tag === 'GraphQLObjectType' || tag === 'GraphQLInterfaceType' || tag === 'GraphQLUnionType';
 }
+
+const NO_HINT: Hint = {};
 
 interface Hint {
   maxAge?: number;
@@ -129,6 +169,15 @@ interface Hint {
   scope?: 'PUBLIC' | 'PRIVATE';
   inheritMaxAge?: boolean;
   swr?: number;
+}
+
+/** A type's hint: its definition's directives and those of its `extend type` nodes (as Apollo reads them). */
+function typeHint(type: GraphQLNamedType): Hint {
+  const extensions = (type as { extensionASTNodes?: readonly { directives?: readonly DirectiveNode[] }[] })
+    .extensionASTNodes;
+  const own = type.astNode?.directives;
+  if (extensions === undefined || extensions.length === 0) return hintOf(own);
+  return hintOf([...(own ?? []), ...extensions.flatMap((node) => node.directives ?? [])]);
 }
 
 function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
@@ -143,6 +192,7 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
       else if (argName === 'ttl' && value.kind === 'IntValue') hint.ttl = Number(value.value);
       else if (argName === 'swr' && value.kind === 'IntValue') hint.swr = Number(value.value);
       else if (argName === 'scope' && value.kind === 'EnumValue' && value.value === 'PRIVATE') hint.scope = 'PRIVATE';
+      else if (argName === 'scope' && value.kind === 'EnumValue' && value.value === 'PUBLIC') hint.scope ??= 'PUBLIC';
       else if (
         argName === 'inheritMaxAge' &&
         value.kind === 'BooleanValue' &&
@@ -162,7 +212,7 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
 export type NotCacheable = 'unknown_operation' | 'mutation' | 'subscription' | 'incremental' | 'no_cache_hint';
 
 /** Memo per (schema, document, operation name, default): documents are reused by both servers' parse caches. */
-const policies = new WeakMap<DocumentNode, Map<string, StaticPolicy | NotCacheable>>();
+const policies = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, StaticPolicy | NotCacheable>>>();
 
 /** The operation's policy from static hints; undefined when it is not a cacheable query. */
 export function staticPolicy(
@@ -182,12 +232,14 @@ export function operationPolicy(
   operationName: string | null | undefined,
   defaultMaxAge: number,
 ): StaticPolicy | NotCacheable {
-  let byName = policies.get(document);
+  let bySchema = policies.get(schema);
+  if (bySchema === undefined) policies.set(schema, (bySchema = new WeakMap()));
+  let byName = bySchema.get(document);
   const memoKey = `${operationName ?? ''}\u0000${defaultMaxAge}`;
   const known = byName?.get(memoKey);
   if (known !== undefined) return known;
   const policy = computePolicy(schema, document, operationName, defaultMaxAge);
-  if (byName === undefined) policies.set(document, (byName = new Map()));
+  if (byName === undefined) bySchema.set(document, (byName = new Map()));
   if (byName.size < 64) byName.set(memoKey, policy);
   return policy;
 }
@@ -239,15 +291,24 @@ function computePolicy(
       if (field === undefined) continue;
       const target = namedType(field.type);
       const own = hintOf(field.astNode?.directives);
+      const typeHints = isComposite(target) ? typeHint(target) : NO_HINT;
       const composite = isComposite(target);
       let fieldMaxAge: number | undefined = own.maxAge;
-      if (fieldMaxAge === undefined && composite) fieldMaxAge = hintOf(target.astNode?.directives).maxAge;
+      if (fieldMaxAge === undefined && composite) fieldMaxAge = typeHints.maxAge;
       if (fieldMaxAge === undefined && own.inheritMaxAge) fieldMaxAge = parentMaxAge;
       else if (fieldMaxAge === undefined && (composite || isRoot)) fieldMaxAge = defaultMaxAge;
       if (own.ttl !== undefined) fieldMaxAge = Math.min(fieldMaxAge ?? parentMaxAge ?? Infinity, own.ttl);
-      if (own.scope === 'PRIVATE' || (composite && hintOf(target.astNode?.directives).scope === 'PRIVATE'))
-        scope = 'PRIVATE';
-      else if (scope === 'PUBLIC' && isAbstract(target) && mayBePrivate(schema, target)) scope = 'PRIVATE';
+      // The field's own scope wins over its type's (Apollo's rule); herdcache adds, where the field
+      // says none: a PRIVATE type it may return, and an implementation's PRIVATE field.
+      if (own.scope === 'PRIVATE') scope = 'PRIVATE';
+      else if (own.scope === undefined && scope === 'PUBLIC') {
+        if (
+          typeHints.scope === 'PRIVATE' ||
+          (isAbstract(target) && mayBePrivate(schema, target)) ||
+          (isAbstract(parent) && privateImplementation(schema, parent, node.name.value))
+        )
+          scope = 'PRIVATE';
+      }
       if (own.swr !== undefined) swr = Math.min(swr, own.swr);
       if (fieldMaxAge !== undefined) maxAge = Math.min(maxAge, fieldMaxAge);
       if (node.selectionSet !== undefined) walk(node.selectionSet, target, fieldMaxAge ?? parentMaxAge, false, seen);

@@ -23,6 +23,9 @@ function viewerSchema(field: string) {
     me: (_p, _a, ctx) => (counter.count('me'), { name: ctx.user }),
     open: (_p, _a, ctx) => (counter.count('open'), { name: ctx.user }),
     item: (_p, _a, ctx) => (counter.count('item'), { __typename: 'Secret', name: ctx.user }),
+    account: (_p, _a, ctx) => (counter.count('account'), { name: ctx.user }),
+    profile: (_p, _a, ctx) => (counter.count('profile'), { name: ctx.user }),
+    page: (_p, _a, ctx) => (counter.count('page'), { owner: { name: ctx.user } }),
   };
   const schema = makeSchema(
     `${CACHE_CONTROL}
@@ -31,7 +34,11 @@ function viewerSchema(field: string) {
     type Open { name: String }
     interface Item { name: String }
     type Secret implements Item @cacheControl(maxAge: 60, scope: PRIVATE) { name: String }
-    type Plain implements Item { name: String }`,
+    type Plain implements Item { name: String }
+    type Account { name: String }
+    extend type Account @cacheControl(scope: PRIVATE)
+    type Profile { name: String @cacheControl(scope: PRIVATE) }
+    type Page { owner: Profile }`,
     { Query: { [name]: resolvers[name]! } },
   );
   return { schema, calls: counter.calls };
@@ -54,6 +61,14 @@ describe('@cached and @cacheControl(scope: PRIVATE)', () => {
     ['its type', 'me: User @cached(ttl: 60)', '{ me { name } }', 'me'],
     ['its own hint', 'open: Open @cached(ttl: 60) @cacheControl(scope: PRIVATE)', '{ open { name } }', 'open'],
     ['an object type its interface may return', 'item: Item @cached(ttl: 60)', '{ item { name } }', 'item'],
+    ['its type, on an `extend type`', 'account: Account @cached(ttl: 60)', '{ account { name } }', 'account'],
+    ['a field of its type', 'profile: Profile @cached(ttl: 60)', '{ profile { name } }', 'profile'],
+    [
+      'a field inside its value (read by the default resolver)',
+      'page: Page @cached(ttl: 60)',
+      '{ page { owner { name } } }',
+      'page',
+    ],
   ])('PRIVATE by %s: cached per viewer', async (_why, field, query, name) => {
     const { schema, calls } = viewerSchema(field);
     const cache = createCache();
@@ -74,8 +89,15 @@ describe('@cached and @cacheControl(scope: PRIVATE)', () => {
     expect(schema.getQueryType()!.getFields().me!.resolve).toBe(before);
     const { schema: abstract } = viewerSchema('item: Item @cached(ttl: 60)');
     expect(() => cachedDirectiveTransformer(abstract, { cache: createCache() })).toThrow(
-      /type Secret, which Item may return/,
+      /type Secret \(which Item may return\)/,
     );
+  });
+
+  it("the field's own @cacheControl(scope: PUBLIC) keeps it shared, as Apollo's rule does", async () => {
+    const { schema, calls } = viewerSchema('me: User @cached(ttl: 60) @cacheControl(scope: PUBLIC)');
+    cachedDirectiveTransformer(schema, { cache: createCache() });
+    await asEach(schema, '{ me { name } }');
+    expect(calls.me).toBe(1);
   });
 
   it('@cached(scope: PUBLIC) given: the author says it is the same for every viewer, shared', async () => {
@@ -99,5 +121,16 @@ describe('@cached and @cacheControl(scope: PRIVATE)', () => {
       /@cached on the type Account is PRIVATE: @cacheControl\(scope: PRIVATE\) on type Account/,
     );
     expect(() => cachedDirectiveTransformer(schema, { cache: createCache(), sessionId: session })).not.toThrow();
+    // Federation 1 declares entities with `extend type`: @cached and @cacheControl are read there too.
+    const fed1 = buildSubgraphSchema({
+      typeDefs: parse(`${CACHE_CONTROL}
+        ${cachedDirectiveTypeDefs}
+        extend type Account @key(fields: "id") @cached(ttl: 60) @cacheControl(scope: PRIVATE) { id: ID! @external, email: String }
+        type Query { me: Int }`),
+      resolvers: { Account: { __resolveReference: (ref: { id: string }) => ({ id: ref.id }) } } as never,
+    });
+    expect(() => cachedDirectiveTransformer(fed1, { cache: createCache() })).toThrow(
+      /@cached on the type Account is PRIVATE/,
+    );
   });
 });

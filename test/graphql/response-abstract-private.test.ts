@@ -5,6 +5,7 @@
  * Yoga 5. Counted: what each viewer is answered, and the header.
  */
 import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
 import { createYoga } from 'graphql-yoga';
 import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
@@ -18,6 +19,8 @@ const typeDefs = `
     item: Item @cacheControl(maxAge: 60)
     thing: Thing @cacheControl(maxAge: 60)
     open: Open @cacheControl(maxAge: 60)
+    note: Note @cacheControl(maxAge: 60)
+    extended: Ext @cacheControl(maxAge: 60)
   }
   interface Item { id: ID! }
   type Pub implements Item @cacheControl(maxAge: 60) { id: ID! }
@@ -25,6 +28,11 @@ const typeDefs = `
   union Thing = Pub | Secret
   interface Open { id: ID! }
   type OpenA implements Open @cacheControl(maxAge: 60) { id: ID! }
+  interface Note { id: ID!, text: String }
+  type Hidden implements Note @cacheControl(maxAge: 60) { id: ID!, text: String @cacheControl(scope: PRIVATE) }
+  interface Ext { id: ID! }
+  type Extended implements Ext { id: ID!, text: String }
+  extend type Extended @cacheControl(maxAge: 60, scope: PRIVATE)
 `;
 
 type Context = { user?: string };
@@ -39,20 +47,34 @@ function schema(calls: { n: number }) {
       item: (_p, _a, ctx: Context) => secret(ctx),
       thing: (_p, _a, ctx: Context) => secret(ctx),
       open: () => (calls.n++, { __typename: 'OpenA', id: 'a' }),
+      note: (_p, _a, ctx: Context) => (calls.n++, { __typename: 'Hidden', id: 'h', text: `secret of ${ctx.user}` }),
+      extended: (_p, _a, ctx: Context) => (
+        calls.n++,
+        { __typename: 'Extended', id: 'e', text: `secret of ${ctx.user}` }
+      ),
     },
   });
 }
 
-const QUERIES = ['{ item { id ... on Secret { text } } }', '{ thing { ... on Secret { id text } } }'];
+const QUERIES = [
+  '{ item { id ... on Secret { text } } }',
+  '{ thing { ... on Secret { id text } } }',
+  // A PRIVATE field of an implementation, selected through the interface.
+  '{ note { text } }',
+  // A PRIVATE hint on an `extend type`.
+  '{ extended { ... on Extended { text } } }',
+];
 const responseCache = { sessionId: (ctx: Context) => ctx.user };
 
 type Ask = (query: string, user: string) => Promise<{ data: unknown; header: string | null; response?: string }>;
 
-async function apollo(calls: { n: number }): Promise<{ ask: Ask; stop(): Promise<void> }> {
+async function apollo(calls: { n: number }, cacheControlFirst = false): Promise<{ ask: Ask; stop(): Promise<void> }> {
   const cache = createCache();
+  const herdcache = herdcachePlugin<Context>({ cache, responseCache, extensions: true });
   const server = new ApolloServer<Context>({
     schema: schema(calls),
-    plugins: [herdcachePlugin<Context>({ cache, responseCache, extensions: true })],
+    // Apollo's cache-control plugin before herdcache's: it writes the header first.
+    plugins: cacheControlFirst ? [ApolloServerPluginCacheControl({ defaultMaxAge: 0 }), herdcache] : [herdcache],
   });
   await server.start();
   const ask: Ask = async (query, user) => {
@@ -94,6 +116,7 @@ async function yoga(calls: { n: number }): Promise<{ ask: Ask; stop(): Promise<v
 
 describe.each([
   ['apollo', apollo],
+  ['apollo, its cache-control plugin listed first', (calls: { n: number }) => apollo(calls, true)],
   ['yoga', yoga],
 ] as const)('%s', (_name, start) => {
   it.each(QUERIES)('%s: each viewer gets their own answer, cached per viewer, and a private header', async (query) => {
