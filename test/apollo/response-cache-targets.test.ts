@@ -63,6 +63,11 @@ async function serve(
   };
 }
 
+/** Response lookups that joined an execution in flight (counted when they join). */
+function joined(f: ResponseFixture): number {
+  return f.cache.metrics().sources.response?.coalesced ?? 0;
+}
+
 /** A small seeded generator (mulberry32): the same requests on every run. */
 function seeded(seed: number): () => number {
   let a = seed >>> 0;
@@ -293,7 +298,7 @@ describe.each(['apollo', 'yoga'] as Server[])(
         const query = '{ slowBig(size: 2000) }';
         const pending = Array.from({ length: 10 }, () => post(url, query));
         await until(() => f.calls.slowBig === 1, 'the execution');
-        await new Promise((resolve) => setTimeout(resolve, 50)); // every request reaches the cache
+        await until(() => joined(f) === 9, 'every request joined the execution');
         f.gate.open();
         const responses = await Promise.all(pending);
         for (const response of responses) expect(response.body.data.slowBig).toHaveLength(2000);
@@ -314,7 +319,7 @@ describe.each(['apollo', 'yoga'] as Server[])(
       try {
         const pending = Array.from({ length: 4 }, () => post(url, '{ slowBroken }'));
         await until(() => f.calls.slowBroken === 1, 'the execution');
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await until(() => joined(f) === 3, 'every request joined the execution');
         f.gate.open();
         const responses = await Promise.all(pending);
         for (const response of responses) expect(response.body.errors?.[0]).toMatchObject({ message: 'broken' });
@@ -344,14 +349,15 @@ describe('two replicas on one Redis: an oversized result', () => {
         post(i % 2 === 0 ? sa.url : sb.url, '{ slowBig(size: 2000) }'),
       );
       await until(() => (a.calls.slowBig ?? 0) + (b.calls.slowBig ?? 0) === 1, 'the first execution');
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Counted, not slept: each replica's other 19 requests joined its own flight.
+      await until(() => joined(a) === 19 && joined(b) === 19, 'every request joined its replica');
       a.gate.open();
       b.gate.open();
       const responses = await Promise.all(pending);
       for (const response of responses) expect(response.body.data.slowBig).toHaveLength(2000);
       // The replica holding the lock shares its result in the process; the other finds nothing
-      // stored when the lock is released and executes once for its own waiters (before: 40).
-      expect((a.calls.slowBig ?? 0) + (b.calls.slowBig ?? 0)).toBeLessThanOrEqual(2);
+      // stored when the lock is released and executes once for its own waiters: 2 (before: 40).
+      expect((a.calls.slowBig ?? 0) + (b.calls.slowBig ?? 0)).toBe(2);
     } finally {
       await Promise.all([sa.stop(), sb.stop()]);
     }
