@@ -25,14 +25,6 @@ const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 5_000;
 const NOT_SENDING = { keys: 0, tags: 0, clear: false } as const;
 
-/** A store call that answers true once done (a store method may return no promise: awaited all the same). */
-function answered(work: () => unknown): () => Promise<true> {
-  return async () => {
-    await work();
-    return true;
-  };
-}
-
 export class Invalidation {
   readonly #store: Store;
   /** Keys whose delete failed, with the latest time they were invalidated at. */
@@ -65,11 +57,7 @@ export class Invalidation {
     if (!stored) return; // a coalesce-only loader's keys are never in the store
     // The time lets a store refuse the unlocked writes of fills that started before this.
     const at = this.#clock.now();
-    const done = await this.#storeCalls.call(
-      'delete',
-      answered(() => this.#store.delete(keys, { at })),
-    );
-    if (done !== true) this.#keep(keys, at, [], false);
+    if (!(await this.#delete(keys, at))) this.#keep(keys, at, [], false);
   }
 
   /** Makes every entry carrying one of `tags` (validated here) a miss, counted on `source`. */
@@ -78,11 +66,7 @@ export class Invalidation {
     if (tags.length === 0) return;
     this.abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
     this.#counters.count(source, 'invalidations', tags.length);
-    const done = await this.#storeCalls.call(
-      'invalidateTags',
-      answered(() => this.#store.invalidateTags!(tags)),
-    );
-    if (done !== true) this.#keep([], 0, tags, false);
+    if (!(await this.#bump(tags))) this.#keep([], 0, tags, false);
   }
 
   /** Refuses option `option` (tags) when the store cannot invalidate tags. */
@@ -136,11 +120,27 @@ export class Invalidation {
   /** Empties the store and abandons every fill in flight. */
   async clear(): Promise<void> {
     this.abandon([], [], true, 'the cache was cleared while this fill ran');
-    const done = await this.#storeCalls.call(
-      'clear',
-      answered(() => this.#store.clear()),
-    );
-    if (done !== true) this.#keep([], 0, [], true);
+    if (!(await this.#clear())) this.#keep([], 0, [], true);
+  }
+
+  /**
+   * One store call of an invalidation: whether the store took it (a failure is counted by
+   * StoreCalls). A store method may return no promise: it is awaited all the same.
+   */
+  async #took(operation: string, work: () => unknown): Promise<boolean> {
+    return (await this.#storeCalls.call(operation, async () => (await work(), true))) === true;
+  }
+
+  #delete(keys: readonly string[], at: number): Promise<boolean> {
+    return this.#took('delete', () => this.#store.delete(keys, { at }));
+  }
+
+  #bump(tags: readonly string[]): Promise<boolean> {
+    return this.#took('invalidateTags', () => this.#store.invalidateTags!(tags));
+  }
+
+  #clear(): Promise<boolean> {
+    return this.#took('clear', () => this.#store.clear());
   }
 
   /** Invalidations waiting for a retry: keys, tags, and whether a clear is (tests, stats). */
@@ -208,38 +208,21 @@ export class Invalidation {
     this.#pendingKeys.clear();
     this.#pendingTags.clear();
     this.#sending = { keys: keys.length, tags: tags.length, clear };
-    const calls = this.#storeCalls;
-    const store = this.#store;
     const [cleared, deleted, bumped] = await Promise.all([
-      clear
-        ? calls.call(
-            'clear',
-            answered(() => store.clear()),
-          )
-        : true,
-      keys.length > 0
-        ? calls.call(
-            'delete',
-            answered(() => store.delete(keys, { at })),
-          )
-        : true,
-      tags.length > 0
-        ? calls.call(
-            'invalidateTags',
-            answered(() => store.invalidateTags!(tags)),
-          )
-        : true,
+      !clear || this.#clear(),
+      keys.length === 0 || this.#delete(keys, at),
+      tags.length === 0 || this.#bump(tags),
     ]);
     this.#sending = NOT_SENDING;
-    const failed = cleared !== true || deleted !== true || bumped !== true;
+    const failed = !cleared || !deleted || !bumped;
     this.#retryDelay = failed ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
     // Put back, except what failed again meanwhile (kept with its newer time and place).
     if (failed)
       this.#keep(
-        deleted === true ? [] : keys.filter((key) => !this.#pendingKeys.has(key)),
+        deleted ? [] : keys.filter((key) => !this.#pendingKeys.has(key)),
         at,
-        bumped === true ? [] : tags.filter((tag) => !this.#pendingTags.has(tag)),
-        cleared !== true,
+        bumped ? [] : tags.filter((tag) => !this.#pendingTags.has(tag)),
+        !cleared,
       );
     else if (this.#hasPending()) this.#schedule(); // failed while this one was sending
   }
