@@ -1,6 +1,7 @@
 /**
- * Where a schema element's directives are: in its AST node (and a type's `extend type` nodes) when the schema was built from SDL
- * (buildSchema, makeExecutableSchema, buildSubgraphSchema, NestJS's `@Directive('@cached(…)')`), or
+ * Where a schema element's directives are: in its AST node (and a type's `extend type` nodes) when
+ * the schema was built from SDL (buildSchema, makeExecutableSchema, buildSubgraphSchema, NestJS's
+ * `@Directive('@cached(…)')`), or
  * in `extensions.directives` when it was built in code (graphql-tools' and Pothos' convention).
  * Both are read here, as AST nodes, so one validation path serves both and its messages quote the
  * value as given.

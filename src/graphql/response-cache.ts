@@ -18,7 +18,7 @@
  * Safety rule: a request is only given a response it could have been given from the cache. A
  * PRIVATE operation is keyed by its session; a result whose final policy is stricter than the
  * static one (a resolver's dynamic hint), or that has errors, is neither stored nor shared: the
- * requests waiting on it execute themselves (and report why: NotShared). A result too large to
+ * requests waiting on it execute themselves (and report `not_shared`: UNSHAREABLE). A result too large to
  * store is shared with the requests waiting on it, not stored (LateTagged.served).
  */
 import { createHash } from 'node:crypto';
@@ -183,7 +183,7 @@ export class ResponseEngine {
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const stored = this.#toStored(plan, executed, final, operationOf(plan.request.context)?.tagsSeen);
-        const shared = typeof stored === 'string' ? LateTagged.served(new NotShared(stored)) : stored;
+        const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
         // (it may not have started: with a store's fill lock, it waits for this execution's lock).
@@ -201,7 +201,7 @@ export class ResponseEngine {
     const value = firstOutcome.value;
     // The shared execution's result could not be shared: this request executes (not_shared).
     if (value === undefined) return { outcome: 'miss' };
-    if (value instanceof NotShared) return NOT_SHARED;
+    if (value === UNSHAREABLE) return NOT_SHARED;
     answered = true;
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
@@ -303,7 +303,7 @@ export class ResponseEngine {
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
         const stored = this.#toStored(plan, executed, final, operation.tagsSeen);
-        return typeof stored === 'string' ? LateTagged.served(new NotShared(stored)) : stored;
+        return typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
       },
       () => undefined,
     );
@@ -354,16 +354,13 @@ const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
 
 /**
  * What an execution whose result cannot be shared hands to the requests waiting on it (never
- * stored): they execute themselves, and report `not_shared` (its reason, kept here, is about
- * another request's result, not theirs).
+ * stored: it is served only): they execute themselves, and report `not_shared`.
  */
-class NotShared {
-  constructor(readonly reason: NotStoredReason) {}
-}
+const UNSHAREABLE: unique symbol = Symbol('herdcache.unshareable');
 const NOT_SHARED: Lookup = { outcome: 'miss', notStoredReason: 'not_shared' };
 
-/** What a lookup reads from the registry: a response, or why the execution it waited for had none to share. */
-type Answer = StoredResponse | NotShared;
+/** What a lookup reads from the registry: a response, or that the execution it waited for had none to share. */
+type Answer = StoredResponse | typeof UNSHAREABLE;
 /** What an execution hands to the registry. */
 type Shared = LateTagged<Answer>;
 

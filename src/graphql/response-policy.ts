@@ -10,10 +10,11 @@
  * of composite type; a leaf field without a hint inherits. `@cached(ttl:, swr:, scope:)` restricts
  * as it does at run time (see hints): its ttl caps the maxAge, it never makes a field cacheable. The smallest maxAge wins; any PRIVATE makes it PRIVATE.
  *
- * One rule is stricter than Apollo's: a field of interface or union type that may return an object
- * type hinted PRIVATE makes the operation PRIVATE. Apollo reads only the abstract type's own hint,
- * so `{ item { ... on Secret { text } } }` with `type Secret @cacheControl(scope: PRIVATE)` would be
- * PUBLIC there: one viewer's answer stored for all.
+ * Where a field says no scope of its own, herdcache reads PRIVATE where Apollo's static reading
+ * would not: an object type its interface or union field may return (`{ item { ... on Secret {
+ * text } } }` with `type Secret @cacheControl(scope: PRIVATE)` is PUBLIC to Apollo: one viewer's
+ * answer stored for all), and an implementation's field selected through its interface. Type hints
+ * are read from `extend type` nodes too, as Apollo does.
  */
 import type {
   DirectiveNode,
@@ -128,9 +129,10 @@ function privateInside(schema: GraphQLSchema, type: GraphQLNamedType, seen: Set<
 }
 
 /**
- * Where `@cacheControl` makes a field's value PRIVATE, as the response layer reads it: the field's
- * own hint, its type's, or (an interface or union) an object type it may return; undefined: not
- * PRIVATE by its hints. Named for messages (`field Query.me`, `type User`).
+ * Where `@cacheControl` makes a @cached field's value PRIVATE: the field's own hint (its own
+ * PUBLIC keeps it PUBLIC), its type's, an object type its interface or union may return, or a
+ * field inside the value (privateInside); undefined: not PRIVATE by its hints. Named for messages
+ * (`field Query.me`, `type User`).
  */
 export function privateByCacheControl(
   schema: GraphQLSchema,
@@ -291,8 +293,8 @@ function computePolicy(
       if (field === undefined) continue;
       const target = namedType(field.type);
       const own = hintOf(field.astNode?.directives);
-      const typeHints = isComposite(target) ? typeHint(target) : NO_HINT;
       const composite = isComposite(target);
+      const typeHints = composite ? typeHint(target) : NO_HINT;
       let fieldMaxAge: number | undefined = own.maxAge;
       if (fieldMaxAge === undefined && composite) fieldMaxAge = typeHints.maxAge;
       if (fieldMaxAge === undefined && own.inheritMaxAge) fieldMaxAge = parentMaxAge;

@@ -1,7 +1,8 @@
 /**
  * A `sessionId` option's answer read as a session (the @cached transform's, the response layer's).
  * A string, a finite number or a bigint is a session, read as its string (42, 42n and "42" are one
- * session); null, undefined, "", NaN or a boolean is none, on purpose (`(ctx) => ctx.signedIn && ctx.userId`). A Promise (an async sessionId, as
+ * session); null, undefined, "", NaN or a boolean is none, on purpose
+ * (`(ctx) => ctx.signedIn && ctx.userId`). A Promise (an async sessionId, as
  * Apollo's response cache plugin takes one) or another object is none too, so nothing PRIVATE is
  * ever keyed by it, but it is a mistake that would only show as PRIVATE data never cached: warned
  * once (HERDCACHE_SESSION_ID), naming the option and what it returned.

@@ -139,8 +139,8 @@ export class RedisLink {
 
   /**
    * Sends a batch: one call (standalone), or one per group in parallel (Cluster), each group
-   * guarded by its master's breaker and settling on its own, timed by its size (KEY_BUDGET_BYTES). `assemble` builds the result from the
-   * replies; a failed group's reply is undefined. Some groups failed: rejects with a
+   * guarded by its master's breaker and settling on its own, timed by its size (KEY_BUDGET_BYTES).
+   * `assemble` builds the result from the replies; a failed group's reply is undefined. Some groups failed: rejects with a
    * StorePartialError carrying the assembled result of the others; all failed: with the failure.
    */
   async call<T, R>(
