@@ -168,7 +168,7 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           // (Not before execution: Apollo's cache-control skips its field policies when the
           // overall one is already restricted.) A header Apollo's plugin already wrote, when it
           // stands before this one in the plugin list, is made private too.
-          if (request !== undefined && engine!.policyOf(request)?.scope === 'PRIVATE') {
+          if (request !== undefined && (plan?.policy ?? engine!.policyOf(request))?.scope === 'PRIVATE') {
             overallCachePolicy.restrict({ scope: 'PRIVATE' });
             const written = response.http.headers.get('cache-control');
             if (written !== undefined && /\bpublic\b/.test(written))

@@ -31,6 +31,7 @@ interface FieldPolicy {
   scope?: CacheScope;
   restrict?(hint: Hint): void;
   replace?(hint: Hint): void;
+  [CAP]?: Cap;
 }
 
 /** What Apollo's `info.cacheControl` offers (@apollo/cache-control-types), as far as this module needs it. */
@@ -44,7 +45,8 @@ interface Cap {
   readonly restrict: (hint: Hint) => void;
   maxAge: number;
 }
-const caps = new WeakMap<FieldPolicy, Cap>();
+/** Where a field policy keeps its Cap: a property of its own (one per field call; no WeakMap to grow). */
+const CAP: unique symbol = Symbol('herdcache.cap');
 
 export function cachedFieldHint(ttlMs: number, scope: CacheScope): CachedFieldHint {
   // One hint per field definition: its parent type (so whether it is a root field) and its return
@@ -71,12 +73,12 @@ export function restrictCacheHint(info: GraphQLResolveInfo, hint: CachedFieldHin
     // none (Federation's `_entities` restricts by each representation's type hint, maybe {}), and
     // the field may be called many times under one policy (`_entities`, once per representation):
     // wrapped once, capped at the smallest ttl of its calls.
-    let cap = caps.get(current);
+    let cap = current[CAP];
     if (cap === undefined) {
       const { restrict, replace } = current;
       const made: Cap = { restrict, maxAge: hint.maxAge };
       cap = made;
-      caps.set(current, made);
+      current[CAP] = made;
       current.restrict = function restrictThenCap(this: FieldPolicy, given: Hint) {
         restrict.call(this, given);
         if (this.maxAge !== undefined) restrict.call(this, { maxAge: made.maxAge });
