@@ -31,6 +31,7 @@ export const stressTypeDefs = `
     flaky(n: Int!): Int @cacheControl(maxAge: 60)
     ticker: Int @cacheControl(maxAge: 10) @cached(ttl: 10, swr: 60)
     burst(nonce: Int!): Int @cacheControl(maxAge: 60)
+    big(id: ID!): String @cacheControl(maxAge: 60)
   }
   type Mutation {
     renameUser(id: ID!): User @invalidates(tags: ["User:{args.id}"])
@@ -58,6 +59,11 @@ export interface StressDb {
 }
 
 export const USER_IDS = ['1', '2', '3'];
+
+/** The length of `big`'s answer: over the stress's responseCache.maxBytes (STRESS_MAX_BYTES). */
+const BIG_BYTES = 3000;
+/** responseCache.maxBytes in the stress: `big` is over it, every other answer under. */
+export const STRESS_MAX_BYTES = 2048;
 
 export function stressDb(): StressDb {
   return {
@@ -138,6 +144,12 @@ export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
         await wait();
         return ++db.tickers;
       },
+      // Over the stress's responseCache.maxBytes: shared with the requests waiting on it, never stored.
+      big: async (_p, { id }: { id: string }) => {
+        const version = db.users.get(id);
+        await wait();
+        return `u${id}:v${version}:${'x'.repeat(BIG_BYTES)}`;
+      },
       burst: async (_p, { nonce }: { nonce: number }) => {
         db.bursts.set(nonce, (db.bursts.get(nonce) ?? 0) + 1);
         await new Promise<void>((resolve) => setTimeout(resolve, 2));
@@ -205,6 +217,7 @@ export function stressQueries(random: () => number): () => StressQuery {
       mayFail: true,
     }),
     () => ({ label: 'ticker', query: '{ ticker }', swr: true }),
+    () => ({ label: 'big', query: `{ big(id: "${id()}") }` }),
     // Stored when an anonymous viewer asks; refreshed (swr) in the background of whoever asks next.
     () => ({ label: 'ticker+recs', query: '{ ticker recs }', swr: true }),
     () => ({ label: 'ticker+user', query: `{ ticker user(id: "${id()}") { id name } }`, swr: true }),

@@ -18,6 +18,12 @@ afterAll(async () => {
   await redis.stop();
 });
 
+/** Answers over maxBytes (`big`: served, not stored) across the runs: the mix did exercise them. */
+let oversized = 0;
+afterAll(() => {
+  if (replay === undefined) expect(oversized).toBeGreaterThan(0);
+});
+
 const REQUESTS = 250;
 
 describe('the response layer under a seeded random mix: every request answers, never a wrong answer', () => {
@@ -65,6 +71,7 @@ describe('the response layer under a seeded random mix: every request answers, n
       expect(report.burstCoalesced).toBeGreaterThan(0);
       expect(report.quietBursts).toBeGreaterThan(0);
       expect(report.outcomes.stale ?? 0).toBeGreaterThan(0);
+      oversized += report.outcomes.oversized ?? 0;
       expect(report.aborted).toBeGreaterThan(0);
       if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
     });

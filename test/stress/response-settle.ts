@@ -36,7 +36,15 @@ import { createCache, type Cache } from '../../src/core';
 import { useHerdcache } from '../../src/envelop';
 import { redisStore } from '../../src/redis';
 import { randomPrefix } from '../redis/helpers';
-import { type StressContext, type StressQuery, USER_IDS, stressDb, stressQueries, stressSchema } from './response-app';
+import {
+  STRESS_MAX_BYTES,
+  type StressContext,
+  type StressQuery,
+  USER_IDS,
+  stressDb,
+  stressQueries,
+  stressSchema,
+} from './response-app';
 import { prng } from './settle';
 
 export interface ResponseStressOptions {
@@ -102,7 +110,7 @@ interface Answer {
   aborted?: boolean;
 }
 
-const OUTCOMES = new Set(['hit', 'miss', 'coalesced', 'stale', 'bypassed']);
+const OUTCOMES = new Set(['hit', 'miss', 'coalesced', 'stale', 'bypassed', 'oversized']);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export async function responseStress(options: ResponseStressOptions): Promise<ResponseStressReport> {
@@ -135,7 +143,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   const apolloSchema = stressSchema(db, prng(seed ^ 0x5eed), apolloCache);
   const yogaSchema = options.store === 'memory' ? apolloSchema : stressSchema(db, prng(seed ^ 0xa1), yogaCache);
   const caches = options.store === 'memory' ? [apolloCache] : [apolloCache, yogaCache];
-  const responseCache = { sessionId: (ctx: StressContext) => ctx.session };
+  const responseCache = { sessionId: (ctx: StressContext) => ctx.session, maxBytes: STRESS_MAX_BYTES };
 
   const registry = new Registry();
   const apollo = new ApolloServer<StressContext>({

@@ -6,7 +6,7 @@
  * One run: a cache on the chosen store (memory, Redis, tiered), three loaders (per-tick batching,
  * a batchScheduleFn window, tags + swr + early refresh), and a stream of operations drawn from the
  * seed: shared and scoped load / loadMany / read / prime / clear / clearAll, getOrCompute shared
- * and scoped, invalidate, invalidateTags, clock moves, new requests (some with a request signal).
+ * and scoped, invalidate, invalidateTags, cache.clear, clock moves, new requests (some with a request signal).
  * Each load may carry a signal aborted before
  * the call, in a microtask, in a later tick or in a timer; fills answer values, Error results,
  * throw, or fail the whole batch, synchronously or after a timer. Operations are issued in bursts
@@ -365,6 +365,10 @@ export async function settleStress(options: StressOptions): Promise<StressReport
         cache.invalidate(chance(0.5) ? `c:${keyOf()}` : [pick(loaders).storeKey(keyOf()), `c:${keyOf()}`]),
       ),
     () => track('invalidateTags', cache.invalidateTags([`T:${Math.floor(random() * 3)}`])),
+    () => {
+      // Rarely: a whole clear, abandoning every fill in flight (on the flaky store, maybe retried).
+      if (chance(0.2)) track('clear', cache.clear());
+    },
     () => clock.advance(Math.floor(random() * 1500)),
     () => {
       // A new request; some carry a signal of their own (a client that may leave mid-request).
