@@ -192,7 +192,7 @@ export interface StressQuery {
   readonly private?: boolean;
 }
 
-export function stressQueries(random: () => number): () => StressQuery {
+export function stressQueries(random: () => number, bigRandom?: () => number): () => StressQuery {
   const id = () => USER_IDS[Math.floor(random() * USER_IDS.length)]!;
   const makers: (() => StressQuery)[] = [
     () => ({ label: 'user', query: 'query U($id: ID!) { user(id: $id) { id name } }', variables: { id: id() } }),
@@ -217,10 +217,15 @@ export function stressQueries(random: () => number): () => StressQuery {
       mayFail: true,
     }),
     () => ({ label: 'ticker', query: '{ ticker }', swr: true }),
-    () => ({ label: 'big', query: `{ big(id: "${id()}") }` }),
     // Stored when an anonymous viewer asks; refreshed (swr) in the background of whoever asks next.
     () => ({ label: 'ticker+recs', query: '{ ticker recs }', swr: true }),
     () => ({ label: 'ticker+user', query: `{ ticker user(id: "${id()}") { id name } }`, swr: true }),
   ];
-  return () => makers[Math.floor(random() * makers.length)]!();
+  // `big` (over maxBytes) now and then, drawn apart: the other draws stay the seed's.
+  return () => {
+    const query = makers[Math.floor(random() * makers.length)]!();
+    return bigRandom !== undefined && bigRandom() < 0.06
+      ? { label: 'big', query: `{ big(id: "${USER_IDS[Math.floor(bigRandom() * USER_IDS.length)]}") }` }
+      : query;
+  };
 }

@@ -121,7 +121,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   const offset = { ms: 0 };
   const clock = { now: () => Date.now() + offset.ms };
   const db = stressDb();
-  const nextQuery = stressQueries(random);
+  const nextQuery = stressQueries(random, prng(seed ^ 0xb16));
 
   // The caches: one in memory, or two replicas on one Redis prefix (each its own connections).
   const connections: Redis[] = [];
