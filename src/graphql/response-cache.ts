@@ -121,8 +121,20 @@ export class ResponseEngine {
     return staticPolicy(request.schema, request.document, request.operationName, this.defaultMaxAge);
   }
 
-  /** A response without executing (hit, stale, shared), or "execute" with the function that hands the result back. */
+  /**
+   * A response without executing (hit, stale, shared), or "execute" with the function that hands
+   * the result back. A request that waited on an execution whose result could not be shared (a
+   * signed-in viewer's, made PRIVATE by a runtime hint) contends for the key once more, so the
+   * requests that waited with it share one execution again rather than each running their own;
+   * after a second unshareable one, it executes itself (`not_shared`).
+   */
   async lookup(plan: ResponsePlan, executeApart: ExecuteApart): Promise<Lookup> {
+    const first = await this.#lookup(plan, executeApart);
+    if (first !== NOT_SHARED || this.#lent.has(plan.request.context as object)) return first;
+    return this.#lookup(plan, executeApart);
+  }
+
+  async #lookup(plan: ResponsePlan, executeApart: ExecuteApart): Promise<Lookup> {
     const { policy } = plan;
     let computation: Computation;
     try {

@@ -70,7 +70,8 @@ export type ResponseBypassReason =
  * tag it holds was invalidated while it ran (`invalidated`: one re-execution answers the requests
  * that waited on it, and is stored), or it is the result of a request that waited on another's
  * execution whose result could not be shared (`not_shared`: that one had one of the reasons above;
- * this request executed itself, and its result is not stored either).
+ * this request contended once more, waited on a second such execution, then executed itself, and
+ * its result is not stored either).
  */
 export type NotStoredReason =
   'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated' | 'not_shared';

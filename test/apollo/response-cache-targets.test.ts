@@ -313,7 +313,7 @@ describe.each(['apollo', 'yoga'] as Server[])(
       }
     });
 
-    it('a result with errors: the requests waiting on it execute themselves, and say why', async () => {
+    it('a result with errors: the requests waiting on it contend once more, then execute themselves, and say why', async () => {
       const f = responseFixture();
       const { url, stop } = await serve(kind, f);
       try {
@@ -325,11 +325,56 @@ describe.each(['apollo', 'yoga'] as Server[])(
         for (const response of responses) expect(response.body.errors?.[0]).toMatchObject({ message: 'broken' });
         expect(f.calls.slowBroken).toBe(4);
         for (const response of responses) expect(response.body.extensions?.cache?.response).toBe('miss');
-        // The one that executed first: its own errors; the others executed themselves after it.
+        // The first execution's errors; of the 3 waiting on it, one executed for the other 2 (errors
+        // again), and those 2 then executed themselves.
         const reasons = responses.map(
           (response) => (response.body.extensions?.cache as { notStoredReason?: string }).notStoredReason,
         );
-        expect(reasons.sort()).toEqual(['errors', 'not_shared', 'not_shared', 'not_shared']);
+        expect(reasons.sort()).toEqual(['errors', 'errors', 'not_shared', 'not_shared']);
+        expect(joined(f)).toBe(5);
+      } finally {
+        await stop();
+      }
+    });
+  },
+);
+
+describe.each<Server>(['apollo', 'yoga'])(
+  '%s: anonymous requests waiting on a signed-in viewer’s execution',
+  (kind) => {
+    it('share one execution of their own, stored: 2 executions for 1 + 8 requests (not 9)', async () => {
+      const f = responseFixture();
+      const { url, stop } = await serve(kind, f);
+      try {
+        const query = '{ slowRecommendations }';
+        const signedIn = post(url, query, { session: 'ann' });
+        await until(() => f.calls['slowRecommendations:ann'] === 1, 'the signed-in execution');
+        const anonymous = Array.from({ length: 8 }, () => post(url, query));
+        await until(() => joined(f) === 8, 'every anonymous request joined it');
+        f.gate.open();
+        const mine = await signedIn;
+        expect(mine.body.data.slowRecommendations).toBe('picked for ann');
+        expect(mine.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'stricter_hint' });
+        const responses = await Promise.all(anonymous);
+        for (const response of responses) expect(response.body.data.slowRecommendations).toBe('popular');
+        // Not one execution each: they contended again, one executed for all of them, and it was stored.
+        expect(f.calls['slowRecommendations:-']).toBe(1);
+        const outcomes = responses.map((response) => response.body.extensions?.cache?.response).sort();
+        expect(outcomes).toEqual([
+          'coalesced',
+          'coalesced',
+          'coalesced',
+          'coalesced',
+          'coalesced',
+          'coalesced',
+          'coalesced',
+          'miss',
+        ]);
+        expect((await post(url, query)).body.extensions?.cache?.response).toBe('hit');
+        expect(f.calls['slowRecommendations:-']).toBe(1);
+        // A signed-in viewer is never given the anonymous answer: its key is the same, its result its own.
+        const again = await post(url, query, { session: 'bob' });
+        expect(again.body.data.slowRecommendations).not.toBe('picked for ann');
       } finally {
         await stop();
       }

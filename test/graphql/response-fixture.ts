@@ -23,6 +23,7 @@ export const responseTypeDefs = `
     big(size: Int!): String @cacheControl(maxAge: 60)
     slowBig(size: Int!): String @cacheControl(maxAge: 60)
     slowBroken: Int @cacheControl(maxAge: 60)
+    slowRecommendations: String @cacheControl(maxAge: 60)
     uncached: Int
   }
   type Mutation {
@@ -39,7 +40,7 @@ export interface ResponseFixture {
   calls: Record<string, number>;
   names: Map<string, string>;
   schema: ReturnType<typeof makeSchema>;
-  /** Resolves the pending calls of the gated resolvers (`slow`, `slowBig`, `slowBroken`). */
+  /** Resolves the pending calls of the gated resolvers (`slow`, `slowBig`, `slowBroken`, `slowRecommendations`). */
   gate: { wait: Promise<void>; open(): void };
 }
 
@@ -139,6 +140,13 @@ export function responseFixture(
         counter.count('slowBroken');
         await gate.wait;
         throw new Error('broken');
+      },
+      // `recommendations`, gated: a signed-in viewer's execution that anonymous requests wait on.
+      slowRecommendations: async (_p, _a, ctx: { session?: string }) => {
+        counter.count(`slowRecommendations:${ctx.session ?? '-'}`);
+        if (ctx.session !== undefined) setResponseCacheHint(ctx, { scope: 'PRIVATE' });
+        await gate.wait;
+        return ctx.session === undefined ? 'popular' : `picked for ${ctx.session}`;
       },
       onlyCached: () => {
         counter.count('onlyCached');

@@ -441,6 +441,10 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
    */
   const quiet = async (deadline: number) => {
     while (pending.size > 0 && Date.now() < deadline) await sleep(5);
+    // Quiet means no execution either: a stale response's background refresh outlives its request
+    // (a signed-in viewer's, made PRIVATE: the anonymous read below would wait on it, then execute
+    // without storing, and the swr check would find nothing stored).
+    while (caches.some((cache) => cache.inFlight > 0) && Date.now() < deadline) await sleep(1);
     // After a Redis pause the store may fail for a while (late replies, the breaker): not quiet.
     if (pending.size > 0 || paused || pauseEdges > 0) return;
     const n = ++nonce;
