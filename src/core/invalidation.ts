@@ -109,12 +109,12 @@ export class Invalidation {
     // Fenced as an invalidation is: a fill of this key on another replica that started before
     // this holds its lock or wrote nothing yet; the delete takes the lock and marks the key, so
     // its write is refused rather than landing over this value (a plain write would not be).
-    await this.#storeCalls.call('delete', () => this.#store.delete([key], { at: now }), source);
-    await this.#storeCalls.call(
-      'setMany',
-      () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]),
-      source,
-    );
+    // Either call failed (the store down): the key's older value must not stay for its ttl on
+    // every replica, so the prime becomes an invalidation, kept and sent again as one.
+    const written =
+      (await this.#took('delete', () => this.#store.delete([key], { at: now }), source)) &&
+      (await this.#took('setMany', () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]), source));
+    if (!written) this.#keep([key], now, [], false);
   }
 
   /** Empties the store and abandons every fill in flight. */
@@ -127,8 +127,8 @@ export class Invalidation {
    * One store call of an invalidation: whether the store took it (a failure is counted by
    * StoreCalls). A store method may return no promise: it is awaited all the same.
    */
-  async #took(operation: string, work: () => unknown): Promise<boolean> {
-    return (await this.#storeCalls.call(operation, async () => (await work(), true))) === true;
+  async #took(operation: string, work: () => unknown, source?: Source): Promise<boolean> {
+    return (await this.#storeCalls.call(operation, async () => (await work(), true), source)) === true;
   }
 
   #delete(keys: readonly string[], at: number): Promise<boolean> {

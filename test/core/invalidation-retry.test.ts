@@ -164,3 +164,46 @@ it('a store method that returns no promise counts as done (not retried forever)'
   expect(deletes).toBe(1);
   expect(cache.pendingInvalidations.keys).toBe(0);
 });
+
+it('a prime the store failed to take is sent again as an invalidation: the older value does not stay on another replica', async () => {
+  const { store, inner, state } = flakyStore();
+  const writes = { count: 0 };
+  const setMany = store.setMany;
+  store.setMany = (entries) => (
+    writes.count++,
+    state.down ? Promise.reject(new Error('store down')) : setMany(entries)
+  );
+  const writer = createCache({ store, ttl: 60_000 });
+  const reader = createCache({ store: inner, ttl: 60_000 });
+  let version = 'old';
+  let fills = 0;
+  const batch = async (keys: readonly string[]) => keys.map(() => (fills++, version));
+  const writerUsers = writer.loader<string, string>({ name: 'users', batch });
+  const readerUsers = reader.loader<string, string>({ name: 'users', batch });
+  expect(await readerUsers.load('1')).toBe('old');
+
+  // The fence fails: no write is tried on a store that refused it, and the key waits for a retry.
+  state.down = true;
+  version = 'new';
+  await writerUsers.prime('1', 'new');
+  expect([state.deletes, writes.count]).toEqual([1, 0]);
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 0, clear: false });
+  expect(await readerUsers.load('1')).toBe('old'); // meanwhile
+
+  state.down = false;
+  await advance(250);
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  expect(await readerUsers.load('1')).toBe('new'); // refilled: the older value is gone
+  expect(fills).toBe(2);
+
+  // The write fails after the fence took: the same.
+  await writerUsers.prime('1', 'newer');
+  expect(await readerUsers.load('1')).toBe('newer');
+  store.setMany = () => Promise.reject(new Error('write failed'));
+  version = 'newest';
+  await writerUsers.prime('1', 'newest');
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 0, clear: false });
+  await advance(250);
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  expect(await readerUsers.load('1')).toBe('newest');
+});
