@@ -2,6 +2,7 @@
  * Errors raised by herdcache itself carry a stable `code`. Errors thrown by user code
  * (fills, batch functions) are never wrapped: they reach every caller as the same object.
  */
+import { types } from 'node:util';
 export type HerdcacheErrorCode =
   | 'E_INVALID_OPTION'
   | 'E_INVALID_ARGUMENT'
@@ -49,7 +50,8 @@ export class HerdcacheError extends Error {
     // `this === HerdcacheError`: a class naming itself in its body is renamed by the bundler.
     return (
       Function.prototype[Symbol.hasInstance].call(this, value) ||
-      (Object.getPrototypeOf(this) === Error && value instanceof HerdcacheKeyError)
+      (Object.getPrototypeOf(this) === Error &&
+        (value instanceof HerdcacheKeyError || value instanceof HerdcacheBatchError))
     );
   }
 }
@@ -66,6 +68,30 @@ export class HerdcacheKeyError extends TypeError {
     super(message);
     this.name = 'HerdcacheError';
   }
+}
+
+/**
+ * A batch function's result that is not one value per key (not an array: E_BATCH_NOT_ARRAY; another
+ * length: E_BATCH_LENGTH), the error every key of the batch is rejected with. A TypeError, as
+ * DataLoader's is for the same mistake; `instanceof HerdcacheError` holds.
+ */
+export class HerdcacheBatchError extends TypeError {
+  readonly code: 'E_BATCH_NOT_ARRAY' | 'E_BATCH_LENGTH';
+
+  constructor(code: 'E_BATCH_NOT_ARRAY' | 'E_BATCH_LENGTH', message: string) {
+    super(message);
+    this.name = 'HerdcacheError';
+    this.code = code;
+  }
+}
+
+/**
+ * Whether `value` is an Error: of this realm (`instanceof`, subclasses and objects made from
+ * Error.prototype included) or of another one (a `vm` context, a test runner's sandbox), whose
+ * errors `instanceof Error` does not see. A fill's error is never cached as a value, whatever realm made it.
+ */
+export function isError(value: unknown): value is Error {
+  return value instanceof Error || (typeof value === 'object' && value !== null && types.isNativeError(value));
 }
 
 /**

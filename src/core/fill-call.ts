@@ -4,6 +4,7 @@
  * wrapFill hook (tracing) without the hook being able to change or break it.
  */
 import { FillRun, type FillSignal } from './fill-run';
+import { isError } from './errors';
 import { Failure, asError } from './flight';
 import type { Item, LockOutcome, Source } from './item';
 import type { BatchContext, CacheHooks, Fill, FillContext, FillInfo } from './types';
@@ -78,7 +79,7 @@ export async function runFill(item: Item, run: FillSignal): Promise<unknown[]> {
     const value = await (item.arg as Fill<unknown>)(new RunFillContext(item.key, run));
     // A returned Error is a failed fill, as a thrown one (and as an Error in a loader's batch
     // result, and a resolver's returned Error under @cached): never cached, its callers get it.
-    return [value instanceof Error ? new Failure(value) : value];
+    return [isError(value) ? new Failure(value) : value];
   } catch (thrown) {
     return [new Failure(asError(thrown))];
   }

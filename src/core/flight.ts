@@ -13,7 +13,7 @@
  *   its waiters re-contend (they receive RETRY and start over), so a stuck fill cannot hold
  *   them hostage once someone clears the key.
  */
-import { HerdcacheError, describe } from './errors';
+import { HerdcacheError, describe, isError } from './errors';
 import type { Entry } from './freshness';
 import type { Counted, Sink } from './metrics';
 import type { FillRun } from './fill-run';
@@ -32,7 +32,7 @@ export class Failure {
 
 /** User errors pass through untouched; a thrown non-Error is wrapped so callers get a stack and a code. */
 export function asError(thrown: unknown): unknown {
-  if (thrown instanceof Error) return thrown;
+  if (isError(thrown)) return thrown;
   return new HerdcacheError('E_FILL_NON_ERROR', `herdcache: a fill threw a non-Error value: ${describe(thrown)}`, {
     cause: thrown,
   });

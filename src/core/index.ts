@@ -8,7 +8,13 @@ export { Cache, createCache } from './cache';
 export { Loader } from './loader';
 export { RequestScope, ScopedLoader, type CacheMapLike, type ScopedLoaderOptions } from './scope';
 export type { BatchScheduleFn } from './tick';
-export { HerdcacheError, HerdcacheKeyError, StorePartialError, type HerdcacheErrorCode } from './errors';
+export {
+  HerdcacheBatchError,
+  HerdcacheError,
+  HerdcacheKeyError,
+  StorePartialError,
+  type HerdcacheErrorCode,
+} from './errors';
 export { manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
 export { jitteredTtl } from './options';
 export { MAX_PENDING_INVALIDATIONS } from './invalidation';

@@ -7,7 +7,7 @@
  * position fails that key only.
  */
 import type { Item, Source } from './item';
-import { HerdcacheError, HerdcacheKeyError, describe, invalidArgument, invalidOption } from './errors';
+import { HerdcacheBatchError, HerdcacheKeyError, describe, invalidArgument, invalidOption, isError } from './errors';
 import { RunBatchContext } from './fill-call';
 import type { FillSignal } from './fill-run';
 import { Failure, asError } from './flight';
@@ -60,7 +60,7 @@ export function loadEach<K, V>(
   }
   const loads: Promise<V | Error>[] = [];
   for (let i = 0; i < keys.length; i++)
-    loads.push(load(keys[i]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
+    loads.push(load(keys[i]!).catch((error: unknown) => (isError(error) ? error : new Error(String(error)))));
   return Promise.all(loads);
 }
 
@@ -228,7 +228,7 @@ export class Loader<K, V> implements Source {
    */
   async prime(key: K, value: V): Promise<void> {
     const storeKey = this._storeKey(key, undefined, this, 'prime()');
-    if (value instanceof Error) return;
+    if (isError(value)) return;
     await this.#registry._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }
 
@@ -278,7 +278,7 @@ export class Loader<K, V> implements Source {
     if (!Array.isArray(values)) {
       return this.#failAll(
         keys.length,
-        new HerdcacheError(
+        new HerdcacheBatchError(
           'E_BATCH_NOT_ARRAY',
           `herdcache: loader "${this.name}": batch must return an array (or a promise of one), got ${describe(values)}`,
         ),
@@ -287,7 +287,7 @@ export class Loader<K, V> implements Source {
     if (values.length !== keys.length) {
       return this.#failAll(
         keys.length,
-        new HerdcacheError(
+        new HerdcacheBatchError(
           'E_BATCH_LENGTH',
           `herdcache: loader "${this.name}": batch returned ${values.length} values for ${keys.length} keys; it must return one per key, in order`,
         ),
@@ -296,7 +296,7 @@ export class Loader<K, V> implements Source {
     const out = new Array<unknown>(values.length);
     for (let i = 0; i < values.length; i++) {
       const value = values[i];
-      out[i] = value instanceof Error ? new Failure(value) : value;
+      out[i] = isError(value) ? new Failure(value) : value;
     }
     return out;
   }

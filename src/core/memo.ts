@@ -8,6 +8,7 @@
  */
 import type { Entry } from './freshness';
 import { raceAbort } from './abort-race';
+import { isError } from './errors';
 import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf } from './flight';
 import { batchFailures } from './loader';
 
@@ -169,7 +170,7 @@ export function memoized<V>(
 
 /** Per-key Errors returned by a batch stay memoized (DataLoader); anything else is forgotten. */
 export function forgetUnlessKeyError(error: unknown): boolean {
-  return !(error instanceof Error) || batchFailures.has(error);
+  return !isError(error) || batchFailures.has(error);
 }
 
 export const forgetAlways = () => true;

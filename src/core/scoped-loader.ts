@@ -4,7 +4,7 @@
  * single-flight and batching across requests underneath.
  */
 import type { Entry } from './freshness';
-import { invalidArgument, invalidOption } from './errors';
+import { invalidArgument, invalidOption, isError } from './errors';
 import { fulfilled, rejected } from './flight';
 import { ownPending } from './outcome';
 import { type Loader, loadEach } from './loader';
@@ -377,7 +377,7 @@ export class ScopedLoader<K, V> implements Sink {
 
 /** What a scoped loader's prime() holds: a settled promise, recorded (an Error primes a rejection nobody is told of). */
 function primed<V>(value: V | Error): Promise<V> {
-  if (!(value instanceof Error)) return fulfilled<V>({ value, freshUntil: Infinity, staleUntil: Infinity });
+  if (!isError(value)) return fulfilled<V>({ value, freshUntil: Infinity, staleUntil: Infinity });
   const promise = rejected<V>(value);
   promise.catch(ignore);
   return promise;

@@ -18,6 +18,7 @@ import type {
   GraphQLInterfaceType,
   GraphQLNamedType,
   GraphQLObjectType,
+  GraphQLOutputType,
   GraphQLResolveInfo,
   GraphQLSchema,
 } from 'graphql';
@@ -27,7 +28,7 @@ import { MemoKey, checkTagsSupported, computationOf } from '../core/internal';
 import { MEMO_KEY_MAX } from '../core/long-keys';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
-import { answerField } from './cached-call';
+import { answerField, listOrThrow } from './cached-call';
 import { entitySite, planEntity } from './entities';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { sharedFailureFor } from './failures';
@@ -290,6 +291,7 @@ function cachedResolver(
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
   // A field declaring no arguments is always called with none: nothing to encode per call.
   const takesArgs = field.args.length > 0;
+  const isList = isListField(field.type);
   // A PUBLIC field whose callers have sessions: a failure is handed only to callers of the
   // leader's session (PRIVATE keys hold the session, so their flights never mix sessions).
   const guardFailures = !isPrivate && sessionId !== undefined;
@@ -359,15 +361,24 @@ function cachedResolver(
     if (call.policy.tags !== undefined) operationOf(context)?.noteTags(call.policy.tags);
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
-    if (!guardFailures) return answerField(cache, call, key, memoKey, resolve, parent, args, context, info, undefined);
+    if (!guardFailures) {
+      const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, undefined);
+      // A list whose items failed (not cached) is answered item by item, as without a cache.
+      return isList && answer instanceof Promise ? answer.then(undefined, listOrThrow) : answer;
+    }
     // Its failure need not: the error was built for the leader's request (its user, its
     // authorization), so callers of other sessions get a generic error instead (./failures).
     const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, sessionOf);
     if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
-    return answer.then(undefined, (error: unknown) => {
-      throw sharedFailureFor(error, coordinate, sessionOf(context));
-    });
+    return answer.then(undefined, (error: unknown) =>
+      listOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),
+    );
   };
+}
+
+/** Whether a field's type is a list (`[T]`, `[T]!`), read without a runtime graphql import. */
+function isListField(type: GraphQLOutputType): boolean {
+  return String(type).startsWith('['); // `[T]`, `[T]!`, as graphql-js prints a type
 }
 
 /** graphql-js's defaultFieldResolver, restated so this module needs no runtime graphql import. */

@@ -17,7 +17,7 @@
  */
 import type { GraphQLField, GraphQLFieldResolver, ConstArgumentNode, ConstValueNode } from 'graphql';
 import type { Cache } from '../core/cache';
-import { HerdcacheError } from '../core/errors';
+import { HerdcacheError, isError } from '../core/errors';
 import { findDirective } from './directive-nodes';
 import { type TagTemplate, type TemplateSite, UnfilledTag, fillTemplate, templatesOf } from './tags';
 
@@ -78,7 +78,7 @@ export function invalidatingResolver(
   return async function invalidatingResolve(parent, args, context, info) {
     // A throw propagates from here, before anything is invalidated.
     const result: unknown = await resolve(parent, args, context, info);
-    if (result instanceof Error) return result;
+    if (isError(result)) return result;
     const tags = new Set<string>();
     for (const template of templates) {
       const filled = fillTemplate(template, { args, result });
