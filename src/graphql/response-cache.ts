@@ -31,7 +31,7 @@ import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
 import { canonicalArgs } from './keys';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
-import { OPERATION, OperationCache, operationOf } from './request';
+import { OPERATION, OperationCache, checkCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, sessionPart, varyPart } from './response-parts';
@@ -79,6 +79,7 @@ export class ResponseEngine {
   readonly warnings = new OnceWarnings();
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
+    checkCache(cache); // before anything reads it: a missing cache is named as the plugin names it
     const { sessionId, vary, maxBytes, defaultMaxAge, swr, invalidateViaMutation } = checkResponseOptions(options);
     checkTagsSupported(cache, 'responseCache');
     this.#cache = cache;
@@ -102,7 +103,7 @@ export class ResponseEngine {
       if (id === PART_FAILED) return 'session_failed';
       session = id;
     }
-    const variables = canonicalArgs(request.variables ?? {});
+    const variables = canonicalArgs(declaredOnly(request.variables, policy.variables));
     if (variables === undefined) return 'unkeyable_variables';
     const vary = this.#vary === undefined ? null : varyPart(this.#vary, request.context, this.warnings);
     if (vary === PART_FAILED) return 'vary_failed';
@@ -356,6 +357,28 @@ export class ResponseEngine {
     }
     return hash;
   }
+}
+
+/**
+ * The request's variables the operation declares. graphql-js ignores the others, so they cannot
+ * change the answer: keyed, any client could make each request a miss by adding one. Most
+ * requests send only declared ones: then the object itself (nothing copied).
+ */
+function declaredOnly(variables: Readonly<Record<string, unknown>> | null | undefined, declared: readonly string[]): unknown {
+  if (variables === undefined || variables === null) return {};
+  let extra = false;
+  for (const name in variables) {
+    if (!declared.includes(name)) {
+      extra = true;
+      break;
+    }
+  }
+  if (!extra) return variables;
+  const kept: Record<string, unknown> = {};
+  for (const name of declared)
+    if (Object.prototype.hasOwnProperty.call(variables, name))
+      Object.defineProperty(kept, name, { value: variables[name], enumerable: true, writable: true, configurable: true });
+  return kept;
 }
 
 /** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */

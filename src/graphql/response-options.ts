@@ -49,8 +49,8 @@ export function checkResponseOptions(options: true | ResponseCacheOptions): Chec
     throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
   if (vary !== undefined && typeof vary !== 'function')
     throw invalidOption('responseCache.vary', vary, 'a function of the context');
-  if (typeof maxBytes !== 'number' || !(maxBytes > 0))
-    throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive number of bytes');
+  if (!Number.isSafeInteger(maxBytes) || (maxBytes as number) < 1)
+    throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive integer number of bytes');
   if (!isSeconds(defaultMaxAge)) throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, SECONDS);
   if (swr !== undefined && !isSeconds(swr)) throw invalidOption('responseCache.swr', swr, SECONDS);
   if (typeof invalidateViaMutation !== 'boolean')

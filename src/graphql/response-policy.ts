@@ -35,6 +35,8 @@ export interface StaticPolicy {
   readonly scope: 'PUBLIC' | 'PRIVATE';
   /** Seconds of stale-while-revalidate from @cached(swr:) (the smallest of the fields that set one). */
   readonly swr: number;
+  /** The variables the operation declares: the only ones that can change its answer (and its key). */
+  readonly variables: readonly string[];
 }
 
 export function operationOfDocument(
@@ -319,5 +321,6 @@ function computePolicy(
   walk(operation.selectionSet, root, undefined, true, new Set());
   if (incremental) return 'incremental';
   if (maxAge === Infinity || maxAge <= 0) return 'no_cache_hint';
-  return { maxAge, scope, swr: swr === Infinity ? 0 : swr };
+  const variables = (operation.variableDefinitions ?? []).map((definition) => definition.variable.name.value);
+  return { maxAge, scope, swr: swr === Infinity ? 0 : swr, variables };
 }

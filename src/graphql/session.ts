@@ -1,11 +1,11 @@
 /**
  * A `sessionId` option's answer read as a session (the @cached transform's, the response layer's).
  * A string, a finite number or a bigint is a session, read as its string (42, 42n and "42" are one
- * session); null, undefined, "", NaN or a boolean is none, on purpose
+ * session); null, undefined, "" or false is none, on purpose
  * (`(ctx) => ctx.signedIn && ctx.userId`). A Promise (an async sessionId, as
- * Apollo's response cache plugin takes one) or another object is none too, so nothing PRIVATE is
- * ever keyed by it, but it is a mistake that would only show as PRIVATE data never cached: warned
- * once (HERDCACHE_SESSION_ID), naming the option and what it returned.
+ * Apollo's response cache plugin takes one), another object, NaN, ±Infinity, true or a symbol is
+ * none too, so nothing PRIVATE is ever keyed by it, but it is a mistake that would only show as
+ * PRIVATE data never cached: warned once (HERDCACHE_SESSION_ID), naming the option and what it returned.
  */
 import { describe } from '../core/errors';
 import { identityString } from './keys';
@@ -24,7 +24,9 @@ export const SESSION_ID_WARNING = 'HERDCACHE_SESSION_ID';
  */
 export function sessionFrom(value: unknown, option: string, warnings: OnceWarnings): string | undefined {
   const id = identityString(value);
-  if (id !== undefined || value === null || (typeof value !== 'object' && typeof value !== 'function')) return id;
+  // No session, said as such: null, undefined, '', false (`ctx.signedIn && ctx.userId`). Anything
+  // else unusable (NaN, Infinity, true, a symbol, an object, a Promise) is a mistake, warned of once.
+  if (id !== undefined || value === null || value === undefined || value === '' || value === false) return id;
   if (isThenable(value)) {
     warnings.warn(
       `${option}:promise`,

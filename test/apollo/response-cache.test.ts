@@ -3,6 +3,7 @@ import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import type Redis from 'ioredis';
 import { herdcachePlugin } from '../../src/apollo/plugin';
+import { useHerdcache } from '../../src/envelop/plugin';
 import { createCache } from '../../src/core/cache';
 import type { Store } from '../../src/core/store';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
@@ -262,7 +263,17 @@ describe('Apollo response cache: SWR and a store that is down', () => {
 
   it('refuses bad options, naming them', () => {
     const cache = createCache();
-    expect(() => herdcachePlugin({ cache, responseCache: { maxBytes: -1 } })).toThrow(/responseCache.maxBytes/);
+    for (const maxBytes of [-1, 0, 1.5, Infinity, 1e20, NaN, '1000'])
+      expect(() => herdcachePlugin({ cache, responseCache: { maxBytes: maxBytes as number } })).toThrow(
+        /option "responseCache.maxBytes" must be a positive integer number of bytes/,
+      );
+    // The cache is checked before the response layer reads it, as without it.
+    for (const bad of [undefined, null, {}, 'cache'])
+      for (const make of [
+        () => herdcachePlugin({ cache: bad as never, responseCache: true }),
+        () => useHerdcache({ cache: bad as never, responseCache: true }),
+      ])
+        expect(make).toThrow(/option "cache" must be a cache created with createCache\(\)/);
     expect(() => herdcachePlugin({ cache, responseCache: { sesionId: () => 'x' } as never })).toThrow(/sesionId/);
     // Objects that hold no options are refused naming responseCache, never taken as {}.
     for (const odd of [[], new Map([['maxBytes', 1]]), new Date(0), /x/, 'yes', 1, null])

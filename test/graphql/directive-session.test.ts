@@ -20,6 +20,10 @@ describe('@cached transform: sessionId', () => {
   it.each<[string, (ctx: { user: string }) => unknown, RegExp]>([
     ['async', async (ctx) => ctx.user, /returned a Promise: it must return the session id synchronously/],
     ['an object', (ctx) => ({ id: ctx.user }), /returned object \[object Object\]/],
+    ['NaN', () => NaN, /returned NaN/],
+    ['Infinity', () => Infinity, /returned Infinity/],
+    ['true', () => true, /returned true/],
+    ['a symbol', () => Symbol('user'), /returned Symbol\(user\)/],
   ])(
     '%s: the PRIVATE field is resolved without the cache (no_session), warned of once',
     async (_label, sessionId, message) => {

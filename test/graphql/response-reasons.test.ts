@@ -52,8 +52,30 @@ describe('response layer: bypass reasons (plan)', () => {
     const deep: Record<string, unknown> = {};
     let at = deep;
     for (let i = 0; i < 100; i++) at = at.next = {} as Record<string, unknown>;
-    expect(engine.plan(request('{ a }', { variables: { deep } }))).toBe('unkeyable_variables');
-    expect(engine.plan(request('{ a }', { variables: { long: 'x'.repeat(70_000) } }))).toBe('unkeyable_variables');
+    const declared = 'query Q($deep: JSON, $long: String) { a }';
+    expect(engine.plan(request(declared, { variables: { deep } }))).toBe('unkeyable_variables');
+    expect(engine.plan(request(declared, { variables: { long: 'x'.repeat(70_000) } }))).toBe('unkeyable_variables');
+  });
+
+  it('variables the operation does not declare are no part of the key (graphql-js ignores them)', () => {
+    const keyOf = (variables: Record<string, unknown>) =>
+      (engine.plan(request('query Q($id: Int) { a }', { variables })) as ResponsePlan).key;
+    const key = keyOf({ id: 1 });
+    expect(keyOf({ id: 1, nonce: 'x' })).toBe(key);
+    expect(keyOf({ nonce: 'y', id: 1, other: [1, 2] })).toBe(key);
+    expect(keyOf(JSON.parse('{"id": 1, "__proto__": {"a": 1}}'))).toBe(key);
+    expect(keyOf({ id: 2, nonce: 'x' })).not.toBe(key);
+    expect(keyOf({})).not.toBe(key);
+    // Unkeyable only where it is declared: an undeclared deep or long variable is dropped.
+    expect(typeof engine.plan(request('{ a }', { variables: { long: 'x'.repeat(70_000) } }))).toBe('object');
+    // A declared variable named like a prototype property is kept as a variable, not a prototype.
+    const proto = (value: unknown) =>
+      (
+        engine.plan(
+          request('query Q($__proto__: Int) { a }', { variables: JSON.parse(`{"__proto__": ${value}, "x": 1}`) }),
+        ) as ResponsePlan
+      ).key;
+    expect(proto(1)).not.toBe(proto(2));
   });
 
   it('a cacheable operation has a plan, a PRIVATE one with a session too', () => {
