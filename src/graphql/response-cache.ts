@@ -364,7 +364,10 @@ export class ResponseEngine {
  * change the answer: keyed, any client could make each request a miss by adding one. Most
  * requests send only declared ones: then the object itself (nothing copied).
  */
-function declaredOnly(variables: Readonly<Record<string, unknown>> | null | undefined, declared: readonly string[]): unknown {
+function declaredOnly(
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+  declared: readonly string[],
+): unknown {
   if (variables === undefined || variables === null) return {};
   let extra = false;
   for (const name in variables) {
@@ -377,7 +380,12 @@ function declaredOnly(variables: Readonly<Record<string, unknown>> | null | unde
   const kept: Record<string, unknown> = {};
   for (const name of declared)
     if (Object.prototype.hasOwnProperty.call(variables, name))
-      Object.defineProperty(kept, name, { value: variables[name], enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(kept, name, {
+        value: variables[name],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   return kept;
 }
 
