@@ -73,6 +73,8 @@ export class ResponseEngine {
   readonly #nameParts = new Map<string | null, string>();
   /** Per key, the context of a request waiting for it (the latest): see lookup's fill and #lend. */
   readonly #waiting = new Map<string, unknown>();
+  /** Results shared but not stored because a @cached field was served stale while they ran. */
+  readonly #staleShared = new WeakSet<object>();
   /** Contexts lent to a run apart: its copy shares their objects (loaders), so each is lent once. */
   readonly #lent = new WeakSet<object>();
   /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
@@ -195,7 +197,7 @@ export class ResponseEngine {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
-        const stored = this.#toStored(plan, executed, final, operationOf(plan.request.context)?.tagsSeen);
+        const stored = this.#toStored(plan, executed, final, operationOf(plan.request.context));
         const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
@@ -203,7 +205,14 @@ export class ResponseEngine {
         // Lent to a run apart before it executed: what it holds per request may predate an invalidation.
         if (fills > 1 || fillAbandoned(run) || this.#lent.has(plan.request.context as object))
           return Promise.resolve('invalidated');
-        const completion: Completion = typeof stored === 'string' ? stored : stored.servedOnly ? 'oversized' : 'stored';
+        const completion: Completion =
+          typeof stored === 'string'
+            ? stored
+            : !stored.servedOnly
+              ? 'stored'
+              : this.#staleShared.has(stored)
+                ? 'stale_fields'
+                : 'oversized';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
         const settled = () => (shared.refused ? 'invalidated' : completion);
         return loaded.then(settled, settled);
@@ -236,7 +245,7 @@ export class ResponseEngine {
     plan: ResponsePlan,
     executed: ExecutedResult,
     final: FinalPolicy | undefined,
-    seen: ReadonlySet<string> | undefined,
+    operation: OperationCache | undefined,
   ): LateTagged<StoredResponse> | NotStoredReason {
     if (executed.errors !== undefined && executed.errors.length > 0)
       return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
@@ -248,6 +257,21 @@ export class ResponseEngine {
       if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return 'stricter_hint';
     }
     const { request } = plan;
+    // A @cached field was served stale (its swr grace) while this ran: stored, the response would
+    // pass that stale value off as fresh for its whole maxAge (a response's refresh would, each
+    // time its fields expire with it). Shared with the requests waiting on it, as anyone would be
+    // served that field now; stored by a later execution, once the field's refresh has landed.
+    if (operation !== undefined && operation.scope.stats().total.staleServed > 0) {
+      const shared = LateTagged.served<StoredResponse>({
+        data: executed.data,
+        maxAge: policy.maxAge,
+        scope: policy.scope,
+        at: this.#now(),
+      });
+      this.#staleShared.add(shared);
+      return shared;
+    }
+    const seen = operation?.tagsSeen;
     // One walk finds the entities and bounds the JSON's size: only a result that may be over
     // maxBytes is serialized (a second time: the server serializes what it sends) to know.
     const facts = resultFacts(request.schema, request.document, request.operationName, executed.data, true);
@@ -315,7 +339,7 @@ export class ResponseEngine {
         // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
-        const stored = this.#toStored(plan, executed, final, operation.tagsSeen);
+        const stored = this.#toStored(plan, executed, final, operation);
         return typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
       },
       () => undefined,

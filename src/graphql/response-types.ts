@@ -71,10 +71,12 @@ export type ResponseBypassReason =
  * that waited on it, and is stored), or it is the result of a request that waited on another's
  * execution whose result could not be shared (`not_shared`: that one had one of the reasons above;
  * this request contended once more, waited on a second such execution, then executed itself, and
- * its result is not stored either).
+ * its result is not stored either), or a @cached field was served stale (its swr grace) while it
+ * ran (`stale_fields`: shared with the requests that waited on it, not stored, so the stale value
+ * is never passed off as fresh for the response's maxAge).
  */
 export type NotStoredReason =
-  'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated' | 'not_shared';
+  'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated' | 'not_shared' | 'stale_fields';
 
 /** What became of an executed result handed to complete(). */
 export type Completion = 'stored' | 'oversized' | NotStoredReason;

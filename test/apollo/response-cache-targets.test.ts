@@ -261,6 +261,54 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: expiry under load with swr', 
   });
 });
 
+describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while its @cached field is stale', (kind) => {
+  it('is not stored as fresh: it is stored once the field’s own refresh has landed', async () => {
+    const clock = manualClock();
+    const f = responseFixture({ cache: createCache({ clock }) });
+    const { url, stop } = await serve(kind, f);
+    try {
+      const read = async () => {
+        const response = await post(url, '{ swrTick }');
+        return [response.body.data.swrTick, response.body.extensions?.cache?.response];
+      };
+      expect(await read()).toEqual([1, 'miss']);
+      expect(await read()).toEqual([1, 'hit']);
+      clock.advance(11_000); // the response and its field past maxAge/ttl (10 s), within swr (60 s)
+      // Served stale; its refresh runs apart, reads the field stale (which starts the field's refresh).
+      expect(await read()).toEqual([1, 'stale']);
+      await until(() => f.calls.swrTick === 2 && f.cache.inFlight === 0, 'the refreshes');
+      // That refresh's result held the field's stale value: not stored (it would have been a fresh
+      // 'hit' with 1 for another 10 s). Still the stale response, whose next refresh reads 2.
+      expect(await read()).toEqual([1, 'stale']);
+      await until(() => f.cache.inFlight === 0, 'the second refresh');
+      expect(await read()).toEqual([2, 'hit']);
+      expect(f.calls.swrTick).toBe(2);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('a miss that reads a stale field is answered, not stored, and says why', async () => {
+    const clock = manualClock();
+    const f = responseFixture({ cache: createCache({ clock }) });
+    const { url, stop } = await serve(kind, f);
+    try {
+      await post(url, '{ swrTick }'); // the field cached at 0
+      clock.advance(11_000);
+      const response = await post(url, '{ swrTick products { id } }'); // a new operation: a miss
+      expect(response.body.data.swrTick).toBe(1);
+      expect(response.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'stale_fields' });
+      await until(() => f.cache.inFlight === 0, 'the field refresh');
+      const again = await post(url, '{ swrTick products { id } }');
+      expect(again.body.data.swrTick).toBe(2);
+      expect(again.body.extensions?.cache?.response).toBe('miss'); // stored now
+      expect((await post(url, '{ swrTick products { id } }')).body.extensions?.cache?.response).toBe('hit');
+    } finally {
+      await stop();
+    }
+  });
+});
+
 describe.each(['apollo', 'yoga'] as Server[])('%s: an oversized response', (kind) => {
   it('is served, not stored, and counted', async () => {
     const { Registry } = await import('prom-client');

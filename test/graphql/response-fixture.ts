@@ -24,6 +24,7 @@ export const responseTypeDefs = `
     slowBig(size: Int!): String @cacheControl(maxAge: 60)
     slowBroken: Int @cacheControl(maxAge: 60)
     slowRecommendations: String @cacheControl(maxAge: 60)
+    swrTick: Int @cacheControl(maxAge: 10) @cached(ttl: 10, swr: 60)
     uncached: Int
   }
   type Mutation {
@@ -147,6 +148,10 @@ export function responseFixture(
         if (ctx.session !== undefined) setResponseCacheHint(ctx, { scope: 'PRIVATE' });
         await gate.wait;
         return ctx.session === undefined ? 'popular' : `picked for ${ctx.session}`;
+      },
+      swrTick: () => {
+        counter.count('swrTick');
+        return counter.calls.swrTick;
       },
       onlyCached: () => {
         counter.count('onlyCached');
