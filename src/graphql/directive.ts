@@ -16,9 +16,7 @@ import type {
   GraphQLField,
   GraphQLFieldResolver,
   GraphQLInterfaceType,
-  GraphQLNamedType,
   GraphQLObjectType,
-  GraphQLOutputType,
   GraphQLResolveInfo,
   GraphQLSchema,
 } from 'graphql';
@@ -29,6 +27,7 @@ import { MEMO_KEY_MAX } from '../core/long-keys';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
 import { answerField, listOrThrow } from './cached-call';
+import { defaultFieldResolver, isListField, kindOf, propertyOf } from './schema-reading';
 import { entitySite, planEntity } from './entities';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { sharedFailureFor } from './failures';
@@ -374,34 +373,4 @@ function cachedResolver(
       listOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),
     );
   };
-}
-
-/** Whether a field's type is a list (`[T]`, `[T]!`), read without a runtime graphql import. */
-function isListField(type: GraphQLOutputType): boolean {
-  return String(type).startsWith('['); // `[T]`, `[T]!`, as graphql-js prints a type
-}
-
-/** graphql-js's defaultFieldResolver, restated so this module needs no runtime graphql import. */
-const defaultFieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, args, context, info) => {
-  if ((typeof source === 'object' && source !== null) || typeof source === 'function') {
-    const property = (source as Record<string, unknown>)[info.fieldName];
-    if (typeof property === 'function')
-      return (source as Record<string, (...a: unknown[]) => unknown>)[info.fieldName]!(args, context, info);
-    return property;
-  }
-  return undefined;
-};
-
-function propertyOf(name: string): (parent: any) => unknown {
-  return (parent) => parent[name];
-}
-
-/** graphql 16 types carry Symbol.toStringTag ("GraphQLObjectType"…): no instanceof, so no runtime import. */
-function kindOf(type: GraphQLNamedType | undefined): 'object' | 'interface' | undefined {
-  const tag = type === undefined ? undefined : Object.prototype.toString.call(type);
-  return tag === '[object GraphQLObjectType]'
-    ? 'object'
-    : tag === '[object GraphQLInterfaceType]'
-      ? 'interface'
-      : undefined;
 }

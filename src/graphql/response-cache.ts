@@ -21,15 +21,12 @@
  * requests waiting on it execute themselves (and report `not_shared`: UNSHAREABLE). A result too large to
  * store is shared with the requests waiting on it, not stored (LateTagged.served).
  */
-import { createHash } from 'node:crypto';
-import type { DocumentNode } from 'graphql';
 import type { Cache } from '../core/cache';
 import { LateTagged } from '../core/late-tags';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { Sink } from '../core/metrics';
-import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
-import { canonicalArgs } from './keys';
+import { ResponseKeys } from './response-key';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, checkCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
@@ -53,11 +50,7 @@ import type {
 
 export type * from './response-types';
 
-/**
- * Head of every response key: the response namespace (`\0response\0`, see core/namespaces), which
- * getOrCompute refuses and no loader key can start with, so no raw key reads or plants a response.
- */
-export const RESPONSE_KEY_HEAD = namespaceHead(RESPONSE_NAMESPACE);
+export { RESPONSE_KEY_HEAD } from './response-key';
 
 export class ResponseEngine {
   readonly #cache: Cache;
@@ -69,8 +62,7 @@ export class ResponseEngine {
   readonly #swr: number | undefined;
   readonly invalidateViaMutation: boolean;
   readonly #computations = new Map<string, Computation>();
-  readonly #documents = new WeakMap<DocumentNode, string>();
-  readonly #nameParts = new Map<string | null, string>();
+  readonly #keys = new ResponseKeys();
   /** Per key, the context of a request waiting for it (the latest): see lookup's fill and #lend. */
   readonly #waiting = new Map<string, unknown>();
   /** Results shared but not stored because a @cached field was served stale while they ran. */
@@ -105,18 +97,11 @@ export class ResponseEngine {
       if (id === PART_FAILED) return 'session_failed';
       session = id;
     }
-    const variables = canonicalArgs(declaredOnly(request.variables, policy.variables));
+    const variables = this.#keys.variables(request.variables, policy.variables);
     if (variables === undefined) return 'unkeyable_variables';
     const vary = this.#vary === undefined ? null : varyPart(this.#vary, request.context, this.warnings);
     if (vary === PART_FAILED) return 'vary_failed';
-    // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
-    // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
-    const parts =
-      session === null && vary === null
-        ? this.#namePart(request.operationName ?? null)
-        : JSON.stringify([request.operationName ?? null, session, vary]);
-    const key = `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${parts}:${variables}`;
-    return { request, policy, key };
+    return { request, policy, key: this.#keys.key(request, session, vary, variables) };
   }
 
   /** The operation's static policy (undefined: not a cacheable query), whether or not it has a plan: the HTTP header's. */
@@ -361,56 +346,6 @@ export class ResponseEngine {
     }
     return computation;
   }
-
-  /** `JSON.stringify([name, null, null])`, made once per operation name (a bounded memo). */
-  #namePart(name: string | null): string {
-    let part = this.#nameParts.get(name);
-    if (part === undefined) {
-      part = JSON.stringify([name, null, null]);
-      if (this.#nameParts.size < 1024) this.#nameParts.set(name, part);
-    }
-    return part;
-  }
-
-  #documentHash(document: DocumentNode): string {
-    let hash = this.#documents.get(document);
-    if (hash === undefined) {
-      const text = JSON.stringify(document, (name, value: unknown) => (name === 'loc' ? undefined : value));
-      hash = createHash('sha256').update(text).digest('base64url');
-      this.#documents.set(document, hash);
-    }
-    return hash;
-  }
-}
-
-/**
- * The request's variables the operation declares. graphql-js ignores the others, so they cannot
- * change the answer: keyed, any client could make each request a miss by adding one. Most
- * requests send only declared ones: then the object itself (nothing copied).
- */
-function declaredOnly(
-  variables: Readonly<Record<string, unknown>> | null | undefined,
-  declared: readonly string[],
-): unknown {
-  if (variables === undefined || variables === null) return {};
-  let extra = false;
-  for (const name in variables) {
-    if (!declared.includes(name)) {
-      extra = true;
-      break;
-    }
-  }
-  if (!extra) return variables;
-  const kept: Record<string, unknown> = {};
-  for (const name of declared)
-    if (Object.prototype.hasOwnProperty.call(variables, name))
-      Object.defineProperty(kept, name, {
-        value: variables[name],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-  return kept;
 }
 
 /** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */

@@ -1,0 +1,95 @@
+/**
+ * A response's key: the operation document (hashed), its name, the variables it declares in
+ * canonical form, the session (PRIVATE only) and the `vary` parts, under herdcache's reserved
+ * response namespace. The parts are encoded so they cannot run into each other.
+ */
+import { createHash } from 'node:crypto';
+import type { DocumentNode } from 'graphql';
+import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
+import { canonicalArgs } from './keys';
+import type { ResponseRequest } from './response-types';
+
+/**
+ * Head of every response key: the response namespace (`\0response\0`, see core/namespaces), which
+ * getOrCompute refuses and no loader key can start with, so no raw key reads or plants a response.
+ */
+export const RESPONSE_KEY_HEAD = namespaceHead(RESPONSE_NAMESPACE);
+
+/** One engine's key maker, with its memos (documents hashed once, name parts made once). */
+export class ResponseKeys {
+  readonly #documents = new WeakMap<DocumentNode, string>();
+  readonly #nameParts = new Map<string | null, string>();
+
+  /** The request's variables the operation declares (`declared`), canonical; undefined: unkeyable. */
+  variables(
+    variables: Readonly<Record<string, unknown>> | null | undefined,
+    declared: readonly string[],
+  ): string | undefined {
+    return canonicalArgs(declaredOnly(variables, declared));
+  }
+
+  key(
+    request: ResponseRequest,
+    session: string | null,
+    vary: string | readonly string[] | null,
+    variables: string,
+  ): string {
+    // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
+    // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
+    const parts =
+      session === null && vary === null
+        ? this.#namePart(request.operationName ?? null)
+        : JSON.stringify([request.operationName ?? null, session, vary]);
+    return `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${parts}:${variables}`;
+  }
+
+  /** `JSON.stringify([name, null, null])`, made once per operation name (a bounded memo). */
+  #namePart(name: string | null): string {
+    let part = this.#nameParts.get(name);
+    if (part === undefined) {
+      part = JSON.stringify([name, null, null]);
+      if (this.#nameParts.size < 1024) this.#nameParts.set(name, part);
+    }
+    return part;
+  }
+
+  #documentHash(document: DocumentNode): string {
+    let hash = this.#documents.get(document);
+    if (hash === undefined) {
+      const text = JSON.stringify(document, (name, value: unknown) => (name === 'loc' ? undefined : value));
+      hash = createHash('sha256').update(text).digest('base64url');
+      this.#documents.set(document, hash);
+    }
+    return hash;
+  }
+}
+
+/**
+ * The request's variables the operation declares. graphql-js ignores the others, so they cannot
+ * change the answer: keyed, any client could make each request a miss by adding one. Most
+ * requests send only declared ones: then the object itself (nothing copied).
+ */
+function declaredOnly(
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+  declared: readonly string[],
+): unknown {
+  if (variables === undefined || variables === null) return {};
+  let extra = false;
+  for (const name in variables) {
+    if (!declared.includes(name)) {
+      extra = true;
+      break;
+    }
+  }
+  if (!extra) return variables;
+  const kept: Record<string, unknown> = {};
+  for (const name of declared)
+    if (Object.prototype.hasOwnProperty.call(variables, name))
+      Object.defineProperty(kept, name, {
+        value: variables[name],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+  return kept;
+}
