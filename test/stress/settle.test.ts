@@ -63,7 +63,7 @@ describe('every promise settles: seeded random stress over every public path', (
         // The flaky store failed calls, invalidations among them: the retries had work to send.
         if (store === 'flaky') {
           expect(report.storeErrors).toBeGreaterThan(ops / 20);
-          expect(report.pendingAtRecovery).toBeGreaterThan(0);
+          expect(Math.max(report.pendingSeen, report.pendingAtRecovery)).toBeGreaterThan(0);
         }
         // On Redis a peer cache contends for the same fill locks: lock waits were part of the run.
         if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);

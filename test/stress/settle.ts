@@ -66,6 +66,11 @@ export interface StressReport {
   storeErrors: number;
   /** Invalidations waiting for a retry when the store got well (then sent: pendingInvalidationsAfter). */
   pendingAtRecovery: number;
+  /**
+   * The most invalidations seen waiting for a retry during the run (the flaky store: retries were
+   * exercised; at recovery they may all have been sent already, on a slow machine).
+   */
+  pendingSeen: number;
   /** Loads that found a key's fill lock held by the other cache (redis: the peer's contention). */
   lockContended: number;
 }
@@ -178,6 +183,7 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     pendingInvalidationsAfter: 0,
     storeErrors: 0,
     pendingAtRecovery: 0,
+    pendingSeen: 0,
     lockContended: 0,
   };
   const pending = new Map<number, string>();
@@ -380,6 +386,8 @@ export async function settleStress(options: StressOptions): Promise<StressReport
   for (let issued = 0; issued < ops;) {
     const burst = 1 + Math.floor(random() * 8);
     for (let i = 0; i < burst && issued < ops; i++, issued++) pick(operations)();
+    const waiting = cache.pendingInvalidations;
+    report.pendingSeen = Math.max(report.pendingSeen, waiting.keys + waiting.tags + (waiting.clear ? 1 : 0));
     const pause = random();
     if (pause < 0.4) await Promise.resolve();
     else if (pause < 0.75) await new Promise<void>((resolve) => setImmediate(resolve));
