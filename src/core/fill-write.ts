@@ -121,7 +121,12 @@ export class FillWrite {
           if (token !== undefined) release.push(item.key);
           continue;
         }
-        const entry = makeEntry(results[i], now, item.policy, {
+        const freshMs = tagged?.from.freshMs;
+        const policy =
+          freshMs !== undefined && freshMs < (item.policy.ttl ?? Infinity)
+            ? { ...item.policy, ttl: freshMs, jitter: 0 }
+            : item.policy;
+        const entry = makeEntry(results[i], now, policy, {
           fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
           tags: tagged === undefined ? item.tags : tagged.tags,
           tagVersions: tagged === undefined ? item.versions : tagged.versions,

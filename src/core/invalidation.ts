@@ -100,9 +100,15 @@ export class Invalidation {
     tags = nonEmpty(tags);
     let tagVersions: number[] | undefined;
     if (tags !== undefined && this.#store.tagVersions !== undefined) {
+      const asked = this.#clock.now();
       // As a fill does: the versions current now, so a later invalidateTags makes this a miss.
       tagVersions = await this.#storeCalls.call('tagVersions', () => this.#store.tagVersions!(tags), source);
-      if (tagVersions === undefined || tagVersions.some(Number.isNaN)) return; // unknown versions: not cached
+      if (tagVersions === undefined || tagVersions.some(Number.isNaN)) {
+        // Unknown versions: not written; the key's older value must go all the same (see below).
+        if (!(await this.#took('delete', () => this.#store.delete([key], { at: asked }), source)))
+          this.#keep([key], asked, [], false);
+        return;
+      }
     }
     const now = this.#clock.now();
     const entry = makeEntry(value, now, policy, { tags, tagVersions });

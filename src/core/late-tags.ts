@@ -40,6 +40,12 @@ export class LateTagged<V = unknown> {
   /** Served to the fill's waiters, never written (a response too large to store): see served(). */
   servedOnly = false;
 
+  /**
+   * How long the value stays fresh when written (ms), when shorter than its policy's ttl (a
+   * response built from a field served stale: fresh briefly, its grace kept). Undefined: the ttl.
+   */
+  freshMs: number | undefined = undefined;
+
   /** A value the registry hands to everyone waiting on the fill without writing it (the lock is released). */
   static served<V>(value: V): LateTagged<V> {
     const tagged = new LateTagged(value, []);

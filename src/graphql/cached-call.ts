@@ -36,7 +36,9 @@ export function answerKeyed(
  * answerKeyed for a @cached field's call, whose fill (its resolver, settled) is made only when the
  * answer needs a load: a closure made by the caller would have every call, hits too, allocate it
  * and a context for the call's arguments. `sessionOf`: the field's callers have sessions, and a
- * failure carries the session of the caller whose resolver failed (./failures).
+ * failure carries the session of the caller whose resolver failed (./failures). `list`: the field's
+ * type is a list, whose items may fail one by one (see settleList: the caller answers a PartialList
+ * with listOrThrow).
  */
 export function answerField(
   cache: Cache,
@@ -49,12 +51,13 @@ export function answerField(
   context: unknown,
   info: GraphQLResolveInfo,
   sessionOf: ((context: unknown) => string | undefined) | undefined,
+  list: boolean,
 ): unknown {
   const operation = operationOf(context);
   const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
   const answer = answerNow(cache, scope, call, key, memoKey);
   if (answer !== LATER) return answer;
-  return answerLater(cache, scope, call, key, fillOf(resolve, parent, args, context, info, sessionOf));
+  return answerLater(cache, scope, call, key, fillOf(resolve, parent, args, context, info, sessionOf, list));
 }
 
 /**
@@ -68,11 +71,12 @@ function fillOf(
   context: unknown,
   info: GraphQLResolveInfo,
   sessionOf: ((context: unknown) => string | undefined) | undefined,
+  list: boolean,
 ): () => Promise<unknown> {
-  if (sessionOf === undefined) return () => settleList(resolve(parent, args, context, info), true);
+  if (sessionOf === undefined) return () => settleList(resolve(parent, args, context, info), list);
   return async () => {
     try {
-      return await settleList(resolve(parent, args, context, info), true);
+      return await settleList(resolve(parent, args, context, info), list);
     } catch (thrown) {
       throw failedIn(thrown, sessionOf(context));
     }

@@ -361,13 +361,13 @@ function cachedResolver(
     // The first caller's resolver computes the value for every caller of this key: a PUBLIC
     // field's value must depend only on what is in its key.
     if (!guardFailures) {
-      const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, undefined);
+      const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, undefined, isList);
       // A list whose items failed (not cached) is answered item by item, as without a cache.
       return isList && answer instanceof Promise ? answer.then(undefined, listOrThrow) : answer;
     }
     // Its failure need not: the error was built for the leader's request (its user, its
     // authorization), so callers of other sessions get a generic error instead (./failures).
-    const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, sessionOf);
+    const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, sessionOf, isList);
     if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
     return answer.then(undefined, (error: unknown) =>
       listOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),

@@ -65,8 +65,8 @@ export class ResponseEngine {
   readonly #keys = new ResponseKeys();
   /** Per key, the context of a request waiting for it (the latest): see lookup's fill and #lend. */
   readonly #waiting = new Map<string, unknown>();
-  /** Results shared but not stored because a @cached field was served stale while they ran. */
-  readonly #staleShared = new WeakSet<object>();
+  /** Results stored briefly (STALE_FIELDS_MAX_AGE) because a @cached field was served stale while they ran. */
+  readonly #staleFields = new WeakSet<object>();
   /** Contexts lent to a run apart: its copy shares their objects (loaders), so each is lent once. */
   readonly #lent = new WeakSet<object>();
   /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
@@ -116,13 +116,12 @@ export class ResponseEngine {
    * requests that waited with it share one execution again rather than each running their own;
    * after a second unshareable one, it executes itself (`not_shared`).
    */
-  async lookup(plan: ResponsePlan, executeApart: ExecuteApart): Promise<Lookup> {
-    const first = await this.#lookup(plan, executeApart);
-    if (first !== NOT_SHARED || this.#lent.has(plan.request.context as object)) return first;
-    return this.#lookup(plan, executeApart);
+  lookup(plan: ResponsePlan, executeApart: ExecuteApart): Promise<Lookup> {
+    return this.#lookup(plan, executeApart, true);
   }
 
-  async #lookup(plan: ResponsePlan, executeApart: ExecuteApart): Promise<Lookup> {
+  /** `again`: on an unshareable execution, contend once more (see lookup). */
+  async #lookup(plan: ResponsePlan, executeApart: ExecuteApart, again: boolean): Promise<Lookup> {
     const { policy } = plan;
     let computation: Computation;
     try {
@@ -193,11 +192,11 @@ export class ResponseEngine {
         const completion: Completion =
           typeof stored === 'string'
             ? stored
-            : !stored.servedOnly
-              ? 'stored'
-              : this.#staleShared.has(stored)
+            : stored.servedOnly
+              ? 'oversized'
+              : this.#staleFields.has(stored)
                 ? 'stale_fields'
-                : 'oversized';
+                : 'stored';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
         const settled = () => (shared.refused ? 'invalidated' : completion);
         return loaded.then(settled, settled);
@@ -208,7 +207,10 @@ export class ResponseEngine {
     const value = firstOutcome.value;
     // The shared execution's result could not be shared: this request executes (not_shared).
     if (value === undefined) return { outcome: 'miss' };
-    if (value === UNSHAREABLE) return NOT_SHARED;
+    if (value === UNSHAREABLE)
+      return again && !this.#lent.has(plan.request.context as object)
+        ? this.#lookup(plan, executeApart, false)
+        : NOT_SHARED;
     answered = true;
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
@@ -242,20 +244,6 @@ export class ResponseEngine {
       if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return 'stricter_hint';
     }
     const { request } = plan;
-    // A @cached field was served stale (its swr grace) while this ran: stored, the response would
-    // pass that stale value off as fresh for its whole maxAge (a response's refresh would, each
-    // time its fields expire with it). Shared with the requests waiting on it, as anyone would be
-    // served that field now; stored by a later execution, once the field's refresh has landed.
-    if (operation !== undefined && operation.scope.stats().total.staleServed > 0) {
-      const shared = LateTagged.served<StoredResponse>({
-        data: executed.data,
-        maxAge: policy.maxAge,
-        scope: policy.scope,
-        at: this.#now(),
-      });
-      this.#staleShared.add(shared);
-      return shared;
-    }
     const seen = operation?.tagsSeen;
     // One walk finds the entities and bounds the JSON's size: only a result that may be over
     // maxBytes is serialized (a second time: the server serializes what it sends) to know.
@@ -277,11 +265,24 @@ export class ResponseEngine {
     const distinct = facts.distinct && (seen === undefined || seen.size === 0);
     if (seen !== undefined) for (const tag of seen) tags.push(tag);
     const data = facts.compact === undefined ? executed.data : facts.compact;
-    const stored: StoredResponse = { data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() };
+    // A @cached field was served stale (its swr grace) while this ran: stored for its maxAge, the
+    // response would pass that stale value off as fresh (a response's refresh would, each time its
+    // fields expire with it). Not stored at all, every request would execute it again while the
+    // field stays stale (its backend down: each execution asks it again). So it is stored fresh for
+    // STALE_FIELDS_MAX_AGE only (its grace kept, its header max-age as short): one execution a
+    // second at most, and the field's refreshed value in the response within a second of landing.
+    const staleFields = operation !== undefined && operation.scope.stats().total.staleServed > 0;
+    const maxAge = staleFields ? Math.min(policy.maxAge, STALE_FIELDS_MAX_AGE) : policy.maxAge;
+    const stored: StoredResponse = { data, maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
     // data (counted there as the null that stands for it) as measured.
     const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
-    return new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
+    const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
+    if (staleFields) {
+      tagged.freshMs = maxAge * 1000;
+      this.#staleFields.add(tagged);
+    }
+    return tagged;
   }
 
   /**
@@ -347,6 +348,12 @@ export class ResponseEngine {
     return computation;
   }
 }
+
+/**
+ * The longest a response stays fresh (seconds) when a @cached field it read was served stale: see
+ * #toStored. Its Cache-Control max-age on a hit is as short.
+ */
+export const STALE_FIELDS_MAX_AGE = 1;
 
 /** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */
 const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {

@@ -262,7 +262,7 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: expiry under load with swr', 
 });
 
 describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while its @cached field is stale', (kind) => {
-  it('is not stored as fresh: it is stored once the field’s own refresh has landed', async () => {
+  it('is stored fresh for a second only (max-age=1), not its maxAge; then the refreshed field is read', async () => {
     const clock = manualClock();
     const f = responseFixture({ cache: createCache({ clock }) });
     const { url, stop } = await serve(kind, f);
@@ -277,10 +277,15 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while it
       // Served stale; its refresh runs apart, reads the field stale (which starts the field's refresh).
       expect(await read()).toEqual([1, 'stale']);
       await until(() => f.calls.swrTick === 2 && f.cache.inFlight === 0, 'the refreshes');
-      // That refresh's result held the field's stale value: not stored (it would have been a fresh
-      // 'hit' with 1 for another 10 s). Still the stale response, whose next refresh reads 2.
-      expect(await read()).toEqual([1, 'stale']);
+      // That refresh held the field's stale value: stored for a second only, and said so over HTTP.
+      const brief = await post(url, '{ swrTick }');
+      expect([brief.body.data.swrTick, brief.body.extensions?.cache?.response]).toEqual([1, 'hit']);
+      expect(brief.headers.get('cache-control')).toBe('max-age=1, public');
+      clock.advance(1_001); // (with its maxAge, 10 s, it would still be a fresh hit with 1)
+      expect(await read()).toEqual([1, 'stale']); // its next refresh reads the refreshed field
       await until(() => f.cache.inFlight === 0, 'the second refresh');
+      expect(await read()).toEqual([2, 'hit']);
+      clock.advance(5_000); // stored for its maxAge now
       expect(await read()).toEqual([2, 'hit']);
       expect(f.calls.swrTick).toBe(2);
     } finally {
@@ -288,21 +293,51 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while it
     }
   });
 
-  it('a miss that reads a stale field is answered, not stored, and says why', async () => {
+  it('a miss that reads a stale field says so, and is stored for a second only', async () => {
     const clock = manualClock();
     const f = responseFixture({ cache: createCache({ clock }) });
     const { url, stop } = await serve(kind, f);
     try {
       await post(url, '{ swrTick }'); // the field cached at 0
       clock.advance(11_000);
-      const response = await post(url, '{ swrTick products { id } }'); // a new operation: a miss
+      const query = '{ swrTick products { id } }'; // a new operation: a miss
+      const response = await post(url, query);
       expect(response.body.data.swrTick).toBe(1);
       expect(response.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'stale_fields' });
       await until(() => f.cache.inFlight === 0, 'the field refresh');
-      const again = await post(url, '{ swrTick products { id } }');
-      expect(again.body.data.swrTick).toBe(2);
-      expect(again.body.extensions?.cache?.response).toBe('miss'); // stored now
-      expect((await post(url, '{ swrTick products { id } }')).body.extensions?.cache?.response).toBe('hit');
+      expect((await post(url, query)).body.extensions?.cache?.response).toBe('hit'); // within its second
+      clock.advance(1_001);
+      const stale = await post(url, query);
+      expect([stale.body.data.swrTick, stale.body.extensions?.cache?.response]).toEqual([1, 'stale']);
+      await until(() => f.cache.inFlight === 0, 'the response refresh');
+      const again = await post(url, query);
+      expect([again.body.data.swrTick, again.body.extensions?.cache?.response]).toEqual([2, 'hit']);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('while the field cannot be refreshed (its backend down), executions stay at one a second at most', async () => {
+    const clock = manualClock();
+    const f = responseFixture({ cache: createCache({ clock }) });
+    const { url, stop } = await serve(kind, f);
+    try {
+      await post(url, '{ swrTickDown executions }');
+      f.down.on = true;
+      clock.advance(11_000);
+      const executionsBefore = f.calls.executions!;
+      // 5 simulated seconds, 20 requests each, with the field stale and its refresh failing.
+      for (let second = 0; second < 5; second++) {
+        for (let i = 0; i < 20; i++) {
+          const response = await post(url, '{ swrTickDown executions }');
+          expect(response.body.data.swrTickDown).toBe(1); // the stale value, never an error
+          await until(() => f.cache.inFlight === 0, 'the refreshes');
+        }
+        clock.advance(1_000);
+      }
+      // One execution per simulated second at most (plus the first), not one per request (100).
+      expect(f.calls.executions! - executionsBefore).toBeLessThanOrEqual(6);
+      expect(f.calls.executions! - executionsBefore).toBeGreaterThanOrEqual(5); // refreshed each second
     } finally {
       await stop();
     }

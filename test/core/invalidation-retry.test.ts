@@ -207,3 +207,27 @@ it('a prime the store failed to take is sent again as an invalidation: the older
   expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
   expect(await readerUsers.load('1')).toBe('newest');
 });
+
+it('a prime with tags whose tag versions the store failed to read: the key is invalidated all the same, and retried', async () => {
+  const { store, inner, state } = flakyStore();
+  // A tag-versioned store (as Redis is): versions read before a prime's write.
+  store.tagVersions = (tags) =>
+    state.down ? Promise.reject(new Error('store down')) : Promise.resolve(tags.map(() => 0));
+  const writer = createCache({ store, ttl: 60_000 });
+  const reader = createCache({ store: inner, ttl: 60_000 });
+  let version = 'old';
+  const batch = async (keys: readonly string[]) => keys.map(() => version);
+  const tags = (key: string) => [`User:${key}`];
+  const writerUsers = writer.loader<string, string>({ name: 'users', batch, tags });
+  const readerUsers = reader.loader<string, string>({ name: 'users', batch, tags });
+  expect(await readerUsers.load('1')).toBe('old');
+
+  state.down = true;
+  version = 'new';
+  await writerUsers.prime('1', 'new');
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 0, clear: false });
+  state.down = false;
+  await advance(250);
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  expect(await readerUsers.load('1')).toBe('new');
+});

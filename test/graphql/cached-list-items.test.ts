@@ -110,3 +110,17 @@ it('a caller of another session gets none of the leader’s item errors, nor its
   expect(c.errors?.[0]?.message).toMatch(/another session/);
   expect(c.errors?.[0]?.path).toEqual(['numbers']);
 });
+
+it('a field that is no list (a JSON scalar) holding an array with an Error: that error, never herdcache’s own', async () => {
+  const cache = createCache();
+  let calls = 0;
+  const schema = makeSchema('scalar JSON\ntype Query { raw: JSON @cached(ttl: 60) }', {
+    Query: { raw: () => (calls++, [1, new Error('item error'), 3]) },
+  });
+  cachedDirectiveTransformer(schema, { cache });
+  for (let i = 1; i <= 2; i++) {
+    const result = await run(schema, '{ raw }');
+    expect(result.errors?.map((error) => error.message)).toEqual(['item error']);
+    expect(calls).toBe(i); // not cached
+  }
+});

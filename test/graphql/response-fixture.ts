@@ -25,6 +25,8 @@ export const responseTypeDefs = `
     slowBroken: Int @cacheControl(maxAge: 60)
     slowRecommendations: String @cacheControl(maxAge: 60)
     swrTick: Int @cacheControl(maxAge: 10) @cached(ttl: 10, swr: 60)
+    swrTickDown: Int @cacheControl(maxAge: 10) @cached(ttl: 10, swr: 60)
+    executions: Int @cacheControl(maxAge: 60)
     uncached: Int
   }
   type Mutation {
@@ -41,6 +43,8 @@ export interface ResponseFixture {
   calls: Record<string, number>;
   names: Map<string, string>;
   schema: ReturnType<typeof makeSchema>;
+  /** While `on`, swrTickDown's backend is down (its resolver throws). */
+  down: { on: boolean };
   /** Resolves the pending calls of the gated resolvers (`slow`, `slowBig`, `slowBroken`, `slowRecommendations`). */
   gate: { wait: Promise<void>; open(): void };
 }
@@ -63,6 +67,7 @@ export function responseFixture(
       ['1', 'Ada'],
       ['2', 'Bob'],
     ]);
+  const down = { on: false };
   let open!: () => void;
   const gate = { wait: new Promise<void>((resolve) => (open = resolve)), open: () => open() };
   const user = (id: string) => (names.has(id) ? { id, name: names.get(id)! } : null);
@@ -149,6 +154,16 @@ export function responseFixture(
         await gate.wait;
         return ctx.session === undefined ? 'popular' : `picked for ${ctx.session}`;
       },
+      swrTickDown: () => {
+        if (down.on) throw new Error('backend down');
+        counter.count('swrTickDown');
+        return counter.calls.swrTickDown;
+      },
+      // Counts the executions of the operations that select it.
+      executions: () => {
+        counter.count('executions');
+        return 0;
+      },
       swrTick: () => {
         counter.count('swrTick');
         return counter.calls.swrTick;
@@ -178,7 +193,7 @@ export function responseFixture(
     },
   });
   cachedDirectiveTransformer(schema, { cache });
-  return { cache, calls: counter.calls, names, schema, gate };
+  return { cache, calls: counter.calls, names, schema, gate, down };
 }
 
 export interface Posted {
