@@ -77,6 +77,11 @@ export class ApartRunner {
     this.#gateways.add(schema);
   }
 
+  /** Whether `schema` is a gateway's API schema (its policy comes from the subgraphs' headers). */
+  isGateway(schema: GraphQLSchema): boolean {
+    return this.#gateways.has(schema);
+  }
+
   async execute(operation: ApartOperation, context: object): Promise<ExecutedResult & { final: FinalPolicy }> {
     if (this.#gateways.has(operation.schema)) throw new Error('herdcache: a gateway operation is not run apart');
     const graphql = await import('graphql');

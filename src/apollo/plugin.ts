@@ -185,7 +185,9 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             if (completion === 'oversized')
               outcome = 'oversized'; // served, not stored: counted apart
             else if (completion !== 'stored') reason = { notStoredReason: completion };
-            if (completion === 'stricter_hint') warnIfApolloDefault(engine!, plan!, final.maxAge, hint);
+            // On a gateway the policy is the subgraphs' Cache-Control headers, not Apollo's defaultMaxAge.
+            if (completion === 'stricter_hint' && !apart!.isGateway(plan!.request.schema))
+              warnIfApolloDefault(engine!, plan!, final.maxAge, hint);
           }
           if (
             engine !== undefined &&

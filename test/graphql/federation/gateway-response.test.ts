@@ -44,3 +44,27 @@ it('a stale gateway response is not refreshed apart (it stored nulls); it stays 
     await gatewayCache.close();
   }
 });
+
+it('subgraphs answering no-store: not stored on the gateway (stricter_hint), and no defaultMaxAge advice', async () => {
+  const warned: string[] = [];
+  const spy = jest.spyOn(process, 'emitWarning').mockImplementation(((warning: string, options?: { code?: string }) => {
+    warned.push(options?.code ?? String(warning));
+  }) as typeof process.emitWarning);
+  const gatewayCache = createCache();
+  const federation = await startFederation(createCache(), undefined, [
+    ApolloServerPluginCacheControl({ defaultMaxAge: 60 }),
+    herdcachePlugin({ cache: gatewayCache, extensions: true, responseCache: { defaultMaxAge: 60 } }),
+  ]); // the subgraphs have no hints: they answer no-store
+  try {
+    for (let i = 0; i < 2; i++) {
+      const answer = (await post(federation.gatewayUrl, QUERY)) as { extensions?: any };
+      expect(answer.extensions.cache).toMatchObject({ response: 'miss', notStoredReason: 'stricter_hint' });
+    }
+    // The advice (add ApolloServerPluginCacheControl({ defaultMaxAge })) is for a server, not a gateway.
+    expect(warned.filter((code) => code === 'HERDCACHE_APOLLO_DEFAULT_MAX_AGE')).toEqual([]);
+  } finally {
+    spy.mockRestore();
+    await federation.stop();
+    await gatewayCache.close();
+  }
+});
