@@ -248,6 +248,17 @@ it('a user without +publish: the tiered store still answers, one warning naming 
   expect(messages[0]).toMatch(/may not run PUBLISH \(sent by publish\)/);
 });
 
+it('a user without +get: the scripts’ GET refused fails them (counted, warned), never read as a missing value', async () => {
+  const login = await user(rule.filter((token) => token !== '+get'));
+  const outcome = await scenario(login);
+  // Read as missing, the lock scripts sent waiters to wait for a value they could not see (the
+  // whole lockWaitTimeout), with nothing counted and nothing said.
+  expect(outcome.storeErrors).toBeGreaterThan(0);
+  const messages = noPerm().map(({ message }) => message);
+  expect(messages.length).toBeGreaterThan(0);
+  expect(messages[0]).toMatch(/may not run a command inside herdcache's \w+ script/);
+});
+
 describe('the rule without one of its commands: loads still answered, the refusal logged', () => {
   it.each(commands)('-%s', async (command) => {
     const asDefault = await scenario(undefined);
