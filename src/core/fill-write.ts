@@ -45,6 +45,18 @@ export class FillWrite {
   readonly #calls: StoreCalls;
   readonly #observers: Observers;
 
+  /** Keeps what the store failed to take (./outage); forgets what it took, when anything is kept. */
+  #outage(writes: readonly StoreWrite[], failed: readonly StoreWrite[], now: number, issued: number): void {
+    const outage = this.#calls.outage;
+    if (failed.length > 0) outage.keep(failed, now, issued);
+    if (outage.size > 0 && failed.length < writes.length)
+      outage.drop(
+        writes.filter((write) => !failed.includes(write)).map((write) => write.key),
+        [],
+        false,
+      );
+  }
+
   constructor(deps: FillWriteDeps) {
     this.#store = deps.store;
     this.#clock = deps.clock;
@@ -153,6 +165,7 @@ export class FillWrite {
     // write lands only if our lock still stands.
     let written: Promise<unknown> | undefined;
     if (writes.length > 0) {
+      const issued = calls.outage.invalidations;
       written =
         lock !== undefined && token !== undefined
           ? calls
@@ -163,8 +176,11 @@ export class FillWrite {
                 const unsure = landed === undefined ? writes : writes.filter((_, i) => landed[i] === undefined);
                 const keys = unsure.map((w) => w.key);
                 if (keys.length > 0) void calls.call('lock.release', () => lock.release(keys, token), items);
+                this.#outage(writes, unsure, now, issued);
               })
-          : calls.call('setMany', () => this.#store.setMany(writes), items);
+          : calls
+              .call('setMany', async () => (await this.#store.setMany(writes), true), items)
+              .then((took) => this.#outage(writes, took === true ? [] : writes, now, issued));
       // A lock that gathers writes for a moment (redisStore: to the end of the event-loop turn, so
       // the fills finishing in one turn share one call) says when they are on the connection; the
       // callers are answered after that, so the order above holds for them too.

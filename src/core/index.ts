@@ -18,6 +18,7 @@ export {
 export { manualClock, systemClock, type Clock, type Entry, type ManualClock } from './freshness';
 export { jitteredTtl } from './options';
 export { MAX_PENDING_INVALIDATIONS } from './invalidation';
+export { OUTAGE_HOLD_MS, OUTAGE_MAX_ENTRIES } from './outage';
 export {
   MemoryStore,
   memoryStore,

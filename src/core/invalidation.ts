@@ -235,6 +235,7 @@ export class Invalidation {
 
   /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */
   abandon(keys: readonly string[], tags: readonly string[], all: boolean, why: string): void {
+    this.#storeCalls.outage.invalidate(keys, tags, all); // nor read while the store cannot be (./outage)
     const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
     if (all) {
       this.#flights.abandonAll(reason);

@@ -213,7 +213,13 @@ export class FillPipeline {
       if (lockable !== undefined) return this.#readOrAcquire(items, keys, lockable, late && this.#clocked);
     }
     const entries = await this.#calls.call('getMany', () => store.getMany(keys), items);
-    return { entries: entries ?? [], begun: undefined };
+    return { entries: entries ?? this.#outage(keys), begun: undefined };
+  }
+
+  /** A read the store failed: what this process filled while it could not take it (./outage). */
+  #outage(keys: readonly string[]): readonly (Entry | undefined)[] {
+    const outage = this.#calls.outage;
+    return outage.size === 0 ? [] : outage.read(keys, this.#clock.now());
   }
 
   async #readOrAcquire(items: Item[], keys: string[], lockable: boolean[], clock: boolean): Promise<Read> {
@@ -227,7 +233,7 @@ export class FillPipeline {
         clock ? lock.readOrAcquire!(keys, lockable, token, ttl, true) : lock.readOrAcquire!(keys, lockable, token, ttl),
       items,
     );
-    if (read === undefined) return { entries: [], begun: undefined };
+    if (read === undefined) return { entries: this.#outage(keys), begun: undefined };
     const { entries, watch } = read;
     if (read.clock !== undefined)
       for (const item of items) if (item.policy.lateTags === true) item.clock ??= read.clock;

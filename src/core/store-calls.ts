@@ -7,8 +7,11 @@ import { StorePartialError } from './errors';
 import { type Observers, notify } from './hooks';
 import type { Item, Source } from './item';
 import type { Counters } from './types';
+import { OutageMemo } from './outage';
 
 export class StoreCalls {
+  /** What was filled while the store could not take it: read when the store cannot be read (./outage). */
+  readonly outage = new OutageMemo();
   /** Where failures of calls that concern no source are counted (getOrCompute's counters). */
   readonly #fallback: Counters;
   readonly #observers: Observers;

@@ -1,0 +1,127 @@
+/**
+ * While the store cannot be read or written (Redis down, its breaker open), what this process
+ * filled is read from an outage memo for up to OUTAGE_HOLD_MS (never past its freshness): a key is
+ * filled once a second at most per process, not once per load. Counted fills, an injected clock.
+ */
+import { createCache } from '../../src/core/cache';
+import { manualClock } from '../../src/core/freshness';
+import { memoryStore } from '../../src/core/memory';
+import { OUTAGE_HOLD_MS, OUTAGE_MAX_ENTRIES } from '../../src/core/outage';
+import type { Store } from '../../src/core/store';
+
+/** A memory store (a database the test owns) whose every call fails while `down`. */
+function flakyStore() {
+  const inner = memoryStore();
+  const state = { down: false };
+  const gate =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      state.down ? Promise.reject(new Error('store down')) : call(...args);
+  const store: Store = {
+    name: 'flaky',
+    getMany: gate((keys: readonly string[]) => inner.getMany(keys)),
+    setMany: gate((writes: Parameters<Store['setMany']>[0]) => inner.setMany(writes)),
+    delete: gate((keys: readonly string[]) => inner.delete(keys)),
+    invalidateTags: gate((tags: readonly string[]) => inner.invalidateTags(tags)),
+    clear: gate(() => inner.clear()),
+  };
+  return { store, inner, state };
+}
+
+function setup(ttl = 60_000) {
+  const clock = manualClock();
+  const { store, inner, state } = flakyStore();
+  const cache = createCache({ store, ttl, clock });
+  let fills = 0;
+  let version = 'v1';
+  const load = (key = 'k') => cache.getOrCompute(key, async () => (fills++, version));
+  return {
+    clock,
+    cache,
+    inner,
+    state,
+    load,
+    fills: () => fills,
+    setVersion: (v: string) => (version = v),
+  };
+}
+
+it('while the store is down, a key is filled once per hold, not once per load; the loads still answer', async () => {
+  const t = setup();
+  t.state.down = true;
+  for (let i = 0; i < 20; i++) expect(await t.load()).toBe('v1');
+  expect(t.fills()).toBe(1);
+  expect(t.cache.metrics().total.storeErrors).toBeGreaterThan(0);
+  t.clock.advance(OUTAGE_HOLD_MS); // the hold is over: filled again, then held again
+  t.setVersion('v2');
+  for (let i = 0; i < 20; i++) expect(await t.load()).toBe('v2');
+  expect(t.fills()).toBe(2);
+});
+
+it('never past the value’s own freshness (a ttl shorter than the hold)', async () => {
+  const t = setup(200);
+  t.state.down = true;
+  await t.load();
+  await t.load();
+  expect(t.fills()).toBe(1);
+  t.clock.advance(200);
+  await t.load();
+  expect(t.fills()).toBe(2);
+});
+
+it('a local invalidation or clear drops what is held: the next load fills', async () => {
+  const t = setup();
+  t.state.down = true;
+  await t.load();
+  await t.cache.invalidate('k');
+  t.setVersion('v2');
+  expect(await t.load()).toBe('v2');
+  expect(t.fills()).toBe(2);
+  await t.cache.clear();
+  t.setVersion('v3');
+  expect(await t.load()).toBe('v3');
+  expect(t.fills()).toBe(3);
+});
+
+it('only a failed read consults it: once the store answers, its answer (another replica’s write) wins', async () => {
+  const t = setup();
+  t.state.down = true;
+  expect(await t.load()).toBe('v1');
+  t.state.down = false;
+  // Another replica wrote the key meanwhile.
+  const other = createCache({ store: t.inner, ttl: 60_000, clock: t.clock });
+  await other.getOrCompute('k', async () => 'from the other replica');
+  expect(await t.load()).toBe('from the other replica');
+  // And a miss the store answers is a miss, even within the hold (the other replica invalidated it).
+  await t.cache.getOrCompute('j', async () => 'mine'); // written: the store took it
+  t.state.down = true;
+  await t.cache.getOrCompute('m', async () => 'held'); // held: the store is down
+  t.state.down = false;
+  await other.invalidate('m');
+  expect(await t.cache.getOrCompute('m', async () => 'refilled')).toBe('refilled');
+});
+
+it('a write the store took later forgets the held entry', async () => {
+  const t = setup();
+  t.state.down = true;
+  await t.load();
+  t.state.down = false;
+  t.clock.advance(OUTAGE_HOLD_MS);
+  t.setVersion('v2');
+  expect(await t.load()).toBe('v2'); // filled and written (the store is back)
+  t.state.down = true;
+  // Down again: the entry held in the first outage (v1) was forgotten when v2's write landed; v2
+  // itself was written, not held: this read fails with nothing held, so it fills.
+  t.setVersion('v3');
+  expect(await t.load()).toBe('v3');
+});
+
+it('is bounded', async () => {
+  const t = setup();
+  t.state.down = true;
+  for (let i = 0; i < OUTAGE_MAX_ENTRIES + 50; i++) await t.load(`k${i}`);
+  expect(t.fills()).toBe(OUTAGE_MAX_ENTRIES + 50);
+  await t.load('k0'); // the oldest went first
+  await t.load(`k${OUTAGE_MAX_ENTRIES + 49}`); // the newest is held
+  expect(t.fills()).toBe(OUTAGE_MAX_ENTRIES + 51);
+});
