@@ -17,21 +17,17 @@ export const WAITERS_MAX_BYTES = 4096;
 
 /**
  * GET that reads a key of another type (something foreign under our prefix) as missing, as MGET
- * does, instead of aborting the whole script with WRONGTYPE halfway through a batch. Any other
- * error (a user whose ACL refuses GET) fails the script, as a refused command does: read as
- * missing, it would send lock waiters to wait for a value they cannot see (lockWaitTimeout), with
- * no failure counted and no warning.
+ * does, not aborting the script halfway through a batch. Any other error (an ACL refusing GET)
+ * fails the script: read as missing, waiters would wait out lockWaitTimeout, nothing counted.
  */
 const SAFE_GET = `
-local function safe(value)
+local function get(key)
+  local value = redis.pcall('GET', key)
   if type(value) == 'table' and value.err then
     if string.find(value.err, 'WRONGTYPE', 1, true) then return false end
     error(value)
   end
   return value
-end
-local function get(key)
-  return safe(redis.pcall('GET', key))
 end`;
 
 /**
@@ -254,9 +250,7 @@ return released
 const CLOCK_READ = `
 local function clock_at(key)
   local stored = redis.pcall('GET', key)
-  if type(stored) == 'table' and stored.err and not string.find(stored.err, 'WRONGTYPE', 1, true) then
-    error(stored)
-  end
+  if type(stored) == 'table' and stored.err and not string.find(stored.err, 'WRONGTYPE', 1, true) then error(stored) end
   if type(stored) ~= 'string' then return 0 end
   local n = tonumber(stored)
   if n == nil or n < 0 or n ~= math.floor(n) then return 0 end
