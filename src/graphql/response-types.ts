@@ -72,8 +72,8 @@ export type ResponseBypassReason =
  * execution whose result could not be shared (`not_shared`: that one had one of the reasons above;
  * this request contended once more, waited on a second such execution, then executed itself, and
  * its result is not stored either), or a @cached field was served stale (its swr grace) while it
- * ran (`stale_fields`: shared with the requests that waited on it, not stored, so the stale value
- * is never passed off as fresh for the response's maxAge).
+ * ran (`stale_fields`: stored fresh for 1 second only, not its maxAge, so the stale value is never
+ * passed off as fresh for long; see STALE_FIELDS_MAX_AGE in ./response-cache).
  */
 export type NotStoredReason =
   'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated' | 'not_shared' | 'stale_fields';
