@@ -49,12 +49,13 @@ export class FillWrite {
   #outage(writes: readonly StoreWrite[], failed: readonly StoreWrite[], now: number, issued: number): void {
     const outage = this.#calls.outage;
     if (failed.length > 0) outage.keep(failed, now, issued);
-    if (outage.size > 0 && failed.length < writes.length)
-      outage.drop(
-        writes.filter((write) => !failed.includes(write)).map((write) => write.key),
-        [],
-        false,
-      );
+    if (outage.size === 0 || failed.length === writes.length) return;
+    const missed = new Set(failed);
+    outage.drop(
+      writes.filter((write) => !missed.has(write)).map((write) => write.key),
+      [],
+      false,
+    );
   }
 
   constructor(deps: FillWriteDeps) {

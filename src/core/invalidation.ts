@@ -99,28 +99,30 @@ export class Invalidation {
     this.abandon([key], [], false, 'the key was primed while this fill ran');
     tags = nonEmpty(tags);
     let tagVersions: number[] | undefined;
+    let writable = true;
+    // As a fill does: the versions current now, so a later invalidateTags makes this a miss. Unknown
+    // versions: nothing is written, but the key's older value must go all the same (the fence below).
     if (tags !== undefined && this.#store.tagVersions !== undefined) {
-      const asked = this.#clock.now();
-      // As a fill does: the versions current now, so a later invalidateTags makes this a miss.
       tagVersions = await this.#storeCalls.call('tagVersions', () => this.#store.tagVersions!(tags), source);
-      if (tagVersions === undefined || tagVersions.some(Number.isNaN)) {
-        // Unknown versions: not written; the key's older value must go all the same (see below).
-        if (!(await this.#took('delete', () => this.#store.delete([key], { at: asked }), source)))
-          this.#keep([key], asked, [], false);
-        return;
-      }
+      writable = tagVersions !== undefined && !tagVersions.some(Number.isNaN);
     }
     const now = this.#clock.now();
-    const entry = makeEntry(value, now, policy, { tags, tagVersions });
     // Fenced as an invalidation is: a fill of this key on another replica that started before
     // this holds its lock or wrote nothing yet; the delete takes the lock and marks the key, so
     // its write is refused rather than landing over this value (a plain write would not be).
     // Either call failed (the store down): the key's older value must not stay for its ttl on
     // every replica, so the prime becomes an invalidation, kept and sent again as one.
-    const written =
-      (await this.#took('delete', () => this.#store.delete([key], { at: now }), source)) &&
-      (await this.#took('setMany', () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]), source));
-    if (!written) this.#keep([key], now, [], false);
+    const fenced = await this.#took('delete', () => this.#store.delete([key], { at: now }), source);
+    let done = fenced;
+    if (fenced && writable) {
+      const entry = makeEntry(value, now, policy, { tags, tagVersions });
+      done = await this.#took(
+        'setMany',
+        () => this.#store.setMany([{ key, entry, ttl: physicalTtl(entry, now) }]),
+        source,
+      );
+    }
+    if (!done) this.#keep([key], now, [], false);
   }
 
   /** Empties the store and abandons every fill in flight. */

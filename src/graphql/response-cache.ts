@@ -65,8 +65,6 @@ export class ResponseEngine {
   readonly #keys = new ResponseKeys();
   /** Per key, the context of a request waiting for it (the latest): see lookup's fill and #lend. */
   readonly #waiting = new Map<string, unknown>();
-  /** Results stored briefly (STALE_FIELDS_MAX_AGE) because a @cached field was served stale while they ran. */
-  readonly #staleFields = new WeakSet<object>();
   /** Contexts lent to a run apart: its copy shares their objects (loaders), so each is lent once. */
   readonly #lent = new WeakSet<object>();
   /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
@@ -194,7 +192,7 @@ export class ResponseEngine {
             ? stored
             : stored.servedOnly
               ? 'oversized'
-              : this.#staleFields.has(stored)
+              : stored.freshMs !== undefined // fresh briefly: a @cached field was served stale (#toStored)
                 ? 'stale_fields'
                 : 'stored';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
@@ -278,10 +276,7 @@ export class ResponseEngine {
     // data (counted there as the null that stands for it) as measured.
     const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
     const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
-    if (staleFields) {
-      tagged.freshMs = maxAge * 1000;
-      this.#staleFields.add(tagged);
-    }
+    if (staleFields) tagged.freshMs = maxAge * 1000;
     return tagged;
   }
 
