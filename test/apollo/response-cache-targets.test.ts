@@ -262,11 +262,22 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: expiry under load with swr', 
 });
 
 describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while its @cached field is stale', (kind) => {
-  it('is stored fresh for a second only (max-age=1), not its maxAge; then the refreshed field is read', async () => {
+  /** A server on a fixture whose cache reads an injected clock; stopped after `body`. */
+  const withClock = async (
+    body: (f: ResponseFixture, url: string, clock: ReturnType<typeof manualClock>) => Promise<void>,
+  ) => {
     const clock = manualClock();
     const f = responseFixture({ cache: createCache({ clock }) });
     const { url, stop } = await serve(kind, f);
     try {
+      await body(f, url, clock);
+    } finally {
+      await stop();
+    }
+  };
+
+  it('is stored fresh for a second only (max-age=1), not its maxAge; then the refreshed field is read', async () => {
+    await withClock(async (f, url, clock) => {
       const read = async () => {
         const response = await post(url, '{ swrTick }');
         return [response.body.data.swrTick, response.body.extensions?.cache?.response];
@@ -288,16 +299,11 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while it
       clock.advance(5_000); // stored for its maxAge now
       expect(await read()).toEqual([2, 'hit']);
       expect(f.calls.swrTick).toBe(2);
-    } finally {
-      await stop();
-    }
+    });
   });
 
   it('a miss that reads a stale field says so, and is stored for a second only', async () => {
-    const clock = manualClock();
-    const f = responseFixture({ cache: createCache({ clock }) });
-    const { url, stop } = await serve(kind, f);
-    try {
+    await withClock(async (f, url, clock) => {
       await post(url, '{ swrTick }'); // the field cached at 0
       clock.advance(11_000);
       const query = '{ swrTick products { id } }'; // a new operation: a miss
@@ -312,16 +318,11 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while it
       await until(() => f.cache.inFlight === 0, 'the response refresh');
       const again = await post(url, query);
       expect([again.body.data.swrTick, again.body.extensions?.cache?.response]).toEqual([2, 'hit']);
-    } finally {
-      await stop();
-    }
+    });
   });
 
   it('while the field cannot be refreshed (its backend down), executions stay at one a second at most', async () => {
-    const clock = manualClock();
-    const f = responseFixture({ cache: createCache({ clock }) });
-    const { url, stop } = await serve(kind, f);
-    try {
+    await withClock(async (f, url, clock) => {
       await post(url, '{ swrTickDown executions }');
       f.down.on = true;
       clock.advance(11_000);
@@ -338,9 +339,7 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: a response refreshed while it
       // One execution per simulated second at most (plus the first), not one per request (100).
       expect(f.calls.executions! - executionsBefore).toBeLessThanOrEqual(6);
       expect(f.calls.executions! - executionsBefore).toBeGreaterThanOrEqual(5); // refreshed each second
-    } finally {
-      await stop();
-    }
+    });
   });
 });
 
