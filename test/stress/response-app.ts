@@ -29,6 +29,7 @@ export const stressTypeDefs = `
     short: Int @cacheControl(maxAge: 60)
     recs: String @cacheControl(maxAge: 60)
     flaky(n: Int!): Int @cacheControl(maxAge: 60)
+    flakyList(n: Int!): [Int] @cacheControl(maxAge: 60) @cached(ttl: 60)
     ticker: Int @cacheControl(maxAge: 10) @cached(ttl: 10, swr: 60)
     burst(nonce: Int!): Int @cacheControl(maxAge: 60)
     big(id: ID!): String @cacheControl(maxAge: 60)
@@ -54,6 +55,8 @@ export interface StressDb {
   /** Executions of `burst` per nonce. */
   bursts: Map<number, number>;
   tickers: number;
+  /** flakyList's executions: every third fails its middle item. */
+  flakyLists: number;
   /** Executions of the root fields that read entities (each one is an execution of its operation). */
   executions: number;
 }
@@ -71,6 +74,7 @@ export function stressDb(): StressDb {
     scores: new Map(USER_IDS.map((id) => [id, 0])),
     bursts: new Map(),
     tickers: 0,
+    flakyLists: 0,
     executions: 0,
   };
 }
@@ -150,6 +154,13 @@ export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
         await wait();
         return `u${id}:v${version}:${'x'.repeat(BIG_BYTES)}`;
       },
+      // A @cached list whose middle item fails on every third execution (no draw: the seed's other
+      // draws stay as they were): answered item by item, never cached with the failure.
+      flakyList: async (_p, { n }: { n: number }) => {
+        const fails = ++db.flakyLists % 3 === 0;
+        await new Promise<void>((resolve) => setTimeout(resolve, 1));
+        return [n, fails ? Promise.reject(new Error(`item of ${n} failed`)) : n + 1, n + 2];
+      },
       burst: async (_p, { nonce }: { nonce: number }) => {
         db.bursts.set(nonce, (db.bursts.get(nonce) ?? 0) + 1);
         await new Promise<void>((resolve) => setTimeout(resolve, 2));
@@ -224,8 +235,13 @@ export function stressQueries(random: () => number, bigRandom?: () => number): (
   // `big` (over maxBytes) now and then, drawn apart: the other draws stay the seed's.
   return () => {
     const query = makers[Math.floor(random() * makers.length)]!();
-    return bigRandom !== undefined && bigRandom() < 0.06
-      ? { label: 'big', query: `{ big(id: "${USER_IDS[Math.floor(bigRandom() * USER_IDS.length)]}") }` }
-      : query;
+    if (bigRandom === undefined) return query;
+    const apart = bigRandom();
+    if (apart < 0.06)
+      return { label: 'big', query: `{ big(id: "${USER_IDS[Math.floor(bigRandom() * USER_IDS.length)]}") }` };
+    // `flakyList` now and then, drawn apart too: answered item by item when its middle item fails.
+    if (apart < 0.12)
+      return { label: 'flakyList', query: `{ flakyList(n: ${Math.floor(bigRandom() * 3) * 10}) }`, mayFail: true };
+    return query;
   };
 }

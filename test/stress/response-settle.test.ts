@@ -20,8 +20,11 @@ afterAll(async () => {
 
 /** Answers over maxBytes (`big`: served, not stored) across the runs: the mix did exercise them. */
 let oversized = 0;
+/** @cached lists answered item by item (a failed middle item) across the runs: the mix exercised them. */
+let partialLists = 0;
 afterAll(() => {
   if (replay === undefined) expect(oversized).toBeGreaterThan(0);
+  if (replay === undefined) expect(partialLists).toBeGreaterThan(0);
 });
 
 const REQUESTS = 250;
@@ -72,6 +75,7 @@ describe('the response layer under a seeded random mix: every request answers, n
       expect(report.quietBursts).toBeGreaterThan(0);
       expect(report.outcomes.stale ?? 0).toBeGreaterThan(0);
       oversized += report.outcomes.oversized ?? 0;
+      partialLists += report.partialLists;
       expect(report.aborted).toBeGreaterThan(0);
       if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
     });

@@ -98,6 +98,8 @@ export interface ResponseStressReport {
   burstExtraExecutions: string[];
   /** Answers shared from a burst's one execution. */
   burstCoalesced: number;
+  /** flakyList answers whose middle item failed (answered item by item). */
+  partialLists: number;
   lockContended: number;
   /** Writes not required to be seen: they overlapped the Redis pause (their invalidation may be lost). */
   exemptWrites: number;
@@ -187,6 +189,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     quietBursts: 0,
     burstExtraExecutions: [],
     burstCoalesced: 0,
+    partialLists: 0,
     lockContended: 0,
     exemptWrites: 0,
   };
@@ -305,6 +308,18 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     if (served && q.neverShared) wrong(`${what}: a ${outcome} answer of an unshareable operation`);
     if (outcome === 'stale' && !q.swr) wrong(`${what}: stale without swr`);
     if (q.private && /public/.test(answer.header ?? '')) wrong(`${what}: cache-control ${answer.header}`);
+    if (q.label === 'flakyList' && body !== undefined) {
+      // Item by item, as without a cache: [n, n + 1, n + 2], or its middle item null with its error there.
+      const n = Number(/n: (\d+)/.exec(q.query)![1]);
+      const list = (body.data as { flakyList?: unknown } | undefined)?.flakyList;
+      const paths = (body.errors ?? []).map((error) => JSON.stringify((error as { path?: unknown }).path));
+      const whole = JSON.stringify(list) === JSON.stringify([n, n + 1, n + 2]) && paths.length === 0;
+      const partial =
+        JSON.stringify(list) === JSON.stringify([n, null, n + 2]) &&
+        JSON.stringify(paths) === '["[\\"flakyList\\",1]"]';
+      if (!whole && !partial) wrong(`${what}: ${JSON.stringify(body).slice(0, 200)}`);
+      if (partial) report.partialLists++;
+    }
     const text = JSON.stringify(body?.data ?? null);
     for (const [, viewer] of text.matchAll(/viewer ([^"]+)"/g)) if (viewer !== (session ?? '-')) report.leaks++;
     for (const [, viewer] of text.matchAll(/recs of ([^"]+)"/g))
