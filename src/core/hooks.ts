@@ -75,8 +75,12 @@ export function notify(hook: Observer | undefined, args: readonly unknown[]): vo
 
 function ignore(): void {}
 
-/** Observes a returned thenable's rejection so it never surfaces as unhandled. */
-function ignoreRejection(result: unknown): void {
+/**
+ * Observes a returned thenable's rejection so it never surfaces as unhandled: what a user's
+ * callback returned when it was to answer synchronously (an async hook, key or tags function, a
+ * sessionId…). Left alone, its rejection would end the process under Node's default.
+ */
+export function ignoreRejection(result: unknown): void {
   if ((typeof result === 'object' && result !== null) || typeof result === 'function') {
     const then = (result as { then?: unknown }).then;
     if (typeof then === 'function') then.call(result, undefined, ignore);

@@ -25,6 +25,19 @@ const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 5_000;
 const NOT_SENDING = { keys: 0, tags: 0, clear: false } as const;
 
+/**
+ * A prime between its start and its write (it awaits the tag versions and the fence first): an
+ * invalidation of its key or of one of its tags, a clear, or a later prime of its key meanwhile
+ * supersedes it, and it writes nothing (the next load fills). Without this, on a store that does
+ * not fence the write itself (the memory store; any store's clear), the primed value would land
+ * after the invalidation and stay for its ttl.
+ */
+interface PrimeInFlight {
+  readonly key: string;
+  readonly tags: readonly string[] | undefined;
+  superseded: boolean;
+}
+
 export class Invalidation {
   readonly #store: Store;
   /** Keys whose delete failed, with the latest time they were invalidated at. */
@@ -40,6 +53,8 @@ export class Invalidation {
   readonly #flights: FlightTable;
   readonly #counters: CounterSet;
   readonly #storeCalls: StoreCalls;
+  /** Primes awaiting their write (see PrimeInFlight); mostly empty. */
+  readonly #primes = new Set<PrimeInFlight>();
 
   constructor(store: Store, clock: Clock, flights: FlightTable, counters: CounterSet, storeCalls: StoreCalls) {
     this.#store = store;
@@ -98,6 +113,17 @@ export class Invalidation {
     // A fill of this key already in flight computed from older data: it must not write over this.
     this.abandon([key], [], false, 'the key was primed while this fill ran');
     tags = nonEmpty(tags);
+    const prime: PrimeInFlight = { key, tags, superseded: false };
+    this.#primes.add(prime);
+    try {
+      await this.#prime(source, prime, value, policy);
+    } finally {
+      this.#primes.delete(prime);
+    }
+  }
+
+  async #prime(source: Source, prime: PrimeInFlight, value: unknown, policy: Policy): Promise<void> {
+    const { key, tags } = prime;
     let tagVersions: number[] | undefined;
     let writable = true;
     // As a fill does: the versions current now, so a later invalidateTags makes this a miss. Unknown
@@ -114,7 +140,9 @@ export class Invalidation {
     // every replica, so the prime becomes an invalidation, kept and sent again as one.
     const fenced = await this.#took('delete', () => this.#store.delete([key], { at: now }), source);
     let done = fenced;
-    if (fenced && writable) {
+    // Superseded while it awaited (an invalidation, a clear, a later prime): not written. The
+    // invalidation removes the key itself; the fence above already removed the older value.
+    if (fenced && writable && !prime.superseded) {
       const entry = makeEntry(value, now, policy, { tags, tagVersions });
       done = await this.#took(
         'setMany',
@@ -235,9 +263,23 @@ export class Invalidation {
     else if (this.#hasPending()) this.#schedule(); // failed while this one was sending
   }
 
+  /** Marks the primes in flight of `keys`, carrying one of `tags`, or all of them, as superseded. */
+  #supersedePrimes(keys: readonly string[], tags: readonly string[], all: boolean): void {
+    const tagSet = tags.length > 0 ? new Set(tags) : undefined;
+    for (const prime of this.#primes) {
+      if (
+        all ||
+        keys.includes(prime.key) ||
+        (tagSet !== undefined && prime.tags?.some((tag) => tagSet.has(tag)) === true)
+      )
+        prime.superseded = true;
+    }
+  }
+
   /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */
   abandon(keys: readonly string[], tags: readonly string[], all: boolean, why: string): void {
     this.#storeCalls.outage.invalidate(keys, tags, all); // nor read while the store cannot be (./outage)
+    if (this.#primes.size > 0) this.#supersedePrimes(keys, tags, all);
     const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
     if (all) {
       this.#flights.abandonAll(reason);

@@ -11,6 +11,7 @@ import { HerdcacheBatchError, HerdcacheKeyError, describe, invalidArgument, inva
 import { RunBatchContext } from './fill-call';
 import type { FillSignal } from './fill-run';
 import { Failure, asError } from './flight';
+import { ignoreRejection } from './hooks';
 import type { Sink } from './metrics';
 import type { Entry } from './freshness';
 import type { Policy } from './options';
@@ -128,7 +129,9 @@ export class Loader<K, V> implements Source {
   /** @internal Source: the tags of a key's value, checked. */
   tagsOf(key: unknown): readonly string[] | undefined {
     if (this.#tags === undefined) return undefined;
-    return checkTags('tags', this.#tags(key as K));
+    const tags = this.#tags(key as K);
+    if (!Array.isArray(tags)) ignoreRejection(tags); // an async tags function: refused below, its rejection observed
+    return checkTags('tags', tags);
   }
 
   /** The store key of `key`: `name:key`. This is also what cache.invalidate() takes. */
@@ -149,6 +152,7 @@ export class Loader<K, V> implements Source {
     if (this.#keyOf === defaultKey && typeof key === 'string' && key.length > 0) return key;
     const k = this.#keyOf.call(holder, key);
     if (typeof k !== 'string' || k.length === 0) {
+      ignoreRejection(k); // an async key function: refused, its rejection observed
       const hint = typeof key === 'object' && this.#keyOf === defaultKey ? `. ${keyFunctionHint(this.name, key)}` : '';
       throw new HerdcacheKeyError(
         `herdcache: loader "${this.name}" got key ${describe(key)}, which maps to ${describe(k)}; keys must map to non-empty strings${hint}`,

@@ -27,8 +27,8 @@ export function checkBatchScheduleFn(value: unknown): BatchScheduleFn | undefine
 }
 
 /**
- * Runs `schedule(dispatch)` so that `dispatch` runs exactly once: a scheduler that throws falls
- * back to the default moment (the cache never leaves a load hanging on its own account), one
+ * Runs `schedule(dispatch)` so that `dispatch` runs exactly once: a scheduler that throws (or an
+ * async one that rejects) falls back to the default moment (the cache never leaves a load hanging on its own account), one
  * that calls back twice dispatches once.
  */
 export function scheduleOnce(schedule: BatchScheduleFn, dispatch: () => void): void {
@@ -39,7 +39,14 @@ export function scheduleOnce(schedule: BatchScheduleFn, dispatch: () => void): v
     dispatch();
   };
   try {
-    schedule(once);
+    const returned: unknown = schedule(once);
+    // An async scheduler that rejects is as one that throws (its rejection observed: else fatal under Node's default).
+    if (
+      returned !== null &&
+      typeof returned === 'object' &&
+      typeof (returned as PromiseLike<unknown>).then === 'function'
+    )
+      (returned as PromiseLike<unknown>).then(undefined, () => afterPromiseJobs(once));
   } catch {
     afterPromiseJobs(once);
   }

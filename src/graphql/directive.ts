@@ -34,7 +34,7 @@ import { sharedFailureFor } from './failures';
 import { invalidatingResolver, readInvalidates } from './invalidates';
 import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
-import { OnceWarnings } from './warnings';
+import { OnceWarnings, ignoreRejection, notifyQuietly } from './warnings';
 import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy, withHintedScope } from './policy';
 import { privateByCacheControl } from './response-policy';
 import { type BypassReason, checkCache, operationOf } from './request';
@@ -311,7 +311,7 @@ function cachedResolver(
     reason: BypassReason,
   ): unknown => {
     operationOf(context)?.countBypass(coordinate);
-    onBypass?.(coordinate, reason, context);
+    notifyQuietly(onBypass, coordinate, reason, context);
     return resolve(parent, args, context, info);
   };
 
@@ -319,7 +319,7 @@ function cachedResolver(
     restrictCacheHint(info, hint); // the response's cache-control: never longer or more public than this field's cache
     let identity: string | undefined;
     if (identityOf !== undefined) {
-      identity = parent !== null && typeof parent === 'object' ? identityString(identityOf(parent)) : undefined;
+      identity = parent !== null && typeof parent === 'object' ? identityOfParent(identityOf, parent) : undefined;
       if (identity === undefined) return bypass(parent, args, context, info, 'no_identity');
     }
     let session: string | undefined;
@@ -373,4 +373,21 @@ function cachedResolver(
       listOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),
     );
   };
+}
+
+/**
+ * The parent's identity (see identityString), or undefined: none, or the `identity` function threw
+ * (or answered a Promise, whose rejection is observed): the call is then resolved without the
+ * cache (no_identity), never failed by it.
+ */
+function identityOfParent(identityOf: (parent: any) => unknown, parent: object): string | undefined {
+  let value: unknown;
+  try {
+    value = identityOf(parent);
+  } catch {
+    return undefined;
+  }
+  const identity = identityString(value);
+  if (identity === undefined) ignoreRejection(value);
+  return identity;
 }

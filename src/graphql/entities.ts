@@ -26,7 +26,7 @@ import { findDirective } from './directive-nodes';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { encodeArgs, fieldKeyAfter, fieldKeyHead } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
-import type { OnceWarnings } from './warnings';
+import { type OnceWarnings, notifyQuietly } from './warnings';
 import { type CachedPolicy, buildError, withHintedScope } from './policy';
 import { privateTypeHint } from './response-policy';
 import { type BypassReason, operationOf } from './request';
@@ -155,8 +155,17 @@ function cachedReferenceResolver(
     reason: BypassReason,
   ): unknown => {
     operationOf(context)?.countBypass(coordinate);
-    onBypass?.(coordinate, reason, context);
+    notifyQuietly(onBypass, coordinate, reason, context);
     return resolve(reference, context, info);
+  };
+
+  // As the directive's fields: a sessionId that throws is no session (bypassed), never a failed entity.
+  const sessionOf = (context: unknown): string | undefined => {
+    try {
+      return sessionFrom(sessionId!(context), TRANSFORM_SESSION_OPTION, warnings);
+    } catch {
+      return undefined;
+    }
   };
 
   return function cachedResolveReference(reference, context, info) {
@@ -171,7 +180,7 @@ function cachedReferenceResolver(
     if (encoded === '{}') return bypass(reference, context, info, 'no_identity');
     let session: string | undefined;
     if (isPrivate) {
-      session = sessionFrom(sessionId!(context), TRANSFORM_SESSION_OPTION, warnings);
+      session = sessionOf(context);
       if (session === undefined) return bypass(reference, context, info, 'no_session');
     }
     let call = computation;

@@ -20,6 +20,7 @@ import type { Cache } from '../core/cache';
 import { HerdcacheError, isError } from '../core/errors';
 import { findDirective } from './directive-nodes';
 import { type TagTemplate, type TemplateSite, UnfilledTag, fillTemplate, templatesOf } from './tags';
+import { notifyQuietly } from './warnings';
 
 export interface InvalidateEnv {
   readonly cache: Cache;
@@ -68,11 +69,8 @@ export function invalidatingResolver(
 ): GraphQLFieldResolver<unknown, unknown> {
   const { cache, onInvalidationError } = env;
   const report = (error: Error, context: unknown): void => {
-    try {
-      onInvalidationError(coordinate, error, context);
-    } catch {
-      // A throwing reporter must not fail a mutation that succeeded.
-    }
+    // A throwing (or rejecting) reporter must not fail a mutation that succeeded.
+    notifyQuietly(onInvalidationError, coordinate, error, context);
   };
 
   return async function invalidatingResolve(parent, args, context, info) {

@@ -31,7 +31,7 @@ import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, checkCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
-import { PART_FAILED, sessionPart, varyPart } from './response-parts';
+import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
 import { entityTags, resultFacts } from './response-result';
 import { OnceWarnings } from './warnings';
 import type {
@@ -56,6 +56,7 @@ export class ResponseEngine {
   readonly #cache: Cache;
   readonly #sessionId: ResponseCacheOptions['sessionId'];
   readonly #vary: ResponseCacheOptions['vary'];
+  readonly #enabled: ResponseCacheOptions['enabled'];
   readonly #maxBytes: number;
   /** maxAge (seconds) of fields without a hint (the option). */
   readonly defaultMaxAge: number;
@@ -72,21 +73,27 @@ export class ResponseEngine {
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
     checkCache(cache); // before anything reads it: a missing cache is named as the plugin names it
-    const { sessionId, vary, maxBytes, defaultMaxAge, swr, invalidateViaMutation } = checkResponseOptions(options);
+    const { sessionId, vary, enabled, maxBytes, defaultMaxAge, swr, invalidateViaMutation } =
+      checkResponseOptions(options);
     checkTagsSupported(cache, 'responseCache');
     this.#cache = cache;
     this.#sessionId = sessionId;
     this.#vary = vary;
+    this.#enabled = enabled;
     this.#maxBytes = maxBytes;
     this.defaultMaxAge = defaultMaxAge;
     this.#swr = swr;
     this.invalidateViaMutation = invalidateViaMutation;
   }
 
-  /** The operation's plan, or why it is not cached (not a query, no hint, no session, unkeyable variables). */
+  /** The operation's plan, or why it is not cached (not a query, no hint, disabled, no session, unkeyable variables). */
   plan(request: ResponseRequest): ResponsePlan | ResponseBypassReason {
     const policy = operationPolicy(request.schema, request.document, request.operationName, this.defaultMaxAge);
     if (typeof policy === 'string') return policy;
+    if (this.#enabled !== undefined) {
+      const enabled = enabledPart(this.#enabled, request.context, this.warnings);
+      if (enabled !== true) return enabled === false ? 'disabled' : 'enabled_failed';
+    }
     let session: string | null = null;
     if (policy.scope === 'PRIVATE') {
       const id =

@@ -10,6 +10,7 @@ import type { ResponseCacheOptions } from './response-types';
 const OPTIONS = optionNames<ResponseCacheOptions>({
   sessionId: true,
   vary: true,
+  enabled: true,
   maxBytes: true,
   defaultMaxAge: true,
   swr: true,
@@ -31,6 +32,7 @@ function isSeconds(value: unknown): value is number {
 export interface CheckedResponseOptions {
   readonly sessionId: ResponseCacheOptions['sessionId'];
   readonly vary: ResponseCacheOptions['vary'];
+  readonly enabled: ResponseCacheOptions['enabled'];
   readonly maxBytes: number;
   readonly defaultMaxAge: number;
   readonly swr: number | undefined;
@@ -44,16 +46,26 @@ export function checkResponseOptions(options: true | ResponseCacheOptions): Chec
   if (given === null || typeof given !== 'object' || Object.prototype.toString.call(given) !== '[object Object]')
     throw invalidOption('responseCache', options, 'true or an options object');
   checkKnownKeys('responseCache', given, OPTIONS);
-  const { sessionId, vary, maxBytes = 1024 * 1024, defaultMaxAge = 0, swr, invalidateViaMutation = true } = given;
+  const {
+    sessionId,
+    vary,
+    enabled,
+    maxBytes = 1024 * 1024,
+    defaultMaxAge = 0,
+    swr,
+    invalidateViaMutation = true,
+  } = given;
   if (sessionId !== undefined && typeof sessionId !== 'function')
     throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
   if (vary !== undefined && typeof vary !== 'function')
     throw invalidOption('responseCache.vary', vary, 'a function of the context');
+  if (enabled !== undefined && typeof enabled !== 'function')
+    throw invalidOption('responseCache.enabled', enabled, 'a function of the context returning a boolean');
   if (!Number.isSafeInteger(maxBytes) || (maxBytes as number) < 1)
     throw invalidOption('responseCache.maxBytes', maxBytes, 'a positive integer number of bytes');
   if (!isSeconds(defaultMaxAge)) throw invalidOption('responseCache.defaultMaxAge', defaultMaxAge, SECONDS);
   if (swr !== undefined && !isSeconds(swr)) throw invalidOption('responseCache.swr', swr, SECONDS);
   if (typeof invalidateViaMutation !== 'boolean')
     throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
-  return { sessionId, vary, maxBytes, defaultMaxAge, swr, invalidateViaMutation };
+  return { sessionId, vary, enabled, maxBytes, defaultMaxAge, swr, invalidateViaMutation };
 }

@@ -1,7 +1,7 @@
 /**
  * The parts of a response key that come from the application's callbacks: the session of a
  * PRIVATE operation (`responseCache.sessionId`) and the request parts that vary the answer
- * (`responseCache.vary`). They run on every cacheable request, after the plugin was created, so a
+ * (`responseCache.vary`); and whether the request uses the layer at all (`responseCache.enabled`). They run on every cacheable request, after the plugin was created, so a
  * mistake in them cannot be refused up front; and at request time the cache never fails a request.
  * So an answer that cannot be used, or a throw, makes that request `bypassed` (executed without the
  * response cache: `session_failed`, `vary_failed`, or `no_session` for an answer that is no
@@ -13,14 +13,17 @@
  */
 import { describe } from '../core/errors';
 import { SESSION_ID_WARNING, sessionFrom } from './session';
-import { type OnceWarnings, isThenable } from './warnings';
+import { type OnceWarnings, ignoreRejection, isThenable } from './warnings';
 import type { ResponseCacheOptions } from './response-types';
 
 /** The `process.emitWarning` code of a `responseCache.vary` that threw or answered something unusable. */
 export const VARY_WARNING = 'HERDCACHE_VARY';
+/** The `process.emitWarning` code of a `responseCache.enabled` that threw or answered no boolean. */
+export const ENABLED_WARNING = 'HERDCACHE_ENABLED';
 
 const SESSION_OPTION = '"responseCache.sessionId"';
 const VARY_OPTION = '"responseCache.vary"';
+const ENABLED_OPTION = '"responseCache.enabled"';
 
 /** A callback's answer that cannot be used (the warning said why): a symbol, never a session or a part. */
 export const PART_FAILED: unique symbol = Symbol('herdcache.responsePartFailed');
@@ -52,6 +55,7 @@ export function varyPart(
   try {
     const answer = vary(context);
     if (answer === undefined || answer === null) return null;
+    ignoreRejection(answer); // an async vary: refused below, its rejection observed (else fatal)
     if (typeof answer === 'string') return answer;
     const parts = stringsOf(answer);
     if (Array.isArray(parts)) return parts;
@@ -73,6 +77,33 @@ export function varyPart(
       'vary:throws',
       VARY_WARNING,
       `herdcache: option ${VARY_OPTION} threw (${messageOf(error)}): the operations it was asked about are executed without the response cache (bypassReason "vary_failed").`,
+    );
+    return PART_FAILED;
+  }
+}
+
+/** What `enabled` answered: true or false, or PART_FAILED (warned of). Never throws (see sessionPart). */
+export function enabledPart(
+  enabled: NonNullable<ResponseCacheOptions['enabled']>,
+  context: unknown,
+  warnings: OnceWarnings,
+): boolean | typeof PART_FAILED {
+  try {
+    const answer: unknown = enabled(context);
+    if (answer === true || answer === false) return answer;
+    const promise = isThenable(answer);
+    if (promise) ignoreRejection(answer); // else its rejection would end the process
+    warnings.warn(
+      promise ? 'enabled:promise' : 'enabled:value',
+      ENABLED_WARNING,
+      `herdcache: option ${ENABLED_OPTION} returned ${promise ? 'a Promise: it must answer synchronously' : `${describe(answer)}: it must return true or false`}. The operations it was asked about are executed without the response cache (bypassReason "enabled_failed").`,
+    );
+    return PART_FAILED;
+  } catch (error) {
+    warnings.warn(
+      'enabled:throws',
+      ENABLED_WARNING,
+      `herdcache: option ${ENABLED_OPTION} threw (${messageOf(error)}): the operations it was asked about are executed without the response cache (bypassReason "enabled_failed").`,
     );
     return PART_FAILED;
   }

@@ -14,7 +14,9 @@
  * would not: an object type its interface or union field may return (`{ item { ... on Secret {
  * text } } }` with `type Secret @cacheControl(scope: PRIVATE)` is PUBLIC to Apollo: one viewer's
  * answer stored for all), and an implementation's field selected through its interface. Type hints
- * are read from `extend type` nodes too, as Apollo does.
+ * are read from `extend type` nodes too, as Apollo does, and from `extensions.directives` (a schema
+ * built in code, where the field layer reads @cached: see directive-nodes), so the response is
+ * never more public or longer-lived than a @cached field it holds, however the schema was built.
  */
 import type {
   DirectiveNode,
@@ -28,6 +30,7 @@ import type {
   OperationDefinitionNode,
   SelectionSetNode,
 } from 'graphql';
+import { type Annotated, findDirective } from './directive-nodes';
 
 export interface StaticPolicy {
   /** Seconds; 0: not cacheable. */
@@ -102,9 +105,7 @@ function privatePossibleType(schema: GraphQLSchema, type: GraphQLNamedType): str
  * one of the types implementing it hints its field PRIVATE (Apollo reads that one at run time).
  */
 function privateImplementation(schema: GraphQLSchema, parent: GraphQLNamedType, name: string): boolean {
-  return possibleTypes(schema, parent).some(
-    (possible) => hintOf(possible.getFields()[name]?.astNode?.directives).scope === 'PRIVATE',
-  );
+  return possibleTypes(schema, parent).some((possible) => fieldHint(possible.getFields()[name]).scope === 'PRIVATE');
 }
 
 /**
@@ -118,7 +119,7 @@ function privateInside(schema: GraphQLSchema, type: GraphQLNamedType, seen: Set<
   const objects = isAbstract(type) ? possibleTypes(schema, type) : [type as GraphQLObjectType];
   for (const object of objects) {
     for (const field of Object.values(object.getFields()) as GraphQLField<unknown, unknown>[]) {
-      const hint = hintOf(field.astNode?.directives);
+      const hint = fieldHint(field);
       if (hint.scope === 'PRIVATE') return `field ${object.name}.${field.name}`;
       if (hint.scope === 'PUBLIC' || field.resolve !== undefined) continue;
       const target = namedType(field.type);
@@ -141,7 +142,7 @@ export function privateByCacheControl(
   field: GraphQLField<unknown, unknown>,
   coordinate: string,
 ): string | undefined {
-  const own = hintOf(field.astNode?.directives).scope;
+  const own = fieldHint(field).scope;
   if (own === 'PRIVATE') return `field ${coordinate}`;
   if (own === 'PUBLIC') return undefined; // @cacheControl(scope: PUBLIC) on the field: the author's word
   const target = namedType(field.type);
@@ -175,13 +176,54 @@ interface Hint {
   swr?: number;
 }
 
-/** A type's hint: its definition's directives and those of its `extend type` nodes (as Apollo reads them). */
+/**
+ * A type's hint: its definition's directives and those of its `extend type` nodes (as Apollo reads
+ * them), and those only in its `extensions.directives` (see withExtensions).
+ */
 function typeHint(type: GraphQLNamedType): Hint {
   const extensions = (type as { extensionASTNodes?: readonly { directives?: readonly DirectiveNode[] }[] })
     .extensionASTNodes;
   const own = type.astNode?.directives;
-  if (extensions === undefined || extensions.length === 0) return hintOf(own);
-  return hintOf([...(own ?? []), ...extensions.flatMap((node) => node.directives ?? [])]);
+  const nodes =
+    extensions === undefined || extensions.length === 0
+      ? own
+      : [...(own ?? []), ...extensions.flatMap((node) => node.directives ?? [])];
+  return hintOf(withExtensions(nodes, type as Annotated, type.name));
+}
+
+/** A field's hint: its definition's directives, and those only in its `extensions.directives`. */
+function fieldHint(field: GraphQLField<unknown, unknown> | undefined): Hint {
+  if (field === undefined) return NO_HINT;
+  return hintOf(withExtensions(field.astNode?.directives, field as Annotated, field.name));
+}
+
+const HINT_DIRECTIVES = ['cacheControl', 'cached'] as const;
+
+/**
+ * `nodes` and, for @cacheControl and @cached when no node names them, their use in the element's
+ * `extensions.directives` (a schema built in code: Pothos, graphql-tools), read as the field layer
+ * reads @cached. One the transform would refuse (not an object of arguments) is no hint here: the
+ * transform says so when the schema is built.
+ */
+function withExtensions(
+  nodes: readonly DirectiveNode[] | undefined,
+  element: Annotated,
+  coordinate: string,
+): readonly DirectiveNode[] | undefined {
+  const extensions = element.extensions as { directives?: unknown } | null | undefined;
+  if (extensions?.directives === undefined || extensions.directives === null) return nodes;
+  let all = nodes;
+  for (const name of HINT_DIRECTIVES) {
+    if (nodes?.some((node) => node.name.value === name) === true) continue;
+    let found: DirectiveNode | undefined;
+    try {
+      found = findDirective({ extensions }, name, coordinate);
+    } catch {
+      found = undefined;
+    }
+    if (found !== undefined) all = [...(all ?? []), found];
+  }
+  return all;
 }
 
 function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
@@ -195,8 +237,9 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
       if (argName === 'maxAge' && value.kind === 'IntValue') hint.maxAge = Number(value.value);
       else if (argName === 'ttl' && value.kind === 'IntValue') hint.ttl = Number(value.value);
       else if (argName === 'swr' && value.kind === 'IntValue') hint.swr = Number(value.value);
-      else if (argName === 'scope' && value.kind === 'EnumValue' && value.value === 'PRIVATE') hint.scope = 'PRIVATE';
-      else if (argName === 'scope' && value.kind === 'EnumValue' && value.value === 'PUBLIC') hint.scope ??= 'PUBLIC';
+      // An enum in SDL; a string in extensions.directives (its internal value: see directive-nodes).
+      else if (argName === 'scope' && isName(value) && value.value === 'PRIVATE') hint.scope = 'PRIVATE';
+      else if (argName === 'scope' && isName(value) && value.value === 'PUBLIC') hint.scope ??= 'PUBLIC';
       else if (
         argName === 'inheritMaxAge' &&
         value.kind === 'BooleanValue' &&
@@ -206,6 +249,10 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
     }
   }
   return hint;
+}
+
+function isName(value: { kind: string }): boolean {
+  return value.kind === 'EnumValue' || value.kind === 'StringValue';
 }
 
 /**
@@ -294,7 +341,7 @@ function computePolicy(
       const field = fields?.[node.name.value] as GraphQLField<unknown, unknown> | undefined;
       if (field === undefined) continue;
       const target = namedType(field.type);
-      const own = hintOf(field.astNode?.directives);
+      const own = fieldHint(field);
       const composite = isComposite(target);
       const typeHints = composite ? typeHint(target) : NO_HINT;
       let fieldMaxAge: number | undefined = own.maxAge;

@@ -19,6 +19,16 @@ export interface ResponseCacheOptions<TContext = any> {
    * (HERDCACHE_VARY), and that request is executed without the response cache (`vary_failed`).
    */
   vary?: (context: TContext) => string | readonly string[] | null | undefined;
+  /**
+   * Whether this request uses the response layer (given the operation's context value), as
+   * Envelop's `enabled` and Apollo's `shouldReadFromCache`/`shouldWriteToCache`: `false` executes
+   * it without reading, joining or storing a response (`bypassed`, `disabled`): an admin's
+   * request, a `Cache-Control: no-cache` one, an operation whose answers are rarely asked twice.
+   * Asked for cacheable queries only (a mutation still invalidates). Anything but a boolean, or a
+   * throw, is warned of once (HERDCACHE_ENABLED) and bypasses that request (`enabled_failed`).
+   * Default: every cacheable query uses it.
+   */
+  enabled?: (context: TContext) => boolean;
   /** Largest response stored, in bytes of its JSON; larger ones are served, not stored. Default 1 MiB. */
   maxBytes?: number;
   /**
@@ -57,10 +67,18 @@ export type ResponseOutcome = 'hit' | 'miss' | 'coalesced' | 'stale' | 'bypassed
  * without a session (`no_session`), variables that cannot be keyed (`unkeyable_variables`: see
  * canonicalArgs), a cache that cannot take it now (`cache_unavailable`: closed, failing), or an
  * option's callback that threw or answered something unusable for this request (`session_failed`:
- * sessionId threw; `vary_failed`: vary threw, or answered no string, array of strings or null).
+ * sessionId threw; `vary_failed`: vary threw, or answered no string, array of strings or null;
+ * `enabled_failed`: enabled threw or answered no boolean), or `enabled` answered false (`disabled`).
  */
 export type ResponseBypassReason =
-  NotCacheable | 'no_session' | 'unkeyable_variables' | 'cache_unavailable' | 'session_failed' | 'vary_failed';
+  | NotCacheable
+  | 'no_session'
+  | 'unkeyable_variables'
+  | 'cache_unavailable'
+  | 'session_failed'
+  | 'vary_failed'
+  | 'disabled'
+  | 'enabled_failed';
 
 /**
  * Why an executed result was not stored (`extensions.cache.notStoredReason`, with `response:

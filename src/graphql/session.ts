@@ -9,7 +9,7 @@
  */
 import { describe } from '../core/errors';
 import { identityString } from './keys';
-import { type OnceWarnings, isThenable } from './warnings';
+import { type OnceWarnings, ignoreRejection, isThenable } from './warnings';
 
 /** The @cached transform's option, as its warnings name it (fields and entities alike). */
 export const TRANSFORM_SESSION_OPTION = '"sessionId" of cachedDirectiveTransformer()';
@@ -28,6 +28,7 @@ export function sessionFrom(value: unknown, option: string, warnings: OnceWarnin
   // else unusable (NaN, Infinity, true, a symbol, an object, a Promise) is a mistake, warned of once.
   if (id !== undefined || value === null || value === undefined || value === '' || value === false) return id;
   if (isThenable(value)) {
+    ignoreRejection(value); // an async sessionId that rejects would otherwise end the process
     warnings.warn(
       `${option}:promise`,
       SESSION_ID_WARNING,

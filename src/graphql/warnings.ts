@@ -6,6 +6,22 @@
  * missing ttl (HERDCACHE_NO_TTL). Once per owner (a plugin, a transform) and per kind of mistake,
  * not per request: a bad callback is wrong for every request.
  */
+import { ignoreRejection } from '../core/hooks';
+
+export { ignoreRejection };
+
+/**
+ * Calls an observer the application gave (onBypass): one that throws, or an async one that
+ * rejects, never fails the request it observes (nor, left unhandled, the process).
+ */
+export function notifyQuietly<A extends unknown[]>(observer: ((...args: A) => unknown) | undefined, ...args: A): void {
+  if (observer === undefined) return;
+  try {
+    ignoreRejection(observer(...args));
+  } catch {
+    // An observer never breaks the call it observes.
+  }
+}
 export class OnceWarnings {
   readonly #said = new Set<string>();
 
