@@ -17,16 +17,17 @@
  *
  * Safety rule: a request is only given a response it could have been given from the cache. A
  * PRIVATE operation is keyed by its session; a result whose final policy is stricter than the
- * static one (a resolver's dynamic hint), or that has errors, is neither stored nor shared: the
+ * static one (a resolver's dynamic hint: PRIVATE under a PUBLIC key, or maxAge 0; a shorter maxAge
+ * is only stored for that long), or that has errors, is neither stored nor shared: the
  * requests waiting on it execute themselves (and report `not_shared`: UNSHAREABLE). A result too large to
  * store is shared with the requests waiting on it, not stored (LateTagged.served).
  */
 import type { Cache } from '../core/cache';
 import { LateTagged } from '../core/late-tags';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
-import type { Sink } from '../core/metrics';
 import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
 import { ResponseKeys } from './response-key';
+import { OutcomeSink } from './response-sink';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, checkCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
@@ -199,7 +200,7 @@ export class ResponseEngine {
             ? stored
             : stored.servedOnly
               ? 'oversized'
-              : stored.freshMs !== undefined // fresh briefly: a @cached field was served stale (#toStored)
+              : staleFieldResults.has(stored) // fresh briefly: a @cached field was served stale (#toStored)
                 ? 'stale_fields'
                 : 'stored';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
@@ -243,10 +244,17 @@ export class ResponseEngine {
       return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
     if (executed.data === null || executed.data === undefined) return 'errors';
     const { policy } = plan;
+    // The freshness the result allows: the key's, or a runtime hint's shorter one (a resolver's
+    // setCacheHint, a gateway's subgraph answering a shorter max-age), stored for that long, as
+    // Apollo's response cache stores it: a request waiting on it could have been given it from
+    // the cache. A runtime maxAge of 0, or PRIVATE under a PUBLIC key: neither stored nor shared.
+    let maxAge = policy.maxAge;
     if (final !== undefined) {
-      // A dynamic hint made it stricter than the key was made for: not stored, not shared.
-      if (final.maxAge !== undefined && final.maxAge < policy.maxAge) return 'stricter_hint';
       if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return 'stricter_hint';
+      if (final.maxAge !== undefined && final.maxAge < maxAge) {
+        if (!(final.maxAge >= 1)) return 'stricter_hint';
+        maxAge = Math.floor(final.maxAge);
+      }
     }
     const { request } = plan;
     const seen = operation?.tagsSeen;
@@ -277,13 +285,14 @@ export class ResponseEngine {
     // STALE_FIELDS_MAX_AGE only (its grace kept, its header max-age as short): one execution a
     // second at most, and the field's refreshed value in the response within a second of landing.
     const staleFields = operation !== undefined && operation.scope.stats().total.staleServed > 0;
-    const maxAge = staleFields ? Math.min(policy.maxAge, STALE_FIELDS_MAX_AGE) : policy.maxAge;
+    if (staleFields) maxAge = Math.min(maxAge, STALE_FIELDS_MAX_AGE);
     const stored: StoredResponse = { data, maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
     // data (counted there as the null that stands for it) as measured.
     const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
     const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
-    if (staleFields) tagged.freshMs = maxAge * 1000;
+    if (maxAge < policy.maxAge) tagged.freshMs = maxAge * 1000;
+    if (staleFields) staleFieldResults.add(tagged);
     return tagged;
   }
 
@@ -357,6 +366,9 @@ export class ResponseEngine {
  */
 export const STALE_FIELDS_MAX_AGE = 1;
 
+/** Results stored fresh for STALE_FIELDS_MAX_AGE because a @cached field was served stale (reported `stale_fields`). */
+const staleFieldResults = new WeakSet<object>();
+
 /** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */
 const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
   PUBLIC: valueSize({ data: null, maxAge: 0, scope: 'PUBLIC', at: 0 }) - SIZE_SLOT,
@@ -382,12 +394,3 @@ const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache
 /** What a plugin hands to complete() for an incrementally delivered result (never stored). */
 export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };
 const FAILED: unique symbol = Symbol('failed');
-
-/** How the registry answered one lookup: the last outcome counted for it. */
-class OutcomeSink implements Sink {
-  outcome: string | undefined;
-  count(_source: string, counter: string): void {
-    if (counter === 'hits' || counter === 'misses' || counter === 'coalesced' || counter === 'staleServed')
-      this.outcome = counter;
-  }
-}

@@ -83,7 +83,7 @@ export type ResponseBypassReason =
 /**
  * Why an executed result was not stored (`extensions.cache.notStoredReason`, with `response:
  * 'miss'`): it has errors (or no data), a resolver's runtime hint made its policy stricter than
- * its key's (`stricter_hint`), it was delivered incrementally (`incremental`), or it cannot be
+ * its key's (`stricter_hint`: PRIVATE under a PUBLIC key, or maxAge 0; a shorter maxAge is stored), it was delivered incrementally (`incremental`), or it cannot be
  * read or serialized (`unserializable`: JSON.stringify throws on it, a BigInt or a cycle), or a
  * tag it holds was invalidated while it ran (`invalidated`: one re-execution answers the requests
  * that waited on it, and is stored), or it is the result of a request that waited on another's

@@ -111,9 +111,10 @@ describe('response layer: not-stored reasons (complete)', () => {
     expect(await complete('{ a }', { data: null })).toBe('errors');
   });
 
-  it('a runtime hint stricter than the static policy: stricter_hint', async () => {
-    expect(await complete('{ a }', { data: { a: 1 } }, { maxAge: 10 })).toBe('stricter_hint');
+  it('a runtime hint of PRIVATE under a PUBLIC key, or of maxAge 0: stricter_hint; a shorter maxAge: stored', async () => {
+    expect(await complete('{ a }', { data: { a: 1 } }, { maxAge: 0 })).toBe('stricter_hint');
     expect(await complete('{ a }', { data: { a: 1 } }, { scope: 'PRIVATE' })).toBe('stricter_hint');
+    expect(await complete('{ a }', { data: { a: 1 } }, { maxAge: 10 })).toBe('stored');
   });
 
   it('an incremental delivery: incremental', async () => {

@@ -68,3 +68,33 @@ it('subgraphs answering no-store: not stored on the gateway (stricter_hint), and
     await gatewayCache.close();
   }
 });
+
+it('subgraphs answering a shorter max-age than the gateway default: stored for that long, and shared', async () => {
+  const clock = manualClock();
+  const gatewayCache = createCache({ clock });
+  const federation = await startFederation(
+    createCache(),
+    undefined,
+    [
+      ApolloServerPluginCacheControl({ defaultMaxAge: 60 }),
+      herdcachePlugin({ cache: gatewayCache, extensions: true, responseCache: { defaultMaxAge: 60 } }),
+    ],
+    10, // the subgraphs' responses say max-age=10: the key is made for 60 s, the result allows 10
+  );
+  const cacheOf = async () => ((await post(federation.gatewayUrl, QUERY)) as { extensions?: any }).extensions.cache;
+  try {
+    const first = await cacheOf();
+    expect(first.response).toBe('miss');
+    expect(first.notStoredReason).toBeUndefined();
+    expect((await cacheOf()).response).toBe('hit');
+    clock.advance(11_000); // past the 10 s it was stored for
+    const burst = await Promise.all(Array.from({ length: 20 }, () => cacheOf()));
+    const outcomes = burst.map((c: { response: string }) => c.response).sort();
+    // One executed; the others joined it or read what it stored (before: each executed, `not_shared`).
+    expect(outcomes.filter((o: string) => o === 'miss')).toHaveLength(1);
+    expect(outcomes.filter((o: string) => o === 'coalesced' || o === 'hit')).toHaveLength(19);
+  } finally {
+    await federation.stop();
+    await gatewayCache.close();
+  }
+});
