@@ -67,7 +67,7 @@ function strictest(a: Noted, b: Noted): Noted {
 }
 
 /** The HTTP request a Yoga context carries. */
-function requestOf(context: unknown): object | undefined {
+export function requestOf(context: unknown): object | undefined {
   if (context === null || typeof context !== 'object') return undefined;
   const request = (context as { request?: unknown }).request;
   return request !== null && typeof request === 'object' ? request : undefined;

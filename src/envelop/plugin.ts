@@ -28,6 +28,7 @@ import {
 } from '../graphql/response-cache';
 import { responseCacheHintOf, restrictPolicy } from '../graphql/response-hint';
 import { CacheControlHeaders, type YogaResponsePayload } from './cache-control';
+import { Unfinished } from './unfinished';
 
 export interface UseHerdcacheOptions<TContext = any> {
   /** The registry the schema's @cached fields and the context's loaders use. */
@@ -61,6 +62,8 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
       : new ResponseEngine(options.cache, options.responseCache);
   // Yoga only (its onResponse hook): the response layer's Cache-Control header, as Apollo's.
   const headers = engine === undefined ? undefined : new CacheControlHeaders();
+  // Yoga only (its onResponse hook): executions never handed over are, as failed (see ./unfinished).
+  const unfinished = engine === undefined ? undefined : new Unfinished();
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({
     cache: options.cache,
@@ -77,7 +80,14 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
   }
 
   return {
-    ...(headers === undefined ? {} : { onResponse: (payload: YogaResponsePayload) => headers.write(payload) }),
+    ...(headers === undefined
+      ? {}
+      : {
+          onResponse: (payload: YogaResponsePayload) => {
+            unfinished!.end(payload.request);
+            headers.write(payload);
+          },
+        }),
     async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
       const active = reporting.begin(args.contextValue);
       const operationName = operationNameOf(args.document, args.operationName);
@@ -106,6 +116,8 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
             return (await executeFn(apart)) as ExecutionResult;
           };
           lookup = await engine.lookup(plan, execute);
+          if (lookup.complete !== undefined)
+            lookup = { ...lookup, complete: unfinished!.track(args.contextValue, lookup.complete) };
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
           else if (lookup.outcome === 'miss' && lookup.notStoredReason !== undefined)

@@ -1,0 +1,94 @@
+/**
+ * On Yoga 5, an execution that never reaches useHerdcache's own hooks (a plugin before it whose
+ * onExecuteDone throws: Envelop stops the chain; a plugin after it that replaces the execute
+ * function with one that throws) is handed over as failed when its response leaves (Yoga's
+ * onResponse). Before, its key stayed in flight for good: every request for it waited forever.
+ * Counted: every request answers, and the key works again at once.
+ */
+import { buildSchema } from 'graphql';
+import { createYoga, type Plugin } from 'graphql-yoga';
+import { createCache } from '../../src/core/cache';
+import { useHerdcache } from '../../src/envelop/plugin';
+
+function yogaWith(plugins: (herd: Plugin) => Plugin[]) {
+  const schema = buildSchema(`
+    directive @cacheControl(maxAge: Int) on FIELD_DEFINITION
+    type Query { a: String @cacheControl(maxAge: 30) }
+  `);
+  let executions = 0;
+  schema.getQueryType()!.getFields().a!.resolve = async () => {
+    executions++;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return 'A';
+  };
+  const cache = createCache();
+  const herd = useHerdcache({ cache, extensions: true, responseCache: true }) as Plugin;
+  const yoga = createYoga({ schema, logging: false, plugins: plugins(herd) });
+  const ask = async () => {
+    const response = await yoga.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ a }' }),
+    });
+    const body = (await response.json()) as { data?: { a: string }; extensions?: { cache?: { response?: string } } };
+    return { status: response.status, a: body.data?.a, response: body.extensions?.cache?.response };
+  };
+  return { ask, executions: () => executions, cache };
+}
+
+/** Every answer within a bound (a hang fails the test rather than timing it out). */
+async function answered<T>(work: Promise<T>[]): Promise<T[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('a request never answered')), 10_000);
+  });
+  try {
+    return await Promise.race([Promise.all(work), bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+it('an earlier plugin whose onExecuteDone throws: the waiters are answered, and the key works again', async () => {
+  let fail = true;
+  const buggyLogger: Plugin = {
+    onExecute: () => ({
+      onExecuteDone: () => {
+        if (fail) {
+          fail = false;
+          throw new Error('logger bug');
+        }
+      },
+    }),
+  };
+  const { ask, executions, cache } = yogaWith((herd) => [buggyLogger, herd]);
+  const first = await answered(Array.from({ length: 3 }, () => ask()));
+  // The one whose logger threw fails (Yoga's error); the two that waited on it execute again.
+  expect(first.filter((r) => r.a === 'A')).toHaveLength(2);
+  const again = await answered(Array.from({ length: 2 }, () => ask()));
+  expect(again.map((r) => r.a)).toEqual(['A', 'A']);
+  expect(executions()).toBeLessThanOrEqual(4);
+  await cache.close();
+});
+
+it('a later plugin whose execute function throws: every request answers, and the key works again', async () => {
+  let fail = true;
+  const flakyExecute: Plugin = {
+    onExecute: ({ executeFn, setExecuteFn }) => {
+      setExecuteFn(async (args) => {
+        if (fail) throw new Error('execute blew up');
+        return executeFn(args);
+      });
+    },
+  };
+  const { ask, cache } = yogaWith((herd) => [herd, flakyExecute]);
+  const first = await answered(Array.from({ length: 5 }, () => ask()));
+  expect(first.every((r) => r.a === undefined)).toBe(true); // each failed: execute throws for all
+  fail = false;
+  const again = await answered(Array.from({ length: 2 }, () => ask()));
+  expect(again.map((r) => r.a)).toEqual(['A', 'A']);
+  const outcomes = again.map((r) => r.response);
+  expect(outcomes.filter((o) => o === 'miss')).toHaveLength(1);
+  expect(outcomes.filter((o) => o === 'coalesced' || o === 'hit')).toHaveLength(1);
+  await cache.close();
+});
