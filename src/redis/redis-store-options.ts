@@ -157,6 +157,16 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
     throw invalidOption('prefix', prefix, "a string without '{' or '}' (they would change the keys' Cluster hash tag)");
   }
+  // No prefix at all (none on the client either): clear() would remove every key starting with "{",
+  // another application's `{user}:1` too, and its keys would mix with theirs.
+  const clientPrefix = (candidate.options as { keyPrefix?: unknown } | undefined)?.keyPrefix;
+  if (prefix === '' && (typeof clientPrefix !== 'string' || clientPrefix === '')) {
+    throw invalidOption(
+      'prefix',
+      prefix,
+      "a non-empty string, unless the client has a keyPrefix (with neither, clear() would remove other applications' keys)",
+    );
+  }
   if (
     codec === null ||
     typeof codec !== 'object' ||

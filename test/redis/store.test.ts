@@ -78,6 +78,25 @@ describe('options', () => {
     );
   });
 
+  it("an empty prefix only beside the client's own keyPrefix (clear() would remove other applications' keys)", async () => {
+    expect(() => redisStore({ client, prefix: '' })).toThrow(
+      /option "prefix" must be a non-empty string, unless the client has a keyPrefix .*got ""/,
+    );
+    const prefixed = await connect(undefined, { keyPrefix: `${randomPrefix('empty-prefix')}` });
+    try {
+      const own = redisStore({ client: prefixed, prefix: '' });
+      const other = `{other-app}:${randomPrefix('x')}`;
+      await client.set(other, '1');
+      await own.setMany([{ key: 'k', entry: entry(1), ttl: 60_000 }]);
+      await own.clear();
+      expect(await own.getMany(['k'])).toEqual([undefined]);
+      expect(await client.get(other)).toBe('1'); // outside the client's keyPrefix: untouched
+      await client.del(other);
+    } finally {
+      prefixed.disconnect();
+    }
+  });
+
   it('accepts the defaults, and breaker: false', () => {
     expect(redisStore({ client }).breakerState).toBe('closed');
     expect(redisStore({ client, breaker: false }).breakerState).toBe('disabled');
