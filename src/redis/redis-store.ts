@@ -20,7 +20,7 @@
  * client, as ioredis would on its first command), quits or reconfigures it.
  *
  * Tags: invalidateTags bumps a version per tag (one script: INCR + PEXPIRE per tag); the registry
- * reads the versions of a fill's tags before the fill (one MGET) and records them in the entry; an
+ * reads the versions of a fill's tags before the fill (one script call) and records them in the entry; an
  * entry whose versions are not current is a miss. Nothing is scanned, nothing is deleted, no set of
  * keys per tag is kept: an invalidation is O(tags) and leaves two small expiring keys per tag. The
  * expiries, and why they cannot bring an invalidated value back: tags.ts; the tag clock, for tags
@@ -336,7 +336,7 @@ class RedisStoreImpl implements RedisStore {
     );
   }
 
-  /** The current version of each tag (tag-clock.ts: one MGET per slot); NaN where unknown. */
+  /** The current version of each tag (tag-clock.ts: one script call per slot); NaN where unknown. */
   async tagVersions(tags: readonly string[]): Promise<number[]> {
     if (tags.length === 0) return [];
     this.lock.flushWrites();

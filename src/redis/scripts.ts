@@ -11,6 +11,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { ANNOUNCED_BYTES_PER_CALL, ANNOUNCED_VALUE_MAX, VALUE_READER } from './fill-channels';
 import { WAITERS_SUFFIX } from './keys';
+import { TAG_BUMP, TAG_CLOCK, TAG_READ } from './tag-scripts';
 
 /** Most bytes of waiter ids a key's marker holds (see WAITERS): some 290 processes of 13-byte ids. */
 export const WAITERS_MAX_BYTES = 4096;
@@ -108,7 +109,7 @@ local function try_lock(key, lock, token, px, waiter)
   if not won then
     held = get(lock)
     if held == token then
-      redis.call('PEXPIRE', lock, px)
+      redis.call('SET', lock, token, 'PX', px) -- its expiry renewed (SET: one command fewer for an ACL rule to grant)
       won = true
     else
       local pttl = redis.call('PTTL', lock)
@@ -244,87 +245,6 @@ return released
 `;
 
 /**
- * A reading of the tag clock (tag-clock.ts) at KEYS[1], or 0 when the key is missing or not ours (a
- * number is all the scripts ever write there).
- */
-const CLOCK_READ = `
-local function clock_at(key)
-  local stored = redis.pcall('GET', key)
-  if type(stored) == 'table' and stored.err and not string.find(stored.err, 'WRONGTYPE', 1, true) then error(stored) end
-  if type(stored) ~= 'string' then return 0 end
-  local n = tonumber(stored)
-  if n == nil or n < 0 or n ~= math.floor(n) then return 0 end
-  return n
-end
-local function server_us()
-  local now = redis.call('TIME')
-  return tonumber(now[1]) * 1000000 + tonumber(now[2])
-end`;
-
-/**
- * KEYS: the tag clock. Returns its reading now: the latest reading given to an invalidation, or the
- * server's time in microseconds if later (the clock key may be missing: never set, evicted). Every
- * invalidation made after this call gets a reading above it (TAG_BUMP). Reads only.
- */
-const TAG_CLOCK = `
-${CLOCK_READ}
-local stored = clock_at(KEYS[1])
-local now = server_us()
-if stored > now then return stored end
-return now
-`;
-
-/**
- * KEYS: the tag clock when ARGV[2] is '' (then advanced here: one Redis, or Cluster's first step),
- * then per tag its version key and its sequence key (same slot). ARGV: expiry (ms) of the keys after
- * the bump; '' (take the reading from KEYS[1]), 'now' (the clock's node is unreachable: this node's
- * time stands in) or the reading the first step returned. Returns the reading, then the new versions.
- *
- * The reading: above the clock's last one and above the server's time in microseconds (so above any
- * reading TAG_CLOCK gave before this call), kept at the clock key. Each tag's sequence key keeps the
- * latest reading it was given (in a Cluster, replicas' bumps may reach a slot out of order).
- *
- * The versions, as the first version of this script (herdcacheTagBump1) counted them: INCR and
- * PEXPIRE in one script, so a version key never exists without an expiry (a crash between the two
- * commands of a pipeline could leave one that never expires). Invalidations are counted, never reset
- * by a bump: two replicas bumping at once both move the version, and neither can move it back.
- * Something foreign at a version key (another type, a string that is not a positive integer) would
- * make INCR fail and the invalidation be lost: it is replaced by the server's time in ms, above any
- * count of invalidations an entry could have recorded (entries record 0 for a foreign type and are
- * not cached under a foreign string), so every entry of the tag is a miss from here on.
- * Numbers are written with %.0f: Lua's own conversion turns a microsecond reading into 1.7e+15.
- */
-const TAG_BUMP = `
-${CLOCK_READ}
-local first = 1
-local reading
-if ARGV[2] == '' then
-  reading = math.max(clock_at(KEYS[1]), server_us()) + 1
-  redis.call('SET', KEYS[1], string.format('%.0f', reading), 'PX', ARGV[1])
-  first = 2
-elseif ARGV[2] == 'now' then
-  reading = server_us() + 1
-else
-  reading = tonumber(ARGV[2])
-end
-local out = { reading }
-for i = first, #KEYS, 2 do
-  local version = redis.pcall('INCR', KEYS[i])
-  if type(version) == 'table' or version < 1 then
-    local now = redis.call('TIME')
-    version = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    redis.call('SET', KEYS[i], version)
-  end
-  out[#out + 1] = version
-  redis.call('PEXPIRE', KEYS[i], ARGV[1])
-  local last = clock_at(KEYS[i + 1])
-  if last < reading then last = reading end
-  redis.call('SET', KEYS[i + 1], string.format('%.0f', last), 'PX', ARGV[1])
-end
-return out
-`;
-
-/**
  * KEYS: per key, value key, lock key, invalidation marker. ARGV: the invalidation's time (ms,
  * registry clock), the marker's expiry (ms). Deletes the value and its lock (which fences locked
  * fills) and leaves the marker (which fences fills without the lock: see WRITE_UNLESS_INVALIDATED).
@@ -371,7 +291,8 @@ export interface LockScripts {
   herdcacheLockWrite4(numKeys: number, ...args: Arg[]): Promise<number[]>;
   herdcacheLockRelease3(numKeys: number, ...args: Arg[]): Promise<number>;
   herdcacheTagClock1(numKeys: number, ...args: Arg[]): Promise<number>;
-  herdcacheTagBump2(numKeys: number, ...args: Arg[]): Promise<number[]>;
+  herdcacheTagBump3(numKeys: number, ...args: Arg[]): Promise<number[]>;
+  herdcacheTagRead1(numKeys: number, ...args: Arg[]): Promise<(string | null)[]>;
   herdcacheInvalidate1(numKeys: number, ...args: Arg[]): Promise<number>;
 }
 
@@ -391,7 +312,8 @@ export function defineScripts(client: Redis | Cluster): LockScripts {
   client.defineCommand('herdcacheLockWrite4', { lua: WRITE_AND_RELEASE });
   client.defineCommand('herdcacheLockRelease3', { lua: RELEASE });
   client.defineCommand('herdcacheTagClock1', { lua: TAG_CLOCK });
-  client.defineCommand('herdcacheTagBump2', { lua: TAG_BUMP });
+  client.defineCommand('herdcacheTagBump3', { lua: TAG_BUMP });
+  client.defineCommand('herdcacheTagRead1', { lua: TAG_READ });
   client.defineCommand('herdcacheInvalidate1', { lua: INVALIDATE });
   client.defineCommand('herdcacheWriteUnlessInvalidated1', { lua: WRITE_UNLESS_INVALIDATED });
   return client as unknown as LockScripts;

@@ -12,11 +12,11 @@
  *
  * The clock. One key per prefix, `prefixtag:clock`. Every invalidateTags takes a reading from it,
  * above the clock's previous reading and above the server's time in microseconds (TAG_BUMP, in
- * scripts.ts), and leaves that reading beside each tag's version, at `prefixtag:{T}:seq` (the latest
+ * tag-scripts.ts), and leaves that reading beside each tag's version, at `prefixtag:{T}:seq` (the latest
  * reading the tag was given). A late-tagged fill reads the clock before it starts (tagClock: the
  * clock's last reading or the server's time, whichever is later; read alongside the lock call that
  * precedes the fill, so it costs no round trip of its own), and at its end reads its late tags'
- * versions together with their readings (tagVersionsSince: one MGET per slot, version and reading
+ * versions together with their readings (tagVersionsSince: one script call per slot, version and reading
  * share the tag's slot). A tag whose reading is above the fill's was invalidated after the fill
  * started: its version reads NaN, "unknown", and the value is served but not stored.
  *
@@ -62,9 +62,10 @@ export class RedisTags {
   }
 
   /**
-   * The current version of each tag: one MGET (in a Cluster, one per hash slot, in parallel).
-   * A missing key is version 0; a key that is not an integer (not ours) is NaN, which the registry
-   * treats as "unknown": the value is served but not cached.
+   * The current version of each tag: one script call (in a Cluster, one per hash slot, in
+   * parallel). A missing key is made (TAG_READ: a lost key never reads as a version entries
+   * recorded); a key that is not an integer (not ours) is NaN, which the registry treats as
+   * "unknown": the value is served but not cached.
    */
   versions(tags: readonly string[]): Promise<number[]> {
     return this.#read(tags, undefined);
@@ -103,7 +104,7 @@ export class RedisTags {
     const clockKey = this.#clockKey;
     if (!link.cluster) {
       const all = withSequenceKeys(keys, null, clockKey);
-      await link.call('invalidateTags', keys, null, () => scripts.herdcacheTagBump2(all.length, all, keep, ''), none);
+      await link.call('invalidateTags', keys, null, () => scripts.herdcacheTagBump3(all.length, all, keep, ''), none);
       return;
     }
     let taken = 'now';
@@ -112,7 +113,7 @@ export class RedisTags {
         'invalidateTags',
         [clockKey],
         link.slotGroups([clockKey]),
-        () => scripts.herdcacheTagBump2(1, clockKey, keep, ''),
+        () => scripts.herdcacheTagBump3(1, clockKey, keep, ''),
         (replies) => reading(replies[0]?.[0]),
       );
       if (!Number.isNaN(bumped)) taken = String(bumped);
@@ -126,7 +127,7 @@ export class RedisTags {
       link.slotGroups(keys),
       (indices) => {
         const pairs = withSequenceKeys(keys, indices, undefined);
-        return scripts.herdcacheTagBump2(pairs.length, pairs, keep, taken);
+        return scripts.herdcacheTagBump3(pairs.length, pairs, keep, taken);
       },
       none,
     );
@@ -138,15 +139,18 @@ export class RedisTags {
     const link = this.#link;
     const keys = link.tagKeys(tags);
     const groups = link.slotGroups(keys);
-    const client = link.client;
-    const send = (indices: number[] | null) =>
-      client.mget(
+    const scripts = this.#scripts;
+    const made = String(link.tagTtl);
+    const mode = since === undefined ? '' : 'since';
+    const send = (indices: number[] | null) => {
+      const sent =
         since === undefined
           ? indices === null
             ? keys
             : pick(keys, indices)
-          : withSequenceKeys(keys, indices, undefined),
-      );
+          : withSequenceKeys(keys, indices, undefined);
+      return scripts.herdcacheTagRead1(sent.length, ...sent, made, mode);
+    };
     // A failed group's versions are NaN: unknown, so its tagged values are served, not cached.
     return link.call('tagVersions', keys, groups, send, (replies) => {
       const out = new Array<number>(n).fill(NaN);

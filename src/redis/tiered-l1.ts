@@ -113,7 +113,7 @@ export class L1Copies {
 
   /**
    * Copies L2 entries into L1, unless their key or tags changed while they were read. A tagged
-   * entry is copied only once its recorded tag versions are found current (one more MGET, off the
+   * entry is copied only once its recorded tag versions are found current (one more call, off the
    * caller's path): it may have been written by a fill that raced an invalidateTags, and would be
    * served from L1 without the check the registry makes on L2 reads. Closes the window.
    */

@@ -92,21 +92,40 @@ describe('on a server of its own (commands counted)', () => {
 
   const measure = (work: () => Promise<unknown>) => roundTrips(admin, client, work);
 
-  it('reads the versions of 100 tags with one MGET (missing = 0), and bumps them with one script call', async () => {
+  it('reads the versions of 100 tags with one script call (a missing one made), and bumps them with one', async () => {
     let versions: number[] = [];
     const read = await measure(async () => {
       versions = await store.tagVersions(tags);
     });
-    expect(read).toEqual({ commands: { mget: 1 }, writes: 1 });
-    expect(versions).toEqual(tags.map(() => 0));
+    // One command on the wire; INFO also counts what the script ran: per tag a GET, and for a
+    // missing version key a SET (made at the server's time in microseconds, one TIME per call).
+    // (EVAL the first time: the script is not loaded on this server yet.)
+    const { eval: evals = 0, evalsha = 0, ...ran } = read.commands as Record<string, number>;
+    expect({ calls: evals + evalsha, ran, writes: read.writes }).toEqual({
+      calls: 1,
+      ran: { get: 100, set: 100, time: 1 },
+      writes: 1,
+    });
+    const made = versions[0]!;
+    expect(made).toBeGreaterThan(1e15); // microseconds
+    expect(versions).toEqual(tags.map(() => made));
+    const again = await measure(async () => {
+      versions = await store.tagVersions(tags);
+    });
+    expect(again).toEqual({ commands: { evalsha: 1, get: 100 }, writes: 1 });
+    expect(versions).toEqual(tags.map(() => made));
 
     const bump = await measure(() => store.invalidateTags(tags));
     // One command on the wire (EVALSHA); INFO also counts the commands the script ran: the tag
-    // clock's reading (GET, TIME, SET), then per tag its version (INCR, PEXPIRE) and reading (GET, SET).
-    expect(bump).toEqual({ commands: { evalsha: 1, incr: 100, pexpire: 100, get: 101, set: 101, time: 1 }, writes: 1 });
-    expect(await store.tagVersions(tags)).toEqual(tags.map(() => 1));
+    // clock's reading (GET, TIME, SET), then per tag its version (GET, TIME, SET) and reading (GET, SET).
+    expect(bump).toEqual({ commands: { evalsha: 1, get: 201, set: 201, time: 101 }, writes: 1 });
+    const bumped = await store.tagVersions(tags);
+    for (const version of bumped) expect(version).toBeGreaterThan(made);
     await store.invalidateTags(tags.slice(0, 2));
-    expect(await store.tagVersions(tags.slice(0, 3))).toEqual([2, 2, 1]);
+    const [a, b, c] = await store.tagVersions(tags.slice(0, 3));
+    expect(a).toBeGreaterThan(bumped[0]!);
+    expect(b).toBeGreaterThan(bumped[1]!);
+    expect(c).toBe(bumped[2]);
   });
 
   it('keeps a version key 2 × tagTtl after its last bump, and never scans the keyspace', async () => {
@@ -173,9 +192,11 @@ describe('on the shared server', () => {
     const store = redisStore({ client, prefix, maxKeyLength: 100 });
     const long = 'L'.repeat(1000);
     await store.invalidateTags([long, '}odd']);
-    expect(await store.tagVersions([long, '}odd', 'other'])).toEqual([1, 1, 0]);
+    const [l, odd, other] = await store.tagVersions([long, '}odd', 'other']);
+    expect([l, odd, other].every((v) => Number.isSafeInteger(v) && v! > 1e15)).toBe(true);
     const keys = (await client.keys(`${prefix}tag:*`)).filter((key) => key !== `${prefix}tag:clock`);
-    expect(keys).toHaveLength(4); // per tag, its version and its reading of the tag clock
+    // per invalidated tag, its version and its reading of the tag clock; `other`'s version, made by the read
+    expect(keys).toHaveLength(5);
     for (const key of keys) expect(key.length).toBeLessThan(prefix.length + 110 + ':seq'.length);
   });
 
@@ -208,12 +229,15 @@ describe('on the shared server', () => {
       tags: (id) => [`User:${id}`],
     });
     expect(await users.loadMany([1, 2])).toEqual(['u1@1', 'u2@1']);
-    const stored = JSON.parse((await client.get(`${prefix}{user:1}`))!);
-    expect(stored).toMatchObject({ t: ['User:1'], g: [0] });
+    const stored = JSON.parse((await client.get(`${prefix}{user:1}`))!) as { t: string[]; g: number[] };
+    const [made] = await store.tagVersions(['User:1']);
+    expect(stored).toMatchObject({ t: ['User:1'], g: [made] });
     version = 2;
     await cache.invalidateTags(['User:1']);
     expect(await users.loadMany([1, 2])).toEqual(['u1@2', 'u2@1']);
-    expect(JSON.parse((await client.get(`${prefix}{user:1}`))!)).toMatchObject({ g: [1] });
+    const [bumped] = await store.tagVersions(['User:1']);
+    expect(bumped).toBeGreaterThan(made!);
+    expect(JSON.parse((await client.get(`${prefix}{user:1}`))!)).toMatchObject({ g: [bumped] });
     expect(await users.loadMany([1, 2])).toEqual(['u1@2', 'u2@1']);
     expect(cache.metrics().sources.user).toMatchObject({ fills: 3, hits: 3 });
     expect(reporter.decodeErrors).toEqual([]);
@@ -244,7 +268,10 @@ describe('on the shared server', () => {
     gate.resolve();
     expect(await first).toBe('old'); // A's callers were already waiting on this fill
     await eventually(async () => (await client.exists(`${prefix}{k}`)) === 1, 2000, 5);
-    expect(JSON.parse((await client.get(`${prefix}{k}`))!)).toMatchObject({ d: 'old', g: [0] }); // landed, fenced by its version
+    // Landed, fenced by its version: the one A read before B's bump.
+    const landed = JSON.parse((await client.get(`${prefix}{k}`))!) as { d: string; g: number[] };
+    expect(landed.d).toBe('old');
+    expect(landed.g[0]).toBeLessThan((await redisStore({ client, prefix }).tagVersions(['T']))[0]!);
     expect(await b.getOrCompute('k', fill, { tags: ['T'] })).toBe('new');
     expect(await a.getOrCompute('k', fill, { tags: ['T'] })).toBe('new');
     expect(fills).toBe(2); // B refilled once; A then hit B's value

@@ -324,14 +324,16 @@ describe('what may enter L1', () => {
 
   it('a tagged L2 entry is copied into L1 only once its tag versions are found current', async () => {
     const [a] = await pair();
-    await a.l2.invalidateTags(['T']); // T at version 1
+    const [before] = await a.l2.tagVersions(['T']);
+    await a.l2.invalidateTags(['T']);
+    const [current] = await a.l2.tagVersions(['T']);
     await a.l2.setMany([
       {
         key: 'stale',
-        entry: { ...entry('written by a fill that raced the bump'), tags: ['T'], tagVersions: [0] },
+        entry: { ...entry('written by a fill that raced the bump'), tags: ['T'], tagVersions: [before!] },
         ttl: 60_000,
       },
-      { key: 'current', entry: { ...entry('ok'), tags: ['T'], tagVersions: [1] }, ttl: 60_000 },
+      { key: 'current', entry: { ...entry('ok'), tags: ['T'], tagVersions: [current!] }, ttl: 60_000 },
       { key: 'unversioned', entry: { ...entry('?'), tags: ['T'] }, ttl: 60_000 },
     ]);
     const found = await a.store.getMany(['stale', 'current', 'unversioned']);

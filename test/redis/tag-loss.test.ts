@@ -1,0 +1,73 @@
+/**
+ * A tag's version key lost while entries that recorded it live on (its Cluster master restarted
+ * empty, a failover that lost the last writes, an eviction; a DEL here, which leaves Redis in the
+ * same state): the entries are misses, never served as current again. Before, a missing key read
+ * as version 0 and versions were counted from 0: every entry filled before the tag's first
+ * invalidation, and every one that recorded a count the restarted counter came back to, was served
+ * again after an invalidation had returned. Counted on fills, against a real Redis.
+ */
+import type Redis from 'ioredis';
+import { createCache } from '../../src/core/cache';
+import { tagVersionKey } from '../../src/redis/keys';
+import { redisStore } from '../../src/redis/redis-store';
+import { connect, randomPrefix } from './helpers';
+
+let client: Redis;
+beforeAll(async () => {
+  client = await connect();
+});
+afterAll(async () => {
+  await client.quit();
+});
+
+function setup(label: string) {
+  const prefix = randomPrefix(label);
+  const cache = createCache({ ttl: 60_000, store: redisStore({ client, prefix }) });
+  const db = { value: 'old', fills: 0 };
+  const read = () =>
+    cache.getOrCompute(
+      'k',
+      () => {
+        db.fills++;
+        return db.value;
+      },
+      { tags: ['T'] },
+    );
+  const lose = () => client.del(tagVersionKey(prefix, 'T', 256));
+  return { cache, db, read, lose };
+}
+
+it('an invalidation that returned is not undone when the version key is lost', async () => {
+  const { cache, db, read, lose } = setup('tag-loss-first');
+  expect(await read()).toBe('old');
+  expect(await read()).toBe('old'); // a hit: tagging costs no fill
+  expect(db.fills).toBe(1);
+  db.value = 'new';
+  await cache.invalidateTags(['T']);
+  await lose();
+  for (let i = 0; i < 3; i++) expect(await read()).toBe('new');
+  expect(db.fills).toBe(2);
+  await cache.close();
+});
+
+it('a bump after the loss does not bring back an entry that recorded an earlier version', async () => {
+  const { cache, db, read, lose } = setup('tag-loss-bump');
+  await cache.invalidateTags(['T']);
+  expect(await read()).toBe('old'); // recorded the version of that first bump
+  await lose();
+  db.value = 'new';
+  await cache.invalidateTags(['T']); // on the lost key: a version no entry recorded
+  for (let i = 0; i < 3; i++) expect(await read()).toBe('new');
+  expect(db.fills).toBe(2);
+  await cache.close();
+});
+
+it('a lost key with no invalidation costs one fill, never a wrong answer', async () => {
+  const { cache, db, read, lose } = setup('tag-loss-quiet');
+  expect(await read()).toBe('old');
+  await lose();
+  expect(await read()).toBe('old');
+  expect(await read()).toBe('old');
+  expect(db.fills).toBe(2);
+  await cache.close();
+});
