@@ -77,7 +77,8 @@ export class Invalidation {
 
   /** Makes every entry carrying one of `tags` (validated here) a miss, counted on `source`. */
   async tags(tags: readonly string[], source: string): Promise<void> {
-    this.checkTags('tags', tags);
+    this.checkTagsSupported('tags');
+    checkTags('tags', tags, true); // invalidateTags(tags): an argument
     if (tags.length === 0) return;
     this.abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
     this.#counters.count(source, 'invalidations', tags.length);

@@ -1,7 +1,7 @@
 /**
  * Defaults in one place, validated once, with errors that name the option and the bad value.
  */
-import { describe, invalidArgument, invalidOption } from './errors';
+import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
 import { checkKnownKeys, inheritedOption, notAnOptionsObject, optionNames, unknownOption } from './option-names';
 import { type Clock, type Freshness, jittered } from './freshness';
 import type {
@@ -72,9 +72,21 @@ export function checkSignal(options: { signal?: unknown } | undefined): void {
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidOption('signal', signal, 'an AbortSignal');
 }
 
-export function checkTags(name: string, tags: unknown): readonly string[] {
-  if (!Array.isArray(tags) || !tags.every((tag) => typeof tag === 'string' && tag.length > 0)) {
-    throw invalidOption(name, tags, 'an array of non-empty strings');
+/**
+ * `tags` (option or argument `name`): an array of non-empty strings. The error names the first
+ * item that is not one (`array(2) whose item 1 is ""`): `array(2)` alone does not say which.
+ */
+export function checkTags(name: string, tags: unknown, argument = false): readonly string[] {
+  if (!Array.isArray(tags)) {
+    throw (argument ? invalidArgument : invalidOption)(name, tags, 'an array of non-empty strings');
+  }
+  for (let i = 0; i < tags.length; i++) {
+    const tag: unknown = tags[i];
+    if (typeof tag === 'string' && tag.length > 0) continue;
+    throw new HerdcacheError(
+      argument ? 'E_INVALID_ARGUMENT' : 'E_INVALID_OPTION',
+      `herdcache: ${argument ? 'argument' : 'option'} "${name}" must be an array of non-empty strings, got ${describe(tags)} whose item ${i} is ${describe(tag)}`,
+    );
   }
   return tags;
 }

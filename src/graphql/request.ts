@@ -168,8 +168,9 @@ export function herdcacheContext<L extends Record<string, AnyLoader> = Record<ne
   const operation = new OperationCache(cache, signal);
   const scoped: Record<string, ScopedLoader<unknown, unknown>> = {};
   if (loaders !== undefined) {
-    if (loaders === null || typeof loaders !== 'object')
-      throw invalidOption('loaders', loaders, 'an object of loaders (cache.loader(...))');
+    // An array is no map of names: `loaders: [users]` would expose `ctx.loaders[0]`.
+    if (loaders === null || typeof loaders !== 'object' || Array.isArray(loaders))
+      throw invalidOption('loaders', loaders, 'an object of loaders by name, e.g. { user: cache.loader(...) }');
     for (const [name, loader] of Object.entries(loaders)) {
       if (!(loader instanceof Loader))
         throw invalidOption(`loaders.${name}`, loader, 'a loader created with cache.loader(...)');

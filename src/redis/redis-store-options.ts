@@ -154,6 +154,13 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
   ) {
     throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
   }
+  // Closed for good (quit() or disconnect() was called): every call would fail "Connection is closed".
+  if (candidate.status === 'end')
+    throw invalidOption(
+      'client',
+      client,
+      'a client that is not closed (its status is "end": quit() or disconnect() was called)',
+    );
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
     throw invalidOption('prefix', prefix, "a string without '{' or '}' (they would change the keys' Cluster hash tag)");
   }

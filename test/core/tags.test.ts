@@ -107,9 +107,16 @@ describe('tags', () => {
     await expect(cache.getOrCompute('k', async () => 1, { tags: 'User:1' as never })).rejects.toThrow(
       /option "tags" must be an array of non-empty strings, got "User:1"/,
     );
-    await expect(cache.invalidateTags([''])).rejects.toThrow(/option "tags"/);
+    await expect(cache.invalidateTags(['ok', ''])).rejects.toThrow(
+      /argument "tags" must be an array of non-empty strings, got array\(2\) whose item 1 is ""/,
+    );
+    await expect(cache.getOrCompute('k', async () => 1, { tags: ['ok', 5] as never })).rejects.toThrow(
+      /option "tags" must be an array of non-empty strings, got array\(2\) whose item 1 is 5/,
+    );
     const users = cache.loader<number, number>({ name: 'u', batch: async (ids) => ids, tags: () => [42 as never] });
-    await expect(users.load(1)).rejects.toThrow(/option "tags" must be an array of non-empty strings/);
+    await expect(users.load(1)).rejects.toThrow(
+      /option "tags" must be an array of non-empty strings, got array\(1\) whose item 0 is 42/,
+    );
     const inner = memoryStore();
     const bare = createCache({
       ttl: Infinity,

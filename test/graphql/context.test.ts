@@ -84,5 +84,10 @@ describe('herdcacheContext', () => {
       /option "loaders\.user" must be a loader/,
     );
     expect(() => herdcacheContext(undefined as never)).toThrow(/argument "options"/);
+    // An array is no map of names (it would expose ctx.loaders[0]): refused as a whole.
+    const users = cache.loader<string, string>({ name: 'ctx-users', batch: async (ids) => ids });
+    expect(() => herdcacheContext({ cache, loaders: [users] as never })).toThrow(
+      /option "loaders" must be an object of loaders by name, e.g. \{ user: cache.loader\(...\) \}, got array\(1\)/,
+    );
   });
 });

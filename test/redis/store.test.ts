@@ -97,6 +97,16 @@ describe('options', () => {
     }
   });
 
+  it('refuses a client closed for good (quit), naming it', async () => {
+    const closed = await connect();
+    await closed.quit();
+    for (let i = 0; i < 200 && closed.status !== 'end'; i++) await sleep(5);
+    expect(closed.status).toBe('end');
+    expect(() => redisStore({ client: closed })).toThrow(
+      /option "client" must be a client that is not closed \(its status is "end"/,
+    );
+  });
+
   it('accepts the defaults, and breaker: false', () => {
     expect(redisStore({ client }).breakerState).toBe('closed');
     expect(redisStore({ client, breaker: false }).breakerState).toBe('disabled');

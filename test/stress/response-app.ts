@@ -8,8 +8,8 @@
  *   behind a PRIVATE field (`me`) and behind PUBLIC fields made PRIVATE at run time (`hinted` by
  *   setResponseCacheHint, `dynamic` by Apollo's info.cacheControl.setCacheHint); `recs of
  *   <session>` is made PRIVATE for a signed-in viewer only (`recs of -`, anonymous, is public).
- * - `flaky` fails on some executions (drawn from the seed), `short` sets a stricter maxAge at run
- *   time, `ticker` is cached with swr, `burst(nonce)` counts its executions per nonce.
+ * - `flaky` fails on some executions (drawn from the seed), `short` sets a shorter maxAge at run
+ *   time (stored and shared for that long), `ticker` is cached with swr, `burst(nonce)` counts its executions per nonce.
  * Every resolver waits a little (drawn from the seed), so executions overlap writes and joiners.
  */
 import type { Cache } from '../../src/core';
@@ -201,6 +201,8 @@ export interface StressQuery {
   readonly swr?: boolean;
   /** PRIVATE: the Cache-Control header must never say public. */
   readonly private?: boolean;
+  /** A runtime hint shortens it to this maxAge: stored and shared for that long, its header never longer. */
+  readonly maxAge?: number;
 }
 
 export function stressQueries(random: () => number, bigRandom?: () => number): () => StressQuery {
@@ -221,7 +223,7 @@ export function stressQueries(random: () => number, bigRandom?: () => number): (
     () => ({ label: 'me+users', query: '{ me { name } users { id name } }', private: true }),
     () => ({ label: 'hinted', query: '{ hinted users { id name } }', neverShared: true, private: true }),
     () => ({ label: 'dynamic', query: '{ dynamic user(id: "1") { id name } }', neverShared: true, apolloOnly: true }),
-    () => ({ label: 'short', query: '{ short user(id: "2") { id name } }', neverShared: true }),
+    () => ({ label: 'short', query: '{ short user(id: "2") { id name } }', maxAge: 5 }),
     () => ({
       label: 'flaky',
       query: `{ flaky(n: ${Math.floor(random() * 3)}) user(id: "3") { id name } }`,

@@ -308,6 +308,9 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     if (served && q.neverShared) wrong(`${what}: a ${outcome} answer of an unshareable operation`);
     if (outcome === 'stale' && !q.swr) wrong(`${what}: stale without swr`);
     if (q.private && /public/.test(answer.header ?? '')) wrong(`${what}: cache-control ${answer.header}`);
+    const maxAge = /max-age=(\d+)/.exec(answer.header ?? '');
+    if (q.maxAge !== undefined && maxAge !== null && Number(maxAge[1]) > q.maxAge)
+      wrong(`${what}: cache-control ${answer.header}, longer than its runtime hint's ${q.maxAge} s`);
     if (q.label === 'flakyList' && body !== undefined) {
       // Item by item, as without a cache: [n, n + 1, n + 2], or its middle item null with its error there.
       const n = Number(/n: (\d+)/.exec(q.query)![1]);
