@@ -304,7 +304,7 @@ function isTagList(value: unknown): value is string[] {
   return Array.isArray(value) && value.length > 0 && value.every((tag) => typeof tag === 'string' && tag.length > 0);
 }
 
-/** Versions come from INCR: non-negative safe integers, one per tag. */
+/** Versions are non-negative safe integers (the server's clock in µs; small counts from earlier versions), one per tag. */
 function isVersionList(value: unknown, length: number): value is number[] {
   return Array.isArray(value) && value.length === length && value.every((v) => Number.isSafeInteger(v) && v >= 0);
 }

@@ -94,7 +94,7 @@ function endsLikeHashed(key: string): boolean {
 /** Between the prefix and a tag's hash tag: a tag version key never looks like a value key. */
 export const TAG_INFIX = 'tag:';
 
-/** The key holding a tag's version (INCR by invalidateTags; missing = version 0). */
+/** The key holding a tag's version (set by invalidateTags from the server's clock; made by a read that finds none). */
 export function tagVersionKey(prefix: string, tag: string, maxKeyLength: number): string {
   return `${prefix}${TAG_INFIX}{${taggedKey(tag, maxKeyLength)}}`;
 }

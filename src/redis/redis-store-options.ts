@@ -154,13 +154,15 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
   ) {
     throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
   }
-  // Closed for good (quit() or disconnect() was called): every call would fail "Connection is closed".
-  if (candidate.status === 'end')
-    throw invalidOption(
-      'client',
-      client,
-      'a client that is not closed (its status is "end": quit() or disconnect() was called)',
+  // Closed (quit() or disconnect() was called): every call fails until client.connect(). Said, not
+  // refused: a client whose retryStrategy gave up while Redis was down at boot is in this state too,
+  // and the cache must not be what stops the application from starting.
+  if (candidate.status === 'end') {
+    process.emitWarning(
+      'herdcache: redisStore() was given a closed ioredis client (status "end": quit() or disconnect() was called, or its retryStrategy gave up): every store call fails and loads are computed without the cache until client.connect().',
+      { code: 'HERDCACHE_REDIS_CLOSED' },
     );
+  }
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
     throw invalidOption('prefix', prefix, "a string without '{' or '}' (they would change the keys' Cluster hash tag)");
   }

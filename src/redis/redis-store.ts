@@ -19,8 +19,9 @@
  * The client belongs to the user: this store never connects (except to start a `lazyConnect`
  * client, as ioredis would on its first command), quits or reconfigures it.
  *
- * Tags: invalidateTags bumps a version per tag (one script: INCR + PEXPIRE per tag); the registry
- * reads the versions of a fill's tags before the fill (one script call) and records them in the entry; an
+ * Tags: invalidateTags bumps a version per tag (one script: a version above the last and the
+ * server's clock, with an expiry); the registry reads the versions of a fill's tags before the
+ * fill (one script call, which makes a missing version key) and records them in the entry; an
  * entry whose versions are not current is a miss. Nothing is scanned, nothing is deleted, no set of
  * keys per tag is kept: an invalidation is O(tags) and leaves two small expiring keys per tag. The
  * expiries, and why they cannot bring an invalidated value back: tags.ts; the tag clock, for tags

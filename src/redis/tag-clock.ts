@@ -149,7 +149,7 @@ export class RedisTags {
             ? keys
             : pick(keys, indices)
           : withSequenceKeys(keys, indices, undefined);
-      return scripts.herdcacheTagRead1(sent.length, ...sent, made, mode);
+      return scripts.herdcacheTagRead1(sent.length, sent, made, mode); // an array: a spread of 150k keys overflows the stack
     };
     // A failed group's versions are NaN: unknown, so its tagged values are served, not cached.
     return link.call('tagVersions', keys, groups, send, (replies) => {

@@ -12,7 +12,7 @@ local function clock_at(key)
   if type(stored) == 'table' and stored.err and not string.find(stored.err, 'WRONGTYPE', 1, true) then error(stored) end
   if type(stored) ~= 'string' then return 0 end
   local n = tonumber(stored)
-  if n == nil or n < 0 or n ~= math.floor(n) then return 0 end
+  if n == nil or n ~= n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then return 0 end -- not ours (1e300, inf)
   return n
 end
 local function server_us()
@@ -87,7 +87,8 @@ return out
  * no entry recorded: they are misses, never served as current again. (Read as 0, every entry
  * filled before the tag's first invalidation, and every one that recorded a counter the lost key
  * is counted back to, read as current again.) Its expiry: the longest a tagged entry lives
- * (tagTtl); one that outlives it is a miss when the key is made again.
+ * (tagTtl), given again by a read past half of it, so a key read on stays; one not read for half
+ * a tagTtl may expire under an entry, which is then a miss when the key is made again.
  */
 export const TAG_READ = `
 ${CLOCK_READ}
@@ -104,6 +105,13 @@ for i = 1, #KEYS, step do
     redis.call('SET', KEYS[i], stored, 'PX', ARGV[1])
   elseif type(stored) ~= 'string' then
     stored = 'foreign'
+  else
+    -- Kept while it is read: a key past half its read expiry is given it again (SET: PEXPIRE is no
+    -- command of the ACL rule). Else a key made by a read would expire under the entries that
+    -- recorded it, which read then (a wave of misses every tagTtl). A longer expiry (a bump's) is
+    -- never shortened.
+    local pttl = redis.call('PTTL', KEYS[i])
+    if pttl >= 0 and pttl < tonumber(ARGV[1]) / 2 then redis.call('SET', KEYS[i], stored, 'PX', ARGV[1]) end
   end
   out[#out + 1] = stored
   if step == 2 then

@@ -3,6 +3,7 @@
  * delete and clear. The fill lock has its own file (lock.test.ts).
  */
 import type Redis from 'ioredis';
+import { createCache } from '../../src/core/cache';
 import { HerdcacheError } from '../../src/core/errors';
 import { jsonCodec } from '../../src/redis/codec';
 import { redisStore, type RedisStore } from '../../src/redis/redis-store';
@@ -97,14 +98,24 @@ describe('options', () => {
     }
   });
 
-  it('refuses a client closed for good (quit), naming it', async () => {
+  it('a closed client (quit) is said, not refused: loads are computed without the cache', async () => {
     const closed = await connect();
     await closed.quit();
     for (let i = 0; i < 200 && closed.status !== 'end'; i++) await sleep(5);
     expect(closed.status).toBe('end');
-    expect(() => redisStore({ client: closed })).toThrow(
-      /option "client" must be a client that is not closed \(its status is "end"/,
-    );
+    const warned: string[] = [];
+    const spy = jest.spyOn(process, 'emitWarning').mockImplementation(((_w: string, o?: { code?: string }) => {
+      warned.push(o?.code ?? '');
+    }) as typeof process.emitWarning);
+    try {
+      const cache = createCache({ ttl: 60_000, store: redisStore({ client: closed, breaker: false }) });
+      expect(await cache.getOrCompute('k', () => 'computed')).toBe('computed');
+      expect(cache.metrics().total.storeErrors).toBeGreaterThan(0);
+      await cache.close();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(warned).toContain('HERDCACHE_REDIS_CLOSED');
   });
 
   it('accepts the defaults, and breaker: false', () => {
