@@ -5,27 +5,9 @@
  * unhandled rejection ends the process, so one bad call would end the server.
  */
 import { createCache } from '../../src/core/cache';
-import { flush } from '../helpers';
+import { rejecting, watchUnhandledRejections } from '../helpers';
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-});
-
-const settle = async () => {
-  await flush();
-  await new Promise((resolve) => setImmediate(resolve));
-  await new Promise((resolve) => setTimeout(resolve, 5));
-};
-
-const rejecting = (what: string) => async (): Promise<never> => {
-  throw new Error(`${what} rejected`);
-};
+const { unhandled, settled: settle } = watchUnhandledRejections();
 
 it('an async key function that rejects: the load fails naming the key, the rejection is observed', async () => {
   const cache = createCache();
@@ -37,7 +19,7 @@ it('an async key function that rejects: the load fails naming the key, the rejec
   });
   expect(() => users.load(1)).toThrow(/loader "user" got key 1, which maps to object \[object Promise\]/);
   await settle();
-  expect(unhandled).toEqual([]);
+  expect(unhandled()).toEqual([]);
   await cache.close();
 });
 
@@ -51,7 +33,7 @@ it('an async tags function that rejects: the load fails naming the option, the r
   });
   await expect(users.load('1')).rejects.toThrow(/option "tags" must be an array of non-empty strings/);
   await settle();
-  expect(unhandled).toEqual([]);
+  expect(unhandled()).toEqual([]);
   await cache.close();
 });
 
@@ -70,6 +52,6 @@ it('an async batchScheduleFn that rejects before dispatching: the batch leaves a
   expect(await Promise.all([users.load('1'), users.load('2')])).toEqual(['user 1', 'user 2']);
   expect(batches).toEqual([['1', '2']]);
   await settle();
-  expect(unhandled).toEqual([]);
+  expect(unhandled()).toEqual([]);
   await cache.close();
 });

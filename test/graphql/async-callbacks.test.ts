@@ -13,32 +13,13 @@ import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
 import { cacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../../src/graphql';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
-import { captureWarnings, flush } from '../helpers';
+import { captureWarnings, rejecting, watchUnhandledRejections } from '../helpers';
 import { makeSchema, run } from './fixtures';
 import { post, responseFixture } from './response-fixture';
 
 captureWarnings();
 
-const rejecting = (what: string) => async (): Promise<never> => {
-  throw new Error(`${what} rejected`);
-};
-
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-});
-
-/** Lets a dropped rejection reach unhandledRejection (it is reported after the microtask queue drains). */
-const settle = async () => {
-  await flush();
-  await new Promise((resolve) => setImmediate(resolve));
-  await new Promise((resolve) => setTimeout(resolve, 5));
-};
+const { unhandled, settled: settle } = watchUnhandledRejections();
 
 describe('response layer over HTTP (Apollo 5)', () => {
   it.each<[string, ResponseCacheOptions<{ session?: string }>, string, string]>([
@@ -60,7 +41,7 @@ describe('response layer over HTTP (Apollo 5)', () => {
         expect(r.body.extensions?.cache).toMatchObject({ response: 'bypassed', bypassReason: reason });
       }
       await settle();
-      expect(unhandled).toEqual([]);
+      expect(unhandled()).toEqual([]);
     } finally {
       await server.stop();
     }
@@ -78,7 +59,7 @@ describe('@cached transform', () => {
     expect((await run(schema, '{ me }', context)).data).toEqual({ me: 'me' });
     expect(cacheReport(context)!.sources['Query.me']).toMatchObject({ bypassed: 1 });
     await settle();
-    expect(unhandled).toEqual([]);
+    expect(unhandled()).toEqual([]);
   });
 
   it.each<[string, (parent: { id: string }) => unknown]>([
@@ -111,7 +92,7 @@ describe('@cached transform', () => {
       }
       expect(bypassed).toEqual(['Item.detail no_identity', 'Item.detail no_identity']);
       await settle();
-      expect(unhandled).toEqual([]);
+      expect(unhandled()).toEqual([]);
     },
   );
 
@@ -133,7 +114,7 @@ describe('@cached transform', () => {
     expect(result.errors).toBeUndefined();
     expect(result.data).toEqual({ me: 'me' });
     await settle();
-    expect(unhandled).toEqual([]);
+    expect(unhandled()).toEqual([]);
   });
 
   it('an onInvalidationError that rejects never fails the mutation', async () => {
@@ -154,7 +135,7 @@ describe('@cached transform', () => {
     expect(result.data).toEqual({ touch: 1 });
     expect(reported).toBe(1);
     await settle();
-    expect(unhandled).toEqual([]);
+    expect(unhandled()).toEqual([]);
   });
 
   it("a Federation reference's sessionId that throws or rejects: the entity is resolved without the cache", async () => {
@@ -184,6 +165,6 @@ describe('@cached transform', () => {
       }
     }
     await settle();
-    expect(unhandled).toEqual([]);
+    expect(unhandled()).toEqual([]);
   });
 });

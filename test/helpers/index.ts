@@ -102,3 +102,32 @@ export function captureWarnings(): CapturedWarning[] {
   afterEach(() => spy?.mockRestore());
   return warnings;
 }
+
+/**
+ * Each test's unhandled rejections: `unhandled()` after `settled()` (a dropped rejection is
+ * reported once the microtask queue has drained). Call at the top of a file.
+ */
+export function watchUnhandledRejections(): { unhandled(): unknown[]; settled(): Promise<void> } {
+  let reasons: unknown[] = [];
+  const onUnhandled = (reason: unknown): void => void reasons.push(reason);
+  beforeEach(() => {
+    reasons = [];
+    process.on('unhandledRejection', onUnhandled);
+  });
+  afterEach(() => {
+    process.off('unhandledRejection', onUnhandled);
+  });
+  return {
+    unhandled: () => reasons,
+    settled: async () => {
+      await flush();
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    },
+  };
+}
+
+/** An async callback that rejects: what an async function given where a synchronous one is asked returns. */
+export const rejecting = (what: string) => async (): Promise<never> => {
+  throw new Error(`${what} rejected`);
+};
