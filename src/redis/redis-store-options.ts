@@ -3,7 +3,7 @@
  * (each error names the option and the value) before anything touches the client.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { invalidOption } from '../core/errors';
+import { invalidArgument, invalidOption } from '../core/errors';
 import { LONG_KEY_MAX } from '../core/long-keys';
 import {
   MAX_DURATION,
@@ -130,6 +130,13 @@ const BREAKER_OPTIONS = optionNames<BreakerOptions>({ threshold: true, coolDown:
 export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRedisStoreOptions {
   if (options === null || typeof options !== 'object')
     throw invalidOption('options', options, 'an object with a "client"');
+  // The client itself, given as the options (redisStore(client)): its own `options` would be named as unknown.
+  if (isIoredisClient(options))
+    throw invalidArgument(
+      'options',
+      options,
+      'an object with a "client": redisStore({ client }), not redisStore(client)',
+    );
   checkKnownKeys('redisStore()', options, REDIS_STORE_OPTIONS);
   const {
     client,
@@ -253,4 +260,14 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
     subscriber,
     maxValueBytes,
   };
+}
+
+/** Whether `value` looks like an ioredis Redis or Cluster client (what the `client` option takes). */
+function isIoredisClient(value: unknown): boolean {
+  const candidate = value as Partial<Redis> | null;
+  return (
+    typeof (candidate as { defineCommand?: unknown })?.defineCommand === 'function' &&
+    typeof candidate?.mget === 'function' &&
+    typeof candidate?.status === 'string'
+  );
 }

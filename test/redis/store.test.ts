@@ -98,6 +98,12 @@ describe('options', () => {
     }
   });
 
+  it('the client given as the options (redisStore(client)): said so, not "unknown option"', () => {
+    expect(() => redisStore(client as never)).toThrow(
+      /argument "options" must be an object with a "client": redisStore\(\{ client \}\), not redisStore\(client\)/,
+    );
+  });
+
   it('a closed client (quit) is said, not refused: loads are computed without the cache', async () => {
     const closed = await connect();
     await closed.quit();
