@@ -28,6 +28,8 @@ import {
   ResponseEngine,
 } from '../graphql/response-cache';
 import { responseCacheHintOf } from '../graphql/response-hint';
+import { warnIfUnwrapped } from '../graphql/unwrapped';
+import { OnceWarnings } from '../graphql/warnings';
 import { invalidOption } from '../core/errors';
 import { ApartRunner } from './apart';
 import { warnIfApolloDefault } from './default-max-age';
@@ -86,6 +88,7 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           fieldResolver: fieldResolver as GraphQLFieldResolver<unknown, unknown> | undefined,
         });
   const recorder = operationRecorder(options);
+  const schemaWarnings = new OnceWarnings();
   const reporting = new OperationReporting({
     cache: options.cache,
     extensions: options.extensions,
@@ -96,18 +99,20 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
   return {
     async serverWillStart() {
       const stop = recorder === undefined ? undefined : await reporting.start();
-      if (stop === undefined && apart === undefined) return;
       return {
         ...(stop === undefined ? {} : { serverWillStop: async () => stop() }),
-        // Called with the schema at start and each gateway update: its copy for the runs apart is
-        // made before Apollo's first execution wraps the schema's resolvers in place (see ./apart).
+        // Called with the schema at start and each gateway update, before Apollo's first execution
+        // wraps the schema's resolvers in place: its copy for the runs apart is made then (see
+        // ./apart), and @cached fields the transform did not wrap are said (../graphql/unwrapped).
         // A gateway's (a supergraph SDL with it) is never run apart: see ApartRunner.gateway.
-        ...(apart === undefined
-          ? {}
-          : {
-              schemaDidLoadOrUpdate: ({ apiSchema, coreSupergraphSdl }) =>
-                coreSupergraphSdl === undefined ? apart.prepare(apiSchema) : apart.gateway(apiSchema),
-            }),
+        schemaDidLoadOrUpdate: ({ apiSchema, coreSupergraphSdl }) => {
+          if (coreSupergraphSdl !== undefined) {
+            apart?.gateway(apiSchema);
+            return;
+          }
+          warnIfUnwrapped(apiSchema, schemaWarnings, 'herdcachePlugin');
+          apart?.prepare(apiSchema);
+        },
       };
     },
 

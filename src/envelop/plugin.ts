@@ -27,6 +27,8 @@ import {
   ResponseEngine,
 } from '../graphql/response-cache';
 import { responseCacheHintOf, restrictPolicy } from '../graphql/response-hint';
+import { warnIfUnwrapped } from '../graphql/unwrapped';
+import { OnceWarnings } from '../graphql/warnings';
 import { CacheControlHeaders, type YogaResponsePayload } from './cache-control';
 import { Unfinished } from './unfinished';
 
@@ -79,7 +81,10 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
     });
   }
 
+  const schemaWarnings = new OnceWarnings();
   return {
+    // Each schema the server is given (Envelop calls it at start and on every change).
+    onSchemaChange: ({ schema }) => warnIfUnwrapped(schema, schemaWarnings, 'useHerdcache'),
     ...(headers === undefined
       ? {}
       : {

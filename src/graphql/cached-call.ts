@@ -22,7 +22,7 @@ export function answerKeyed(
   memoKey?: MemoKey,
 ): unknown {
   const operation = operationOf(context);
-  const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
+  const scope = operation === undefined ? undefined : operation.cache === cache ? operation.scope : otherCache(cache);
   // A fresh value held in process is returned as it is, not in a promise: graphql-js then
   // completes the field synchronously, as it does a plain resolver's.
   const answer = answerNow(cache, scope, call, key, memoKey);
@@ -54,7 +54,7 @@ export function answerField(
   list: boolean,
 ): unknown {
   const operation = operationOf(context);
-  const scope = operation !== undefined && operation.cache === cache ? operation.scope : undefined;
+  const scope = operation === undefined ? undefined : operation.cache === cache ? operation.scope : otherCache(cache);
   const answer = answerNow(cache, scope, call, key, memoKey);
   if (answer !== LATER) return answer;
   return answerLater(cache, scope, call, key, fillOf(resolve, parent, args, context, info, sessionOf, list));
@@ -131,4 +131,23 @@ export function listOrThrow(error: unknown): unknown {
 /** A rejected item's reason as graphql-js reports it: an Error as it is, anything else wrapped as graphql-js does. */
 function asItemError(reason: unknown): Error {
   return isError(reason) ? reason : new Error(`Unexpected error value: ${describe(reason)}`, { cause: reason });
+}
+
+/** Transforms' caches already warned of (once each): see otherCache. */
+const warnedOtherCache = new WeakSet<Cache>();
+
+/**
+ * A @cached field of a transform given another cache than the operation's (the plugin's, the
+ * context's): it is cached in its own, but the operation's report counts nothing for it. Said once
+ * per transform cache (HERDCACHE_OTHER_CACHE): otherwise it only shows as reports of zeros.
+ */
+function otherCache(cache: Cache): undefined {
+  if (!warnedOtherCache.has(cache)) {
+    warnedOtherCache.add(cache);
+    process.emitWarning(
+      "herdcache: a @cached field was resolved with another cache than the operation's: cachedDirectiveTransformer(schema, { cache }) was given a different cache than herdcachePlugin / useHerdcache / herdcacheContext. The field is cached in the transform's cache, but extensions.cache and the metrics count nothing for it. Give them the same cache.",
+      { code: 'HERDCACHE_OTHER_CACHE' },
+    );
+  }
+  return undefined;
 }

@@ -226,6 +226,11 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
   return schema;
 }
 
+/** Whether `resolve` is a resolver cachedDirectiveTransformer installed. */
+export function isInstalled(resolve: unknown): boolean {
+  return typeof resolve === 'function' && installed.has(resolve);
+}
+
 function checkNotInstalled(field: GraphQLField<unknown, unknown>, coordinate: string): void {
   if (field.resolve !== undefined && installed.has(field.resolve)) {
     throw buildError(
