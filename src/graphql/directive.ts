@@ -39,6 +39,7 @@ import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPoli
 import { privateByCacheControl } from './response-policy';
 import { type BypassReason, checkCache, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
+import { installed, markWrapped } from './wrapped';
 
 export type { CacheScope };
 
@@ -74,9 +75,6 @@ export interface CachedDirectiveOptions<TContext = any> {
    */
   onInvalidationError?: (coordinate: string, error: Error, context: TContext) => void;
 }
-
-/** Resolvers this module installed: a second transform of the same schema would cache twice. */
-const installed = new WeakSet<object>();
 
 /**
  * Wraps, in place, the resolver of every field of `schema` that carries @cached or @invalidates,
@@ -221,14 +219,10 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
     const resolve = wrap();
     installed.add(resolve);
     field.resolve = resolve;
+    markWrapped(field);
   }
   for (const install of entityPlans) install();
   return schema;
-}
-
-/** Whether `resolve` is a resolver cachedDirectiveTransformer installed. */
-export function isInstalled(resolve: unknown): boolean {
-  return typeof resolve === 'function' && installed.has(resolve);
 }
 
 function checkNotInstalled(field: GraphQLField<unknown, unknown>, coordinate: string): void {

@@ -1,12 +1,14 @@
 /**
  * A schema whose @cached or @invalidates fields were never wrapped by cachedDirectiveTransformer:
- * the transform not applied (a NestJS app without `transformSchema`), or applied before the
- * resolvers were attached (they replaced its wrappers). Those fields then run on every call and
- * the reports say zeros: nothing fails, so the plugins say it once (HERDCACHE_NOT_TRANSFORMED)
- * when they are given the schema.
+ * the transform not applied (a NestJS app without `transformSchema`). Those fields then run on
+ * every call and the reports say zeros: nothing fails, so the plugins say it once
+ * (HERDCACHE_NOT_TRANSFORMED) when they are given the schema. A field counts as wrapped by its
+ * resolver or by the transform's mark in its extensions (directive.ts: a tool applied after the
+ * transform, graphql-middleware or graphql-shield, wraps the resolver again), so resolvers attached
+ * after the transform (which replace its wrappers) are not seen here.
  */
 import type { GraphQLField, GraphQLObjectType, GraphQLSchema } from 'graphql';
-import { isInstalled } from './directive';
+import { isWrapped } from './wrapped';
 import { findDirective } from './directive-nodes';
 import { tagOf } from './response-policy';
 import type { OnceWarnings } from './warnings';
@@ -21,7 +23,7 @@ export function unwrappedFields(schema: GraphQLSchema, limit = 5): string[] {
     if (type.name.startsWith('__') || tagOf(type) !== 'GraphQLObjectType') continue;
     for (const field of Object.values((type as GraphQLObjectType).getFields()) as GraphQLField<unknown, unknown>[]) {
       const coordinate = `${type.name}.${field.name}`;
-      if (!carriesDirective(field, coordinate) || isInstalled(field.resolve)) continue;
+      if (!carriesDirective(field, coordinate) || isWrapped(field)) continue;
       found.push(coordinate);
       if (found.length >= limit) return found;
     }
@@ -52,6 +54,6 @@ export function warnIfUnwrapped(schema: GraphQLSchema, warnings: OnceWarnings, p
   warnings.warn(
     'not-transformed',
     NOT_TRANSFORMED_WARNING,
-    `herdcache: ${plugin} was given a schema whose @cached or @invalidates fields are not wrapped (${fields.join(', ')}${fields.length >= 5 ? ', …' : ''}): they run on every call, uncached, and the reports count nothing for them. Apply cachedDirectiveTransformer(schema, { cache }) to the schema after its resolvers are attached (in NestJS: transformSchema).`,
+    `herdcache: ${plugin} was given a schema whose @cached or @invalidates fields were not wrapped by cachedDirectiveTransformer (${fields.join(', ')}${fields.length >= 5 ? ', …' : ''}): they run on every call, uncached, and the reports count nothing for them. Apply cachedDirectiveTransformer(schema, { cache }) to the schema after its resolvers are attached (in NestJS: transformSchema).`,
   );
 }
