@@ -21,6 +21,8 @@ afterAll(async () => {
 const FOREIGN: readonly [string, (key: string) => Promise<unknown>][] = [
   ['a string that is not an integer', (key) => client.set(key, 'not a version')],
   ['a negative integer', (key) => client.set(key, '-3')],
+  ['a number too large to be a version', (key) => client.set(key, '1e300')],
+  ['infinity', (key) => client.set(key, 'inf')],
   ['a list', (key) => client.rpush(key, 'a')],
   ['a hash', (key) => client.hset(key, 'f', 'v')],
 ];
