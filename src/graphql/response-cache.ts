@@ -187,7 +187,8 @@ export class ResponseEngine {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
-        const stored = this.#toStored(plan, executed, final, operationOf(plan.request.context));
+        const operation = operationOf(plan.request.context);
+        const stored = this.#toStored(plan, executed, final, operation);
         const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
@@ -200,7 +201,7 @@ export class ResponseEngine {
             ? stored
             : stored.servedOnly
               ? 'oversized'
-              : staleFieldResults.has(stored) // fresh briefly: a @cached field was served stale (#toStored)
+              : readStaleFields(operation) // fresh briefly: a @cached field was served stale (#toStored)
                 ? 'stale_fields'
                 : 'stored';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
@@ -284,7 +285,7 @@ export class ResponseEngine {
     // field stays stale (its backend down: each execution asks it again). So it is stored fresh for
     // STALE_FIELDS_MAX_AGE only (its grace kept, its header max-age as short): one execution a
     // second at most, and the field's refreshed value in the response within a second of landing.
-    const staleFields = operation !== undefined && operation.scope.stats().total.staleServed > 0;
+    const staleFields = readStaleFields(operation);
     if (staleFields) maxAge = Math.min(maxAge, STALE_FIELDS_MAX_AGE);
     const stored: StoredResponse = { data, maxAge, scope: policy.scope, at: this.#now() };
     // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
@@ -292,7 +293,6 @@ export class ResponseEngine {
     const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
     const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
     if (maxAge < policy.maxAge) tagged.freshMs = maxAge * 1000;
-    if (staleFields) staleFieldResults.add(tagged);
     return tagged;
   }
 
@@ -366,8 +366,10 @@ export class ResponseEngine {
  */
 export const STALE_FIELDS_MAX_AGE = 1;
 
-/** Results stored fresh for STALE_FIELDS_MAX_AGE because a @cached field was served stale (reported `stale_fields`). */
-const staleFieldResults = new WeakSet<object>();
+/** Whether the execution read a @cached field served stale (its swr grace): stored fresh for STALE_FIELDS_MAX_AGE only. */
+function readStaleFields(operation: OperationCache | undefined): boolean {
+  return operation !== undefined && operation.scope.stats().total.staleServed > 0;
+}
 
 /** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */
 const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
