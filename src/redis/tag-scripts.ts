@@ -55,18 +55,19 @@ export const TAG_BUMP = `
 ${CLOCK_READ}
 local first = 1
 local reading
+local now = server_us()
 if ARGV[2] == '' then
-  reading = math.max(clock_at(KEYS[1]), server_us()) + 1
+  reading = math.max(clock_at(KEYS[1]), now) + 1
   redis.call('SET', KEYS[1], string.format('%.0f', reading), 'PX', ARGV[1])
   first = 2
 elseif ARGV[2] == 'now' then
-  reading = server_us() + 1
+  reading = now + 1
 else
   reading = tonumber(ARGV[2])
 end
 local out = { reading }
 for i = first, #KEYS, 2 do
-  local version = math.max(clock_at(KEYS[i]) + 1, server_us())
+  local version = math.max(clock_at(KEYS[i]) + 1, now)
   redis.call('SET', KEYS[i], string.format('%.0f', version), 'PX', ARGV[1])
   out[#out + 1] = version
   local last = clock_at(KEYS[i + 1])
