@@ -151,16 +151,8 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
     subscriber,
     maxValueBytes = DEFAULTS.maxValueBytes,
   } = options;
-  const candidate = client as Partial<Redis> | null | undefined;
-  if (
-    candidate === null ||
-    typeof candidate !== 'object' ||
-    typeof candidate.defineCommand !== 'function' ||
-    typeof candidate.mget !== 'function' ||
-    typeof candidate.status !== 'string'
-  ) {
-    throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
-  }
+  if (!isIoredisClient(client)) throw invalidOption('client', client, 'an ioredis Redis or Cluster client');
+  const candidate = client as Redis | Cluster;
   // Closed (quit() or disconnect() was called): every call fails until client.connect(). Said, not
   // refused: a client whose retryStrategy gave up while Redis was down at boot is in this state too,
   // and the cache must not be what stops the application from starting.
@@ -264,10 +256,11 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
 
 /** Whether `value` looks like an ioredis Redis or Cluster client (what the `client` option takes). */
 function isIoredisClient(value: unknown): boolean {
-  const candidate = value as Partial<Redis> | null;
+  if (value === null || typeof value !== 'object') return false;
+  const candidate = value as Partial<Redis>;
   return (
-    typeof (candidate as { defineCommand?: unknown })?.defineCommand === 'function' &&
-    typeof candidate?.mget === 'function' &&
-    typeof candidate?.status === 'string'
+    typeof candidate.defineCommand === 'function' &&
+    typeof candidate.mget === 'function' &&
+    typeof candidate.status === 'string'
   );
 }
