@@ -81,9 +81,14 @@ function ignore(): void {}
  * sessionId…). Left alone, its rejection would end the process under Node's default.
  */
 export function ignoreRejection(result: unknown): void {
+  onRejection(result, ignore);
+}
+
+/** Calls `onRejected` if `result` is a thenable that rejects (its rejection observed). A throwing `then` propagates. */
+export function onRejection(result: unknown, onRejected: () => void): void {
   if ((typeof result === 'object' && result !== null) || typeof result === 'function') {
     const then = (result as { then?: unknown }).then;
-    if (typeof then === 'function') then.call(result, undefined, ignore);
+    if (typeof then === 'function') then.call(result, undefined, onRejected);
   }
 }
 

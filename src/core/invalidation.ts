@@ -77,8 +77,7 @@ export class Invalidation {
 
   /** Makes every entry carrying one of `tags` (validated here) a miss, counted on `source`. */
   async tags(tags: readonly string[], source: string): Promise<void> {
-    this.checkTagsSupported('tags');
-    checkTags('tags', tags, true); // invalidateTags(tags): an argument
+    this.checkTags('tags', tags, true); // invalidateTags(tags): an argument
     if (tags.length === 0) return;
     this.abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
     this.#counters.count(source, 'invalidations', tags.length);
@@ -95,10 +94,10 @@ export class Invalidation {
     }
   }
 
-  /** The tags of option `name`, validated, on a store that can invalidate them. */
-  checkTags(name: string, tags: unknown): readonly string[] {
+  /** The tags of option (or argument) `name`, validated, on a store that can invalidate them. */
+  checkTags(name: string, tags: unknown, argument = false): readonly string[] {
     this.checkTagsSupported(name);
-    return checkTags(name, tags);
+    return checkTags(name, tags, argument);
   }
 
   /** Writes a value into the shared store now, with its tags (loader.prime). */

@@ -5,6 +5,7 @@
  * dispatch), exactly as DataLoader's option of that name.
  */
 import { invalidOption } from './errors';
+import { onRejection } from './hooks';
 
 /** Given the batch's dispatch, calls it once, "in the immediate future". */
 export type BatchScheduleFn = (dispatch: () => void) => void;
@@ -39,14 +40,8 @@ export function scheduleOnce(schedule: BatchScheduleFn, dispatch: () => void): v
     dispatch();
   };
   try {
-    const returned: unknown = schedule(once);
     // An async scheduler that rejects is as one that throws (its rejection observed: else fatal under Node's default).
-    if (
-      returned !== null &&
-      typeof returned === 'object' &&
-      typeof (returned as PromiseLike<unknown>).then === 'function'
-    )
-      (returned as PromiseLike<unknown>).then(undefined, () => afterPromiseJobs(once));
+    onRejection(schedule(once), () => afterPromiseJobs(once));
   } catch {
     afterPromiseJobs(once);
   }

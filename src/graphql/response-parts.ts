@@ -1,8 +1,9 @@
 /**
  * The parts of a response key that come from the application's callbacks: the session of a
  * PRIVATE operation (`responseCache.sessionId`) and the request parts that vary the answer
- * (`responseCache.vary`); and whether the request uses the layer at all (`responseCache.enabled`). They run on every cacheable request, after the plugin was created, so a
- * mistake in them cannot be refused up front; and at request time the cache never fails a request.
+ * (`responseCache.vary`); and whether the request uses the layer at all (`responseCache.enabled`).
+ * They run on every cacheable request, after the plugin was created, so a mistake in them cannot
+ * be refused up front; and at request time the cache never fails a request.
  * So an answer that cannot be used, or a throw, makes that request `bypassed` (executed without the
  * response cache: `session_failed`, `vary_failed`, or `no_session` for an answer that is no
  * session), and is said once (process.emitWarning, naming the option and what it returned).
@@ -55,30 +56,26 @@ export function varyPart(
   try {
     const answer = vary(context);
     if (answer === undefined || answer === null) return null;
-    ignoreRejection(answer); // an async vary: refused below, its rejection observed (else fatal)
     if (typeof answer === 'string') return answer;
     const parts = stringsOf(answer);
     if (Array.isArray(parts)) return parts;
+    const promise = parts === undefined && isThenable(answer);
+    if (promise) ignoreRejection(answer); // an async vary: its rejection observed (else fatal)
     const what =
       parts !== undefined
         ? `${describe(answer)} holding ${describe(parts.part)}: every part must be a string`
-        : isThenable(answer)
+        : promise
           ? 'a Promise: it must return its parts synchronously'
           : `${describe(answer)}: it must return a string, an array of strings, or null/undefined`;
     warnings.warn(
-      parts !== undefined ? 'vary:part' : isThenable(answer) ? 'vary:promise' : 'vary:value',
+      parts !== undefined ? 'vary:part' : promise ? 'vary:promise' : 'vary:value',
       VARY_WARNING,
       `herdcache: option ${VARY_OPTION} returned ${what}. The operations it was asked about are executed without the response cache (bypassReason "vary_failed").`,
     );
     return PART_FAILED;
   } catch (error) {
     // Thrown by vary, by the iterable it answered, or by reading its answer.
-    warnings.warn(
-      'vary:throws',
-      VARY_WARNING,
-      `herdcache: option ${VARY_OPTION} threw (${messageOf(error)}): the operations it was asked about are executed without the response cache (bypassReason "vary_failed").`,
-    );
-    return PART_FAILED;
+    return threw(warnings, VARY_OPTION, VARY_WARNING, error, 'vary_failed');
   }
 }
 
@@ -100,13 +97,24 @@ export function enabledPart(
     );
     return PART_FAILED;
   } catch (error) {
-    warnings.warn(
-      'enabled:throws',
-      ENABLED_WARNING,
-      `herdcache: option ${ENABLED_OPTION} threw (${messageOf(error)}): the operations it was asked about are executed without the response cache (bypassReason "enabled_failed").`,
-    );
-    return PART_FAILED;
+    return threw(warnings, ENABLED_OPTION, ENABLED_WARNING, error, 'enabled_failed');
   }
+}
+
+/** Says once that `option` threw: the operations it was asked about are bypassed with `reason`. */
+function threw(
+  warnings: OnceWarnings,
+  option: string,
+  code: string,
+  error: unknown,
+  reason: string,
+): typeof PART_FAILED {
+  warnings.warn(
+    `${option}:throws`,
+    code,
+    `herdcache: option ${option} threw (${messageOf(error)}): the operations it was asked about are executed without the response cache (bypassReason "${reason}").`,
+  );
+  return PART_FAILED;
 }
 
 /** The strings an iterable holds; its first part that is no string; undefined: no iterable. */

@@ -13,11 +13,14 @@ import { findDirective } from './directive-nodes';
 import { tagOf } from './response-policy';
 import type { OnceWarnings } from './warnings';
 
+/** Fields a warning names at most. */
+const SHOWN = 5;
+
 /** The process.emitWarning code of a schema whose @cached fields are not wrapped. */
 export const NOT_TRANSFORMED_WARNING = 'HERDCACHE_NOT_TRANSFORMED';
 
 /** The coordinates of the fields carrying @cached or @invalidates whose resolver the transform did not install (the first `limit`). */
-export function unwrappedFields(schema: GraphQLSchema, limit = 5): string[] {
+export function unwrappedFields(schema: GraphQLSchema, limit: number): string[] {
   const found: string[] = [];
   for (const type of Object.values(schema.getTypeMap())) {
     if (type.name.startsWith('__') || tagOf(type) !== 'GraphQLObjectType') continue;
@@ -46,7 +49,7 @@ function carriesDirective(field: GraphQLField<unknown, unknown>, coordinate: str
 export function warnIfUnwrapped(schema: GraphQLSchema, warnings: OnceWarnings, plugin: string): void {
   let fields: string[];
   try {
-    fields = unwrappedFields(schema);
+    fields = unwrappedFields(schema, SHOWN + 1);
   } catch {
     return; // a schema it cannot read: never a reason to fail the server
   }
@@ -54,6 +57,6 @@ export function warnIfUnwrapped(schema: GraphQLSchema, warnings: OnceWarnings, p
   warnings.warn(
     'not-transformed',
     NOT_TRANSFORMED_WARNING,
-    `herdcache: ${plugin} was given a schema whose @cached or @invalidates fields were not wrapped by cachedDirectiveTransformer (${fields.join(', ')}${fields.length >= 5 ? ', …' : ''}): they run on every call, uncached, and the reports count nothing for them. Apply cachedDirectiveTransformer(schema, { cache }) to the schema after its resolvers are attached (in NestJS: transformSchema).`,
+    `herdcache: ${plugin} was given a schema whose @cached or @invalidates fields were not wrapped by cachedDirectiveTransformer (${fields.slice(0, SHOWN).join(', ')}${fields.length > SHOWN ? ', …' : ''}): they run on every call, uncached, and the reports count nothing for them. Apply cachedDirectiveTransformer(schema, { cache }) to the schema after its resolvers are attached (in NestJS: transformSchema).`,
   );
 }
