@@ -4,33 +4,20 @@
  * Apollo's cache-control plugin given the same value (warned of once: HERDCACHE_APOLLO_DEFAULT_MAX_AGE),
  * and a mutation's `cache-control` (no-store, as on Yoga).
  */
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import type { ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
-import { startStandaloneServer } from '@apollo/server/standalone';
-import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
 import { makeSchema } from '../graphql/fixtures';
 import { post, responseFixture } from '../graphql/response-fixture';
 import { captureWarnings } from '../helpers';
+import { serveApollo } from './serve';
 
-async function serve(
+const serve = (
   schema: ReturnType<typeof makeSchema>,
   responseCache: ResponseCacheOptions,
   plugins: ApolloServerPlugin[] = [],
-) {
-  const cache = createCache();
-  const server = new ApolloServer({
-    schema,
-    plugins: [herdcachePlugin({ cache, extensions: true, responseCache }), ...plugins],
-  });
-  const { url } = await startStandaloneServer(server, {
-    listen: { port: 0, host: '127.0.0.1' },
-    context: async ({ req }) =>
-      typeof req.headers['x-session'] === 'string' ? { session: req.headers['x-session'] } : {},
-  });
-  return { url, stop: () => server.stop() };
-}
+) => serveApollo(schema, createCache(), responseCache, plugins);
 
 const warnings = captureWarnings();
 

@@ -1,16 +1,14 @@
 /** The response layer on Apollo Server 5 over HTTP, with the memory store and with Redis. */
 import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
-import type Redis from 'ioredis';
 import { herdcachePlugin } from '../../src/apollo/plugin';
 import { useHerdcache } from '../../src/envelop/plugin';
 import { createCache } from '../../src/core/cache';
 import type { Store } from '../../src/core/store';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
-import { redisStore } from '../../src/redis';
 import { manualClock } from '../../src/core/freshness';
 import { expectReasons, post, responseFixture, until, type ResponseFixture } from '../graphql/response-fixture';
-import { connect, randomPrefix } from '../redis/helpers';
+import { memoryAndRedis } from '../redis/helpers';
 
 async function serve(
   f: ResponseFixture,
@@ -28,18 +26,7 @@ async function serve(
   return { url, stop: () => server.stop() };
 }
 
-let client: Redis;
-beforeAll(async () => {
-  client = await connect();
-});
-afterAll(async () => {
-  await client.quit();
-});
-
-const stores: [string, () => Store | undefined][] = [
-  ['memory', () => undefined],
-  ['redis', () => redisStore({ client, prefix: randomPrefix('resp') })],
-];
+const stores = memoryAndRedis('resp');
 
 describe.each(stores)('Apollo response cache (%s store)', (_name, store) => {
   it('N concurrent identical operations: one execution; the others are coalesced, then hits', async () => {

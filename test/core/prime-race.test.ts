@@ -5,24 +5,10 @@
  * write itself (the memory store; any store's clear). A later prime of the same key wins over an
  * earlier one; primes of other keys are not held back. On the memory store and a real Redis.
  */
-import type Redis from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
-import type { Store } from '../../src/core/store';
-import { redisStore } from '../../src/redis';
-import { connect, randomPrefix } from '../redis/helpers';
+import { memoryAndRedis } from '../redis/helpers';
 
-let client: Redis;
-beforeAll(async () => {
-  client = await connect();
-});
-afterAll(async () => {
-  await client.quit();
-});
-
-const stores: [string, () => Store | undefined][] = [
-  ['memory store', () => undefined],
-  ['Redis', () => redisStore({ client, prefix: randomPrefix('prime-race') })],
-];
+const stores = memoryAndRedis('prime-race', ['memory store', 'Redis']);
 
 function loaderOn(cache: Cache) {
   const calls: string[][] = [];

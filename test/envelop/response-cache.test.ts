@@ -1,30 +1,17 @@
 /** The response layer on GraphQL Yoga 5 (useHerdcache) over HTTP, with the memory store and with Redis. */
 import type { Plugin } from 'graphql-yoga';
-import type Redis from 'ioredis';
 import { useHerdcache } from '../../src/envelop/plugin';
 import { setResponseCacheHint } from '../../src/graphql';
 import { createCache } from '../../src/core/cache';
 import type { Store } from '../../src/core/store';
-import { redisStore } from '../../src/redis';
 import { manualClock } from '../../src/core/freshness';
 import { expectReasons, post, responseFixture, until } from '../graphql/response-fixture';
-import { connect, randomPrefix } from '../redis/helpers';
+import { memoryAndRedis } from '../redis/helpers';
 import { serveYoga } from './serve';
 
 const serve = serveYoga;
 
-let client: Redis;
-beforeAll(async () => {
-  client = await connect();
-});
-afterAll(async () => {
-  await client.quit();
-});
-
-const stores: [string, () => Store | undefined][] = [
-  ['memory', () => undefined],
-  ['redis', () => redisStore({ client, prefix: randomPrefix('resp') })],
-];
+const stores = memoryAndRedis('resp');
 
 describe.each(stores)('Yoga response cache (%s store)', (_name, store) => {
   it('N concurrent identical operations: one execution; the others are coalesced, then hits', async () => {

@@ -5,31 +5,19 @@
  * a mutation still invalidates; an answer that is no boolean, or a throw, bypasses that request
  * (warned of once), never fails it.
  */
-import { ApolloServer } from '@apollo/server';
-import { startStandaloneServer } from '@apollo/server/standalone';
 import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
 import { useHerdcache } from '../../src/envelop/plugin';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
+import { serveApollo } from '../apollo/serve';
 import { serveYoga } from '../envelop/serve';
 import { captureWarnings } from '../helpers';
 import { post, responseFixture, until, type ResponseFixture } from './response-fixture';
 
 type Context = { session?: string };
 
-async function serve(kind: 'apollo' | 'yoga', f: ResponseFixture, responseCache: ResponseCacheOptions<Context>) {
-  if (kind === 'yoga') return serveYoga(f, responseCache as ResponseCacheOptions);
-  const server = new ApolloServer<Context>({
-    schema: f.schema,
-    plugins: [herdcachePlugin<Context>({ cache: f.cache, extensions: true, responseCache })],
-  });
-  const { url } = await startStandaloneServer(server, {
-    listen: { port: 0, host: '127.0.0.1' },
-    context: async ({ req }) =>
-      typeof req.headers['x-session'] === 'string' ? { session: req.headers['x-session'] } : {},
-  });
-  return { url, stop: () => server.stop() };
-}
+const serve = (kind: 'apollo' | 'yoga', f: ResponseFixture, responseCache: ResponseCacheOptions<Context>) =>
+  kind === 'yoga' ? serveYoga(f, responseCache as ResponseCacheOptions) : serveApollo(f.schema, f.cache, responseCache);
 
 const warnings = captureWarnings();
 

@@ -231,3 +231,23 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * The two worlds a test runs in: `[name, store]` for the memory store (undefined: the default) and
+ * a redisStore on the shared server under a prefix of its own (one connection for the file, opened
+ * before its tests and closed after). Call at the top of a file, for describe.each.
+ */
+export function memoryAndRedis(label: string, names: [string, string] = ['memory', 'redis']) {
+  let client: Redis;
+  beforeAll(async () => {
+    client = await connect();
+  });
+  afterAll(async () => {
+    await client.quit();
+  });
+  const stores: [string, () => RedisStore | undefined][] = [
+    [names[0], () => undefined],
+    [names[1], () => redisStore({ client, prefix: randomPrefix(label) })],
+  ];
+  return stores;
+}
