@@ -22,7 +22,10 @@ afterAll(async () => {
 let oversized = 0;
 /** @cached lists answered item by item (a failed middle item) across the runs: the mix exercised them. */
 let partialLists = 0;
+/** Answers to the session responseCache.enabled disables, bypassed (`disabled`), across the runs. */
+let disabled = 0;
 afterAll(() => {
+  if (replay === undefined) expect(disabled).toBeGreaterThan(0);
   if (replay === undefined) expect(oversized).toBeGreaterThan(0);
   if (replay === undefined) expect(partialLists).toBeGreaterThan(0);
 });
@@ -76,6 +79,7 @@ describe('the response layer under a seeded random mix: every request answers, n
       expect(report.outcomes.stale ?? 0).toBeGreaterThan(0);
       oversized += report.outcomes.oversized ?? 0;
       partialLists += report.partialLists;
+      disabled += report.disabled;
       expect(report.aborted).toBeGreaterThan(0);
       if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
     });

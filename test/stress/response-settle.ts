@@ -47,6 +47,9 @@ import {
 } from './response-app';
 import { prng } from './settle';
 
+/** The session responseCache.enabled answers false for. */
+const DISABLED_SESSION = 'off';
+
 export interface ResponseStressOptions {
   seed: number;
   /** Requests issued (a burst counts each of its requests). */
@@ -100,6 +103,8 @@ export interface ResponseStressReport {
   burstCoalesced: number;
   /** flakyList answers whose middle item failed (answered item by item). */
   partialLists: number;
+  /** Answers to the session responseCache.enabled turns the layer off for (DISABLED_SESSION): bypassed, `disabled`. */
+  disabled: number;
   lockContended: number;
   /** Writes not required to be seen: they overlapped the Redis pause (their invalidation may be lost). */
   exemptWrites: number;
@@ -107,7 +112,7 @@ export interface ResponseStressReport {
 
 type Kind = 'apollo' | 'yoga';
 interface Answer {
-  body?: { data?: unknown; errors?: unknown[]; extensions?: { cache?: { response?: string } } };
+  body?: { data?: unknown; errors?: unknown[]; extensions?: { cache?: { response?: string; bypassReason?: string } } };
   header?: string | null;
   aborted?: boolean;
 }
@@ -145,7 +150,12 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   const apolloSchema = stressSchema(db, prng(seed ^ 0x5eed), apolloCache);
   const yogaSchema = options.store === 'memory' ? apolloSchema : stressSchema(db, prng(seed ^ 0xa1), yogaCache);
   const caches = options.store === 'memory' ? [apolloCache] : [apolloCache, yogaCache];
-  const responseCache = { sessionId: (ctx: StressContext) => ctx.session, maxBytes: STRESS_MAX_BYTES };
+  const responseCache = {
+    sessionId: (ctx: StressContext) => ctx.session,
+    // One session never uses the layer: executed alone, even beside identical requests of others.
+    enabled: (ctx: StressContext) => ctx.session !== DISABLED_SESSION,
+    maxBytes: STRESS_MAX_BYTES,
+  };
 
   const registry = new Registry();
   const apollo = new ApolloServer<StressContext>({
@@ -190,6 +200,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     burstExtraExecutions: [],
     burstCoalesced: 0,
     partialLists: 0,
+    disabled: 0,
     lockContended: 0,
     exemptWrites: 0,
   };
@@ -306,6 +317,11 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     const served = outcome === 'hit' || outcome === 'coalesced' || outcome === 'stale';
     if (served && failed) wrong(`${what}: a ${outcome} answer with errors`);
     if (served && q.neverShared) wrong(`${what}: a ${outcome} answer of an unshareable operation`);
+    if (session === DISABLED_SESSION && served) wrong(`${what}: a ${outcome} answer with the layer disabled`);
+    if (body?.extensions?.cache?.bypassReason === 'disabled') {
+      report.disabled++;
+      if (session !== DISABLED_SESSION) wrong(`${what}: disabled for a session it is enabled for`);
+    }
     if (outcome === 'stale' && !q.swr) wrong(`${what}: stale without swr`);
     if (q.private && /public/.test(answer.header ?? '')) wrong(`${what}: cache-control ${answer.header}`);
     const maxAge = /max-age=(\d+)/.exec(answer.header ?? '');
@@ -403,6 +419,8 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
 
   const sessions = ['a', 'b', 'c', 'd'];
   const session = () => (chance(0.15) ? undefined : pick(sessions));
+  // Reads and joiners only (not the bursts counted for one execution): the layer off for some.
+  const anySession = () => (chance(0.1) ? DISABLED_SESSION : session());
   const kindFor = (q: StressQuery): Kind => (q.apolloOnly ? 'apollo' : pick(['apollo', 'yoga'] as const));
   let nonce = 0;
   const operations: [number, () => void][] = [
@@ -412,7 +430,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
       () => {
         const q = nextQuery();
         const kind = kindFor(q);
-        void read(q, kind, session(), kind === 'yoga' && chance(0.2));
+        void read(q, kind, anySession(), kind === 'yoga' && chance(0.2));
       },
     ],
     // Identical requests at once, from several sessions and servers: joiners of every kind of operation.
@@ -422,7 +440,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
         const q = nextQuery();
         for (let i = 4 + Math.floor(random() * 8); i > 0; i--) {
           const kind = kindFor(q);
-          void read(q, kind, session(), kind === 'yoga' && chance(0.1));
+          void read(q, kind, anySession(), kind === 'yoga' && chance(0.1));
         }
       },
     ],
