@@ -77,17 +77,17 @@ it('a version key made by a read stays while it is read: past half its expiry, a
   const store = redisStore({ client, prefix, tagTtl: 60_000 });
   const key = tagVersionKey(prefix, 'T', 256);
   const [made] = await store.tagVersions(['T']);
-  expect(await client.pttl(key)).toBeGreaterThan(59_000);
+  expect(await client.pttl(key)).toBeGreaterThan(50_000);
   await client.pexpire(key, 40_000); // two thirds of it left: not given again
   expect(await store.tagVersions(['T'])).toEqual([made]);
   expect(await client.pttl(key)).toBeLessThanOrEqual(40_000);
   await client.pexpire(key, 20_000); // a third left: given again, the same version
   expect(await store.tagVersions(['T'])).toEqual([made]);
-  expect(await client.pttl(key)).toBeGreaterThan(59_000);
+  expect(await client.pttl(key)).toBeGreaterThan(50_000);
   // A bump's longer expiry (2 × tagTtl) is never shortened by a read.
   await store.invalidateTags(['T']);
   await store.tagVersions(['T']);
-  expect(await client.pttl(key)).toBeGreaterThan(110_000);
+  expect(await client.pttl(key)).toBeGreaterThan(100_000);
 });
 
 it('reads the versions of 160,000 tags in one call (the keys are passed as an array, not spread)', async () => {
