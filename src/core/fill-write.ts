@@ -36,6 +36,8 @@ interface LateTags {
   readonly from: LateTagged;
   tags: readonly string[] | undefined;
   versions: readonly number[] | undefined;
+  /** The versions (or the tag clock before the fill) could not be read: the store failed, no tag was invalidated. */
+  unreadable?: boolean;
 }
 
 export class FillWrite {
@@ -130,7 +132,7 @@ export class FillWrite {
           continue;
         }
         if (tagged !== undefined && tagged.versions?.some(Number.isNaN)) {
-          tagged.from.refused = true;
+          tagged.from.refused = tagged.unreadable === true ? 'unavailable' : 'invalidated';
           if (token !== undefined) release.push(item.key);
           continue;
         }
@@ -253,6 +255,7 @@ export class FillWrite {
       if (late?.tags === undefined) continue;
       const item = items[i]!;
       const unclocked = clocked && !Number.isFinite(clock(item)); // its clock could not be read: not stored
+      if (versions === undefined || unclocked) late.unreadable = true;
       late.versions = late.tags.map((tag) => {
         const at = item.tags?.indexOf(tag) ?? -1;
         return at >= 0 ? (item.versions?.[at] ?? NaN) : unclocked ? NaN : (byTag.get(tag) ?? NaN);

@@ -33,9 +33,10 @@ export class LateTagged<V = unknown> {
 
   /**
    * Set by the registry when it served the value without storing it because a late tag's version
-   * could not be vouched for (invalidated elsewhere while it was computed, or unreadable).
+   * could not be vouched for: 'invalidated' (a tag invalidated elsewhere while it was computed),
+   * 'unavailable' (the versions or the tag clock could not be read: the store failed).
    */
-  refused = false;
+  refused: false | 'invalidated' | 'unavailable' = false;
 
   /** Served to the fill's waiters, never written (a response too large to store): see served(). */
   servedOnly = false;

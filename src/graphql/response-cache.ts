@@ -205,7 +205,13 @@ export class ResponseEngine {
                 ? 'stale_fields'
                 : 'stored';
         // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
-        const settled = () => (shared.refused ? 'invalidated' : completion);
+        // Or because the store could not read its tags' versions (down, stalled): not an invalidation.
+        const settled = () =>
+          shared.refused === false
+            ? completion
+            : shared.refused === 'invalidated'
+              ? 'invalidated'
+              : 'store_unavailable';
         return loaded.then(settled, settled);
       };
       return { outcome: 'miss', complete };

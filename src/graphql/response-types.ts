@@ -94,7 +94,14 @@ export type ResponseBypassReason =
  * passed off as fresh for long; see STALE_FIELDS_MAX_AGE in ./response-cache).
  */
 export type NotStoredReason =
-  'errors' | 'stricter_hint' | 'incremental' | 'unserializable' | 'invalidated' | 'not_shared' | 'stale_fields';
+  | 'errors'
+  | 'stricter_hint'
+  | 'incremental'
+  | 'unserializable'
+  | 'invalidated'
+  | 'store_unavailable'
+  | 'not_shared'
+  | 'stale_fields';
 
 /** What became of an executed result handed to complete(). */
 export type Completion = 'stored' | 'oversized' | NotStoredReason;

@@ -53,3 +53,33 @@ it('the first lookup after a stall is a hit, not a refused read reported coalesc
     await Promise.all([a.f.cache.close(), b.f.cache.close()]);
   }
 }, 40_000);
+
+/**
+ * While Redis is stalled, a response with entity tags is executed and served, not stored: its
+ * tags' versions (and the tag clock) cannot be read. That is the store failing, not an
+ * invalidation: reported `store_unavailable`, never `invalidated` (nothing was invalidated).
+ */
+it('a response whose tag versions cannot be read (Redis stalled) is reported store_unavailable, not invalidated', async () => {
+  const a = await replica(randomPrefix('tags-down'));
+  try {
+    const query = '{ user(id: "1") { id name } }';
+    redis.pause(true);
+    const reasons: unknown[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const result = (await a.query(query)) as { data?: unknown; extensions?: { cache?: Record<string, unknown> } };
+        expect(result.data).toEqual({ user: { id: '1', name: 'Ada' } });
+        reasons.push(
+          `${String(result.extensions?.cache?.response)}/${String(result.extensions?.cache?.notStoredReason)}`,
+        );
+      }
+    } finally {
+      redis.pause(false);
+    }
+    expect(reasons).toEqual(['miss/store_unavailable', 'miss/store_unavailable', 'miss/store_unavailable']);
+    expect(a.f.cache.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  } finally {
+    await a.apollo.stop();
+    await a.f.cache.close();
+  }
+}, 40_000);
