@@ -89,6 +89,9 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
         });
   const recorder = operationRecorder(options);
   const schemaWarnings = new OnceWarnings();
+  // Executions this plugin's requests started for everyone waiting on their keys and have not
+  // handed over yet, by request (see unexpectedErrorProcessingRequest).
+  const unfinished = new WeakMap<object, Lookup>();
   const reporting = new OperationReporting({
     cache: options.cache,
     extensions: options.extensions,
@@ -114,6 +117,17 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           apart?.prepare(apiSchema);
         },
       };
+    },
+
+    // Apollo skips willSendResponse when a hook throws outside the execution itself (another
+    // plugin's executionDidStart or executionDidEnd, a later plugin's responseForOperation): it
+    // answers 500 and calls this. An execution such a request started for everyone waiting on its
+    // key is handed over as failed here: its waiters contend again instead of waiting forever.
+    async unexpectedErrorProcessingRequest({ requestContext, error }) {
+      const pending = unfinished.get(requestContext);
+      if (pending?.complete === undefined) return;
+      unfinished.delete(requestContext);
+      await pending.complete({ errors: [error] });
     },
 
     async requestDidStart({ contextValue }): Promise<GraphQLRequestListener<TContext> | void> {
@@ -148,6 +162,7 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           const runner = apart as ApartRunner; // made with the engine
           const execute: ExecuteApart = (context) => runner.execute(operation, context);
           lookup = await engine.lookup(planned, execute);
+          if (lookup.complete !== undefined) unfinished.set(requestContext, lookup);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };
           else if (lookup.outcome === 'miss' && lookup.notStoredReason !== undefined)
@@ -161,7 +176,8 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           return { http, body: { kind: 'single', singleResult: { data: stored.data as Record<string, unknown> } } };
         },
 
-        async willSendResponse({ response, operation: document, operationName, overallCachePolicy, contextValue }) {
+        async willSendResponse(requestContext) {
+          const { response, operation: document, operationName, overallCachePolicy, contextValue } = requestContext;
           const single = response.body.kind === 'single' ? response.body.singleResult : undefined;
           // setResponseCacheHint() restricts the policy as info.cacheControl.setCacheHint does. Done
           // before this hook's first await: Apollo's cache-control plugin, which runs after the
@@ -182,7 +198,7 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           // A mutation's response is never cacheable over HTTP, as on Yoga: without this, Apollo's
           // header says the hint of the mutation's result type (`max-age=60, public`).
           if (engine !== undefined && document?.operation === 'mutation') overallCachePolicy.restrict({ maxAge: 0 });
-          if (lookup?.complete !== undefined) {
+          if (lookup?.complete !== undefined && unfinished.delete(requestContext)) {
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).
             const final = { maxAge: overallCachePolicy.maxAge, scope: overallCachePolicy.scope };
