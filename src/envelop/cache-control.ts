@@ -2,7 +2,8 @@
  * The HTTP Cache-Control header of the response layer on GraphQL Yoga, as Apollo's cache-control
  * plugin writes it: `max-age=<seconds>, public|private` for a cacheable result (a stored one:
  * its stored policy, with `age`; an executed one: the static policy restricted by the runtime
- * hints), `no-store` for anything else (a mutation, no hint, errors, incremental delivery).
+ * hints), `no-store` for anything else (a mutation, no hint, errors, incremental delivery, a
+ * response whose status is not 2xx).
  *
  * Envelop's execution hooks have no HTTP response; Yoga's `onResponse` has it. So each operation
  * notes its policy under the HTTP request its context carries (Yoga's context has `request`), and
@@ -18,7 +19,10 @@ type Noted =
 /** Yoga's onResponse payload, as far as this module reads it (only types: Yoga is an optional peer). */
 export interface YogaResponsePayload {
   readonly request: object;
-  readonly response: { readonly headers: { has(name: string): boolean; set(name: string, value: string): void } };
+  readonly response: {
+    readonly status?: number;
+    readonly headers: { has(name: string): boolean; set(name: string, value: string): void };
+  };
 }
 
 export class CacheControlHeaders {
@@ -48,7 +52,10 @@ export class CacheControlHeaders {
     this.#byRequest.delete(request);
     const headers = response.headers;
     if (headers.has('cache-control')) return;
-    if (noted === 'no-store') {
+    // A response that failed after its operations noted their policies (a plugin that threw
+    // after the execution: Yoga answers 500) is never cacheable, whatever they allowed.
+    const status = response.status;
+    if (noted === 'no-store' || (status !== undefined && (status < 200 || status > 299))) {
       headers.set('cache-control', 'no-store');
       return;
     }

@@ -31,7 +31,12 @@ function yogaWith(plugins: (herd: Plugin) => Plugin[]) {
       body: JSON.stringify({ query: '{ a }' }),
     });
     const body = (await response.json()) as { data?: { a: string }; extensions?: { cache?: { response?: string } } };
-    return { status: response.status, a: body.data?.a, response: body.extensions?.cache?.response };
+    return {
+      status: response.status,
+      a: body.data?.a,
+      response: body.extensions?.cache?.response,
+      cacheControl: response.headers.get('cache-control'),
+    };
   };
   return { ask, executions: () => executions, cache };
 }
@@ -90,5 +95,27 @@ it('a later plugin whose execute function throws: every request answers, and the
   const outcomes = again.map((r) => r.response);
   expect(outcomes.filter((o) => o === 'miss')).toHaveLength(1);
   expect(outcomes.filter((o) => o === 'coalesced' || o === 'hit')).toHaveLength(1);
+  await cache.close();
+});
+
+it('a later plugin whose onExecuteDone throws: the 500 says no-store, not the policy its operation noted', async () => {
+  let fail = true;
+  const buggyAudit: Plugin = {
+    onExecute: () => ({
+      onExecuteDone: () => {
+        if (fail) {
+          fail = false;
+          throw new Error('audit sink down');
+        }
+      },
+    }),
+  };
+  const { ask, cache } = yogaWith((herd) => [herd, buggyAudit]);
+  const [failed] = await answered([ask()]);
+  expect(failed!.status).toBe(500);
+  expect(failed!.cacheControl).toBe('no-store');
+  // The next one is an ordinary answer, with its policy.
+  const [next] = await answered([ask()]);
+  expect(next).toMatchObject({ status: 200, a: 'A', cacheControl: 'max-age=30, public' });
   await cache.close();
 });
