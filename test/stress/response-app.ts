@@ -79,8 +79,16 @@ export function stressDb(): StressDb {
   };
 }
 
+/**
+ * Told of the entity versions (`u1`, `s2`) one resolver call read, when it read them, whoever its
+ * execution is for (a request, an aborted one, a run apart); it calls the answer when it returns.
+ */
+export type ReadLog = (reads: readonly (readonly [entity: string, version: number])[]) => () => void;
+
+const unlogged: ReadLog = () => () => {};
+
 /** A schema on `db` whose @cached fields use `cache`; `random` draws the resolvers' delays and flaky's failures. */
-export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
+export function stressSchema(db: StressDb, random: () => number, cache: Cache, log: ReadLog = unlogged) {
   const wait = async () => {
     const r = random();
     if (r < 0.3) return;
@@ -89,6 +97,8 @@ export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
     else await new Promise<void>((resolve) => setTimeout(resolve, 5 + Math.floor(random() * 20))); // long enough for a write to land
   };
   const user = (id: string) => (db.users.has(id) ? { id, name: `u${id}:v${db.users.get(id)}` } : null);
+  const logged = (ids: readonly string[]) =>
+    log(ids.filter((id) => db.users.has(id)).map((id) => [`u${id}`, db.users.get(id)!] as const));
   const viewer = (ctx: StressContext) => `viewer ${ctx.session ?? '-'}`;
   type Info = { cacheControl?: { setCacheHint(hint: object): void } };
   const schema = makeSchema(stressTypeDefs, {
@@ -97,21 +107,27 @@ export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
       user: async (_p, { id }: { id: string }, ctx: StressContext) => {
         db.executions++;
         const memo = ctx.memo;
+        const returned = memo?.has(id) === true ? () => {} : logged([id]); // a memo's answer was logged when read
         const found =
           memo === undefined ? user(id) : memo.has(id) ? memo.get(id) : (memo.set(id, user(id)), memo.get(id));
         await wait();
+        returned();
         return found;
       },
       users: async () => {
         db.executions++;
+        const returned = logged(USER_IDS);
         const found = USER_IDS.map(user);
         await wait();
+        returned();
         return found;
       },
       score: async (_p, { id }: { id: string }) => {
         db.executions++;
         const version = db.scores.get(id);
+        const returned = log(version === undefined ? [] : [[`s${id}`, version]]);
         await wait();
+        returned();
         return `s${id}:v${version}`;
       },
       me: async (_p, _a, ctx: StressContext) => {
@@ -151,7 +167,9 @@ export function stressSchema(db: StressDb, random: () => number, cache: Cache) {
       // Over the stress's responseCache.maxBytes: shared with the requests waiting on it, never stored.
       big: async (_p, { id }: { id: string }) => {
         const version = db.users.get(id);
+        const returned = logged([id]);
         await wait();
+        returned();
         return `u${id}:v${version}:${'x'.repeat(BIG_BYTES)}`;
       },
       // A @cached list whose middle item fails on every third execution (no draw: the seed's other

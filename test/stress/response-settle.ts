@@ -44,6 +44,7 @@ import {
   stressDb,
   stressQueries,
   stressSchema,
+  type ReadLog,
 } from './response-app';
 import { prng } from './settle';
 
@@ -147,8 +148,24 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   const yogaCache = options.store === 'memory' ? apolloCache : await makeCache();
   // Each replica its own schema (one database): @cached fields run through that replica's cache,
   // so their tags tag its responses.
-  const apolloSchema = stressSchema(db, prng(seed ^ 0x5eed), apolloCache);
-  const yogaSchema = options.store === 'memory' ? apolloSchema : stressSchema(db, prng(seed ^ 0xa1), yogaCache);
+  let now = 0;
+  // Every read of an entity's version by a resolver, with its replica (0: Apollo's, 1: Yoga's) and
+  // its logical time (see `now`): the executions whose requests never report (aborted, runs apart) too.
+  const reads: { replica: number; entity: string; version: number; at: number; returned: number }[] = [];
+  const reader =
+    (replica: number): ReadLog =>
+    (entities) => {
+      const at = ++now;
+      const made = entities.map(([entity, version]) => ({ replica, entity, version, at, returned: Infinity }));
+      reads.push(...made);
+      return () => {
+        const returned = ++now;
+        for (const read of made) read.returned = returned;
+      };
+    };
+  const apolloSchema = stressSchema(db, prng(seed ^ 0x5eed), apolloCache, reader(0));
+  const yogaSchema =
+    options.store === 'memory' ? apolloSchema : stressSchema(db, prng(seed ^ 0xa1), yogaCache, reader(1));
   const caches = options.store === 'memory' ? [apolloCache] : [apolloCache, yogaCache];
   const responseCache = {
     sessionId: (ctx: StressContext) => ctx.session,
@@ -213,8 +230,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   /** Versions of completed writes, per entity (`u1`, `s2`): a read asked later must show at least these. */
   const committed = new Map<string, number>();
   // For telling answers of an execution that spanned a write on the other replica (see crossReplicaWindow) from any other stale answer, in logical time:
-  // the executed reads (misses) and the completed writes, with their replica (0: Apollo's cache, 1: Yoga's).
-  let now = 0;
+  // the executed reads (misses), the resolvers' reads (above) and the completed writes, with their replica (0: Apollo's cache, 1: Yoga's).
   const executed: { replica: number; start: number; end: number; versions: Map<string, number> }[] = [];
   const written: { replica: number; entity: string; version: number; end: number }[] = [];
   const staleAnswers: { entity: string; version: number; outcome: string; text: string }[] = [];
@@ -569,7 +585,26 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
                 w.end < e.end,
             ),
         );
-      if (gap && stale.outcome === 'coalesced') report.joinedAcross++;
+      // The same told from the resolvers' reads, whoever the execution ran for (a client that left,
+      // a run apart, which report no miss): one that read this version on the other replica
+      // before the write completed and was still running when it completed spanned it.
+      const joined =
+        options.store === 'redis' &&
+        stale.outcome === 'coalesced' &&
+        reads.some(
+          (r) =>
+            r.entity === stale.entity &&
+            r.version === stale.version &&
+            written.some(
+              (w) =>
+                w.entity === stale.entity &&
+                w.version > stale.version &&
+                w.replica !== r.replica &&
+                w.end > r.at &&
+                w.end < r.returned,
+            ),
+        );
+      if ((gap || joined) && stale.outcome === 'coalesced') report.joinedAcross++;
       else if (gap) {
         report.crossReplicaWindow++;
         if (report.stale.length < 20) report.stale.push(`${stale.text} (stored across replicas)`);
