@@ -7,7 +7,8 @@
  * fill/batch function for exactly the keys this process won → fenced write → every waiter.
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
-import { FlightTable, rejected } from './flight';
+import { rejected } from './flight';
+import { FlightTable } from './flight-table';
 import { type Clock, CoarseClock, type Entry, systemClock } from './freshness';
 import { Observers, notify } from './hooks';
 import { Invalidation } from './invalidation';
@@ -66,8 +67,7 @@ export class Cache implements Registry {
   readonly #counters = new CounterSet();
   readonly #sources = new Sources(this.#counters);
   readonly #loads: LoadPath;
-  /** The last getOrCompute options resolved, by value (see #computationOf). */
-  #recent: Resolved<Computation> | undefined;
+  #recent: Resolved<Computation> | undefined; // the last getOrCompute options resolved, by value (see #computationOf)
   /** Every store call goes through it: a failing store is counted, never fails a call. */
   readonly #storeCalls: StoreCalls;
   /** invalidate, invalidateTags, clear, prime: what abandons fills in flight. */

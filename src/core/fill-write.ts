@@ -5,7 +5,8 @@
  * release what is not written, and answer the flights. Failures are answered, never written.
  */
 import { FillRun } from './fill-run';
-import { Failure, type FlightTable } from './flight';
+import { Failure } from './flight';
+import type { FlightTable } from './flight-table';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
 import { type Observers, notify } from './hooks';
 import type { Item, LockOutcome, Source } from './item';

@@ -86,6 +86,14 @@ export class Flight<V = unknown> {
   #retry: ((context: unknown) => Promise<V>) | undefined = undefined;
   /** What `#retry` is called with: the Item of the load that started the flight, so no closure per key. */
   #retryContext: unknown = undefined;
+  /**
+   * The call of the latest caller that joined without a signal (its source, its fill's argument,
+   * its policy; unset: none joined): after an abandonment the joiners re-contend with it, not
+   * with the starter's fill, which may be what got stuck (see LoadPath's retry).
+   */
+  joinerSource: unknown = undefined;
+  joinerArg: unknown = undefined;
+  joinerPolicy: unknown = undefined;
   /** Callers currently waiting. */
   waiters = 0;
   /** The fill run computing this flight, once it started. */
@@ -208,6 +216,11 @@ export class Flight<V = unknown> {
     );
   }
 
+  /** Whether its starter holds a promise of its own (Registry._load's `own`). */
+  get owned(): boolean {
+    return this.#own !== undefined;
+  }
+
   get abandoned(): boolean {
     return this.#state === ABANDONED;
   }
@@ -277,10 +290,11 @@ export class Flight<V = unknown> {
       queueMicrotask(() => {
         let next: Promise<V>;
         try {
-          next = retry(context);
+          next = retry(context); // it may read the joiner's call (kept until now: see below)
         } catch (error) {
           next = Promise.reject(error);
         }
+        this.#dropJoiner();
         if (own !== undefined) {
           // Recorded from `next` (before own settles), not by a handler on own: its caller's own.
           next.then(
@@ -292,6 +306,9 @@ export class Flight<V = unknown> {
         resolveJoined?.(next);
       });
       if (joined !== undefined) recordOutcome(joined);
+      this.run?.release(reason);
+      this.#releaseCallers(); // the joiner's call stays until the retry read it
+      return true;
     }
     this.run?.release(reason);
     this.#release();
@@ -300,6 +317,17 @@ export class Flight<V = unknown> {
 
   /** An ended flight drops what only its callers needed: small, whatever still holds it (see FlightTable.#remove). */
   #release(): void {
+    this.#dropJoiner();
+    this.#releaseCallers();
+  }
+
+  #dropJoiner(): void {
+    this.joinerSource = undefined;
+    this.joinerArg = undefined;
+    this.joinerPolicy = undefined;
+  }
+
+  #releaseCallers(): void {
     this.#resolve = undefined;
     this.#reject = undefined;
     this.#resolveJoined = undefined;
@@ -310,90 +338,5 @@ export class Flight<V = unknown> {
     this.#retryContext = undefined;
     this.run = undefined;
     this.replacing = undefined;
-  }
-}
-
-/** Ended flights after which a table sweeps even with pending flights left (see #remove). */
-const SWEEP_AFTER = 1024;
-
-export class FlightTable {
-  /**
-   * Key → its flight. An ended flight stays (get() skips it) until its key's next flight replaces
-   * it or a sweep moves the pending ones to a new Map (none, most often: a dispatch ended them all).
-   * A Map.delete per flight shrinks and rehashes the table as it empties (a runtime call each), and
-   * V8 links each discarded table of a churning Map to its successor: one in the old generation
-   * kept every later table, flights and promises alive through each young collection (3-4 MB
-   * copied per scavenge instead of 0.1 MB). So the Map is renewed, not emptied entry by entry.
-   */
-  #flights = new Map<string, Flight>();
-  /** Flights ended as their key's entry since the last sweep (a replaced one still counts). */
-  #ended = 0;
-
-  /** Flights pending (counted: for tests and leak checks, not the load path). */
-  get size(): number {
-    return this.#pending().length;
-  }
-
-  /** @internal Entries held, ended flights not swept yet included (tests). */
-  get held(): number {
-    return this.#flights.size;
-  }
-
-  /** The key's pending flight. */
-  get(key: string): Flight | undefined {
-    const flight = this.#flights.get(key);
-    return flight === undefined || flight.ended ? undefined : flight;
-  }
-
-  start(key: string, background: boolean, tags: readonly string[] | undefined): Flight {
-    const flight = new Flight(key, background, tags);
-    this.#flights.set(key, flight);
-    return flight;
-  }
-
-  /** Hands the value to every waiter and frees the key. */
-  resolve(flight: Flight, value: unknown): void {
-    if (flight._resolve(value)) this.#remove(flight);
-  }
-
-  fail(flight: Flight, error: unknown): void {
-    if (flight._fail(error)) this.#remove(flight);
-  }
-
-  abandon(flight: Flight, reason: unknown): void {
-    if (flight._abandon(reason)) this.#remove(flight);
-  }
-
-  /** Abandons the flights computing a value that carries one of `tags`. */
-  abandonTagged(tags: ReadonlySet<string>, reason: unknown): void {
-    for (const flight of this.#pending()) {
-      if (flight.lateTags || (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag))))
-        this.abandon(flight, reason);
-    }
-  }
-
-  /** Abandons every flight (cache.clear()): their waiters re-contend, their results are dropped. */
-  abandonAll(reason: unknown): void {
-    for (const flight of this.#pending()) this.abandon(flight, reason);
-  }
-
-  #pending(): Flight[] {
-    const pending: Flight[] = [];
-    for (const flight of this.#flights.values()) if (!flight.ended) pending.push(flight);
-    return pending;
-  }
-
-  #remove(flight: Flight): void {
-    // Only our own entry: loadAlone's flights are not in the Map, and an ending flight never stands
-    // for a newer one of its key (LoadPath starts one only once get() finds none: its rule, not ours).
-    const flights = this.#flights;
-    if (flights.get(flight.key) !== flight) return;
-    // Swept once every entry may have ended, or the ended ones are many and at least half: a table
-    // never holds more than twice its pending flights (plus SWEEP_AFTER).
-    const ended = ++this.#ended;
-    if (ended < flights.size && (ended < SWEEP_AFTER || 2 * ended < flights.size)) return;
-    const pending = this.#pending();
-    this.#flights = pending.length === 0 ? new Map() : new Map(pending.map((kept) => [kept.key, kept]));
-    this.#ended = 0;
   }
 }

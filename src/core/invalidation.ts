@@ -8,7 +8,7 @@
  * for its whole ttl on every replica.
  */
 import { HerdcacheError } from './errors';
-import type { FlightTable } from './flight';
+import type { FlightTable } from './flight-table';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
 import type { Source } from './item';
 import { nonEmpty } from './validity';

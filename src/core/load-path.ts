@@ -4,7 +4,8 @@
  * stale values served while one background refresh runs; every outcome counted once.
  */
 import { HerdcacheError } from './errors';
-import { Flight, type FlightTable, fulfilled, rejected } from './flight';
+import { Flight, fulfilled, rejected } from './flight';
+import type { FlightTable } from './flight-table';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import { type Observers, notify } from './hooks';
 import { type Sink, type Tally, countOn } from './metrics';
@@ -210,8 +211,11 @@ export class LoadPath {
       if (signal === undefined)
         return (own ? flight.own(this.#retryItem, item) : flight.share(this.#retryItem, item)) as Promise<V>;
     }
-    const joined = signal === undefined ? (flight.join() as Promise<V> | undefined) : undefined;
-    return joined ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
+    if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink);
+    flight.joinerSource = source;
+    flight.joinerArg = arg;
+    flight.joinerPolicy = policy;
+    return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
   }
 
   // The retry is made here, not in #miss (where every call would allocate its context, ~90 bytes):
@@ -260,9 +264,21 @@ export class LoadPath {
     return flight.joinWithSignal(signal, this.#abandonLeft as (flight: Flight<V>) => void, again);
   }
 
-  /** A flight's retry (see #wait), from the Item of the load that started it. */
-  readonly #retryItem = (item: Item): Promise<unknown> =>
-    this.#again(item.source, item.key, item.arg, item.policy, undefined, item.sink);
+  /**
+   * A flight's retry (see #wait), for its starter and the callers that joined it without a signal:
+   * with the latest such joiner's call when it has one of the same source, else the starter's. An
+   * abandoned flight's fill may be stuck (an invalidation is how its waiters are freed: docs/core.md),
+   * and its starter's fill would be started again, stuck again, its waiters with it; another
+   * caller's fill for the key computes the same value. (Not for the response layer's flights, owned
+   * or late-tagged: its starter re-executes apart, for all its waiters, by its own rules.)
+   */
+  readonly #retryItem = (item: Item): Promise<unknown> => {
+    const flight = item.flight;
+    const source = flight.joinerSource;
+    if (source === item.source && !flight.owned && !flight.lateTags)
+      return this.#again(item.source, item.key, flight.joinerArg, flight.joinerPolicy as Policy, undefined, item.sink);
+    return this.#again(item.source, item.key, item.arg, item.policy, undefined, item.sink);
+  };
 
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
   readonly #abandonLeft = (flight: Flight): void => {

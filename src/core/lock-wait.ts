@@ -6,7 +6,7 @@
  * or lockWaitTimeout passes, after which the key is filled here: bounded damage, never
  * unavailability.
  */
-import type { FlightTable } from './flight';
+import type { FlightTable } from './flight-table';
 import type { Clock, Entry } from './freshness';
 import type { Item } from './item';
 import type { FillWrite } from './fill-write';

@@ -11,7 +11,7 @@
  * Every store call goes through StoreCalls and never fails a load: a failure is counted and the
  * value is computed. The two calls back to the load path (`settled`, `refresh`) are below.
  */
-import type { FlightTable } from './flight';
+import type { FlightTable } from './flight-table';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import type { Observers } from './hooks';
 import { Tally } from './metrics';

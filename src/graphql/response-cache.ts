@@ -204,14 +204,8 @@ export class ResponseEngine {
               : readStaleFields(operation) // fresh briefly: a @cached field was served stale (#toStored)
                 ? 'stale_fields'
                 : 'stored';
-        // Refused by the store step: a tag it holds was invalidated on another replica meanwhile.
-        // Or because the store could not read its tags' versions (down, stalled): not an invalidation.
-        const settled = () =>
-          shared.refused === false
-            ? completion
-            : shared.refused === 'invalidated'
-              ? 'invalidated'
-              : 'store_unavailable';
+        // Refused by the store step: a tag invalidated on another replica meanwhile, or unreadable (see REFUSED).
+        const settled = () => (shared.refused === false ? completion : REFUSED[shared.refused]);
         return loaded.then(settled, settled);
       };
       return { outcome: 'miss', complete };
@@ -398,6 +392,8 @@ type Shared = LateTagged<Answer>;
 const STARTED: unique symbol = Symbol('started');
 const INCREMENTAL: unique symbol = Symbol('incremental delivery');
 const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache_unavailable' };
+// Why the store step refused a result: a tag invalidated while it ran, or unreadable (the store down).
+const REFUSED = { invalidated: 'invalidated', unavailable: 'store_unavailable' } as const;
 
 /** What a plugin hands to complete() for an incrementally delivered result (never stored). */
 export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };

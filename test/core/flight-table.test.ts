@@ -4,7 +4,7 @@
  * its key (without the identity check, the newer one would be lost and a third caller would start
  * a second fill of the key).
  */
-import { FlightTable } from '../../src/core/flight';
+import { FlightTable } from '../../src/core/flight-table';
 
 it('an ending flight leaves a newer flight of its key in the table', () => {
   const table = new FlightTable();
