@@ -28,6 +28,16 @@ export const COUNTER_NAMES = [
 
 export type CounterName = (typeof COUNTER_NAMES)[number];
 
+/**
+ * `target[key] = value` as an own, enumerable property whatever `key` is: a source named
+ * `__proto__` (a loader's name, a label) assigned plainly would set the object's prototype
+ * instead (and a row read back from it would be Object.prototype).
+ */
+export function setOwn<T>(target: Record<string, T>, key: string, value: T): T {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  return value;
+}
+
 export function zeroCounters(): Counters {
   return {
     hits: 0,
@@ -159,7 +169,7 @@ export class CounterSet implements Sink {
     const total = zeroCounters();
     const sources: Record<string, Counters> = {};
     const add = (name: string, counters: Counters) => {
-      sources[name] = { ...counters };
+      setOwn(sources, name, { ...counters });
       addCounters(total, counters);
     };
     if (this.#firstName !== undefined) add(this.#firstName, this.#first!);
@@ -202,7 +212,7 @@ export class RequestCounters implements Sink {
     const sources: Record<string, Counters> = {};
     const add = (name: string, counts: Partial<Counters>) => {
       const counters = { ...zeroCounters(), ...counts };
-      sources[name] = counters;
+      setOwn(sources, name, counters);
       addCounters(total, counters);
     };
     if (this.#firstName !== undefined) add(this.#firstName, this.#first!);

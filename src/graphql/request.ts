@@ -12,6 +12,7 @@ import { invalidArgument, invalidOption } from '../core/errors';
 import { Loader } from '../core/loader';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { RequestScope, ScopedLoader } from '../core/scope';
+import { setOwn } from '../core/metrics';
 import type { Counters } from '../core/types';
 
 export const OPERATION: unique symbol = Symbol.for('herdcache.operation');
@@ -94,7 +95,8 @@ export class OperationCache {
     const stats = this.scope.stats();
     const total = zeroReport();
     const sources: Record<string, CacheReportCounters> = {};
-    const add = (source: string): CacheReportCounters => (sources[source] ??= zeroReport());
+    const add = (source: string): CacheReportCounters =>
+      Object.prototype.hasOwnProperty.call(sources, source) ? sources[source]! : setOwn(sources, source, zeroReport());
     for (const [source, counters] of Object.entries(stats.sources)) {
       if (!REPORTED.some((name) => counters[name] !== 0)) continue;
       const row = add(source);
