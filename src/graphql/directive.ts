@@ -150,6 +150,7 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       if (entityPolicy !== undefined)
         entityPlans.push(
           planEntity(
+            schema,
             type as GraphQLObjectType,
             entityPolicy,
             { cache, sessionId, keyPrefix, onBypass, warnings },

@@ -17,7 +17,7 @@
  * Where @apollo/subgraph keeps the function: `type.extensions.apollo.subgraph.resolveReference`
  * (2.x), or `type.resolveReference` (older builds, and schemas made by hand).
  */
-import type { GraphQLField, GraphQLObjectType, GraphQLResolveInfo } from 'graphql';
+import type { GraphQLField, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { checkTagsSupported, computationOf } from '../core/internal';
 import type { GetOrComputeOptions } from '../core/types';
@@ -28,7 +28,7 @@ import { encodeArgs, fieldKeyAfter, fieldKeyHead } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
 import { type OnceWarnings, notifyQuietly } from './warnings';
 import { type CachedPolicy, buildError, withHintedScope } from './policy';
-import { privateTypeHint } from './response-policy';
+import { privateEntityHint } from './response-policy';
 import { type BypassReason, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 
@@ -63,6 +63,7 @@ export function entitySite(type: GraphQLObjectType): TemplateSite {
  * when the type is no entity (no @key) or has no reference resolver to cache.
  */
 export function planEntity(
+  schema: GraphQLSchema,
   type: GraphQLObjectType,
   policy: CachedPolicy,
   env: EntityEnv,
@@ -84,8 +85,9 @@ export function planEntity(
     throw buildError(
       `${entityCoordinate(type)} is already wrapped by cachedDirectiveTransformer: transform a freshly built schema`,
     );
-  // The type's own @cacheControl(scope: PRIVATE) makes a @cached without a scope PRIVATE too.
-  const hinted = privateTypeHint(type) ? `type ${type.name}` : undefined;
+  // @cacheControl(scope: PRIVATE) on the type, or on a field read from the cached object (no
+  // resolver of its own), makes a @cached without a scope PRIVATE too, as on a @cached field.
+  const hinted = policy.scope === 'PUBLIC' && !policy.scopeGiven ? privateEntityHint(schema, type) : undefined;
   policy = withHintedScope(policy, hinted, where, env.sessionId !== undefined);
   if (policy.tags !== undefined) checkTagsSupported(env.cache, `@cached(tags:) on ${where}`);
   return () => {

@@ -160,6 +160,16 @@ export function privateTypeHint(type: GraphQLNamedType): boolean {
   return typeHint(type).scope === 'PRIVATE';
 }
 
+/**
+ * Where `@cacheControl` makes a cached entity (a reference resolution's value) PRIVATE: the type's
+ * own hint, or a field inside the value, as for a @cached field's value (privateInside); undefined:
+ * not PRIVATE by its hints.
+ */
+export function privateEntityHint(schema: GraphQLSchema, type: GraphQLObjectType): string | undefined {
+  if (typeHint(type).scope === 'PRIVATE') return `type ${type.name}`;
+  return privateInside(schema, type, new Set());
+}
+
 function isComposite(type: GraphQLNamedType): boolean {
   const tag = tagOf(type);
   return tag === 'GraphQLObjectType' || tag === 'GraphQLInterfaceType' || tag === 'GraphQLUnionType';
