@@ -322,6 +322,7 @@ function computePolicy(
   let swr = Infinity;
   let scope: 'PUBLIC' | 'PRIVATE' = 'PUBLIC';
   let incremental = false;
+  let entities = false;
   const walk = (
     set: SelectionSetNode,
     parent: GraphQLNamedType,
@@ -351,6 +352,7 @@ function computePolicy(
       const field = fields?.[node.name.value] as GraphQLField<unknown, unknown> | undefined;
       if (field === undefined) continue;
       const target = namedType(field.type);
+      if (isRoot && node.name.value === '_entities' && target.name === '_Entity') entities = true;
       const own = fieldHint(field);
       const composite = isComposite(target);
       const typeHints = composite ? typeHint(target) : NO_HINT;
@@ -377,7 +379,10 @@ function computePolicy(
   };
   walk(operation.selectionSet, root, undefined, true, new Set());
   if (incremental) return 'incremental';
-  if (maxAge === Infinity || maxAge <= 0) return 'no_cache_hint';
+  // Federation's entity fetch: its policy is per representation's type, known only while it runs
+  // (docs/response-cache.md), and its stored answer would hold no entity tag (a gateway's fetch
+  // selects no id): never cached whole, whatever defaultMaxAge says. @cached entities cache it.
+  if (entities || maxAge === Infinity || maxAge <= 0) return 'no_cache_hint';
   const variables = (operation.variableDefinitions ?? []).map((definition) => definition.variable.name.value);
   return { maxAge, scope, swr: swr === Infinity ? 0 : swr, variables };
 }
