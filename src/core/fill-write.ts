@@ -4,6 +4,7 @@
  * when one is held, else refused by the store for a key invalidated since the fill started),
  * release what is not written, and answer the flights. Failures are answered, never written.
  */
+import { StorePartialError } from './errors';
 import { FillRun } from './fill-run';
 import { Failure } from './flight';
 import type { FlightTable } from './flight-table';
@@ -244,10 +245,17 @@ export class FillWrite {
         const read = clock(items[i]!);
         if (out[i] !== undefined && read < since) since = read; // NaN (unread) is never below
       }
+    // A part of the read failed (a Cluster master down): its NaNs are no invalidation (reported apart).
+    let partly = false;
+    const read = (versions: Promise<number[]>) =>
+      versions.catch((error: unknown) => {
+        partly = error instanceof StorePartialError;
+        throw error;
+      });
     const versions = !clocked
-      ? await this.#calls.call('tagVersions', () => store.tagVersions!(unique), items)
+      ? await this.#calls.call('tagVersions', () => read(store.tagVersions!(unique)), items)
       : Number.isFinite(since)
-        ? await this.#calls.call('tagVersions', () => store.tagVersionsSince!(unique, since), items)
+        ? await this.#calls.call('tagVersions', () => read(store.tagVersionsSince!(unique, since)), items)
         : undefined;
     const byTag = new Map<string, number>();
     for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions?.[i] ?? NaN);
@@ -256,7 +264,7 @@ export class FillWrite {
       if (late?.tags === undefined) continue;
       const item = items[i]!;
       const unclocked = clocked && !Number.isFinite(clock(item)); // its clock could not be read: not stored
-      if (versions === undefined || unclocked) late.unreadable = true;
+      if (versions === undefined || unclocked || partly) late.unreadable = true;
       late.versions = late.tags.map((tag) => {
         const at = item.tags?.indexOf(tag) ?? -1;
         return at >= 0 ? (item.versions?.[at] ?? NaN) : unclocked ? NaN : (byTag.get(tag) ?? NaN);

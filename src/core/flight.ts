@@ -94,6 +94,13 @@ export class Flight<V = unknown> {
   joinerSource: unknown = undefined;
   joinerArg: unknown = undefined;
   joinerPolicy: unknown = undefined;
+  /** Notes the call of a caller joining without a signal (see joinerSource). */
+  joinedBy(source: unknown, arg: unknown, policy: unknown): void {
+    this.joinerSource = source;
+    this.joinerArg = arg;
+    this.joinerPolicy = policy;
+  }
+
   /** Callers currently waiting. */
   waiters = 0;
   /** The fill run computing this flight, once it started. */
@@ -214,11 +221,6 @@ export class Flight<V = unknown> {
       },
       retry,
     );
-  }
-
-  /** Whether its starter holds a promise of its own (Registry._load's `own`). */
-  get owned(): boolean {
-    return this.#own !== undefined;
   }
 
   get abandoned(): boolean {

@@ -14,7 +14,7 @@ import type { Item, Source } from './item';
 import { FillPipeline, type PipelineHost } from './pipeline';
 import { NO_ARG } from './registry';
 import type { Store } from './store';
-import { DispatchQueue } from './tick';
+import { DispatchQueue, nextTurn } from './tick';
 import { tagsFor } from './validity';
 
 export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
@@ -210,16 +210,16 @@ export class LoadPath {
       // The starter shares (or owns) first: its retry is made of its Item (no closure per key).
       if (signal === undefined)
         return (own ? flight.own(this.#retryItem, item) : flight.share(this.#retryItem, item)) as Promise<V>;
+      return this.#wait<V>(flight, source, key, arg, policy, signal, sink, true);
     }
     if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink);
-    flight.joinerSource = source;
-    flight.joinerArg = arg;
-    flight.joinerPolicy = policy;
+    flight.joinedBy(source, arg, policy);
     return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
   }
 
   // The retry is made here, not in #miss (where every call would allocate its context, ~90 bytes):
-  // a waiter whose flight is abandoned starts over (the store may hold a value now), counted once.
+  // a waiter whose flight is abandoned starts over (the store may hold a value now), counted once;
+  // its starter (with a signal) a turn after the others: its fill may be the stuck one (#retryItem).
   #wait<V>(
     flight: Flight,
     source: Source,
@@ -228,8 +228,11 @@ export class LoadPath {
     policy: Policy,
     signal: AbortSignal | undefined,
     sink: Sink | undefined,
+    starter = false,
   ): Promise<V> {
-    const again = () => this.#again<V>(source, key, arg, policy, signal, sink);
+    const again = starter
+      ? () => nextTurn().then(() => this.#again<V>(source, key, arg, policy, signal, sink))
+      : () => this.#again<V>(source, key, arg, policy, signal, sink);
     return (
       signal === undefined ? flight.share(again, undefined) : flight.joinWithSignal(signal, this.#abandonLeft, again)
     ) as Promise<V>;
@@ -266,17 +269,16 @@ export class LoadPath {
 
   /**
    * A flight's retry (see #wait), for its starter and the callers that joined it without a signal:
-   * with the latest such joiner's call when it has one of the same source, else the starter's. An
-   * abandoned flight's fill may be stuck (an invalidation is how its waiters are freed: docs/core.md),
-   * and its starter's fill would be started again, stuck again, its waiters with it; another
-   * caller's fill for the key computes the same value. (Not for the response layer's flights, owned
-   * or late-tagged: its starter re-executes apart, for all its waiters, by its own rules.)
+   * with the latest such joiner's fill when its source and policy are the starter's, else the
+   * starter's. An abandoned flight's fill may be stuck (an invalidation frees its waiters:
+   * docs/core.md); started again, it would hold them again. (Not for the response layer's
+   * late-tagged flights: it re-executes apart for its waiters, by its own rules.)
    */
   readonly #retryItem = (item: Item): Promise<unknown> => {
     const flight = item.flight;
-    const source = flight.joinerSource;
-    if (source === item.source && !flight.owned && !flight.lateTags)
-      return this.#again(item.source, item.key, flight.joinerArg, flight.joinerPolicy as Policy, undefined, item.sink);
+    // The same source and the same resolved policy (its ttl, tags, lock): only the fill differs.
+    if (flight.joinerSource === item.source && flight.joinerPolicy === item.policy && !flight.lateTags)
+      return this.#again(item.source, item.key, flight.joinerArg, item.policy, undefined, item.sink);
     return this.#again(item.source, item.key, item.arg, item.policy, undefined, item.sink);
   };
 

@@ -90,3 +90,8 @@ export class DispatchQueue<S extends { readonly schedule?: BatchScheduleFn }, T 
     this.#dispatch(queued);
   };
 }
+
+/** Resolves on the event loop's next turn (after the microtasks and I/O callbacks of this one). */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

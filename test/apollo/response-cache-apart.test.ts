@@ -2,7 +2,7 @@
  * A run apart (a background refresh) gives the SAME data as the request's own execution, on the
  * schemas and server options an application brings: abstract types (resolveType, isTypeOf), custom
  * scalars, enums with internal values, input defaults, introspection fields, graphql-tools and
- * @apollo/subgraph schemas, Apollo's `rootValue` and `fieldResolver` options.
+ * @apollo/subgraph schemas (a query; `_entities` is never cached whole), Apollo's `rootValue` and `fieldResolver` options.
  */
 import { ApolloServer, type ApolloServerOptions, type BaseContext } from '@apollo/server';
 import { buildSubgraphSchema } from '@apollo/subgraph';
@@ -128,7 +128,8 @@ describe('a refresh gives the data the request execution gave', () => {
     expectSame(result);
   });
 
-  it('@apollo/subgraph: _entities through resolveReference', async () => {
+  // `_entities` itself is never cached whole (test/graphql/federation/subgraph-response.test.ts).
+  it('@apollo/subgraph: a query of a subgraph schema', async () => {
     const schema = buildSubgraphSchema({
       typeDefs: parse(`
         extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
@@ -143,11 +144,11 @@ describe('a refresh gives the data the request execution gave', () => {
     });
     const result = await missThenRefreshed(
       { schema },
-      'query ($r: [_Any!]!) { _entities(representations: $r) { ... on Product { id name } } }',
-      { r: [{ __typename: 'Product', id: '1' }] },
+      'query ($id: ID!) { product(id: $id) { id name } }',
+      { id: '1' },
       10,
     );
-    expect(result.executed.data).toEqual({ _entities: [{ id: '1', name: 'product 1' }] });
+    expect(result.executed.data).toEqual({ product: { id: '1', name: 'product 1' } });
     expectSame(result);
   });
 

@@ -233,7 +233,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   // the executed reads (misses), the resolvers' reads (above) and the completed writes, with their replica (0: Apollo's cache, 1: Yoga's).
   const executed: { replica: number; start: number; end: number; versions: Map<string, number> }[] = [];
   const written: { replica: number; entity: string; version: number; end: number }[] = [];
-  const staleAnswers: { entity: string; version: number; outcome: string; text: string }[] = [];
+  const staleAnswers: { entity: string; version: number; outcome: string; asked: number; text: string }[] = [];
   const replicaOf = (kind: Kind) => (kind === 'yoga' && options.store === 'redis' ? 1 : 0);
   let paused = false;
   let pauseEdges = 0;
@@ -369,6 +369,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
           entity,
           version: Number(version),
           outcome,
+          asked: start,
           text: `${what}: ${entity} v${version}, a write of v${want} had completed (${outcome}, seed ${seed}, ${options.store})`,
         });
     }
@@ -587,7 +588,8 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
         );
       // The same told from the resolvers' reads, whoever the execution ran for (a client that left,
       // a run apart, which report no miss): one that read this version on the other replica
-      // before the write completed and was still running when it completed spanned it.
+      // before the write completed, and was still running when it completed and when this answer
+      // was asked (so this answer could join it), spanned it.
       const joined =
         options.store === 'redis' &&
         stale.outcome === 'coalesced' &&
@@ -601,7 +603,8 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
                 w.version > stale.version &&
                 w.replica !== r.replica &&
                 w.end > r.at &&
-                w.end < r.returned,
+                w.end < r.returned &&
+                stale.asked < r.returned,
             ),
         );
       if ((gap || joined) && stale.outcome === 'coalesced') report.joinedAcross++;
