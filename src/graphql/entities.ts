@@ -97,6 +97,11 @@ export function planEntity(
   };
 }
 
+/** The type's reference resolver (`__resolveReference`) as @apollo/subgraph keeps it, if any. */
+export function referenceResolverOf(type: GraphQLObjectType): ReferenceResolver | undefined {
+  return referenceSlot(type)?.resolve;
+}
+
 function referenceSlot(
   type: GraphQLObjectType,
 ): { resolve: ReferenceResolver; install(resolve: ReferenceResolver): void } | undefined {

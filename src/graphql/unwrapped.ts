@@ -5,10 +5,12 @@
  * (HERDCACHE_NOT_TRANSFORMED) when they are given the schema. A field counts as wrapped by its
  * resolver or by the transform's mark in its extensions (directive.ts: a tool applied after the
  * transform, graphql-middleware or graphql-shield, wraps the resolver again), so resolvers attached
- * after the transform (which replace its wrappers) are not seen here.
+ * after the transform (which replace its wrappers) are not seen here. A Federation entity type
+ * carrying @cached counts by its reference resolver (`Product.__resolveReference`).
  */
-import type { GraphQLField, GraphQLObjectType, GraphQLSchema } from 'graphql';
-import { isWrapped } from './wrapped';
+import type { GraphQLField, GraphQLNamedType, GraphQLObjectType, GraphQLSchema } from 'graphql';
+import { installed, isWrapped } from './wrapped';
+import { referenceResolverOf } from './entities';
 import { findDirective } from './directive-nodes';
 import { tagOf } from './response-policy';
 import type { OnceWarnings } from './warnings';
@@ -24,6 +26,12 @@ export function unwrappedFields(schema: GraphQLSchema, limit: number): string[] 
   const found: string[] = [];
   for (const type of Object.values(schema.getTypeMap())) {
     if (type.name.startsWith('__') || tagOf(type) !== 'GraphQLObjectType') continue;
+    // A Federation entity type carrying @cached: its reference resolver is what the transform wraps.
+    if (carriesCached(type, type.name)) {
+      const resolve = referenceResolverOf(type as GraphQLObjectType);
+      if (resolve !== undefined && !installed.has(resolve)) found.push(`${type.name}.__resolveReference`);
+      if (found.length >= limit) return found;
+    }
     for (const field of Object.values((type as GraphQLObjectType).getFields()) as GraphQLField<unknown, unknown>[]) {
       const coordinate = `${type.name}.${field.name}`;
       if (!carriesDirective(field, coordinate) || isWrapped(field)) continue;
@@ -32,6 +40,14 @@ export function unwrappedFields(schema: GraphQLSchema, limit: number): string[] 
     }
   }
   return found;
+}
+
+function carriesCached(type: GraphQLNamedType, coordinate: string): boolean {
+  try {
+    return findDirective(type, 'cached', coordinate) !== undefined;
+  } catch {
+    return false;
+  }
 }
 
 function carriesDirective(field: GraphQLField<unknown, unknown>, coordinate: string): boolean {

@@ -6,7 +6,8 @@
  * graphql-middleware and graphql-shield do).
  */
 import { ApolloServer } from '@apollo/server';
-import { buildSchema, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { buildSchema, parse, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
@@ -125,4 +126,34 @@ it('a transform given another cache than the plugin: cached in its own, said onc
   } finally {
     await server.stop();
   }
+});
+
+describe('a Federation entity type carrying @cached', () => {
+  const subgraph = (transform: boolean) => {
+    const cache = createCache();
+    const schema = buildSubgraphSchema({
+      typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+        ${cachedDirectiveTypeDefs}
+        type Product @key(fields: "id") @cached(ttl: 60) { id: ID!, name: String! }
+        type Query { top: Int }`),
+      resolvers: { Product: { __resolveReference: (ref: { id: string }) => ({ id: ref.id, name: 'n' }) } } as never,
+    });
+    if (transform) cachedDirectiveTransformer(schema, { cache });
+    return { cache, schema };
+  };
+
+  it.each([
+    [false, 1],
+    [true, 0],
+  ])('transformed %s: %i warning(s) naming Product.__resolveReference', async (transform, expected) => {
+    const { cache, schema } = subgraph(transform);
+    const server = new ApolloServer({ schema, plugins: [herdcachePlugin({ cache })] });
+    await server.start();
+    try {
+      expect(notTransformed()).toHaveLength(expected);
+      if (expected > 0) expect(notTransformed()[0]!.message).toContain('Product.__resolveReference');
+    } finally {
+      await server.stop();
+    }
+  });
 });
