@@ -17,7 +17,15 @@
  * Where @apollo/subgraph keeps the function: `type.extensions.apollo.subgraph.resolveReference`
  * (2.x), or `type.resolveReference` (older builds, and schemas made by hand).
  */
-import type { GraphQLField, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import type {
+  ConstListValueNode,
+  ConstObjectValueNode,
+  GraphQLField,
+  GraphQLObjectType,
+  GraphQLResolveInfo,
+  GraphQLSchema,
+  StringValueNode,
+} from 'graphql';
 import type { Cache } from '../core/cache';
 import { checkTagsSupported, computationOf } from '../core/internal';
 import type { GetOrComputeOptions } from '../core/types';
@@ -70,7 +78,8 @@ export function planEntity(
   wrapped: WeakSet<object>,
 ): () => void {
   const where = `the type ${type.name}`;
-  if (findDirective(type, 'key', type.name) === undefined) {
+  const keys = keyFieldSets(type, keyDirectiveNames(schema));
+  if (keys.length === 0) {
     throw buildError(
       `@cached on ${where}: on a type, @cached caches a Federation entity's reference resolution (__resolveReference) and needs @key; put @cached on fields otherwise`,
     );
@@ -91,10 +100,63 @@ export function planEntity(
   policy = withHintedScope(policy, hinted, where, env.sessionId !== undefined);
   if (policy.tags !== undefined) checkTagsSupported(env.cache, `@cached(tags:) on ${where}`);
   return () => {
-    const resolve = cachedReferenceResolver(type, slot.resolve, policy, env);
+    const resolve = cachedReferenceResolver(type, slot.resolve, policy, env, keys);
     wrapped.add(resolve);
     slot.install(resolve);
   };
+}
+
+/**
+ * The names @key goes by in `schema`: `key`, Federation 2's namespaced `federation__key` (a
+ * `@link` that does not import it), and an alias a `@link(import: [{ name: "@key", as: "@…" }])`
+ * gives it.
+ */
+function keyDirectiveNames(schema: GraphQLSchema): Set<string> {
+  const names = new Set(['key', 'federation__key']);
+  for (const node of [schema.astNode, ...schema.extensionASTNodes]) {
+    for (const directive of node?.directives ?? []) {
+      if (directive.name.value !== 'link') continue;
+      const imports = directive.arguments?.find((argument) => argument.name.value === 'import')?.value;
+      if (imports?.kind !== ('ListValue' as string)) continue;
+      for (const item of (imports as ConstListValueNode).values) {
+        if (item.kind !== ('ObjectValue' as string)) continue;
+        const text = (field: string) => {
+          const value = (item as ConstObjectValueNode).fields.find((f) => f.name.value === field)?.value;
+          return value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
+        };
+        const as = text('as');
+        if (text('name') === '@key' && as?.startsWith('@') === true) names.add(as.slice(1));
+      }
+    }
+  }
+  return names;
+}
+
+/** The top-level field names of each @key on `type` (`"id"` → ["id"], `"id org { id }"` → ["id", "org"]). */
+function keyFieldSets(type: GraphQLObjectType, names: ReadonlySet<string>): string[][] {
+  const nodes = [type.astNode, ...type.extensionASTNodes].flatMap((node) =>
+    (node?.directives ?? []).filter((directive) => names.has(directive.name.value)),
+  );
+  if (nodes.length === 0)
+    for (const name of names) {
+      const found = findDirective(type, name, type.name);
+      if (found !== undefined) nodes.push(found);
+    }
+  const sets: string[][] = [];
+  for (const node of nodes) {
+    const value = node.arguments?.find((argument) => argument.name.value === 'fields')?.value;
+    const fields = value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
+    if (fields === undefined) continue;
+    const top: string[] = [];
+    let depth = 0;
+    for (const token of fields.match(/[_A-Za-z][_0-9A-Za-z]*|[{}]/g) ?? []) {
+      if (token === '{') depth++;
+      else if (token === '}') depth--;
+      else if (depth === 0) top.push(token);
+    }
+    if (top.length > 0) sets.push(top);
+  }
+  return sets;
 }
 
 /** The type's reference resolver (`__resolveReference`) as @apollo/subgraph keeps it, if any. */
@@ -135,6 +197,7 @@ function cachedReferenceResolver(
   resolve: ReferenceResolver,
   policy: CachedPolicy,
   env: EntityEnv,
+  keys: readonly (readonly string[])[],
 ): ReferenceResolver {
   const { cache, sessionId, keyPrefix, onBypass, warnings } = env;
   const coordinate = entityCoordinate(type);
@@ -184,7 +247,10 @@ function cachedReferenceResolver(
     const encoded = encodeArgs(fields);
     if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep')
       return bypass(reference, context, info, encoded);
-    if (encoded === '{}') return bypass(reference, context, info, 'no_identity');
+    // Keyed only by a representation that carries the fields of one of its @key (else a client
+    // could plant an entry under any shape): without them it is resolved without the cache.
+    if (encoded === '{}' || !keys.some((names) => names.every((name) => fields[name] != null)))
+      return bypass(reference, context, info, 'no_identity');
     let session: string | undefined;
     if (isPrivate) {
       session = sessionOf(context);
