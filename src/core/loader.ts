@@ -232,6 +232,14 @@ export class Loader<K, V> implements Source {
    */
   async prime(key: K, value: V): Promise<void> {
     const storeKey = this._storeKey(key, undefined, this, 'prime()');
+    // A promise primes what it resolves to (as DataLoader's prime adopts it); a rejected one, nothing.
+    if (isThenable(value)) {
+      try {
+        value = (await value) as V;
+      } catch {
+        return;
+      }
+    }
     if (isError(value)) return;
     await this.#registry._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }
@@ -298,10 +306,21 @@ export class Loader<K, V> implements Source {
       );
     }
     const out = new Array<unknown>(values.length);
+    let pending: Promise<void>[] | undefined;
     for (let i = 0; i < values.length; i++) {
       const value = values[i];
-      out[i] = isError(value) ? new Failure(value) : value;
+      // A promise per key (`ids.map(async (id) => …)`), as DataLoader takes it: its outcome is the
+      // key's. Stored as it is, a rejected one would be served as the value until the ttl ends.
+      if (isThenable(value))
+        (pending ??= []).push(
+          Promise.resolve(value).then(
+            (settled: unknown) => void (out[i] = isError(settled) ? new Failure(settled) : settled),
+            (error: unknown) => void (out[i] = new Failure(asError(error))),
+          ),
+        );
+      else out[i] = isError(value) ? new Failure(value) : value;
     }
+    if (pending !== undefined) await Promise.all(pending);
     return out;
   }
 
@@ -309,5 +328,15 @@ export class Loader<K, V> implements Source {
     if (typeof error === 'object' && error !== null) batchFailures.add(error);
     const failure = new Failure(error);
     return new Array<Failure>(n).fill(failure);
+  }
+}
+
+/** Whether `value` is a promise or another thenable (a getter that throws: not one). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === 'function';
+  } catch {
+    return false;
   }
 }

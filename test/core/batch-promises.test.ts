@@ -1,0 +1,74 @@
+/**
+ * A batch function that returns a promise per key (`ids.map(async (id) => …)`), as DataLoader
+ * takes it: each key's outcome is its promise's. A rejected one fails that key only and is not
+ * cached (the next load calls the batch again); a fulfilled one stores its value, not the promise.
+ * `loader.prime(key, promise)` primes what the promise resolves to, nothing when it rejects.
+ * Before, the promises themselves were stored: a transient failure was served for the whole ttl.
+ */
+import { createCache } from '../../src/core/cache';
+
+it('a rejected promise per key fails that key once; the next load fills it again', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let batches = 0;
+  let failOnce = true;
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => {
+      batches++;
+      return ids.map(async (id) => {
+        if (id === 1 && failOnce) {
+          failOnce = false;
+          throw new Error('transient');
+        }
+        return `user-${id}`;
+      });
+    },
+  });
+  const first = await Promise.allSettled([users.load(1), users.load(2)]);
+  expect(first.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([
+    'transient',
+    'user-2',
+  ]);
+  expect(await users.load(1)).toBe('user-1');
+  expect(await users.load(1)).toBe('user-1');
+  expect(batches).toBe(2);
+  expect(users.read(2)).toBe('user-2'); // the value itself, not a promise
+  expect(users.read(1)).toBe('user-1');
+  const counts = cache.metrics().sources.user!;
+  expect(counts.fillFailures).toBe(1);
+  expect(counts.fills).toBe(2);
+  await cache.close();
+});
+
+it('a promise that resolves to an Error fails its key, not cached', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let batches = 0;
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => {
+      batches++;
+      return ids.map((id) => Promise.resolve(batches === 1 ? new Error(`no ${id}`) : `user-${id}`));
+    },
+  });
+  await expect(users.load(1)).rejects.toThrow('no 1');
+  expect(await users.load(1)).toBe('user-1');
+  await cache.close();
+});
+
+it('prime(key, promise): what it resolves to; a rejected one primes nothing', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let batches = 0;
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => {
+      batches++;
+      return ids.map((id) => `loaded-${id}`);
+    },
+  });
+  await users.prime(1, Promise.resolve('primed-1') as unknown as string);
+  expect(users.read(1)).toBe('primed-1');
+  await users.prime(2, Promise.reject(new Error('down')) as unknown as string);
+  expect(await users.load(2)).toBe('loaded-2');
+  expect(batches).toBe(1);
+  await cache.close();
+});
