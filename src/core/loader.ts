@@ -277,7 +277,7 @@ export class Loader<K, V> implements Source {
     const keys = items.map((item) => item.arg as K);
     this.counters.batches++;
     this.counters.batchedKeys += keys.length;
-    let values: ReadonlyArray<V | Error>;
+    let values: ReadonlyArray<V | Error | PromiseLike<V | Error>>;
     try {
       // `this` is the loader the caller holds, as DataLoader binds it: the scoped loader of the
       // request whose key opened this batch (keys of other requests may share the call), or

@@ -92,6 +92,9 @@ export function lookup<V>(memo: Memo<V>, key: string, forget: (error: unknown) =
 /** Whether a held answer is a load that failed in a way `forget` accepts (lookup drops it). */
 export function forgets<V>(held: Held<V>, forget: (error: unknown) => boolean): boolean {
   if (!(held instanceof Promise)) return false;
+  // Every caller of a shared load left (its registry load told to stop): a caller now loads anew,
+  // before the load's rejection (their reason, not this caller's) reached the memo's handler.
+  if (sharedOf(held)?.abandoned === true) return true;
   const outcome = outcomeOf(held);
   return outcome instanceof Rejection && forget(outcome.error);
 }

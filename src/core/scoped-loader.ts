@@ -96,9 +96,19 @@ class PendingHits {
     });
   }
 
-  wait<V>(answer: Promise<V>): Promise<V> {
+  /** `signal`: the caller's; it leaves at once when it fires, not when the batch has settled. */
+  wait<V>(answer: Promise<V>, signal: AbortSignal | undefined): Promise<V> {
     if (this.released) return answer.then(passThrough); // a scheduler that called back at once
-    return new Promise<V>((resolve) => this.#answers.push(() => resolve(answer)));
+    if (signal === undefined) return new Promise<V>((resolve) => this.#answers.push(() => resolve(answer)));
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<V>((resolve, reject) => {
+      const leave = () => reject(signal.reason);
+      signal.addEventListener('abort', leave, { once: true });
+      this.#answers.push(() => {
+        signal.removeEventListener('abort', leave);
+        resolve(answer);
+      });
+    });
   }
 
   readonly #release = (): void => {
@@ -202,7 +212,7 @@ export class ScopedLoader<K, V> implements Sink {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
       const answer = answerOf(cached, signal, false) as Promise<V>;
       if (answer !== cached) answer.catch(ignore); // reported through the promise this caller gets
-      return this._afterPendingBatch(answer);
+      return this._afterPendingBatch(answer, signal);
     }
     return this._miss(key, keyString, signal);
   }
@@ -363,15 +373,15 @@ export class ScopedLoader<K, V> implements Sink {
   }
 
   /** @internal A memo hit's answer, handed over with this tick's batch (see PendingHits). */
-  private _afterPendingBatch<W>(answer: Promise<W>): Promise<W> {
+  private _afterPendingBatch<W>(answer: Promise<W>, signal: AbortSignal | undefined): Promise<W> {
     this._enterTick();
     const held = this.#loads;
-    if (held instanceof PendingHits && !held.released) return held.wait(answer);
+    if (held instanceof PendingHits && !held.released) return held.wait(answer, signal);
     const loads =
       held instanceof PendingHits ? held.loads : Array.isArray(held) ? held : held === undefined ? [] : [held];
     const hits = new PendingHits(this.#loader.batchSchedule, loads);
     this.#loads = hits;
-    return hits.wait(answer);
+    return hits.wait(answer, signal);
   }
 }
 

@@ -110,10 +110,11 @@ export interface BatchContext {
  * A batch function, as DataLoader's: given keys, return an array of the same length and order.
  * An `Error` at a position fails that key only; `undefined` means "nothing to cache" for that key.
  */
+/** One value per key, in order: the value, an Error (that key fails), or a promise of either (settled first). */
 export type BatchFn<K, V> = (
   keys: readonly K[],
   context: BatchContext,
-) => PromiseLike<ReadonlyArray<V | Error>> | ReadonlyArray<V | Error>;
+) => PromiseLike<ReadonlyArray<V | Error | PromiseLike<V | Error>>> | ReadonlyArray<V | Error | PromiseLike<V | Error>>;
 
 export interface LoaderOptions<K, V> extends FreshnessOptions {
   /** Unique per registry; namespaces keys (`name:key`) and labels metrics. */
