@@ -105,6 +105,11 @@ export class StorePartialError extends HerdcacheError {
     readonly failure: unknown,
     readonly partial: unknown,
     message: string,
+    /**
+     * Positions (in the call's keys) whose part failed, when the store knows them: their answers
+     * in `partial` are unknown, not misses (a read's outage hold serves them: core/outage).
+     */
+    readonly failedAt?: readonly number[],
   ) {
     super((failure as { code?: HerdcacheErrorCode } | null)?.code ?? 'E_STORE_ERROR', message, { cause: failure });
     this.name = 'StorePartialError';

@@ -11,6 +11,7 @@
  * Every store call goes through StoreCalls and never fails a load: a failure is counted and the
  * value is computed. The two calls back to the load path (`settled`, `refresh`) are below.
  */
+import { StorePartialError } from './errors';
 import type { FlightTable } from './flight-table';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import type { Observers } from './hooks';
@@ -212,8 +213,17 @@ export class FillPipeline {
       }
       if (lockable !== undefined) return this.#readOrAcquire(items, keys, lockable, late && this.#clocked);
     }
-    const entries = await this.#calls.call('getMany', () => store.getMany(keys), items);
-    return { entries: entries ?? this.#outage(keys), begun: undefined };
+    let failedAt: readonly number[] | undefined;
+    const entries = await this.#calls.call('getMany', () => store.getMany(keys).catch(noteFailed), items);
+    return {
+      entries: entries === undefined ? this.#outage(keys) : this.#heldFor(keys, entries, failedAt),
+      begun: undefined,
+    };
+
+    function noteFailed(error: unknown): never {
+      if (error instanceof StorePartialError) failedAt = error.failedAt;
+      throw error;
+    }
   }
 
   /** A read the store failed: what this process filled while it could not take it (./outage). */
@@ -222,19 +232,51 @@ export class FillPipeline {
     return outage.size === 0 ? [] : outage.read(keys, this.#clock.now());
   }
 
+  /**
+   * A read that failed in part (a Cluster master down): the keys of the failed part are what this
+   * process filled while the store could not take them, as for a read that failed as a whole.
+   */
+  #heldFor(
+    keys: readonly string[],
+    entries: readonly (Entry | undefined)[],
+    failedAt: readonly number[] | undefined,
+  ): readonly (Entry | undefined)[] {
+    const outage = this.#calls.outage;
+    if (failedAt === undefined || failedAt.length === 0 || outage.size === 0) return entries;
+    const held = outage.read(
+      failedAt.map((i) => keys[i]!),
+      this.#clock.now(),
+    );
+    let patched: (Entry | undefined)[] | undefined;
+    for (let j = 0; j < failedAt.length; j++) {
+      const entry = held[j];
+      if (entry === undefined || entries[failedAt[j]!] !== undefined) continue;
+      (patched ??= [...entries])[failedAt[j]!] = entry;
+    }
+    return patched ?? entries;
+  }
+
   async #readOrAcquire(items: Item[], keys: string[], lockable: boolean[], clock: boolean): Promise<Read> {
     const lock = this.#store.lock!;
     const token = this.#locks.token();
     const ttl = this.#host.timing.lockTtl;
     // A late-tagged fill may follow: the store reads its tag clock in the same round trip (late-tags).
+    let failedAt: readonly number[] | undefined;
     const read = await this.#calls.call(
       'getMany',
       () =>
-        clock ? lock.readOrAcquire!(keys, lockable, token, ttl, true) : lock.readOrAcquire!(keys, lockable, token, ttl),
+        (clock
+          ? lock.readOrAcquire!(keys, lockable, token, ttl, true)
+          : lock.readOrAcquire!(keys, lockable, token, ttl)
+        ).catch((error: unknown) => {
+          if (error instanceof StorePartialError) failedAt = error.failedAt;
+          throw error;
+        }),
       items,
     );
     if (read === undefined) return { entries: this.#outage(keys), begun: undefined };
-    const { entries, watch } = read;
+    const { watch } = read;
+    const entries = this.#heldFor(keys, read.entries, failedAt);
     if (read.clock !== undefined)
       for (const item of items) if (item.policy.lateTags === true) item.clock ??= read.clock;
     let attempts: Map<Item, LockAttempt> | undefined;

@@ -59,6 +59,8 @@ export interface GroupOutcome<T> {
   readonly values: (T | undefined)[];
   readonly failed: number;
   readonly error: unknown;
+  /** Per group, whether it failed. */
+  readonly failedGroups: boolean[];
 }
 
 /** A node's breaker and failure count, for health checks. */
@@ -197,11 +199,13 @@ export class CallGuard {
     await Promise.all(pending);
     let failed = 0;
     let error: unknown;
+    const failedGroups = new Array<boolean>(count).fill(false);
     for (let g = 0; g < count; g++) {
-      if (errors[g] === undefined) continue;
+      if (!(g in errors)) continue;
+      failedGroups[g] = true;
       if (failed++ === 0) error = errors[g];
     }
-    return { values, failed, error };
+    return { values, failed, error, failedGroups };
   }
 
   #node(node: string): { breaker: CircuitBreaker | undefined; failures: number } {

@@ -155,7 +155,7 @@ export class RedisLink {
       options = { ...options, bytes: (options?.bytes ?? 0) + keys.length * KEY_BUDGET_BYTES };
     if (groups === null) return assemble([await this.guard.run(op, () => send(null), options)]);
     const master = (g: number): string => String(this.nodeOf(keys[groups[g]![0]!]!));
-    const { values, failed, error } = await this.guard.runGroups(
+    const { values, failed, error, failedGroups } = await this.guard.runGroups(
       op,
       groups.length,
       master,
@@ -165,7 +165,9 @@ export class RedisLink {
     if (failed === 0) return assemble(values);
     if (failed === groups.length) throw error;
     const message = `herdcache: redis ${op} failed for ${failed} of ${groups.length} slot groups: ${(error as Error | undefined)?.message ?? String(error)}`;
-    throw new StorePartialError(error, assemble(values), message);
+    const failedAt: number[] = [];
+    for (let g = 0; g < groups.length; g++) if (failedGroups[g] === true) failedAt.push(...groups[g]!);
+    throw new StorePartialError(error, assemble(values), message, failedAt);
   }
 
   /** One call for everything (standalone), or one per group in parallel (Cluster). */

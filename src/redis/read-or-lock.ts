@@ -72,6 +72,7 @@ export async function readOrAcquire(
         error.failure,
         { entries, attempts, watch: undefined } satisfies ReadAttempts,
         error.message,
+        error.failedAt,
       );
     }
     for (let i = 0; i < n; i++) presence.sawKnown(keys[i]!, until[i]!, entries[i]);
@@ -98,6 +99,17 @@ export async function readOrAcquire(
   const tagClock = clocked === undefined ? undefined : await clocked;
   let failure: unknown;
   let answered = false;
+  // Positions whose part failed (their answers unknown, not misses), when the store says which.
+  const failedAt: number[] = [];
+  const failedIn = (result: PromiseSettledResult<unknown>, positions: readonly number[] | undefined) => {
+    if (result.status === 'fulfilled') return;
+    const reason: unknown = result.reason;
+    const within = reason instanceof StorePartialError ? reason.failedAt : undefined;
+    if (within === undefined) for (let j = 0; j < (positions?.length ?? n); j++) failedAt.push(positions?.[j] ?? j);
+    else for (const j of within) failedAt.push(positions?.[j] ?? j);
+  };
+  if (known !== undefined) failedIn(read, known);
+  failedIn(locked, known === undefined ? undefined : tried);
   const found = settled(read, (error) => (failure ??= error));
   if (found !== undefined && known !== undefined) {
     answered = true;
@@ -124,7 +136,12 @@ export async function readOrAcquire(
   // Part answered (a Cluster master down, or one of the two calls failed): the caller uses that
   // part, and its watch (locks may have been won, waiters registered); the rest is read as missing.
   const message = `herdcache: redis readOrAcquire failed in part: ${(failure as Error | undefined)?.message ?? String(failure)}`;
-  throw new StorePartialError(failure, { entries, attempts, watch, clock: tagClock } satisfies ReadAttempts, message);
+  throw new StorePartialError(
+    failure,
+    { entries, attempts, watch, clock: tagClock } satisfies ReadAttempts,
+    message,
+    failedAt,
+  );
 }
 
 /** A settled call's value, or its partial result when it failed in part; reports the failure. */

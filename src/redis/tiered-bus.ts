@@ -100,6 +100,9 @@ export interface SubscriptionEvents {
  * nodes of one shard instead of being broadcast to every node of the cluster. A server without
  * sharded pub/sub never confirms it: the replica stays deaf, and its L1 copies live at most l1Ttl.
  */
+/** How soon a Cluster's sharded SSUBSCRIBE that failed (its shard connection being replaced) is sent again. */
+const RESUBSCRIBE_MS = 250;
+
 export class Subscription {
   readonly #connection: Redis | Cluster;
   readonly #channel: string;
@@ -140,8 +143,23 @@ export class Subscription {
       listen(connection, 'end', this.#onLost),
       listen(connection, 'ready', this.#onReady),
     ];
+    if (this.#sharded)
+      // A sharded subscriber's shard connection that drops emits neither 'close' nor 'end' on the
+      // Cluster: only '-node' (ioredis then replaces it, and says 'subscribersReady' once its
+      // channels are subscribed again). Deaf meanwhile: L1 emptied, and SSUBSCRIBE again to know
+      // when messages flow.
+      this.#unlisten.push(
+        listen(connection, '-node', this.#onShardLost),
+        listen(connection, 'subscribersReady', this.#onReady),
+      );
     this.#subscribe();
   }
+
+  readonly #onShardLost = (): void => {
+    if (this.#closed) return;
+    this.#onLost();
+    this.#subscribe();
+  };
 
   /** Whether messages reach this replica now. */
   get active(): boolean {
@@ -159,8 +177,13 @@ export class Subscription {
         this.#events.joined();
       },
       (error: unknown) => {
-        // Still deaf; the next 'ready' tries again.
+        // Still deaf; the next 'ready' tries again (a Cluster's shard subscriber being replaced:
+        // again shortly, as its 'ready' is the whole Cluster's, not the shard's).
         warnIfDenied(this.#sharded ? 'ssubscribe' : 'subscribe', error);
+        if (this.#sharded && !this.#closed && attempt === this.#attempt)
+          setTimeout(() => {
+            if (!this.#closed && attempt === this.#attempt) this.#subscribe();
+          }, RESUBSCRIBE_MS).unref();
       },
     );
   }

@@ -134,6 +134,37 @@ it('tiered on the cluster: a write on one replica drops the other replica L1 cop
   for (const subscriber of subscribers) subscriber.disconnect();
 });
 
+it('tiered on the cluster: a shard subscriber connection that drops empties L1 (deaf meanwhile), and it hears again once back', async () => {
+  const replicas: TieredStore[] = [];
+  const subscribers: Cluster[] = [];
+  for (let i = 0; i < 2; i++) {
+    const client = await cluster();
+    const subscriber = client.duplicate([], { shardedSubscribers: true });
+    subscribers.push(subscriber);
+    replicas.push(tieredStore({ l2: redisStore({ client, prefix: 'tcd:', commandTimeout: 10_000 }), subscriber }));
+  }
+  const [a, b] = replicas as [TieredStore, TieredStore];
+  try {
+    expect(await eventually(() => a.subscribed && b.subscribed, 5000, 5)).toBe(true);
+    await b.setMany([{ key: 'k', entry: entry('v1'), ttl: 60_000 }]);
+    expect(b.getSync('k')?.value).toBe('v1');
+    const clears = b.stats().l1Clears;
+    // Every pub/sub connection on every master: the Cluster sees only '-node', no 'close' or 'end'.
+    for (const admin of local.admins) await admin.client('KILL', 'TYPE', 'pubsub');
+    // Deaf: its copy goes (a change published now would not reach it).
+    expect(await eventually(() => b.getSync('k') === undefined, 5000, 5)).toBe(true);
+    expect(b.stats().l1Clears).toBeGreaterThan(clears);
+    expect(await eventually(() => a.subscribed && b.subscribed, 10_000, 10)).toBe(true);
+    const received = b.stats().received;
+    await a.setMany([{ key: 'k', entry: entry('v2'), ttl: 60_000 }]);
+    expect(await eventually(() => b.stats().received > received, 5000, 5)).toBe(true);
+    expect((await b.getMany(['k']))[0]?.value).toBe('v2');
+  } finally {
+    for (const replica of replicas) await replica.close();
+    for (const subscriber of subscribers) subscriber.disconnect();
+  }
+}, 30_000);
+
 it('tiered on the cluster: a plain Cluster subscriber (no shardedSubscribers) is refused, naming the fix', async () => {
   const client = await cluster();
   const subscriber = await cluster();
