@@ -90,7 +90,10 @@ export class MemoryStore implements Store {
     checkKnownKeys('memoryStore()', options, MEMORY_STORE_OPTIONS);
     const max = givenOr(options.max, MEMORY_STORE_DEFAULT_MAX);
     if (!Number.isSafeInteger(max) || max < 1 || max > MEMORY_STORE_MAX_ENTRIES) {
-      const why = max > MEMORY_STORE_MAX_ENTRIES ? ' (lru-cache allocates its tables for max entries up front)' : '';
+      const why =
+        typeof max === 'number' && max > MEMORY_STORE_MAX_ENTRIES
+          ? ' (lru-cache allocates its tables for max entries up front)'
+          : '';
       throw invalidOption('max', max, `a positive integer at most 10,000,000${why}`);
     }
     const maxSize = givenOr(options.maxSize, MEMORY_STORE_DEFAULT_MAX_SIZE);

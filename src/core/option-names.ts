@@ -2,7 +2,7 @@
  * Option names: the names each function accepts, and the check that refuses any other (with the
  * known name it most likely meant), for every options object herdcache takes.
  */
-import { HerdcacheError, invalidArgument, invalidOption } from './errors';
+import { HerdcacheError, describe as describeValue, invalidArgument, invalidOption } from './errors';
 
 /**
  * The option names a function accepts, written as an object with one `true` per name of `T`, so
@@ -29,6 +29,19 @@ export function checkKnownKeys(where: string, options: object, known: ReadonlySe
   for (const name in options) {
     if (!known.has(name)) throw unknownOption(where, name, known, path);
     if (!hasOwn.call(options, name)) throw inheritedOption(where, name, path);
+    const descriptor = Object.getOwnPropertyDescriptor(options, name);
+    if (descriptor?.get !== undefined) {
+      // A getter is read where the option is used: one that throws would surface there, unnamed.
+      try {
+        descriptor.get.call(options);
+      } catch (error) {
+        throw new HerdcacheError(
+          'E_INVALID_OPTION',
+          `herdcache: ${where}: option ${JSON.stringify(path + name)} could not be read: its getter threw ${error instanceof Error ? error.message : describeValue(error)}`,
+          { cause: error },
+        );
+      }
+    }
   }
 }
 

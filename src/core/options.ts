@@ -149,7 +149,13 @@ function checkFraction(name: string, value: unknown): number {
  */
 export function checkClock(clock: Clock): Clock {
   if (typeof clock?.now !== 'function') throw invalidOption('clock', clock, 'an object with a now() method');
-  const now: unknown = clock.now();
+  let now: unknown;
+  try {
+    now = clock.now();
+  } catch (error) {
+    const thrown = error instanceof Error ? error.message : describe(error);
+    throw invalidOption('clock', clock, `an object whose now() returns the time (it threw: ${thrown})`);
+  }
   if (typeof now !== 'number' || !Number.isFinite(now))
     throw invalidOption(
       'clock',

@@ -162,6 +162,22 @@ describe.each(implementations)('$name', (impl: Implementation) => {
       const loader = impl.perRequest<number, number>((ids) => ids.map((id) => id))();
       await expect(loader.load(1)).rejects.toBeInstanceOf(TypeError);
     });
+
+    behaviour("a batch function that throws synchronously rejects each key with DataLoader's TypeError", async () => {
+      const loader = impl.perRequest<number, number>(() => {
+        throw new RangeError('db down');
+      })();
+      const error = await loader.load(1).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TypeError);
+      expect((error as Error).message).toContain('errored synchronously');
+    });
+
+    behaviour('an array-like batch result (not an Array) is accepted', async () => {
+      const loader = impl.perRequest<number, string>(
+        async (ids) => ({ length: ids.length, ...ids.map((id) => `v:${id}`) }) as unknown as string[],
+      )();
+      expect(await loader.load(1)).toBe('v:1');
+    });
   });
 
   describe('batch scheduling', () => {

@@ -16,5 +16,9 @@ export const INTENDED_DIFFERENCES: Readonly<Record<string, string>> = {
     "keys must map to strings: an object key needs a key function (`key`, DataLoader's cacheKeyFn); load() throws a TypeError showing the fix",
   'a batch function must return a Promise':
     'a batch function may return the array itself (synchronously) as well as a promise of it',
+  "a batch function that throws synchronously rejects each key with DataLoader's TypeError":
+    'the error the batch function threw reaches each key as it is (a non-Error wrapped as E_FILL_NON_ERROR), as a rejected promise does',
+  'an array-like batch result (not an Array) is accepted':
+    'a batch result must be an Array (or a promise of one): anything else fails every key of the batch with E_BATCH_NOT_ARRAY',
   'name defaults to null': 'a loader has a name, always: it namespaces its keys in the store and labels its metrics',
 };

@@ -1,0 +1,42 @@
+/**
+ * Bad input that used to escape the E_INVALID_OPTION rule (the raw error, no option named): an
+ * options getter that throws, a hooks getter that throws, a clock whose now() throws, a Symbol as
+ * memoryStore's `max`. Each is refused naming the option, and nothing else is affected.
+ */
+import { createCache } from '../../src/core/cache';
+import { memoryStore } from '../../src/core/memory';
+
+const thrower = (message: string) => () => {
+  throw new Error(message);
+};
+
+it.each([
+  [
+    'a throwing ttl getter',
+    () => createCache(Object.defineProperty({}, 'ttl', { get: thrower('getter!'), enumerable: true })),
+    '"ttl"',
+  ],
+  [
+    'a throwing hooks getter',
+    () =>
+      createCache({ hooks: Object.defineProperty({}, 'onHit', { get: thrower('hook getter!'), enumerable: true }) }),
+    '"hooks.onHit"',
+  ],
+  ['a clock whose now() throws', () => createCache({ clock: { now: thrower('clock!') } }), '"clock"'],
+  ['a Symbol as max', () => memoryStore({ max: Symbol('x') as unknown as number }), '"max"'],
+])('%s: E_INVALID_OPTION naming the option', (_label, make, named) => {
+  let caught: unknown;
+  try {
+    make();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toMatchObject({ code: 'E_INVALID_OPTION' });
+  expect((caught as Error).message).toContain(named);
+});
+
+it('the cache made next is unaffected', async () => {
+  const cache = createCache({ ttl: 1000 });
+  expect(await cache.getOrCompute('k', async () => 'v')).toBe('v');
+  await cache.close();
+});
