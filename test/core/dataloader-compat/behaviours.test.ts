@@ -174,7 +174,7 @@ describe.each(implementations)('$name', (impl: Implementation) => {
 
     behaviour('an array-like batch result (not an Array) is accepted', async () => {
       const loader = impl.perRequest<number, string>(
-        async (ids) => ({ length: ids.length, ...ids.map((id) => `v:${id}`) }) as unknown as string[],
+        async (ids) => ({ ...ids.map((id) => `v:${id}`), length: ids.length }) as unknown as string[],
       )();
       expect(await loader.load(1)).toBe('v:1');
     });
