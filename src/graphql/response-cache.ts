@@ -27,6 +27,7 @@ import { LateTagged } from '../core/late-tags';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
 import { ResponseKeys } from './response-key';
+import { WaitingContexts } from './response-waiting';
 import { OutcomeSink } from './response-sink';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, checkCache, operationOf } from './request';
@@ -65,10 +66,8 @@ export class ResponseEngine {
   readonly invalidateViaMutation: boolean;
   readonly #computations = new Map<string, Computation>();
   readonly #keys = new ResponseKeys();
-  /** Per key, the context of a request waiting for it (the latest): see lookup's fill and #lend. */
-  readonly #waiting = new Map<string, unknown>();
-  /** Contexts lent to a run apart: its copy shares their objects (loaders), so each is lent once. */
-  readonly #lent = new WeakSet<object>();
+  /** The contexts of the requests waiting for each key, lent to its runs apart (./response-waiting). */
+  readonly #waiting = new WaitingContexts();
   /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
   readonly warnings = new OnceWarnings();
 
@@ -155,7 +154,7 @@ export class ResponseEngine {
       // once; a re-execution after an invalidation never with it: it executed before the
       // invalidation, and what it holds per request (a DataLoader's memo) is what it read then.
       if (answered || ++fills > 1) {
-        const context = this.#lend(plan.key, answered ? plan.request.context : undefined);
+        const context = this.#waiting.lend(plan.key, answered ? plan.request.context : undefined);
         if (context === undefined || (!answered && context === plan.request.context)) return undefined;
         return this.#executeApart(plan, context, executeApart);
       }
@@ -179,10 +178,9 @@ export class ResponseEngine {
     // Until answered, this request's context is one a re-execution of the key may run with. A hit
     // answered in the same step (counted already) waits for nothing: no Map write on that path.
     const context = plan.request.context;
-    const waits = sink.outcome !== 'hits';
-    if (waits) this.#waiting.set(plan.key, context);
+    const waited = sink.outcome === 'hits' ? undefined : this.#waiting.wait(plan.key, context);
     const firstOutcome = await first;
-    if (waits && this.#waiting.get(plan.key) === context) this.#waiting.delete(plan.key);
+    waited?.();
     if (firstOutcome === STARTED) {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.
@@ -194,7 +192,7 @@ export class ResponseEngine {
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
         // (it may not have started: with a store's fill lock, it waits for this execution's lock).
         // Lent to a run apart before it executed: what it holds per request may predate an invalidation.
-        if (fills > 1 || fillAbandoned(run) || this.#lent.has(plan.request.context as object))
+        if (fills > 1 || fillAbandoned(run) || this.#waiting.lent(plan.request.context))
           return Promise.resolve('invalidated');
         const completion: Completion =
           typeof stored === 'string'
@@ -212,12 +210,10 @@ export class ResponseEngine {
     }
     if (firstOutcome === FAILED) return BYPASSED_UNAVAILABLE; // the cache failed (closed…): execute
     const value = firstOutcome.value;
-    // The shared execution's result could not be shared: this request executes (not_shared).
-    if (value === undefined) return { outcome: 'miss' };
+    // The shared execution's result could not be shared (none left to run it apart): this request executes.
+    if (value === undefined) return NOT_SHARED;
     if (value === UNSHAREABLE)
-      return again && !this.#lent.has(plan.request.context as object)
-        ? this.#lookup(plan, executeApart, false)
-        : NOT_SHARED;
+      return again && !this.#waiting.lent(plan.request.context) ? this.#lookup(plan, executeApart, false) : NOT_SHARED;
     answered = true;
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
@@ -294,23 +290,6 @@ export class ResponseEngine {
     const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
     if (maxAge < policy.maxAge) tagged.freshMs = maxAge * 1000;
     return tagged;
-  }
-
-  /**
-   * A context for one run apart, never lent before: `own` (a stale-served request's), else the
-   * context of a request waiting for the key (taken: a later run needs another). The run's copy
-   * shares the context's objects, a per-request memo among them: one lent twice would hand the
-   * second run what the first read, maybe before an invalidation. Undefined: none to lend.
-   */
-  #lend(key: string, own: unknown): unknown {
-    let context = own;
-    if (context === undefined || this.#lent.has(context as object)) {
-      context = this.#waiting.get(key);
-      if (context === undefined || this.#lent.has(context as object)) return undefined;
-      this.#waiting.delete(key);
-    }
-    if (context !== null && typeof context === 'object') this.#lent.add(context);
-    return context;
   }
 
   /**

@@ -129,3 +129,74 @@ it.each([
     }
   },
 );
+
+it.each([['apollo'], ['yoga']])(
+  '%s: invalidated twice while it runs (tags it may hold): one re-execution per invalidation, each run with another waiter, never one execution each',
+  async (kind) => {
+    const cache = createCache();
+    let executions = 0;
+    const gates: (() => void)[] = [];
+    const opened = (n: number) => new Promise<void>((resolve) => (gates[n] = resolve));
+    const held = [opened(1), opened(2), opened(3)];
+    const schema = makeSchema(typeDefs, {
+      Query: {
+        user: async (_p: unknown, { id }: { id: string }) => {
+          const execution = ++executions;
+          await (held[execution - 1] ?? Promise.resolve());
+          return { id, name: `v${execution}` };
+        },
+      },
+    });
+    let ask: () => Promise<Result>;
+    let stop = async () => {};
+    if (kind === 'apollo') {
+      const server = new ApolloServer({
+        schema,
+        plugins: [herdcachePlugin({ cache, extensions: true, responseCache: true })],
+      });
+      await server.start();
+      ask = async () =>
+        ((await server.executeOperation({ query: QUERY })).body as unknown as { singleResult: Result }).singleResult;
+      stop = () => server.stop();
+    } else {
+      const yoga = createYoga({
+        schema,
+        plugins: [useHerdcache({ cache, extensions: true, responseCache: true })],
+        logging: false,
+      });
+      ask = async () =>
+        (await (
+          await yoga.fetch('http://yoga/graphql', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ query: QUERY }),
+          })
+        ).json()) as Result;
+    }
+    try {
+      const first = ask();
+      await until(() => executions === 1, 'the first execution');
+      const waiters = Array.from({ length: 19 }, () => ask());
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Tags of other data: a response's tags are known only when it ends, so any invalidation abandons it.
+      await cache.invalidateTags(['Other:1']);
+      await until(() => executions === 2, 'the re-execution');
+      await cache.invalidateTags(['Other:2']);
+      await until(() => executions === 3, 'the second re-execution');
+      for (const open of gates) open?.();
+      const [leader, ...rest] = await Promise.all([first, ...waiters]);
+      expect(executions).toBe(3);
+      expect(leader!.extensions.cache).toMatchObject({ response: 'miss', notStoredReason: 'invalidated' });
+      expect(new Set(rest.map((r) => `${r.data.user.name}/${r.extensions.cache.response}`))).toEqual(
+        new Set(['v3/coalesced']),
+      );
+      const after = await ask();
+      expect(after.extensions.cache.response).toBe('hit');
+      expect(executions).toBe(3);
+    } finally {
+      for (const open of gates) open?.();
+      await stop();
+      await cache.close();
+    }
+  },
+);
