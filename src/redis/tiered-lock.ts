@@ -50,6 +50,7 @@ export async function readOrAcquire(
       error.failure,
       { entries, attempts, watch: partial.watch } satisfies ReadAttempts,
       error.message,
+      error.failedAt?.map((j) => missing[j]!),
     );
   }
   place(missing, read, entries, attempts);

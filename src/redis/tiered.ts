@@ -24,7 +24,7 @@
  * subscription and change windows: tiered-bus.ts.
  */
 // (A value import first: the header above stays out of the published .d.ts, as it always has.)
-import { invalidOption } from '../core/errors';
+import { StorePartialError, invalidOption } from '../core/errors';
 import type { Cluster, Redis } from 'ioredis';
 import type { Clock, Entry } from '../core/freshness';
 import { MemoryStore, memoryStore } from '../core/memory';
@@ -242,7 +242,17 @@ class TieredStoreImpl implements TieredStore {
       found = await this.#l2.getMany(asked);
     } catch (error) {
       l1.discard(window);
-      throw error;
+      if (!(error instanceof StorePartialError) || asked === keys) throw error;
+      // Answered in part (a Cluster master down): that part and the failed positions, in the
+      // caller's order (the L2 answered `asked`, the keys L1 did not have); nothing copied.
+      const partial = error.partial as (Entry | undefined)[];
+      for (let j = 0; j < asked.length; j++) out[missing[j]!] = partial[j];
+      throw new StorePartialError(
+        error.failure,
+        out,
+        error.message,
+        error.failedAt?.map((j) => missing[j]!),
+      );
     }
     const candidates: Candidate[] = [];
     let gone: string[] | undefined;
