@@ -141,3 +141,13 @@ export function invalidArgument(name: string, value: unknown, expected: string):
     `herdcache: argument "${name}" must be ${expected}, got ${describe(value)}`,
   );
 }
+
+/** Whether `value` is a promise or another thenable (a getter that throws: not one). */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === 'function';
+  } catch {
+    return false;
+  }
+}

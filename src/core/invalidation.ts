@@ -7,7 +7,7 @@
  * kept and sent again until the store takes it (Retries), so a value it made stale does not stay
  * for its whole ttl on every replica.
  */
-import { HerdcacheError } from './errors';
+import { HerdcacheError, isError, isThenable } from './errors';
 import type { FlightTable } from './flight-table';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
 import type { Source } from './item';
@@ -124,6 +124,17 @@ export class Invalidation {
 
   async #prime(source: Source, prime: PrimeInFlight, value: unknown, policy: Policy): Promise<void> {
     const { key, tags } = prime;
+    // A promise (loader.prime(key, promise)) primes what it resolves to, nothing when it rejects;
+    // awaited as a prime in flight, so an invalidation or a later prime meanwhile supersedes it
+    // (then it fences nothing either: the later prime's value may be there already).
+    if (isThenable(value)) {
+      try {
+        value = await value;
+      } catch {
+        return;
+      }
+      if (value === undefined || isError(value) || prime.superseded) return;
+    }
     let tagVersions: number[] | undefined;
     let writable = true;
     // As a fill does: the versions current now, so a later invalidateTags makes this a miss. Unknown

@@ -7,7 +7,15 @@
  * position fails that key only.
  */
 import type { Item, Source } from './item';
-import { HerdcacheBatchError, HerdcacheKeyError, describe, invalidArgument, invalidOption, isError } from './errors';
+import {
+  HerdcacheBatchError,
+  HerdcacheKeyError,
+  describe,
+  invalidArgument,
+  invalidOption,
+  isError,
+  isThenable,
+} from './errors';
 import { RunBatchContext } from './fill-call';
 import type { FillSignal } from './fill-run';
 import { Failure, asError } from './flight';
@@ -232,14 +240,8 @@ export class Loader<K, V> implements Source {
    */
   async prime(key: K, value: V): Promise<void> {
     const storeKey = this._storeKey(key, undefined, this, 'prime()');
-    // A promise primes what it resolves to (as DataLoader's prime adopts it); a rejected one, nothing.
-    if (isThenable(value)) {
-      try {
-        value = (await value) as V;
-      } catch {
-        return;
-      }
-    }
+    // A promise primes what it resolves to (as DataLoader's prime adopts it), a rejected one
+    // nothing: awaited by the registry as a prime in flight (an invalidation meanwhile wins).
     if (isError(value)) return;
     await this.#registry._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }
@@ -328,15 +330,5 @@ export class Loader<K, V> implements Source {
     if (typeof error === 'object' && error !== null) batchFailures.add(error);
     const failure = new Failure(error);
     return new Array<Failure>(n).fill(failure);
-  }
-}
-
-/** Whether `value` is a promise or another thenable (a getter that throws: not one). */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
-  try {
-    return typeof (value as { then?: unknown }).then === 'function';
-  } catch {
-    return false;
   }
 }

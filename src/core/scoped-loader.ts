@@ -7,6 +7,7 @@ import type { Entry } from './freshness';
 import { invalidArgument, invalidOption, isError } from './errors';
 import { fulfilled, rejected } from './flight';
 import { ownPending } from './outcome';
+import { raceAbort } from './abort-race';
 import { type Loader, loadEach } from './loader';
 import { checkKnownKeys, checkLoadOptions, optionNames } from './options';
 import type { CounterName, PendingJoin, Sink } from './metrics';
@@ -99,16 +100,10 @@ class PendingHits {
   /** `signal`: the caller's; it leaves at once when it fires, not when the batch has settled. */
   wait<V>(answer: Promise<V>, signal: AbortSignal | undefined): Promise<V> {
     if (this.released) return answer.then(passThrough); // a scheduler that called back at once
-    if (signal === undefined) return new Promise<V>((resolve) => this.#answers.push(() => resolve(answer)));
-    if (signal.aborted) return Promise.reject(signal.reason);
-    return new Promise<V>((resolve, reject) => {
-      const leave = () => reject(signal.reason);
-      signal.addEventListener('abort', leave, { once: true });
-      this.#answers.push(() => {
-        signal.removeEventListener('abort', leave);
-        resolve(answer);
-      });
-    });
+    if (signal?.aborted === true) return Promise.reject(signal.reason);
+    const held = new Promise<V>((resolve) => this.#answers.push(() => resolve(answer)));
+    // One listener per signal however many hits wait under it (raceAbort's, ./abort-race).
+    return signal === undefined ? held : raceAbort(held, signal, ignore);
   }
 
   readonly #release = (): void => {

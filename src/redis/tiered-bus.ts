@@ -12,6 +12,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Entry } from '../core/freshness';
 import { listen } from './connection-events';
+import { hashSlot } from './keys';
 import { warnIfDenied } from './permissions';
 
 export type Change =
@@ -100,9 +101,6 @@ export interface SubscriptionEvents {
  * nodes of one shard instead of being broadcast to every node of the cluster. A server without
  * sharded pub/sub never confirms it: the replica stays deaf, and its L1 copies live at most l1Ttl.
  */
-/** How soon a Cluster's sharded SSUBSCRIBE that failed (its shard connection being replaced) is sent again. */
-const RESUBSCRIBE_MS = 250;
-
 export class Subscription {
   readonly #connection: Redis | Cluster;
   readonly #channel: string;
@@ -146,8 +144,8 @@ export class Subscription {
     if (this.#sharded)
       // A sharded subscriber's shard connection that drops emits neither 'close' nor 'end' on the
       // Cluster: only '-node' (ioredis then replaces it, and says 'subscribersReady' once its
-      // channels are subscribed again). Deaf meanwhile: L1 emptied, and SSUBSCRIBE again to know
-      // when messages flow.
+      // channels are subscribed again). Deaf meanwhile: L1 emptied; SSUBSCRIBE once ready again
+      // confirms when messages flow (and empties L1 again).
       this.#unlisten.push(
         listen(connection, '-node', this.#onShardLost),
         listen(connection, 'subscribersReady', this.#onReady),
@@ -155,10 +153,17 @@ export class Subscription {
     this.#subscribe();
   }
 
-  readonly #onShardLost = (): void => {
+  /**
+   * A Cluster connection ended (`nodeKey`: its "host:port"). The Cluster says '-node' for any of
+   * its connections (an idle one the server closed, another shard's): deaf only when it is the
+   * channel's shard (or the slots are not known). ioredis subscribes the channel again on a new
+   * connection and then says 'subscribersReady', where it is confirmed (#onReady).
+   */
+  readonly #onShardLost = (_redis: unknown, nodeKey: unknown): void => {
     if (this.#closed) return;
+    const serving = (this.#connection as Cluster).slots?.[hashSlot(this.#prefixedChannel)];
+    if (serving !== undefined && serving.length > 0 && !serving.includes(String(nodeKey))) return;
     this.#onLost();
-    this.#subscribe();
   };
 
   /** Whether messages reach this replica now. */
@@ -177,13 +182,8 @@ export class Subscription {
         this.#events.joined();
       },
       (error: unknown) => {
-        // Still deaf; the next 'ready' tries again (a Cluster's shard subscriber being replaced:
-        // again shortly, as its 'ready' is the whole Cluster's, not the shard's).
+        // Still deaf; the next 'ready' (a Cluster: 'subscribersReady') tries again.
         warnIfDenied(this.#sharded ? 'ssubscribe' : 'subscribe', error);
-        if (this.#sharded && !this.#closed && attempt === this.#attempt)
-          setTimeout(() => {
-            if (!this.#closed && attempt === this.#attempt) this.#subscribe();
-          }, RESUBSCRIBE_MS).unref();
       },
     );
   }

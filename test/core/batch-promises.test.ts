@@ -72,3 +72,40 @@ it('prime(key, promise): what it resolves to; a rejected one primes nothing', as
   expect(batches).toBe(1);
   await cache.close();
 });
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+it('prime(key, promise) then clear(key): the clear, issued last, wins', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `loaded-${id}`) });
+  const primed = users.prime(1, delay(50).then(() => 'stale-primed') as unknown as string);
+  await users.clear(1);
+  await primed;
+  expect(await users.load(1)).toBe('loaded-1');
+  await cache.close();
+});
+
+it('prime(key, slow promise) then prime(key, value): the later prime wins', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `loaded-${id}`) });
+  const first = users.prime(1, delay(50).then(() => 'older') as unknown as string);
+  await users.prime(1, 'newer');
+  await first;
+  expect(await users.load(1)).toBe('newer');
+  await cache.close();
+});
+
+it('per-key promises are settled together, as Promise.all in a batch function: a slow one holds its batch', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => ids.map((id) => (id === 2 ? delay(30).then(() => `user-${id}`) : `user-${id}`)),
+  });
+  let firstSettled = false;
+  const one = users.load(1).then((value) => ((firstSettled = true), value));
+  const two = users.load(2);
+  await delay(5);
+  expect(firstSettled).toBe(false); // documented: the batch settles once its keys' promises have
+  expect(await Promise.all([one, two])).toEqual(['user-1', 'user-2']);
+  await cache.close();
+});

@@ -7,6 +7,7 @@
  *   told to stop) loads it anew: it no longer gets the other caller's abort reason.
  * Counted: outcomes and batch calls.
  */
+import { getEventListeners } from 'node:events';
 import { createCache } from '../../src/core/cache';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -105,5 +106,28 @@ it("a caller without a signal, right after the only waiter left, loads anew inst
   expect(await d).toBe('G');
   expect(fills).toBe(2);
   expect(batches).toBe(2);
+  await cache.close();
+});
+
+it('20 memo hits waiting beside a pending load, under the request signal: one abort listener, not one each', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const users = cache.loader<string, string>({
+    name: 'user',
+    batch: async (ids) => {
+      if (ids.includes('miss')) await gate;
+      return ids.map((id) => `u-${id}`);
+    },
+  });
+  const controller = new AbortController();
+  const loader = cache.request({ signal: controller.signal }).loader(users);
+  const keys = Array.from({ length: 20 }, (_, i) => `k${i}`);
+  await loader.loadMany(keys);
+  const all = [loader.load('miss'), ...keys.map((key) => loader.load(key))];
+  await sleep(20);
+  expect(getEventListeners(controller.signal, 'abort').length).toBeLessThanOrEqual(2);
+  release();
+  expect(await Promise.all(all)).toEqual(['u-miss', ...keys.map((key) => `u-${key}`)]);
   await cache.close();
 });

@@ -148,6 +148,12 @@ it('tiered on the cluster: a shard subscriber connection that drops empties L1 (
     expect(await eventually(() => a.subscribed && b.subscribed, 5000, 5)).toBe(true);
     await b.setMany([{ key: 'k', entry: entry('v1'), ttl: 60_000 }]);
     expect(b.getSync('k')?.value).toBe('v1');
+    // Another connection of the Cluster ending (an idle one closed, another shard's): not deafness.
+    const before = b.stats().l1Clears;
+    subscribers[1]!.emit('-node', null, '127.0.0.1:1');
+    expect(b.stats().l1Clears).toBe(before);
+    expect(b.subscribed).toBe(true);
+    expect(b.getSync('k')?.value).toBe('v1');
     const clears = b.stats().l1Clears;
     // Every pub/sub connection on every master: the Cluster sees only '-node', no 'close' or 'end'.
     for (const admin of local.admins) await admin.client('KILL', 'TYPE', 'pubsub');
