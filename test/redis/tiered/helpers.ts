@@ -84,7 +84,21 @@ export function controllableL2(l2: RedisStore) {
     if (hold !== undefined) await hold;
     return value;
   };
-  // Delegation, not a prototype: the store's methods use private fields of the real instance.
+  const wrapped = delegatingL2(l2, {
+    getMany: (keys) => held(l2.getMany(keys)),
+    tagVersions: (tags) => held(l2.tagVersions(tags)),
+    tagVersionsSince: (tags, since) => held(l2.tagVersionsSince(tags, since)),
+    publish: (channel, message) =>
+      control.failPublish ? Promise.reject(new Error('publish refused by the test')) : l2.publish(channel, message),
+  });
+  return { wrapped, control };
+}
+
+/**
+ * `l2` with some of its methods replaced (a fault, a gate). Delegation, not a prototype: the
+ * store's methods use private fields of the real instance.
+ */
+export function delegatingL2(l2: RedisStore, overrides: Partial<RedisStore>): RedisStore {
   const wrapped: RedisStore = {
     name: l2.name,
     lock: l2.lock,
@@ -98,18 +112,17 @@ export function controllableL2(l2: RedisStore) {
     },
     nodeHealth: () => l2.nodeHealth(),
     bind: (reporter) => l2.bind(reporter),
-    getMany: (keys) => held(l2.getMany(keys)),
-    tagVersions: (tags) => held(l2.tagVersions(tags)),
-    tagVersionsSince: (tags, since) => held(l2.tagVersionsSince(tags, since)),
+    getMany: (keys) => l2.getMany(keys),
+    tagVersions: (tags) => l2.tagVersions(tags),
+    tagVersionsSince: (tags, since) => l2.tagVersionsSince(tags, since),
     tagClock: () => l2.tagClock(),
     setMany: (writes) => l2.setMany(writes),
     delete: (keys, options) => l2.delete(keys, options),
     clear: () => l2.clear(),
     invalidateTags: (tags) => l2.invalidateTags(tags),
-    publish: (channel, message) =>
-      control.failPublish ? Promise.reject(new Error('publish refused by the test')) : l2.publish(channel, message),
+    publish: (channel, message) => l2.publish(channel, message),
     waitStats: () => l2.waitStats(),
     close: () => l2.close(),
   };
-  return { wrapped, control };
+  return Object.assign(wrapped, overrides);
 }

@@ -11,24 +11,12 @@
 import { StorePartialError } from '../../../src/core/errors';
 import type { RedisStore } from '../../../src/redis/redis-store';
 import { randomPrefix } from '../helpers';
-import { replica, type Replica } from './helpers';
+import { delegatingL2, replica, type Replica } from './helpers';
 
 const control = { failSet: false, failZ: false };
 
 function wrap(l2: RedisStore): RedisStore {
-  return {
-    name: l2.name,
-    lock: l2.lock,
-    prefix: l2.prefix,
-    client: l2.client,
-    get breakerState() {
-      return l2.breakerState;
-    },
-    get oversized() {
-      return l2.oversized;
-    },
-    nodeHealth: () => l2.nodeHealth(),
-    bind: (reporter) => l2.bind(reporter),
+  return delegatingL2(l2, {
     getMany: async (keys) => {
       const zi = keys.findIndex((k) => k.endsWith('zstalled'));
       if (!control.failZ || zi < 0 || keys.length < 2) return l2.getMany(keys);
@@ -38,17 +26,8 @@ function wrap(l2: RedisStore): RedisStore {
       // As link.call: the failed group's positions, in the keys of THIS call.
       throw new StorePartialError(new Error('master of zstalled down'), partial, 'partial', [zi]);
     },
-    tagVersions: (tags) => l2.tagVersions(tags),
-    tagVersionsSince: (tags, since) => l2.tagVersionsSince(tags, since),
-    tagClock: () => l2.tagClock(),
     setMany: (writes) => (control.failSet ? Promise.reject(new Error('write refused (outage)')) : l2.setMany(writes)),
-    delete: (keys, options) => l2.delete(keys, options),
-    clear: () => l2.clear(),
-    invalidateTags: (tags) => l2.invalidateTags(tags),
-    publish: (channel, message) => l2.publish(channel, message),
-    waitStats: () => l2.waitStats(),
-    close: () => l2.close(),
-  } as RedisStore;
+  });
 }
 
 let r: Replica;
