@@ -134,6 +134,13 @@ export class Invalidation {
         return;
       }
       if (value === undefined || isError(value) || prime.superseded) return;
+      // A fill of this key started while it was pending computed from older data too.
+      const flight = this.#flights.get(key);
+      if (flight !== undefined)
+        this.#flights.abandon(
+          flight,
+          new HerdcacheError('E_INVALIDATED', 'herdcache: the key was primed while this fill ran'),
+        );
     }
     let tagVersions: number[] | undefined;
     let writable = true;
@@ -149,6 +156,9 @@ export class Invalidation {
     // its write is refused rather than landing over this value (a plain write would not be).
     // Either call failed (the store down): the key's older value must not stay for its ttl on
     // every replica, so the prime becomes an invalidation, kept and sent again as one.
+    // Superseded while it read the versions (a later prime, an invalidation): that one holds the
+    // key now; a fence here would delete a later prime's value.
+    if (prime.superseded) return;
     const fenced = await this.#took('delete', () => this.#store.delete([key], { at: now }), source);
     let done = fenced;
     // Superseded while it awaited (an invalidation, a clear, a later prime): not written. The
@@ -282,8 +292,10 @@ export class Invalidation {
         all ||
         keys.includes(prime.key) ||
         (tagSet !== undefined && prime.tags?.some((tag) => tagSet.has(tag)) === true)
-      )
+      ) {
         prime.superseded = true;
+        this.#primes.delete(prime); // it writes nothing now: not held for a promise that may never settle
+      }
     }
   }
 

@@ -22,6 +22,11 @@ export class WaitingContexts {
     };
   }
 
+  /** Keys with waiting requests (leak checks). */
+  get size(): number {
+    return this.#waiting.size;
+  }
+
   /** Whether `context` was lent to a run apart. */
   lent(context: unknown): boolean {
     return this.#lent.has(context as object);
@@ -37,7 +42,7 @@ export class WaitingContexts {
     if (context === undefined || this.#lent.has(context as object)) {
       context = undefined;
       const waiters = this.#waiting.get(key);
-      if (waiters !== undefined)
+      if (waiters !== undefined) {
         for (const candidate of waiters) {
           waiters.delete(candidate);
           if (!this.#lent.has(candidate as object)) {
@@ -45,6 +50,8 @@ export class WaitingContexts {
             break;
           }
         }
+        if (waiters.size === 0) this.#waiting.delete(key); // its waiters' own ends find nothing left
+      }
       if (context === undefined) return undefined;
     }
     if (context !== null && typeof context === 'object') this.#lent.add(context);

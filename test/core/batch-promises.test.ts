@@ -109,3 +109,23 @@ it('per-key promises are settled together, as Promise.all in a batch function: a
   expect(await Promise.all([one, two])).toEqual(['user-1', 'user-2']);
   await cache.close();
 });
+
+it('a load filled while prime(key, promise) is pending: the prime, written last, is what stays', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => {
+      await gate;
+      return ids.map((id) => `loaded-${id}`);
+    },
+  });
+  const primed = users.prime(1, delay(20).then(() => 'primed') as unknown as string);
+  const loading = users.load(1); // it read the source before the prime's value was known
+  await primed;
+  open();
+  await loading;
+  expect(await users.load(1)).toBe('primed');
+  await cache.close();
+});
