@@ -36,6 +36,10 @@ interface PrimeInFlight {
   readonly key: string;
   readonly tags: readonly string[] | undefined;
   superseded: boolean;
+  /** Its value is known (a promise's, once settled): it fences the key, and writes unless superseded. */
+  valueKnown: boolean;
+  /** Settles when it has fenced (and written): a later prime of the key writes after it. */
+  readonly done: Promise<void>;
 }
 
 export class Invalidation {
@@ -110,30 +114,47 @@ export class Invalidation {
   ): Promise<void> {
     if (value === undefined || !storesValues(policy)) return; // coalesce-only: nothing is ever stored
     key = boundedKey(key);
+    // Earlier primes of the key past their value: their fence goes first (after this one's write
+    // it would delete it). Taken before the abandon below supersedes them.
+    let earlier: Promise<void>[] | undefined;
+    for (const other of this.#primes) if (other.key === key && other.valueKnown) (earlier ??= []).push(other.done);
     // A fill of this key already in flight computed from older data: it must not write over this.
     this.abandon([key], [], false, 'the key was primed while this fill ran');
     tags = nonEmpty(tags);
-    const prime: PrimeInFlight = { key, tags, superseded: false };
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const prime: PrimeInFlight = { key, tags, superseded: false, valueKnown: !isThenable(value), done };
     this.#primes.add(prime);
     try {
-      await this.#prime(source, prime, value, policy);
+      await this.#prime(source, prime, value, policy, earlier);
     } finally {
       this.#primes.delete(prime);
+      finish();
     }
   }
 
-  async #prime(source: Source, prime: PrimeInFlight, value: unknown, policy: Policy): Promise<void> {
+  async #prime(
+    source: Source,
+    prime: PrimeInFlight,
+    value: unknown,
+    policy: Policy,
+    earlier: Promise<void>[] | undefined,
+  ): Promise<void> {
     const { key, tags } = prime;
-    // A promise (loader.prime(key, promise)) primes what it resolves to, nothing when it rejects;
-    // awaited as a prime in flight, so an invalidation or a later prime meanwhile supersedes it
-    // (then it fences nothing either: the later prime's value may be there already).
+    let writable = true;
+    // A promise (loader.prime(key, promise)) primes what it resolves to, awaited as a prime in
+    // flight: an invalidation or a later prime meanwhile supersedes it, and that one fences the
+    // key (a later prime does even when its own promise fails). One that fails (rejects, or
+    // resolves to nothing or an Error) writes nothing, but fences: the caller primed a change.
     if (isThenable(value)) {
       try {
         value = await value;
       } catch {
-        return;
+        value = undefined;
       }
-      if (value === undefined || isError(value) || prime.superseded) return;
+      if (prime.superseded) return;
+      if (value === undefined || isError(value)) writable = false;
+      prime.valueKnown = true;
       // A fill of this key started while it was pending computed from older data too.
       const flight = this.#flights.get(key);
       if (flight !== undefined)
@@ -142,11 +163,11 @@ export class Invalidation {
           new HerdcacheError('E_INVALIDATED', 'herdcache: the key was primed while this fill ran'),
         );
     }
+    if (earlier !== undefined) await Promise.all(earlier);
     let tagVersions: number[] | undefined;
-    let writable = true;
     // As a fill does: the versions current now, so a later invalidateTags makes this a miss. Unknown
     // versions: nothing is written, but the key's older value must go all the same (the fence below).
-    if (tags !== undefined && this.#store.tagVersions !== undefined) {
+    if (writable && tags !== undefined && this.#store.tagVersions !== undefined) {
       tagVersions = await this.#storeCalls.call('tagVersions', () => this.#store.tagVersions!(tags), source);
       writable = tagVersions !== undefined && !tagVersions.some(Number.isNaN);
     }
@@ -156,9 +177,8 @@ export class Invalidation {
     // its write is refused rather than landing over this value (a plain write would not be).
     // Either call failed (the store down): the key's older value must not stay for its ttl on
     // every replica, so the prime becomes an invalidation, kept and sent again as one.
-    // Superseded while it read the versions (a later prime, an invalidation): that one holds the
-    // key now; a fence here would delete a later prime's value.
-    if (prime.superseded) return;
+    // Superseded meanwhile (a later prime, an invalidation): it still fences (a later prime writes
+    // after this one is done), and writes nothing.
     const fenced = await this.#took('delete', () => this.#store.delete([key], { at: now }), source);
     let done = fenced;
     // Superseded while it awaited (an invalidation, a clear, a later prime): not written. The
@@ -294,7 +314,9 @@ export class Invalidation {
         (tagSet !== undefined && prime.tags?.some((tag) => tagSet.has(tag)) === true)
       ) {
         prime.superseded = true;
-        this.#primes.delete(prime); // it writes nothing now: not held for a promise that may never settle
+        // Still pending: it will do nothing, so it is not held for a promise that may never settle.
+        // Past its value, it still fences: kept, so a later prime of the key writes after it.
+        if (!prime.valueKnown) this.#primes.delete(prime);
       }
     }
   }

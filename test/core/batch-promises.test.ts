@@ -129,3 +129,19 @@ it('a load filled while prime(key, promise) is pending: the prime, written last,
   expect(await users.load(1)).toBe('primed');
   await cache.close();
 });
+
+it('prime(key, promise) superseded while pending by a prime whose promise rejects: the older value still goes', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let version = 'old';
+  const users = cache.loader<number, string>({
+    name: 'user',
+    batch: async (ids) => ids.map((id) => `${version}-${id}`),
+  });
+  expect(await users.load(1)).toBe('old-1');
+  version = 'new';
+  const first = users.prime(1, delay(20).then(() => 'new-1') as unknown as string);
+  await users.prime(1, Promise.reject(new Error('source down')) as unknown as string);
+  await first;
+  expect(await users.load(1)).toBe('new-1'); // not 'old-1': filled again from the changed source
+  await cache.close();
+});
