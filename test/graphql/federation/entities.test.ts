@@ -284,7 +284,9 @@ describe('@cached entities across replicas sharing Redis', () => {
     const prefix = randomPrefix('entities');
     const replicas = [0, 1].map(() => {
       const cache = createCache({
-        store: redisStore({ client, prefix }),
+        // A patient timeout: on a starved machine (two CPU hogs) a call timed out at the default
+        // 250 ms and its replica filled without the lock (degradation, not what this counts).
+        store: redisStore({ client, prefix, commandTimeout: 10_000 }),
         lockPollInterval: 5,
         lockWaitTimeout: 10_000,
       });
