@@ -239,9 +239,12 @@ export class Loader<K, V> implements Source {
    * `undefined` and Errors are not cached.
    */
   async prime(key: K, value: V): Promise<void> {
-    const storeKey = this._storeKey(key, undefined, this, 'prime()');
     // A promise primes what it resolves to (as DataLoader's prime adopts it), a rejected one
-    // nothing: awaited by the registry as a prime in flight (an invalidation meanwhile wins).
+    // nothing: awaited by the registry as a prime in flight (an invalidation meanwhile wins). Its
+    // rejection is observed here: a prime that stores nothing (coalesce-only, a bad key) never
+    // awaits it, and it must not end the process as an unhandled rejection.
+    if (isThenable(value)) ignoreRejection(value);
+    const storeKey = this._storeKey(key, undefined, this, 'prime()');
     if (isError(value)) return;
     await this.#registry._write(this, storeKey, value, this.#policy, this.tagsOf(key));
   }

@@ -6,6 +6,9 @@
  * Before, the promises themselves were stored: a transient failure was served for the whole ttl.
  */
 import { createCache } from '../../src/core/cache';
+import { watchUnhandledRejections } from '../helpers';
+
+const rejections = watchUnhandledRejections();
 
 it('a rejected promise per key fails that key once; the next load fills it again', async () => {
   const cache = createCache({ ttl: 60_000 });
@@ -143,5 +146,14 @@ it('prime(key, promise) superseded while pending by a prime whose promise reject
   await users.prime(1, Promise.reject(new Error('source down')) as unknown as string);
   await first;
   expect(await users.load(1)).toBe('new-1'); // not 'old-1': filled again from the changed source
+  await cache.close();
+});
+
+it('prime(key, rejecting promise) where nothing is stored (coalesce-only): its rejection is observed, not unhandled', async () => {
+  const cache = createCache(); // no ttl: coalesce-only
+  const users = cache.loader<number, string>({ name: 'user', batch: async (ids) => ids.map((id) => `loaded-${id}`) });
+  await users.prime(1, Promise.reject(new Error('source down')) as unknown as string);
+  await rejections.settled();
+  expect(rejections.unhandled()).toEqual([]);
   await cache.close();
 });

@@ -128,13 +128,18 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     await later();
     if (chance(0.08)) throw new Error(`${source}: the whole batch failed`);
     if (chance(0.03)) return keys.slice(1).map((key) => `${source}|${key}|short`); // wrong length: a whole-batch failure
-    return keys.map((key) => {
+    const values = keys.map((key) => {
       try {
         return answer(source, key);
       } catch (error) {
         return error as Error;
       }
     });
+    if (!chance(0.2)) return values;
+    // A promise per key (`ids.map(async …)`), some settling later, a failed key's rejecting.
+    return values.map((value) =>
+      chance(0.5) ? value : later().then(() => (value instanceof Error ? Promise.reject(value) : value)),
+    );
   };
   const loadersOf = (cache: Cache): Loader<string, string>[] => [
     cache.loader<string, string>({ name: 'tick', ttl: 1000, batch: batchOf('tick') }),
@@ -335,7 +340,12 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     () => {
       const loader = pick(loaders);
       const key = keyOf();
-      track(`shared ${loader.name} prime ${key}`, loader.prime(key, `prime|${key}|shared`));
+      // Sometimes a promise of the value (settling later, or rejecting: nothing primed).
+      const value = `prime|${key}|shared`;
+      const given = !chance(0.3)
+        ? value
+        : later().then(() => (chance(0.3) ? Promise.reject(new Error(`prime source ${key} down`)) : value));
+      track(`shared ${loader.name} prime ${key}`, loader.prime(key, given as unknown as string));
     },
     () => {
       const loader = pick(loaders);
