@@ -4,7 +4,6 @@
  * when one is held, else refused by the store for a key invalidated since the fill started),
  * release what is not written, and answer the flights. Failures are answered, never written.
  */
-import { StorePartialError } from './errors';
 import { FillRun } from './fill-run';
 import { Failure } from './flight';
 import type { FlightTable } from './flight-table';
@@ -247,15 +246,11 @@ export class FillWrite {
       }
     // A part of the read failed (a Cluster master down): its NaNs are no invalidation (reported apart).
     let partly = false;
-    const read = (versions: Promise<number[]>) =>
-      versions.catch((error: unknown) => {
-        partly = error instanceof StorePartialError;
-        throw error;
-      });
+    const failedInPart = () => void (partly = true);
     const versions = !clocked
-      ? await this.#calls.call('tagVersions', () => read(store.tagVersions!(unique)), items)
+      ? await this.#calls.call('tagVersions', () => store.tagVersions!(unique), items, failedInPart)
       : Number.isFinite(since)
-        ? await this.#calls.call('tagVersions', () => read(store.tagVersionsSince!(unique, since)), items)
+        ? await this.#calls.call('tagVersions', () => store.tagVersionsSince!(unique, since), items, failedInPart)
         : undefined;
     const byTag = new Map<string, number>();
     for (let i = 0; i < unique.length; i++) byTag.set(unique[i]!, versions?.[i] ?? NaN);

@@ -11,7 +11,6 @@
  * Every store call goes through StoreCalls and never fails a load: a failure is counted and the
  * value is computed. The two calls back to the load path (`settled`, `refresh`) are below.
  */
-import { StorePartialError } from './errors';
 import type { FlightTable } from './flight-table';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import type { Observers } from './hooks';
@@ -214,16 +213,16 @@ export class FillPipeline {
       if (lockable !== undefined) return this.#readOrAcquire(items, keys, lockable, late && this.#clocked);
     }
     let failedAt: readonly number[] | undefined;
-    const entries = await this.#calls.call('getMany', () => store.getMany(keys).catch(noteFailed), items);
+    const entries = await this.#calls.call(
+      'getMany',
+      () => store.getMany(keys),
+      items,
+      (at) => (failedAt = at),
+    );
     return {
       entries: entries === undefined ? this.#outage(keys) : this.#heldFor(keys, entries, failedAt),
       begun: undefined,
     };
-
-    function noteFailed(error: unknown): never {
-      if (error instanceof StorePartialError) failedAt = error.failedAt;
-      throw error;
-    }
   }
 
   /** A read the store failed: what this process filled while it could not take it (./outage). */
@@ -265,14 +264,9 @@ export class FillPipeline {
     const read = await this.#calls.call(
       'getMany',
       () =>
-        (clock
-          ? lock.readOrAcquire!(keys, lockable, token, ttl, true)
-          : lock.readOrAcquire!(keys, lockable, token, ttl)
-        ).catch((error: unknown) => {
-          if (error instanceof StorePartialError) failedAt = error.failedAt;
-          throw error;
-        }),
+        clock ? lock.readOrAcquire!(keys, lockable, token, ttl, true) : lock.readOrAcquire!(keys, lockable, token, ttl),
       items,
+      (at) => (failedAt = at),
     );
     if (read === undefined) return { entries: this.#outage(keys), begun: undefined };
     const { watch } = read;

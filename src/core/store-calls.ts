@@ -21,18 +21,24 @@ export class StoreCalls {
     this.#observers = observers;
   }
 
-  /** `call()`'s result, or undefined when it failed (or its part, on a partial failure). Never rejects. */
+  /**
+   * `call()`'s result, or undefined when it failed (or its part, on a partial failure: `partly` is
+   * told of it, with the positions that failed when the store knows them). Never rejects.
+   */
   async call<T>(
     operation: string,
     call: () => Promise<T>,
     affected?: Source | readonly Item[],
+    partly?: (failedAt: readonly number[] | undefined) => void,
   ): Promise<T | undefined> {
     try {
       return await call();
     } catch (error) {
       this.#countError(operation, error, affected);
       // Part of the call succeeded (a Cluster master down, the others fine): use that part.
-      return error instanceof StorePartialError ? (error.partial as T) : undefined;
+      if (!(error instanceof StorePartialError)) return undefined;
+      partly?.(error.failedAt);
+      return error.partial as T;
     }
   }
 
