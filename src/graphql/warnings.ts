@@ -33,11 +33,4 @@ export class OnceWarnings {
   }
 }
 
-/** `value` is a Promise or another thenable: what an async callback returns. */
-export function isThenable(value: unknown): boolean {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
+export { isThenable } from '../core/errors';
