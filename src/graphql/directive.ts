@@ -324,7 +324,7 @@ function cachedResolver(
     }
     let session: string | undefined;
     if (isPrivate) {
-      session = sessionFrom(sessionId!(context), TRANSFORM_SESSION_OPTION, warnings);
+      session = sessionOf(context); // a sessionId that throws is no session: bypassed, never a failed field
       if (session === undefined) return bypass(parent, args, context, info, 'no_session');
     }
     // Bounded before anything is built (size, depth): hostile arguments are resolved uncached.

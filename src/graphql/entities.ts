@@ -30,6 +30,7 @@ import type { Cache } from '../core/cache';
 import { checkTagsSupported, computationOf } from '../core/internal';
 import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed, settleList } from './cached-call';
+import { failedIn, sharedFailureFor } from './failures';
 import { findDirective } from './directive-nodes';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { encodeArgs, fieldKeyAfter, fieldKeyHead } from './keys';
@@ -217,6 +218,7 @@ function cachedReferenceResolver(
   const keyHead = fieldKeyHead(keyPrefix, coordinate);
   const hint = cachedFieldHint(policy.ttlMs, policy.scope);
   const isPrivate = policy.scope === 'PRIVATE';
+  const guardFailures = !isPrivate && sessionId !== undefined;
 
   const bypass = (
     reference: Record<string, unknown>,
@@ -263,6 +265,21 @@ function cachedReferenceResolver(
       if (tags.length > 0) call = computationOf(cache, { ...base, tags });
     }
     const key = fieldKeyAfter(keyHead, undefined, encoded, session);
-    return answerKeyed(cache, call, key, context, () => settleList(resolve(reference, context, info)));
+    if (!guardFailures)
+      return answerKeyed(cache, call, key, context, () => settleList(resolve(reference, context, info)));
+    // A PUBLIC entity's failure is the leader's (its user, its authorization): callers of other
+    // sessions get a generic error instead, as on fields (./failures).
+    const fill = async () => {
+      try {
+        return await settleList(resolve(reference, context, info));
+      } catch (thrown) {
+        throw failedIn(thrown, sessionOf(context));
+      }
+    };
+    const answer = answerKeyed(cache, call, key, context, fill);
+    if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
+    return answer.then(undefined, (error: unknown) => {
+      throw sharedFailureFor(error, coordinate, sessionOf(context));
+    });
   };
 }

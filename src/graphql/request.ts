@@ -180,7 +180,20 @@ export function herdcacheContext<L extends Record<string, AnyLoader> = Record<ne
     }
   }
   const context = { scope: operation.scope, loaders: scoped as ScopedLoaders<L>, [OPERATION]: operation };
+  made.set(operation, { loaders, scoped, signal });
   return context;
+}
+
+/**
+ * How herdcacheContext made an operation state (its loaders, its signal): a shallow copy of the
+ * context (Apollo's batched HTTP requests) is given its own scope and loaders made the same way.
+ */
+const made = new WeakMap<OperationCache, Recipe>();
+
+interface Recipe {
+  readonly loaders: Record<string, AnyLoader> | undefined;
+  readonly scoped: object;
+  readonly signal: AbortSignal | undefined;
 }
 
 /** The operation's cache state in `context`, if any (from herdcacheContext() or the plugin). */
@@ -217,10 +230,30 @@ export function attachOperation(
     return { operation: existing, created: false };
   }
   if (context === null || typeof context !== 'object' || !Object.isExtensible(context)) return undefined;
-  const operation = new OperationCache(cache);
+  const recipe = existing === undefined ? undefined : made.get(existing);
+  const operation = new OperationCache(cache, recipe?.signal);
   (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
   claimed.add(operation);
+  // A copy of herdcacheContext's context: its `scope` and `loaders` are the first operation's (their
+  // memo, their counts); it gets its own, made as herdcacheContext made them (kept for good: see
+  // detachOperation).
+  if (recipe !== undefined && existing!.cache === cache)
+    ownScope(context as Record<string, unknown>, existing!, operation, recipe);
   return { operation, created: true };
+}
+
+function ownScope(
+  context: Record<string, unknown>,
+  existing: OperationCache,
+  operation: OperationCache,
+  { loaders, scoped: first }: Recipe,
+): void {
+  if (context.scope === existing.scope) context.scope = operation.scope;
+  if (loaders === undefined || context.loaders !== first) return;
+  const scoped: Record<string, ScopedLoader<unknown, unknown>> = {};
+  for (const [name, loader] of Object.entries(loaders))
+    scoped[name] = operation.scope.loader(loader as Loader<unknown, unknown>);
+  context.loaders = scoped;
 }
 
 /** Operation states in use by a running operation. */

@@ -118,6 +118,9 @@ function privateInside(schema: GraphQLSchema, type: GraphQLNamedType, seen: Set<
   seen.add(type.name);
   const objects = isAbstract(type) ? possibleTypes(schema, type) : [type as GraphQLObjectType];
   for (const object of objects) {
+    // A type an interface or union inside the value may return, PRIVATE by its own hint.
+    if (object !== type && typeHint(object).scope === 'PRIVATE')
+      return `type ${object.name} (which ${type.name} may return)`;
     for (const field of Object.values(object.getFields()) as GraphQLField<unknown, unknown>[]) {
       const hint = fieldHint(field);
       if (hint.scope === 'PRIVATE') return `field ${object.name}.${field.name}`;

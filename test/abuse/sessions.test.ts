@@ -4,9 +4,10 @@
  * extensions.user). A failure is now handed only to callers of the leader's session; PRIVATE
  * flights never mix sessions at all.
  */
-import { GraphQLError } from 'graphql';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { type ExecutionResult, GraphQLError, execute, parse } from 'graphql';
 import { createCache } from '../../src/core/cache';
-import { cachedDirectiveTransformer } from '../../src/graphql/directive';
+import { cachedDirectiveTransformer, cachedDirectiveTypeDefs } from '../../src/graphql';
 import { herdcacheContext } from '../../src/graphql/request';
 import { deferred } from '../helpers';
 import { makeSchema, run } from '../graphql/fixtures';
@@ -76,4 +77,63 @@ it('without a sessionId option every joiner shares the error (the documented def
   expect(calls).toEqual(['alice']);
   expect(a!.errors![0]!.message).toBe('report 9 refused for alice');
   expect(m!.errors![0]!.message).toBe('report 9 refused for alice');
+});
+
+it("a Federation entity (PUBLIC): a joiner of another session gets a generic error, never the leader's", async () => {
+  const cache = createCache();
+  const gate = deferred<void>();
+  const calls: string[] = [];
+  const schema = buildSubgraphSchema({
+    typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+      ${cachedDirectiveTypeDefs}
+      type Product @key(fields: "id") @cached(ttl: 60) { id: ID!, name: String! }
+      type Query { top: Product }`),
+    resolvers: {
+      Product: {
+        __resolveReference: async (ref: { id: string }, context: { user: string }) => {
+          calls.push(context.user);
+          await gate.promise;
+          throw new GraphQLError(`product ${ref.id} refused for ${context.user}`);
+        },
+      },
+    } as never,
+  });
+  cachedDirectiveTransformer(schema, { cache, sessionId: (context: { user: string }) => context.user });
+  const entities = parse('query ($r: [_Any!]!) { _entities(representations: $r) { ... on Product { name } } }');
+  const ask = (user: string) =>
+    execute({
+      schema,
+      document: entities,
+      variableValues: { r: [{ __typename: 'Product', id: '9' }] },
+      contextValue: { ...herdcacheContext({ cache }), user },
+    }) as Promise<ExecutionResult>;
+  const runs = [ask('alice'), ask('mallory'), ask('alice')];
+  await new Promise((r) => setImmediate(r));
+  gate.resolve();
+  const [a, m, a2] = await Promise.all(runs);
+  expect(calls).toEqual(['alice']); // one resolution: coalescing is kept
+  expect(a!.errors![0]!.message).toBe('product 9 refused for alice');
+  expect(a2!.errors![0]!.message).toBe('product 9 refused for alice');
+  expect(JSON.stringify(m)).not.toMatch(/alice/);
+  expect((m!.errors![0]!.originalError as Error & { code: string }).code).toBe('E_SHARED_FAILURE');
+});
+
+it('a PRIVATE field whose sessionId throws is bypassed (no session), never failed', async () => {
+  const cache = createCache();
+  let calls = 0;
+  const bypassed: string[] = [];
+  const schema = makeSchema(`type Query { me: String @cached(ttl: 60, scope: PRIVATE) }`, {
+    Query: { me: () => `me ${++calls}` },
+  });
+  cachedDirectiveTransformer(schema, {
+    cache,
+    sessionId: () => {
+      throw new Error('session store unreachable');
+    },
+    onBypass: (_coordinate, reason) => void bypassed.push(reason),
+  });
+  const result = await run(schema, '{ me }', herdcacheContext({ cache }));
+  expect(result.errors).toBeUndefined();
+  expect(result.data).toEqual({ me: 'me 1' });
+  expect(bypassed).toEqual(['no_session']);
 });

@@ -10,7 +10,7 @@ interface FederationExample {
   Catalogue: new () => { calls: { resolveReference: number } };
   subgraphModule(cache: ReturnType<typeof createCache>, catalogue: object): new () => object;
 }
-// Loaded with require: its decorators are type-checked by examples/nestjs/tsconfig.json.
+// Loaded with require: its decorators are type-checked by test/examples/tsconfig.nestjs.json.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const example = require('../../examples/nestjs/federation') as FederationExample;
 // eslint-disable-next-line @typescript-eslint/no-require-imports

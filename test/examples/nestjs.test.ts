@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createCache } from '../../src/core/cache';
 
-/** The example's module, loaded with require: its decorators are type-checked by examples/nestjs/tsconfig.json. */
+/** The example's module, loaded with require: its decorators are type-checked by test/examples/tsconfig.nestjs.json. */
 interface NestExample {
   BookDatabase: new () => { calls: { book: number; rating: number } };
   appModule(cache: ReturnType<typeof createCache>, db: object): new () => object;

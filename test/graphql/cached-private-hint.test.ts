@@ -26,6 +26,7 @@ function viewerSchema(field: string) {
     account: (_p, _a, ctx) => (counter.count('account'), { name: ctx.user }),
     profile: (_p, _a, ctx) => (counter.count('profile'), { name: ctx.user }),
     page: (_p, _a, ctx) => (counter.count('page'), { owner: { name: ctx.user } }),
+    nested: (_p, _a, ctx) => (counter.count('nested'), { item: { __typename: 'Secret', name: ctx.user } }),
   };
   const schema = makeSchema(
     `${CACHE_CONTROL}
@@ -38,7 +39,8 @@ function viewerSchema(field: string) {
     type Account { name: String }
     extend type Account @cacheControl(scope: PRIVATE)
     type Profile { name: String @cacheControl(scope: PRIVATE) }
-    type Page { owner: Profile }`,
+    type Page { owner: Profile }
+    type Wrapper { item: Item }`,
     { Query: { [name]: resolvers[name]! } },
   );
   return { schema, calls: counter.calls };
@@ -69,6 +71,12 @@ describe('@cached and @cacheControl(scope: PRIVATE)', () => {
       '{ page { owner { name } } }',
       'page',
     ],
+    [
+      'an object type an interface inside its value may return',
+      'nested: Wrapper @cached(ttl: 60)',
+      '{ nested { item { name } } }',
+      'nested',
+    ],
   ])('PRIVATE by %s: cached per viewer', async (_why, field, query, name) => {
     const { schema, calls } = viewerSchema(field);
     const cache = createCache();
@@ -90,6 +98,11 @@ describe('@cached and @cacheControl(scope: PRIVATE)', () => {
     const { schema: abstract } = viewerSchema('item: Item @cached(ttl: 60)');
     expect(() => cachedDirectiveTransformer(abstract, { cache: createCache() })).toThrow(
       /type Secret \(which Item may return\)/,
+    );
+    // One level down: an interface inside the value (read by the default resolver).
+    const { schema: nested } = viewerSchema('nested: Wrapper @cached(ttl: 60)');
+    expect(() => cachedDirectiveTransformer(nested, { cache: createCache() })).toThrow(
+      /@cached on Query\.nested is PRIVATE: @cacheControl\(scope: PRIVATE\) on type Secret \(which Item may return\)/,
     );
   });
 
@@ -121,6 +134,20 @@ describe('@cached and @cacheControl(scope: PRIVATE)', () => {
       /@cached on the type Account is PRIVATE: @cacheControl\(scope: PRIVATE\) on type Account/,
     );
     expect(() => cachedDirectiveTransformer(schema, { cache: createCache(), sessionId: session })).not.toThrow();
+    // An entity whose value holds an interface that may return a PRIVATE type.
+    const holding = buildSubgraphSchema({
+      typeDefs: parse(`extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+        ${CACHE_CONTROL}
+        ${cachedDirectiveTypeDefs}
+        interface Node { id: ID! }
+        type Secret implements Node @cacheControl(scope: PRIVATE) { id: ID!, owner: String }
+        type Product @key(fields: "id") @cached(ttl: 60) { id: ID!, item: Node }
+        type Query { product(id: ID!): Product }`),
+      resolvers: { Product: { __resolveReference: (ref: { id: string }) => ({ id: ref.id }) } } as never,
+    });
+    expect(() => cachedDirectiveTransformer(holding, { cache: createCache() })).toThrow(
+      /@cached on the type Product is PRIVATE: @cacheControl\(scope: PRIVATE\) on type Secret \(which Node may return\)/,
+    );
     // Federation 1 declares entities with `extend type`: @cached and @cacheControl are read there too.
     const fed1 = buildSubgraphSchema({
       typeDefs: parse(`${CACHE_CONTROL}
