@@ -311,7 +311,7 @@ export class Cache implements Registry {
   /** Abandons fills in flight, rejects later misses and new loaders, closes the store if it can. */
   async close(): Promise<void> {
     this.#loads.closed = true;
-    this.#invalidation.abandon([], [], true, 'the cache was closed while this fill ran');
+    this.#invalidation.abandon([], [], true, 'the cache was closed while this fill ran', false);
     this.#invalidation.close();
     await this.#store.close?.();
   }

@@ -193,8 +193,11 @@ export class FillWrite {
     }
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
-      if (item.flight.abandoned) continue;
       const result = results[i];
+      if (item.flight.abandoned) {
+        if (item.flight.detached) this.#flights.deliver(item.flight, result); // its callers' answer, not written
+        continue;
+      }
       if (result instanceof Failure) this.#flights.fail(item.flight, result.error);
       else this.#flights.resolve(item.flight, result);
     }

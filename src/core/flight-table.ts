@@ -2,7 +2,7 @@
  * The flights in progress, by key: one per key at a time (see ./flight). Ends them as the load
  * path and the invalidations say, and lets go of the ended ones.
  */
-import { Flight } from './flight';
+import { Failure, Flight } from './flight';
 
 /** Ended flights after which a table sweeps even with pending flights left (see #remove). */
 const SWEEP_AFTER = 1024;
@@ -51,21 +51,28 @@ export class FlightTable {
     if (flight._fail(error)) this.#remove(flight);
   }
 
-  abandon(flight: Flight, reason: unknown): void {
-    if (flight._abandon(reason)) this.#remove(flight);
+  /** `patient`: an invalidation, which may detach the flight instead (see Flight's header). */
+  abandon(flight: Flight, reason: unknown, patient = false): void {
+    if (flight._abandon(reason, patient)) this.#remove(flight);
+  }
+
+  /** Answers the callers of a detached flight with its fill's result (a Failure: its error); nothing is written. */
+  deliver(flight: Flight, result: unknown): void {
+    if (result instanceof Failure) flight._fail(result.error);
+    else flight._resolve(result);
   }
 
   /** Abandons the flights computing a value that carries one of `tags`. */
-  abandonTagged(tags: ReadonlySet<string>, reason: unknown): void {
+  abandonTagged(tags: ReadonlySet<string>, reason: unknown, patient = false): void {
     for (const flight of this.#pending()) {
       if (flight.lateTags || (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag))))
-        this.abandon(flight, reason);
+        this.abandon(flight, reason, patient);
     }
   }
 
   /** Abandons every flight (cache.clear()): their waiters re-contend, their results are dropped. */
-  abandonAll(reason: unknown): void {
-    for (const flight of this.#pending()) this.abandon(flight, reason);
+  abandonAll(reason: unknown, patient = false): void {
+    for (const flight of this.#pending()) this.abandon(flight, reason, patient);
   }
 
   #pending(): Flight[] {

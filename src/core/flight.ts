@@ -11,7 +11,13 @@
  * - failed: every waiter gets the fill's own error object; nothing is written; the key is free;
  * - abandoned: invalidated, cleared, or left by every waiter. Its result is never written and
  *   its waiters re-contend (they receive RETRY and start over), so a stuck fill cannot hold
- *   them hostage once someone clears the key.
+ *   them hostage once someone clears the key. Re-contending is bounded: a flight its callers
+ *   reached through PATIENT_AFTER abandonments is, when invalidated once its fill runs, detached
+ *   instead (off the table: later callers start anew; its result still not written) and its
+ *   callers get its fill's result. A key invalidated faster than it fills (a write stream), or a
+ *   fill that invalidates its own key, then costs each caller PATIENT_AFTER + 1 fills at most,
+ *   not a fill per invalidation for ever (a fill invalidating its own key restarted itself in
+ *   microtasks: the process never reached its timers again).
  */
 import { HerdcacheError, describe, isError } from './errors';
 import type { Entry } from './freshness';
@@ -42,6 +48,11 @@ const PENDING = 0;
 const RESOLVED = 1;
 const FAILED = 2;
 const ABANDONED = 3;
+/** Abandoned for the table and the store, its callers still waiting for its run (see the header). */
+const DETACHED = 4;
+
+/** Abandonments a caller re-contends through; invalidated again, its flight is detached (see the header). */
+export const PATIENT_AFTER = 2;
 
 function ignore(): void {}
 
@@ -103,6 +114,8 @@ export class Flight<V = unknown> {
 
   /** Callers currently waiting. */
   waiters = 0;
+  /** Abandonments its callers re-contended through to reach it (the most of any of them). */
+  restarts = 0;
   /** The fill run computing this flight, once it started. */
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags. */
@@ -217,14 +230,21 @@ export class Flight<V = unknown> {
       this.promise,
       signal,
       () => {
-        if (--this.waiters === 0 && this.#state === PENDING && !this.background) abandon(this);
+        if (--this.waiters === 0 && (this.#state === PENDING || this.#state === DETACHED) && !this.background)
+          abandon(this);
       },
       retry,
     );
   }
 
+  /** Abandoned, or detached: its result is not written. */
   get abandoned(): boolean {
-    return this.#state === ABANDONED;
+    return this.#state === ABANDONED || this.#state === DETACHED;
+  }
+
+  /** Abandoned by an invalidation with its callers still waiting for its run (see the header). */
+  get detached(): boolean {
+    return this.#state === DETACHED;
   }
 
   /** Resolved, failed or abandoned. */
@@ -234,7 +254,7 @@ export class Flight<V = unknown> {
 
   /** @internal used by FlightTable */
   _resolve(value: V): boolean {
-    if (this.#state !== PENDING) return false;
+    if (this.#state !== PENDING && this.#state !== DETACHED) return false;
     this.#state = RESOLVED;
     this.#outcome = value;
     this.#resolve?.(value);
@@ -256,7 +276,7 @@ export class Flight<V = unknown> {
 
   /** @internal used by FlightTable */
   _fail(error: unknown): boolean {
-    if (this.#state !== PENDING) return false;
+    if (this.#state !== PENDING && this.#state !== DETACHED) return false;
     this.#state = FAILED;
     this.#outcome = error;
     this.#reject?.(error);
@@ -275,9 +295,35 @@ export class Flight<V = unknown> {
     return true;
   }
 
-  /** @internal used by FlightTable */
-  _abandon(reason: unknown): boolean {
-    if (this.#state !== PENDING) return false;
+  /**
+   * @internal used by FlightTable. `patient`: an invalidation, which detaches a flight reached
+   * through PATIENT_AFTER abandonments once its fill runs (see the header). True when the table
+   * is to let go of it.
+   */
+  _abandon(reason: unknown, patient = false): boolean {
+    const state = this.#state;
+    if (state === DETACHED) {
+      // Detached, then left by its last caller (callers with a signal only: the others never leave):
+      // nobody waits for its run any more.
+      if (patient || this.waiters > 0) return false;
+      this.#state = ABANDONED;
+      this.#reject?.(RETRY);
+      this.run?.release(reason);
+      this.#release();
+      return false; // the table let go of it when it was detached
+    }
+    if (state !== PENDING) return false;
+    if (
+      patient &&
+      this.restarts >= PATIENT_AFTER &&
+      this.run !== undefined &&
+      this.waiters > 0 &&
+      !this.lateTags &&
+      !this.background
+    ) {
+      this.#state = DETACHED;
+      return true;
+    }
     this.#state = ABANDONED;
     this.#reject?.(RETRY);
     const joined = this.#joined;

@@ -46,6 +46,53 @@ export interface Clock {
   sleep?(ms: number): Promise<void>;
 }
 
+/** The `process.emitWarning` code of a given clock whose now() threw or read no time. */
+export const CLOCK_WARNING = 'HERDCACHE_CLOCK_FAILED';
+
+/**
+ * A clock given to createCache, read through a guard: a now() that throws, or returns no finite
+ * number, after the check at creation (which refuses one that does so then) would fail the load
+ * path wherever it is read, some steps of which cannot settle their callers from there (a
+ * dispatch, a write): the load would hang and its key stay in flight. The guard answers the last
+ * good reading instead (time stands still for that read) and warns once. A sleep() that throws
+ * waits on a real timer instead.
+ */
+export function guardedClock(clock: Clock, first: number): Clock {
+  let last = first;
+  let warned = false;
+  const failed = (what: string): number => {
+    if (!warned) {
+      warned = true;
+      process.emitWarning(`herdcache: the clock given to createCache() ${what}; its last reading is used`, {
+        code: CLOCK_WARNING,
+      });
+    }
+    return last;
+  };
+  const guarded: Clock = {
+    now(): number {
+      let now: unknown;
+      try {
+        now = clock.now();
+      } catch (error) {
+        return failed(`threw (${error instanceof Error ? error.message : String(error)})`);
+      }
+      if (typeof now !== 'number' || !Number.isFinite(now)) return failed('returned no finite number of ms');
+      return (last = now);
+    },
+  };
+  const sleep = clock.sleep;
+  if (sleep !== undefined)
+    guarded.sleep = (ms: number): Promise<void> => {
+      try {
+        return Promise.resolve(sleep.call(clock, ms));
+      } catch {
+        return new Promise((resolve) => setTimeout(resolve, ms));
+      }
+    };
+  return guarded;
+}
+
 /** Date.now(), read on every call (looked up each time, so a test's fake Date is seen too). */
 export const systemClock: Clock = { now: () => Date.now() };
 

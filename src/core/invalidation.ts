@@ -321,19 +321,23 @@ export class Invalidation {
     }
   }
 
-  /** Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. */
-  abandon(keys: readonly string[], tags: readonly string[], all: boolean, why: string): void {
+  /**
+   * Abandons the fills in flight of `keys`, of values carrying `tags`, or all of them. `patient`
+   * (an invalidation, not the cache closing): a flight its callers re-contended to often enough is
+   * detached instead, its result theirs (see Flight's header).
+   */
+  abandon(keys: readonly string[], tags: readonly string[], all: boolean, why: string, patient = true): void {
     this.#storeCalls.outage.invalidate(keys, tags, all); // nor read while the store cannot be (./outage)
     if (this.#primes.size > 0) this.#supersedePrimes(keys, tags, all);
     const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
     if (all) {
-      this.#flights.abandonAll(reason);
+      this.#flights.abandonAll(reason, patient);
       return;
     }
     for (const key of keys) {
       const flight = this.#flights.get(key);
-      if (flight !== undefined) this.#flights.abandon(flight, reason);
+      if (flight !== undefined) this.#flights.abandon(flight, reason, patient);
     }
-    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason);
+    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason, patient);
   }
 }

@@ -5,6 +5,7 @@
  * way, from the stage that makes an Item to the ones that consume it.
  */
 import type { FillSignal } from './fill-run';
+import type { Entry } from './freshness';
 import type { Flight } from './flight';
 import type { Counted, Sink } from './metrics';
 import type { Policy } from './options';
@@ -22,6 +23,12 @@ export interface Item {
   readonly sink: Sink | undefined;
   /** For a background refresh: freshUntil of the entry it replaces (a newer entry ends it). */
   readonly replaces?: number;
+  /**
+   * A probe (LoadPath's, a caller's read during a refresh on an async store): the entry the refresh
+   * replaces. Answered by the read only, never filled or locked: a read that failed answers this
+   * entry; one that found nothing usable abandons the probe (its callers then join the refresh).
+   */
+  readonly probe?: Entry;
   /** Tags of the value (loader `tags(key)`, or getOrCompute's `tags`). */
   readonly tags: readonly string[] | undefined;
   /** On a tag-versioned store: the tags' versions read before the fill, aligned with `tags`. */

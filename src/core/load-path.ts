@@ -8,10 +8,12 @@ import { Flight, fulfilled, rejected } from './flight';
 import type { FlightTable } from './flight-table';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import { type Observers, notify } from './hooks';
-import { type Sink, type Tally, countOn } from './metrics';
+import { joined, record, settled } from './load-counts';
+import type { Sink, Tally } from './metrics';
 import type { Policy } from './options';
 import type { Item, Source } from './item';
 import { FillPipeline, type PipelineHost } from './pipeline';
+import { Refreshes } from './refreshes';
 import { NO_ARG } from './registry';
 import type { Store } from './store';
 import { DispatchQueue, nextTurn } from './tick';
@@ -42,10 +44,11 @@ export class LoadPath {
   readonly #clock: Clock;
   readonly #flights: FlightTable;
   readonly #observers: Observers;
-  readonly #maxRefreshes: number;
+  readonly #refreshes: Refreshes;
+  /** Probes not dispatched yet, by key (see #probe). */
+  readonly #probes = new Map<string, Flight>();
   /** Items waiting for their dispatch into the pipeline. */
   readonly #queue: DispatchQueue<Source, Item>;
-  #refreshing = 0;
 
   constructor(options: LoadPathOptions) {
     const { store, hitClock, flights, observers, maxRefreshes } = options;
@@ -57,13 +60,16 @@ export class LoadPath {
     this.#clock = hitClock;
     this.#flights = flights;
     this.#observers = observers;
-    this.#maxRefreshes = maxRefreshes;
     this.#pipeline = new FillPipeline({
       ...options,
       settled: (item, counter, tally) => this.settled(item, counter, tally),
       refresh: (source, key, arg, policy, replacing) => this.refresh(source, key, arg, policy, replacing),
     });
-    this.#queue = new DispatchQueue((items) => void this.#pipeline.dispatch(items));
+    this.#queue = new DispatchQueue((items) => {
+      if (this.#probes.size > 0) this.#probes.clear();
+      void this.#pipeline.dispatch(items);
+    });
+    this.#refreshes = new Refreshes(flights, this.#queue, maxRefreshes);
   }
 
   /**
@@ -146,7 +152,7 @@ export class LoadPath {
     return undefined;
   }
 
-  /** A caller re-contending after its flight was abandoned: its load was counted when it arrived. */
+  /** A caller re-contending after `restarts` abandonments (Flight's PATIENT_AFTER); counted when it arrived. */
   #again<V>(
     source: Source,
     key: string,
@@ -154,6 +160,7 @@ export class LoadPath {
     policy: Policy,
     signal: AbortSignal | undefined,
     sink: Sink | undefined,
+    restarts: number,
   ): Promise<V> {
     const entry =
       policy.ttl === 0 || !this.#syncReads
@@ -164,7 +171,7 @@ export class LoadPath {
     const answer =
       entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true, undefined);
     if (answer !== undefined) return fulfilled(answer) as Promise<V>;
-    return this.#miss<V>(source, key, arg, policy, signal, sink, true);
+    return this.#miss<V>(source, key, arg, policy, signal, sink, true, false, restarts);
   }
 
   /** Joins the key's flight, or starts one and queues it for the next dispatch (own: see Registry._load). */
@@ -177,6 +184,7 @@ export class LoadPath {
     sink: Sink | undefined,
     counted: boolean,
     own = false,
+    restarts = 0,
   ): Promise<V> {
     if (this.closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
     if (signal?.aborted) return rejected(signal.reason);
@@ -188,6 +196,7 @@ export class LoadPath {
         // refresh): answer with the value it replaces while that value may still be served.
         const now = this.#clock.now();
         if (now < replacing.staleUntil) {
+          if (!this.#syncReads) return this.#probe<V>(source, key, arg, policy, signal, sink, counted, replacing);
           if (!counted) {
             if (now < replacing.freshUntil) this.#hit(source, key, sink);
             else this.record(source, 'staleServed', key, sink);
@@ -195,7 +204,8 @@ export class LoadPath {
           return fulfilled(replacing) as Promise<V>;
         }
       }
-      if (!counted) this.#join(flight, source, key, sink);
+      if (!counted) joined(this.#observers, flight, source, key, sink);
+      if (restarts > flight.restarts) flight.restarts = restarts;
     } else {
       let tags: readonly string[] | undefined;
       try {
@@ -205,6 +215,7 @@ export class LoadPath {
       }
       flight = this.#flights.start(key, false, tags);
       if (policy.lateTags === true) flight.lateTags = true;
+      if (restarts > 0) flight.restarts = restarts;
       const item: Item = { source, key, flight, arg, policy, sink, tags, counted };
       this.#queue.enqueue(item);
       // The starter shares (or owns) first: its retry is made of its Item (no closure per key).
@@ -217,9 +228,8 @@ export class LoadPath {
     return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
   }
 
-  // The retry is made here, not in #miss (where every call would allocate its context, ~90 bytes):
-  // a waiter whose flight is abandoned starts over (the store may hold a value now), counted once;
-  // its starter (with a signal) a turn after the others: its fill may be the stuck one (#retryItem).
+  // The retry is made here, not in #miss (every call would allocate its context): a waiter whose flight
+  // is abandoned starts over, counted once; its starter (with a signal) a turn later (see #retryItem).
   #wait<V>(
     flight: Flight,
     source: Source,
@@ -230,9 +240,8 @@ export class LoadPath {
     sink: Sink | undefined,
     starter = false,
   ): Promise<V> {
-    const again = starter
-      ? () => nextTurn().then(() => this.#again<V>(source, key, arg, policy, signal, sink))
-      : () => this.#again<V>(source, key, arg, policy, signal, sink);
+    const retry = () => this.#again<V>(source, key, arg, policy, signal, sink, flight.restarts + 1);
+    const again = starter ? () => nextTurn().then(retry) : retry;
     return (
       signal === undefined ? flight.share(again, undefined) : flight.joinWithSignal(signal, this.#abandonLeft, again)
     ) as Promise<V>;
@@ -269,18 +278,69 @@ export class LoadPath {
 
   /**
    * A flight's retry (see #wait), for its starter and the callers that joined it without a signal:
-   * with the latest such joiner's fill when its source and policy are the starter's, else the
-   * starter's. An abandoned flight's fill may be stuck (an invalidation frees its waiters:
-   * docs/core.md); started again, it would hold them again. (Not for the response layer's
-   * late-tagged flights: it re-executes apart for its waiters, by its own rules.)
+   * with the latest such joiner's fill when its source and policy are the starter's (the starter's
+   * may be the stuck one an invalidation freed them from: docs/core.md), else the starter's. Not
+   * for late-tagged flights: the response layer re-executes apart for its waiters, by its rules.
    */
   readonly #retryItem = (item: Item): Promise<unknown> => {
     const flight = item.flight;
     // The same source and the same resolved policy (its ttl, tags, lock): only the fill differs.
+    const restarts = flight.restarts + 1;
     if (flight.joinerSource === item.source && flight.joinerPolicy === item.policy && !flight.lateTags)
-      return this.#again(item.source, item.key, flight.joinerArg, item.policy, undefined, item.sink);
-    return this.#again(item.source, item.key, item.arg, item.policy, undefined, item.sink);
+      return this.#again(item.source, item.key, flight.joinerArg, item.policy, undefined, item.sink, restarts);
+    return this.#again(item.source, item.key, item.arg, item.policy, undefined, item.sink, restarts);
   };
+
+  /**
+   * A caller arriving during a background refresh on a store read asynchronously (Redis): the entry
+   * the refresh replaces was read before it, and an invalidation on another replica since reaches
+   * no flight here. So the caller reads the store first (the pipeline answers a probe Item: a value,
+   * or a stale one, or on a failed read the replaced entry), and only when it holds nothing usable
+   * joins the refresh (#afterProbe). Callers of one tick share one probe; a dispatch ends sharing
+   * (a read under way may predate an invalidation a later caller saw return).
+   */
+  #probe<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+    counted: boolean,
+    replacing: Entry,
+  ): Promise<V> {
+    let probe = this.#probes.get(key) as Flight<V> | undefined;
+    if (probe === undefined || probe.ended) {
+      let tags: readonly string[] | undefined;
+      try {
+        tags = tagsFor(source, arg, policy);
+      } catch (error) {
+        return rejected(error);
+      }
+      probe = new Flight<V>(key, false, tags); // its callers' own: in no table, nobody else joins it
+      this.#probes.set(key, probe as Flight);
+      this.#queue.enqueue({ source, key, flight: probe as Flight, arg, policy, sink, tags, counted, probe: replacing });
+    } else if (!counted) joined(this.#observers, probe as Flight, source, key, sink);
+    const join = () => this.#afterProbe<V>(source, key, arg, policy, signal, sink);
+    if (signal !== undefined) return probe.joinWithSignal(signal, this.#abandonLeft as (f: Flight<V>) => void, join);
+    return probe.join() ?? probe.share(join, undefined);
+  }
+
+  /** A probe the store did not answer: the refresh's result (a fill running in this process: docs/redis.md), or a load anew. */
+  #afterProbe<V>(
+    source: Source,
+    key: string,
+    arg: unknown,
+    policy: Policy,
+    signal: AbortSignal | undefined,
+    sink: Sink | undefined,
+  ): Promise<V> {
+    const flight = this.#flights.get(key);
+    if (flight === undefined || flight.replacing === undefined)
+      return this.#again<V>(source, key, arg, policy, signal, sink, 0);
+    if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink);
+    return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
+  }
 
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
   readonly #abandonLeft = (flight: Flight): void => {
@@ -290,95 +350,18 @@ export class LoadPath {
     );
   };
 
-  /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
+  /** Starts one background refresh of a stale key, unless one runs or the cap is reached (./refreshes). */
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void {
-    if (this.#flights.get(key) !== undefined || this.closed) return;
-    if (this.#refreshing >= this.#maxRefreshes) {
-      // Dropped, not queued: the stale value keeps being served and a later read retries.
-      source.counters.refreshesDropped++;
-      return;
-    }
-    let tags: readonly string[] | undefined;
-    try {
-      tags = tagsFor(source, arg, policy);
-    } catch {
-      return; // the tags function threw: the caller that had it throw on a miss will see it
-    }
-    this.#refreshing++;
-    source.counters.refreshes++;
-    const flight = this.#flights.start(key, true, tags);
-    // Served to callers meanwhile only if an invalidateTags that could void it also reaches this
-    // flight (abandoning it): the entry's own tags must all be among the flight's (a late-tagged
-    // flight is abandoned by any tag).
-    if (policy.lateTags === true) flight.lateTags = true;
-    if (flight.lateTags || replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true))
-      flight.replacing = replacing;
-    const done = () => {
-      this.#refreshing--;
-    };
-    flight.promise.then(done, done);
-    this.#queue.enqueue({
-      source,
-      key,
-      flight,
-      arg,
-      policy,
-      sink: undefined,
-      replaces: replacing.freshUntil,
-      tags,
-      counted: true,
-    });
+    if (!this.closed) this.#refreshes.start(source, key, arg, policy, replacing);
   }
 
-  /**
-   * Counts a caller joining `flight`: by its outcome when known, else noted on the flight and
-   * counted when the pipeline learns it (settled): a flight answered from the store is a hit (or
-   * stale) for all its callers, only one that fills makes its joiners "coalesced".
-   */
-  #join(flight: Flight, source: Source, key: string, sink: Sink | undefined): void {
-    const outcome = flight.joinedAs;
-    if (outcome !== undefined) this.record(source, outcome, key, sink);
-    else if ((sink === undefined || sink.joined) && (flight.joinSource === undefined || flight.joinSource === source)) {
-      // Counted at once when the outcome is known; a request scope counts its share itself (joined).
-      flight.joinSource = source;
-      flight.joins++;
-      if (sink !== undefined) sink.joined!(flight);
-    } else (flight.joiners ??= []).push(source, sink);
-  }
-
-  /**
-   * The outcome of a flight's store read (or its abandonment before one): counts the load that
-   * started it (unless counted already) and, in one pass, the callers that joined it meanwhile.
-   */
+  /** The outcome of a flight's store read (see ./load-counts, settled). */
   settled(item: Item, counter: 'hits' | 'staleServed' | 'misses', tally?: Tally): void {
-    if (!item.counted) {
-      item.counted = true;
-      // A run of the tally when no observer wants each key (see Tally).
-      if (tally !== undefined && this.#observers.hookFor(counter) === undefined)
-        tally.add(item.source, counter, item.sink);
-      else this.record(item.source, counter, item.key, item.sink);
-    }
-    const flight = item.flight;
-    if (flight.joinedAs !== undefined) return;
-    const outcome = counter === 'misses' ? 'coalesced' : counter;
-    flight.joinedAs = outcome;
-    const source = flight.joinSource;
-    if (source !== undefined) {
-      const n = flight.joins;
-      source.counters[outcome] += n;
-      const hook = this.#observers.hookFor(outcome);
-      if (hook !== undefined) for (let i = 0; i < n; i++) notify(hook, [flight.key, source.name]);
-    }
-    const joiners = flight.joiners;
-    if (joiners !== undefined)
-      for (let i = 0; i < joiners.length; i += 2)
-        this.record(joiners[i] as Source, outcome, flight.key, joiners[i + 1] as Sink | undefined);
-    flight.joiners = undefined; // joinSource stays: the request scopes that joined count under it
+    settled(this.#observers, item, counter, tally);
   }
 
-  /** #record for a hit, kept small so it inlines into the hit path. */
+  /** #record for a hit, kept small so it inlines into the hit path (a named counter: a keyed one costs ~30 ns). */
   #hit(source: Source, key: string, sink: Sink | undefined): void {
-    // A named property, not counters[counter]: the keyed increment costs the hit path ~30 ns.
     source.counters.hits++;
     if (sink !== undefined) sink.count(source.name, 'hits', 1);
     const hook = this.#observers.current.onHit;
@@ -392,8 +375,6 @@ export class LoadPath {
     key: string,
     sink: Sink | undefined,
   ): void {
-    countOn(source, counter, sink);
-    const hook = this.#observers.hookFor(counter);
-    if (hook !== undefined) notify(hook, [key, source.name]);
+    record(this.#observers, source, counter, key, sink);
   }
 }

@@ -3,7 +3,7 @@
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
 import { checkKnownKeys, inheritedOption, notAnOptionsObject, optionNames, unknownOption } from './option-names';
-import { type Clock, type Freshness, jittered } from './freshness';
+import { type Clock, type Freshness, guardedClock, jittered } from './freshness';
 import type {
   CacheOptions,
   FreshnessOptions,
@@ -162,7 +162,10 @@ export function checkClock(clock: Clock): Clock {
       clock,
       `an object whose now() returns a finite number of ms (it returned ${describe(now)})`,
     );
-  return clock;
+  const sleep = (clock as { sleep?: unknown }).sleep;
+  if (sleep !== undefined && typeof sleep !== 'function')
+    throw invalidOption('clock.sleep', sleep, 'a function (ms) => Promise<void>, or left out');
+  return guardedClock(clock, now);
 }
 
 export function checkBoolean(name: string, value: unknown): boolean {

@@ -103,14 +103,14 @@ export class FillPipeline {
     const read = versioned
       ? (await Promise.all([this.#read(items), readTagVersions(store, this.#calls, items)]))[0]
       : await this.#read(items);
-    const { entries, begun } = read;
+    const { entries, begun, failed } = read;
     let current = ownTagVersions(store, this.#calls, items, entries);
     if (current instanceof Promise) current = await current;
     const now = this.#clock.now();
     const toFill: Item[] = [];
     const tally = new Tally();
     try {
-      this.#answer(items, entries, now, current, toFill, tally);
+      this.#answer(items, entries, now, current, toFill, tally, failed);
     } finally {
       tally.flush();
     }
@@ -152,6 +152,7 @@ export class FillPipeline {
     current: ReadonlyMap<string, number> | undefined,
     toFill: Item[],
     tally: Tally,
+    failed: Read['failed'],
   ): void {
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
@@ -173,6 +174,16 @@ export class FillPipeline {
         this.#host.settled(item, 'staleServed', tally);
         this.#flights.resolve(item.flight, entry.value);
         this.#host.refresh(source, item.key, item.arg, item.policy, entry);
+      } else if (item.probe !== undefined) {
+        // A caller's read during a refresh (LoadPath's probe), never filled here. Its read failed:
+        // the value the refresh replaces, as without the read. Else nothing usable: it joins the refresh.
+        if (failed === true || failed?.includes(i) === true) {
+          this.#host.settled(item, 'staleServed', tally);
+          this.#flights.resolve(item.flight, item.probe.value);
+        } else {
+          this.#host.settled(item, 'misses', tally);
+          this.#flights.abandon(item.flight, PROBE_MISSED);
+        }
       } else {
         this.#host.settled(item, 'misses', tally);
         toFill.push(item);
@@ -222,6 +233,7 @@ export class FillPipeline {
     return {
       entries: entries === undefined ? this.#outage(keys) : this.#heldFor(keys, entries, failedAt),
       begun: undefined,
+      failed: entries === undefined ? true : failedAt,
     };
   }
 
@@ -268,7 +280,7 @@ export class FillPipeline {
       items,
       (at) => (failedAt = at),
     );
-    if (read === undefined) return { entries: this.#outage(keys), begun: undefined };
+    if (read === undefined) return { entries: this.#outage(keys), begun: undefined, failed: true };
     const { watch } = read;
     const entries = this.#heldFor(keys, read.entries, failedAt);
     if (read.clock !== undefined)
@@ -281,9 +293,9 @@ export class FillPipeline {
     if (attempts === undefined) {
       // Nothing tried (a warm read): the lock step, if any, is as without readOrAcquire.
       watch?.close();
-      return { entries, begun: undefined };
+      return { entries, begun: undefined, failed: failedAt };
     }
-    return { entries, begun: { token, watch, attempts } };
+    return { entries, begun: { token, watch, attempts }, failed: failedAt };
   }
 }
 
@@ -291,9 +303,14 @@ export class FillPipeline {
 interface Read {
   readonly entries: readonly (Entry | undefined)[];
   readonly begun: BegunLocks | undefined;
+  /** Positions whose read failed (true: all of it). */
+  readonly failed?: true | readonly number[];
 }
 
-/** Whether this item's fill takes the distributed lock: only values that are stored need one. */
+/** Whether this item's fill takes the distributed lock: only values that are stored need one (a probe is never filled). */
 function locks(item: Item): boolean {
-  return item.policy.lock && storesValues(item.policy);
+  return item.policy.lock && storesValues(item.policy) && item.probe === undefined;
 }
+
+/** Why a probe ends without an answer: its callers join the refresh (never seen by a user). */
+const PROBE_MISSED = new Error('herdcache: the store holds no usable value; joining the refresh');
