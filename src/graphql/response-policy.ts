@@ -326,27 +326,33 @@ function computePolicy(
   let scope: 'PUBLIC' | 'PRIVATE' = 'PUBLIC';
   let incremental = false;
   let entities = false;
+  // Fragments read, by the context they were read in: read again there, a fragment adds no hint
+  // (the policy is a minimum, flags). Followed per path, a chain of fragments each spreading the
+  // next twice cost 2^depth (a query under 1 KB: seconds); a cycle ends here too.
+  const read = new Set<string>();
   const walk = (
     set: SelectionSetNode,
     parent: GraphQLNamedType,
     parentMaxAge: number | undefined,
     isRoot: boolean,
-    seen: Set<string>,
   ): void => {
     for (const selection of set.selections) {
       if (selection.directives?.some((d) => d.name.value === 'defer' || d.name.value === 'stream')) incremental = true;
       if ((selection.kind as string) === 'InlineFragment') {
         const condition = (selection as { typeCondition?: { name: { value: string } } }).typeCondition;
         const type = condition === undefined ? parent : (schema.getType(condition.name.value) ?? parent);
-        walk((selection as { selectionSet: SelectionSetNode }).selectionSet, type, parentMaxAge, isRoot, seen);
+        walk((selection as { selectionSet: SelectionSetNode }).selectionSet, type, parentMaxAge, isRoot);
         continue;
       }
       if ((selection.kind as string) === 'FragmentSpread') {
         const name = (selection as { name: { value: string } }).name.value;
         const fragment = fragments.get(name);
-        if (fragment === undefined || seen.has(name)) continue;
+        if (fragment === undefined) continue;
         const type = schema.getType(fragment.typeCondition.name.value) ?? parent;
-        walk(fragment.selectionSet, type, parentMaxAge, isRoot, new Set([...seen, name]));
+        const context = `${name}\u0000${type.name}\u0000${parentMaxAge}\u0000${isRoot}`;
+        if (read.has(context)) continue;
+        read.add(context);
+        walk(fragment.selectionSet, type, parentMaxAge, isRoot);
         continue;
       }
       const node = selection as FieldNode;
@@ -377,10 +383,10 @@ function computePolicy(
       }
       if (own.swr !== undefined) swr = Math.min(swr, own.swr);
       if (fieldMaxAge !== undefined) maxAge = Math.min(maxAge, fieldMaxAge);
-      if (node.selectionSet !== undefined) walk(node.selectionSet, target, fieldMaxAge ?? parentMaxAge, false, seen);
+      if (node.selectionSet !== undefined) walk(node.selectionSet, target, fieldMaxAge ?? parentMaxAge, false);
     }
   };
-  walk(operation.selectionSet, root, undefined, true, new Set());
+  walk(operation.selectionSet, root, undefined, true);
   if (incremental) return 'incremental';
   // Federation's entity fetch: its policy is per representation's type, known only while it runs
   // (docs/response-cache.md), and its stored answer would hold no entity tag (a gateway's fetch

@@ -29,6 +29,7 @@ import type {
 import { SIZE_HEADER, SIZE_SLOT } from '../core/sizes';
 import { fragmentsOf, namedType, operationOfDocument, tagOf } from './response-policy';
 import { type Make, copyOf, maker } from './response-copy';
+import { type TypeTag, keepTag, tagsOf } from './response-tag-table';
 
 export interface ResultFacts {
   /** `Type:id` of each entity, in the order met (each once when `distinct`; else the registry dedupes them). */
@@ -164,7 +165,9 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   let found = shape.byType.get(type);
   if (found !== undefined) return (shape.last = found);
   const fields = new Map<string, FieldNode[]>();
-  const collect = (set: SelectionSetNode, seen: ReadonlySet<string>): void => {
+  // Each fragment collected once, as graphql-js does: followed per path, fragments each spreading the next twice cost 2^depth.
+  const visited = new Set<string>();
+  const collect = (set: SelectionSetNode): void => {
     for (const selection of set.selections) {
       if ((selection.kind as string) === 'Field') {
         const node = selection as FieldNode;
@@ -173,15 +176,18 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
         if (list === undefined) fields.set(responseKey, [node]);
         else list.push(node);
       } else if ((selection.kind as string) === 'InlineFragment') {
-        collect((selection as { selectionSet: SelectionSetNode }).selectionSet, seen);
+        collect((selection as { selectionSet: SelectionSetNode }).selectionSet);
       } else {
         const name = (selection as { name: { value: string } }).name.value;
         const fragment = shape.fragments.get(name);
-        if (fragment !== undefined && !seen.has(name)) collect(fragment.selectionSet, new Set([...seen, name]));
+        if (fragment !== undefined && !visited.has(name)) {
+          visited.add(name);
+          collect(fragment.selectionSet);
+        }
       }
     }
   };
-  for (const set of shape.sets) collect(set, new Set());
+  for (const set of shape.sets) collect(set);
   const keys = [...fields.keys()];
   let ordered = true;
   for (const [responseKey, nodes] of fields) if (nodes.length > 1 || responseKey === '__proto__') ordered = false;
@@ -211,33 +217,6 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   return (shape.last = found);
 }
 
-/** Ids whose tag is kept per type: past it, tags are made per result. */
-const TAGS_PER_TYPE = 2_000;
-/** Longest id whose tag is kept (the table lives as long as the schema: a long id is made per result). */
-const TAG_ID_MAX = 128;
-const typeTags = new WeakMap<GraphQLNamedType, Map<string, TypeTag>>();
-
-/**
- * An entity's tag, with the stamp of the last walk that met it: a walk lists it once. The tags are
- * shared by every walk of the process, so this holds only because a walk runs synchronously to its
- * end and never starts another inside it: keep it so (an await in a walk would let two interleave).
- */
-interface TypeTag {
-  readonly tag: string;
-  walk: number;
-}
-
-/**
- * One string per entity tag while a type has few entities: a stored response holds its tags for
- * as long as it is kept, and the store indexes them; the same entity's tag in each response it is
- * in would be a string of its own (40 per 20-item page) and a hash computed again.
- */
-function tagsOf(type: GraphQLNamedType): Map<string, TypeTag> {
-  let tags = typeTags.get(type);
-  if (tags === undefined) typeTags.set(type, (tags = new Map()));
-  return tags;
-}
-
 /** Lists the entity's tag, unless this walk has (only a tag kept in the type's table is known to be new). */
 function entityTag(walk: Walk, reading: Typed, id: string): void {
   const tags = reading.tagsById;
@@ -249,8 +228,7 @@ function entityTag(walk: Walk, reading: Typed, id: string): void {
     return;
   }
   const tag = reading.tagHead + id;
-  if (tags.size < TAGS_PER_TYPE && id.length <= TAG_ID_MAX) tags.set(id, { tag, walk: walk.stamp });
-  else walk.distinct = false;
+  if (!keepTag(tags, id, tag, walk.stamp)) walk.distinct = false;
   walk.tags.push(tag);
 }
 
