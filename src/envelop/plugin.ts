@@ -30,6 +30,7 @@ import { responseCacheHintOf, restrictPolicy } from '../graphql/response-hint';
 import { warnIfUnwrapped } from '../graphql/unwrapped';
 import { OnceWarnings } from '../graphql/warnings';
 import { CacheControlHeaders, type YogaResponsePayload } from './cache-control';
+import { MergedPayloads } from './incremental';
 import { Unfinished } from './unfinished';
 
 export interface UseHerdcacheOptions<TContext = any> {
@@ -160,7 +161,19 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
             headers?.note(args.contextValue, undefined);
             if (lookup?.complete !== undefined) await lookup.complete(INCREMENTAL_RESULT);
             if (engine !== undefined) reporting.recordResponse(operationName, outcome);
-            return { onEnd: () => void (active !== undefined && reporting.end(active, operationName, true)) };
+            const onEnd = () => void (active !== undefined && reporting.end(active, operationName, true));
+            if (engine === undefined || request === undefined || !isMutation(args.document, args.operationName))
+              return { onEnd };
+            // A mutation's entities are invalidated as its payloads leave (each before it is sent),
+            // the deferred ones merged into the tree the walk reads (./incremental).
+            const merged = new MergedPayloads();
+            const mutation = request;
+            return {
+              onNext: async ({ result: payload }) => {
+                if (merged.add(payload)) await engine.afterMutation(mutation, merged.data);
+              },
+              onEnd,
+            };
           }
           const single = result as ExecutionResult;
           // The final policy: the static one restricted by the resolvers' runtime hints (a result

@@ -1,0 +1,65 @@
+/**
+ * The payloads of an incremental result (@defer/@stream) merged back into one tree, as the
+ * operation's selections read it: a mutation's entities are found in it by the same walk as a
+ * single result's (its deferred fragments included). A copy: the payloads go to the client as
+ * they are. Both payload shapes: `{ incremental: [{ data | items, path }] }` (graphql-js 17,
+ * @graphql-tools/executor) and a payload of its own `{ data | items, path }` (graphql-js 16's
+ * experimental one).
+ */
+
+interface Part {
+  readonly data?: unknown;
+  readonly items?: unknown;
+  readonly path?: readonly (string | number)[];
+}
+
+export class MergedPayloads {
+  /** The tree so far (undefined until the initial payload). */
+  data: Record<string, unknown> | undefined = undefined;
+
+  /** Merges a payload; true when it added data (the tree is worth reading again). */
+  add(payload: unknown): boolean {
+    if (payload === null || typeof payload !== 'object') return false;
+    const { incremental, path } = payload as { incremental?: unknown; path?: unknown };
+    if (Array.isArray(incremental)) {
+      let added = false;
+      for (const part of incremental) if (this.#merge(part as Part)) added = true;
+      return added;
+    }
+    if (path === undefined) {
+      const data = (payload as { data?: unknown }).data;
+      if (data === null || typeof data !== 'object') return false;
+      this.data = copy(data) as Record<string, unknown>; // the initial payload
+      return true;
+    }
+    return this.#merge(payload as Part);
+  }
+
+  #merge(part: Part): boolean {
+    let target: unknown = this.data;
+    for (const key of part.path ?? []) {
+      if (target === null || typeof target !== 'object') return false;
+      target = (target as Record<string | number, unknown>)[key];
+    }
+    if (target === null || typeof target !== 'object') return false;
+    if (Array.isArray(part.items) && Array.isArray(target)) {
+      target.push(...(copy(part.items) as unknown[]));
+      return true;
+    }
+    const data = copy(part.data);
+    if (data === null || typeof data !== 'object') return false;
+    // Own properties, as JSON reads them (an alias `__proto__` assigned would set the prototype).
+    for (const [key, value] of Object.entries(data))
+      Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+    return true;
+  }
+}
+
+/** A JSON copy (what the client receives); a value JSON cannot hold is left out. */
+function copy(value: unknown): unknown {
+  try {
+    return JSON.parse(JSON.stringify(value)) as unknown;
+  } catch {
+    return undefined;
+  }
+}
