@@ -4,7 +4,7 @@
  * response namespace. The parts are encoded so they cannot run into each other.
  */
 import { createHash } from 'node:crypto';
-import type { DocumentNode } from 'graphql';
+import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { canonicalArgs } from './keys';
 import type { ResponseRequest } from './response-types';
@@ -15,10 +15,14 @@ import type { ResponseRequest } from './response-types';
  */
 export const RESPONSE_KEY_HEAD = namespaceHead(RESPONSE_NAMESPACE);
 
+const NOT_ONE: unique symbol = Symbol('not one operation');
+
 /** One engine's key maker, with its memos (documents hashed once, name parts made once). */
 export class ResponseKeys {
   readonly #documents = new WeakMap<DocumentNode, string>();
   readonly #nameParts = new Map<string | null, string>();
+  /** Per document, the name of its only operation (null: anonymous; NOT_ONE: none or several). */
+  readonly #onlyOperations = new WeakMap<DocumentNode, string | null | typeof NOT_ONE>();
 
   /** The request's variables the operation declares (`declared`), canonical; undefined: unkeyable. */
   variables(
@@ -36,11 +40,31 @@ export class ResponseKeys {
   ): string {
     // JSON of a fixed-length array: the parts cannot run into each other. The document is hashed
     // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
-    const parts =
-      session === null && vary === null
-        ? this.#namePart(request.operationName ?? null)
-        : JSON.stringify([request.operationName ?? null, session, vary]);
+    const name = this.#operationName(request);
+    const parts = session === null && vary === null ? this.#namePart(name) : JSON.stringify([name, session, vary]);
     return `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${parts}:${variables}`;
+  }
+
+  /**
+   * The name of the operation that runs: a document of one operation runs it whether or not the
+   * request names it (Apollo Client sends its name, curl or a GET link may not), so both are one
+   * key, on every server; with several, the name the request gives (the document hash holds them).
+   */
+  #operationName(request: ResponseRequest): string | null {
+    let only = this.#onlyOperations.get(request.document);
+    if (only === undefined) {
+      only = NOT_ONE;
+      for (const definition of request.document.definitions) {
+        if ((definition.kind as string) !== 'OperationDefinition') continue;
+        if (only !== NOT_ONE) {
+          only = NOT_ONE;
+          break;
+        }
+        only = (definition as OperationDefinitionNode).name?.value ?? null;
+      }
+      this.#onlyOperations.set(request.document, only);
+    }
+    return only === NOT_ONE ? (request.operationName ?? null) : only;
   }
 
   /** `JSON.stringify([name, null, null])`, made once per operation name (a bounded memo). */

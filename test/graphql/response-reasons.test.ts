@@ -57,6 +57,16 @@ describe('response layer: bypass reasons (plan)', () => {
     expect(engine.plan(request(declared, { variables: { long: 'x'.repeat(70_000) } }))).toBe('unkeyable_variables');
   });
 
+  it("a document's only operation is one key whether or not the request names it (Yoga passed the raw name)", () => {
+    const keyOf = (source: string, operationName: string | undefined) =>
+      (engine.plan(request(source, { operationName })) as ResponsePlan).key;
+    const one = 'query Post($id: Int) { a }';
+    expect(keyOf(one, 'Post')).toBe(keyOf(one, undefined));
+    expect(keyOf('{ a }', undefined)).not.toBe(keyOf(one, undefined)); // another document
+    const two = 'query A { a } query B { a }';
+    expect(keyOf(two, 'A')).not.toBe(keyOf(two, 'B'));
+  });
+
   it('variables the operation does not declare are no part of the key (graphql-js ignores them)', () => {
     const keyOf = (variables: Record<string, unknown>) =>
       (engine.plan(request('query Q($id: Int) { a }', { variables })) as ResponsePlan).key;
