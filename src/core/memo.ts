@@ -8,7 +8,8 @@
  */
 import type { Entry } from './freshness';
 import { raceAbort } from './abort-race';
-import { isError } from './errors';
+import { invalidArgument, invalidOption, isError } from './errors';
+import { checkKnownKeys, optionNames } from './options';
 import { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf } from './flight';
 import { batchFailures } from './loader';
 
@@ -243,3 +244,42 @@ export class SlotMemo {
 
 /** A SlotMemo's first size (a power of two). */
 const SLOTS = 64;
+
+/** DataLoader's memo options, for one scoped loader. */
+export interface ScopedLoaderOptions<V> {
+  /**
+   * `false`: no memo, as DataLoader's `cache: false`: every load reaches the batch function, even
+   * a key repeated in one tick, and bypasses the shared store and cross-request single-flight
+   * (joining another request's fill would be a memo by another name). Default true.
+   */
+  cache?: boolean;
+  /** The memo, keyed by the key function's string: a Map-like of promises, or `null` for none (= `cache: false`). Default `new Map()`. */
+  cacheMap?: CacheMapLike<string, Promise<V>> | null;
+}
+
+const MEMO_METHODS = ['get', 'set', 'delete', 'clear'] as const;
+
+const SCOPED_LOADER_OPTIONS = optionNames<ScopedLoaderOptions<unknown>>({ cache: true, cacheMap: true });
+
+/** The memo a scoped loader's options ask for: undefined for the default (see ScopedLoader.#memo). */
+export function memoOf<V>(
+  options: ScopedLoaderOptions<V> | undefined,
+): CacheMapLike<string, Promise<V>> | null | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
+  checkKnownKeys('scope.loader()', options, SCOPED_LOADER_OPTIONS);
+  const { cache, cacheMap } = options;
+  if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
+  if (cache === false || cacheMap === null) return null;
+  if (cacheMap === undefined) return undefined;
+  const missing = MEMO_METHODS.filter(
+    (m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function',
+  );
+  if (missing.length > 0)
+    throw invalidOption(
+      'cacheMap',
+      cacheMap,
+      `null or an object with get, set, delete and clear (missing: ${missing.join(', ')})`,
+    );
+  return cacheMap;
+}

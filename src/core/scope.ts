@@ -13,7 +13,7 @@ import { Loader } from './loader';
 import { type Memo, type MemoKey, NOTHING, SlotMemo, forgetAlways, held, memoized } from './memo';
 import { isNamespacedKey, reservedKeyError } from './namespaces';
 import { checkGetOrComputeKeys, checkSignal } from './options';
-import { type CounterName, type PendingJoin, RequestCounters, type Sink } from './metrics';
+import { type CounterName, type PendingJoin, RequestCounters, type Sink, type TagNotes } from './metrics';
 import { type Computation, NO_ARG, type Registry } from './registry';
 import { ScopedLoader, type ScopedLoaderOptions } from './scoped-loader';
 import type { Fill, GetOrComputeOptions, LoadOptions, MetricsSnapshot } from './types';
@@ -40,6 +40,11 @@ export class RequestScope implements Sink {
   #joins: PendingJoin | PendingJoin[] | undefined;
   /** The request's signal (cache.request({ signal })): every load of the request waits under it. */
   readonly signal: AbortSignal | undefined;
+  /**
+   * @internal Where the tags of the values this request loads (loaders' `tags`, getOrCompute's
+   * `tags`) are noted: an operation's state (graphql/request), whose whole response is tagged with them.
+   */
+  _tags: TagNotes | undefined = undefined;
 
   /** @internal use cache.request() */
   constructor(registry: Registry, signal: AbortSignal | undefined) {
@@ -92,6 +97,8 @@ export class RequestScope implements Sink {
       return Promise.reject(error);
     }
     const computed = (this.#keyed ??= new Map()) as Memo<V>;
+    const tags = options?.tags;
+    if (this._tags !== undefined && Array.isArray(tags) && tags.length > 0) this._tags.noteTags(tags);
     const signal = this._signal(options?.signal);
     return memoized(
       computed,

@@ -4,55 +4,28 @@
  * single-flight and batching across requests underneath.
  */
 import type { Entry } from './freshness';
-import { invalidArgument, invalidOption, isError } from './errors';
+import { isError } from './errors';
 import { fulfilled, rejected } from './flight';
 import { ownPending } from './outcome';
 import { raceAbort } from './abort-race';
 import { type Loader, loadEach } from './loader';
-import { checkKnownKeys, checkLoadOptions, optionNames } from './options';
-import type { CounterName, PendingJoin, Sink } from './metrics';
-import { type CacheMapLike, type Memo, answerOf, forgetUnlessKeyError, forgets, ignore, memoizeShared } from './memo';
+import { checkLoadOptions } from './options';
+import type { CounterName, PendingJoin, Sink, TagNotes } from './metrics';
+import {
+  type CacheMapLike,
+  type Memo,
+  type ScopedLoaderOptions,
+  answerOf,
+  forgetUnlessKeyError,
+  forgets,
+  ignore,
+  memoOf,
+  memoizeShared,
+} from './memo';
 import { type BatchScheduleFn, afterPromiseJobs, scheduleOnce } from './tick';
 import type { LoadOptions } from './types';
 
-export type { CacheMapLike } from './memo';
-
-/** DataLoader's memo options, for one scoped loader. */
-export interface ScopedLoaderOptions<V> {
-  /**
-   * `false`: no memo, as DataLoader's `cache: false`: every load reaches the batch function, even
-   * a key repeated in one tick, and bypasses the shared store and cross-request single-flight
-   * (joining another request's fill would be a memo by another name). Default true.
-   */
-  cache?: boolean;
-  /** The memo, keyed by the key function's string: a Map-like of promises, or `null` for none (= `cache: false`). Default `new Map()`. */
-  cacheMap?: CacheMapLike<string, Promise<V>> | null;
-}
-
-const MEMO_METHODS = ['get', 'set', 'delete', 'clear'] as const;
-
-const SCOPED_LOADER_OPTIONS = optionNames<ScopedLoaderOptions<unknown>>({ cache: true, cacheMap: true });
-
-/** The memo a scoped loader's options ask for: undefined for the default (see ScopedLoader.#memo). */
-function memoOf<V>(options: ScopedLoaderOptions<V> | undefined): CacheMapLike<string, Promise<V>> | null | undefined {
-  if (options === undefined) return undefined;
-  if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
-  checkKnownKeys('scope.loader()', options, SCOPED_LOADER_OPTIONS);
-  const { cache, cacheMap } = options;
-  if (cache !== undefined && typeof cache !== 'boolean') throw invalidOption('cache', cache, 'a boolean');
-  if (cache === false || cacheMap === null) return null;
-  if (cacheMap === undefined) return undefined;
-  const missing = MEMO_METHODS.filter(
-    (m) => typeof (cacheMap as unknown as Record<string, unknown> | undefined)?.[m] !== 'function',
-  );
-  if (missing.length > 0)
-    throw invalidOption(
-      'cacheMap',
-      cacheMap,
-      `null or an object with get, set, delete and clear (missing: ${missing.join(', ')})`,
-    );
-  return cacheMap;
-}
+export type { CacheMapLike, ScopedLoaderOptions } from './memo';
 
 /**
  * The tick a load belongs to: a number bumped once per tick for the whole process (one scheduled
@@ -130,6 +103,8 @@ export interface LoaderScope {
   count(source: string, counter: CounterName, n: number): void;
   /** So do the flights joined before their outcome was known (Sink.joined). */
   joined(join: PendingJoin): void;
+  /** Where the tags of the values this request loads go (RequestScope._tags), if anywhere. */
+  readonly _tags: TagNotes | undefined;
 }
 
 export class ScopedLoader<K, V> implements Sink {
@@ -203,6 +178,7 @@ export class ScopedLoader<K, V> implements Sink {
       signal = this.#scope._signal(options.signal);
     }
     const cached = this._lookup(keyString);
+    if (this.#scope._tags !== undefined && cached === undefined) this._noteTags(key);
     if (cached !== undefined) {
       // Joined now (a caller without a signal pins the load at once), handed over with the batch.
       const answer = answerOf(cached, signal, false) as Promise<V>;
@@ -225,6 +201,7 @@ export class ScopedLoader<K, V> implements Sink {
     // Settled: its value; pending: its promise, which the request's signal (if any) still ends.
     const cached = this._lookup(keyString);
     if (cached !== undefined) return answerOf(cached, this.#scope.signal, true);
+    if (this.#scope._tags !== undefined) this._noteTags(key);
     const storeKey = this.#loader._storeKey(key, keyString, this);
     const entry = this.#loader._peek(storeKey, key, this);
     if (entry !== undefined) {
@@ -262,6 +239,17 @@ export class ScopedLoader<K, V> implements Sink {
 
   // The methods from here on are TypeScript-private, not #private: a #method gives every instance a
   // brand slot (8 bytes of every request's scoped loader; a stampede makes one per load).
+
+  /** @internal The key's tags to the request's notes (LoaderScope._tags); a tags function that throws: the miss reports it. */
+  private _noteTags(key: K): void {
+    let tags: readonly string[] | undefined;
+    try {
+      tags = this.#loader.tagsOf(key);
+    } catch {
+      return;
+    }
+    if (tags !== undefined && tags.length > 0) this.#scope._tags!.noteTags(tags);
+  }
 
   /** @internal The memo's promise for `key`, unless it failed in a way DataLoader forgets (dropped here: see memo.ts lookup). */
   private _lookup(key: string): Promise<V> | undefined {

@@ -73,6 +73,9 @@ export class OperationCache {
   constructor(cache: Cache, signal?: AbortSignal) {
     this.cache = cache;
     this.scope = signal === undefined ? cache.request() : cache.request({ signal });
+    // The tags of what the operation loads through its scope (ctx.loaders, ctx.scope) tag its
+    // whole response too, as its @cached fields' do (the directive notes theirs).
+    this.scope._tags = this;
   }
 
   /** @internal Tags of the @cached values this operation used (the response layer tags its response with them). */
