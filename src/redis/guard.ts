@@ -88,7 +88,7 @@ export class CallGuard {
   /** Until when calls wait for the first `ready` (set by the first call that waits). */
   #readyDeadline = 0;
   #firstReady: Promise<boolean> | undefined;
-  /** A call saw the client not connected (after it had been ready): the next call to see it ready closes the breakers. */
+  /** A call saw the client not connected: the next call to see it ready closes the breakers. */
   #wasDown = false;
   /** The socket of a standalone client when a call last saw it ready: a new one is a reconnection. */
   #stream: unknown;
@@ -284,7 +284,10 @@ export class CallGuard {
   #check(op: string, breaker: CircuitBreaker | undefined): void {
     const status = this.#connection.status;
     if (status !== 'ready') {
-      if (this.#wasReady) this.#wasDown = true;
+      // Not sent (and counted against the breaker): the next call to see the client ready closes
+      // the breakers, whether or not it had been ready before (Redis down at start, a client given
+      // closed and connected later: their breakers opened while it never was).
+      this.#wasDown = true;
     } else {
       // A reconnection no call saw happen (it was quick: a failover's disconnect) shows as a new socket.
       const stream = this.#connection.stream;

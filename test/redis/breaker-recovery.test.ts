@@ -40,3 +40,15 @@ test('setMany() of only unencodable values in half-open leaves the trial "in fli
   await new Promise((r) => setTimeout(r, 20));
   await expect(store.getMany(['a'])).resolves.toEqual([undefined]);
 });
+
+test('a client never ready (Redis down at start, or given closed): its first ready closes the breakers at once', async () => {
+  const client = new Redis(server.url, { lazyConnect: true });
+  clients.push(client);
+  // A long cool-down: only the client's ready can close the breaker within this test.
+  const store = redisStore({ client, prefix: 'bk3:', readyTimeout: 0, breaker: { threshold: 1, coolDown: 60_000 } });
+  await expect(store.getMany(['a'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+  while (client.status !== 'ready') await new Promise((r) => setTimeout(r, 5));
+  expect(store.breakerState).toBe('open');
+  await expect(store.getMany(['a'])).resolves.toEqual([undefined]);
+  expect(store.breakerState).toBe('closed');
+});
