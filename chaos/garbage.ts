@@ -96,8 +96,8 @@ function garbageScenario(name: string, where: 'value' | 'lock' | 'tag', note: st
         const { reports, startedAt } = await runLoad(context.fleet.slice(0, 3), [p], async () => {});
         const locks = await countLocks(server.port, prefix, planted);
         // Not held to one fill, by construction: with tags, every key is invalidated several times
-        // a second (a refill after each is the point), and until its first invalidation a key whose
-        // version is not an integer is served but never cached. Garbage at a lock key has no
+        // a second (a refill after each is the point); garbage at a version key is replaced by the
+        // first read of it (a version of ours, as a bump makes one). Garbage at a lock key has no
         // expiry, so it is nobody's lock: the first acquire takes it over, and the key is held to
         // one fill like any other, its loads answered without waiting.
         const unreachable = where === 'tag' ? new Set(KEYS) : undefined;

@@ -82,7 +82,8 @@ return out
  * expiry (ms) of a version key made here, and '' or 'since'. Returns each tag's version (and its
  * sequence key's raw value, in 'since' mode).
  *
- * A missing version key is made here, at the server's time in microseconds (as a bump makes one),
+ * A missing version key (or one holding what is no version of ours: another type, another string)
+ * is made here, at the server's time in microseconds (as a bump makes one),
  * rather than read as 0: the entries filled now record that version. A key lost later (its node
  * restarted empty, a failover that lost it, an eviction) is made again at a later time, a version
  * no entry recorded: they are misses, never served as current again. (Read as 0, every entry
@@ -100,12 +101,13 @@ local now
 for i = 1, #KEYS, step do
   local stored = redis.pcall('GET', KEYS[i])
   if type(stored) == 'table' and stored.err and not string.find(stored.err, 'WRONGTYPE', 1, true) then error(stored) end
-  if stored == false then
+  if stored == false or type(stored) ~= 'string' or not string.match(stored, '^%d+$') or #stored > 16 or tonumber(stored) > 9007199254740991 then
+    -- Missing, or not a version of ours (another type, a string that is not one: garbage under our
+    -- prefix): made at the server's time, as a bump would make it. Left as it was, no entry of the
+    -- tag could be cached while it stays (its version unknown) and nothing would say so.
     now = now or string.format('%.0f', server_us())
     stored = now
     redis.call('SET', KEYS[i], stored, 'PX', ARGV[1])
-  elseif type(stored) ~= 'string' then
-    stored = 'foreign'
   else
     -- Kept while it is read: a key past half its read expiry is given it again (SET: PEXPIRE is no
     -- command of the ACL rule). Else a key made by a read would expire under the entries that

@@ -27,7 +27,7 @@ const FOREIGN: readonly [string, (key: string) => Promise<unknown>][] = [
   ['a hash', (key) => client.hset(key, 'f', 'v')],
 ];
 
-it.each(FOREIGN)('invalidateTags replaces %s at the version key with a version no entry holds', async (_, plant) => {
+it.each(FOREIGN)('a read (and invalidateTags) replaces %s at the version key with a version of ours', async (_, plant) => {
   const prefix = randomPrefix('tag-garbage');
   const store = redisStore({ client, prefix, commandTimeout: 10_000 });
   const errors: unknown[] = [];
@@ -35,8 +35,13 @@ it.each(FOREIGN)('invalidateTags replaces %s at the version key with a version n
   const versionKey = tagVersionKey(prefix, 'T', 256);
   await plant(versionKey);
 
-  // Served uncached: the version is unknown (not ours).
+  // The first read of the tag's version makes the key ours again (a version at the server's
+  // time, as a bump would): the value is cached from there (it was never cached while the garbage
+  // stayed: every load filled, silently).
   expect(await cache.getOrCompute('k', () => 'old', { tags: ['T'] })).toBe('old');
+  const read = Number(await client.get(versionKey));
+  expect(Number.isSafeInteger(read) && read > 1e15).toBe(true);
+  expect(await cache.getOrCompute('k', () => 'refilled', { tags: ['T'] })).toBe('old');
   await cache.invalidateTags(['T']);
   expect(errors).toEqual([]);
   expect(await cache.getOrCompute('k', () => 'new', { tags: ['T'] })).toBe('new');
