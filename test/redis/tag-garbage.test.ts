@@ -27,32 +27,35 @@ const FOREIGN: readonly [string, (key: string) => Promise<unknown>][] = [
   ['a hash', (key) => client.hset(key, 'f', 'v')],
 ];
 
-it.each(FOREIGN)('a read (and invalidateTags) replaces %s at the version key with a version of ours', async (_, plant) => {
-  const prefix = randomPrefix('tag-garbage');
-  const store = redisStore({ client, prefix, commandTimeout: 10_000 });
-  const errors: unknown[] = [];
-  const cache = createCache({ ttl: 60_000, store, hooks: { onStoreError: (error) => errors.push(error) } });
-  const versionKey = tagVersionKey(prefix, 'T', 256);
-  await plant(versionKey);
+it.each(FOREIGN)(
+  'a read (and invalidateTags) replaces %s at the version key with a version of ours',
+  async (_, plant) => {
+    const prefix = randomPrefix('tag-garbage');
+    const store = redisStore({ client, prefix, commandTimeout: 10_000 });
+    const errors: unknown[] = [];
+    const cache = createCache({ ttl: 60_000, store, hooks: { onStoreError: (error) => errors.push(error) } });
+    const versionKey = tagVersionKey(prefix, 'T', 256);
+    await plant(versionKey);
 
-  // The first read of the tag's version makes the key ours again (a version at the server's
-  // time, as a bump would): the value is cached from there (it was never cached while the garbage
-  // stayed: every load filled, silently).
-  expect(await cache.getOrCompute('k', () => 'old', { tags: ['T'] })).toBe('old');
-  const read = Number(await client.get(versionKey));
-  expect(Number.isSafeInteger(read) && read > 1e15).toBe(true);
-  expect(await cache.getOrCompute('k', () => 'refilled', { tags: ['T'] })).toBe('old');
-  await cache.invalidateTags(['T']);
-  expect(errors).toEqual([]);
-  expect(await cache.getOrCompute('k', () => 'new', { tags: ['T'] })).toBe('new');
-  // The version key is ours again: an integer from the server's clock (µs), with an expiry.
-  const version = Number(await client.get(versionKey));
-  expect(Number.isSafeInteger(version) && version > 1e15).toBe(true);
-  expect(await client.pttl(versionKey)).toBeGreaterThan(0);
-  // From there, tagging works as usual: cached, then invalidated by the next bump.
-  expect(await cache.getOrCompute('k', () => 'newer', { tags: ['T'] })).toBe('new');
-  await cache.invalidateTags(['T']);
-  expect(Number(await client.get(versionKey))).toBeGreaterThan(version);
-  expect(await cache.getOrCompute('k', () => 'newest', { tags: ['T'] })).toBe('newest');
-  expect(errors).toEqual([]);
-});
+    // The first read of the tag's version makes the key ours again (a version at the server's
+    // time, as a bump would): the value is cached from there (it was never cached while the garbage
+    // stayed: every load filled, silently).
+    expect(await cache.getOrCompute('k', () => 'old', { tags: ['T'] })).toBe('old');
+    const read = Number(await client.get(versionKey));
+    expect(Number.isSafeInteger(read) && read > 1e15).toBe(true);
+    expect(await cache.getOrCompute('k', () => 'refilled', { tags: ['T'] })).toBe('old');
+    await cache.invalidateTags(['T']);
+    expect(errors).toEqual([]);
+    expect(await cache.getOrCompute('k', () => 'new', { tags: ['T'] })).toBe('new');
+    // The version key is ours again: an integer from the server's clock (µs), with an expiry.
+    const version = Number(await client.get(versionKey));
+    expect(Number.isSafeInteger(version) && version > 1e15).toBe(true);
+    expect(await client.pttl(versionKey)).toBeGreaterThan(0);
+    // From there, tagging works as usual: cached, then invalidated by the next bump.
+    expect(await cache.getOrCompute('k', () => 'newer', { tags: ['T'] })).toBe('new');
+    await cache.invalidateTags(['T']);
+    expect(Number(await client.get(versionKey))).toBeGreaterThan(version);
+    expect(await cache.getOrCompute('k', () => 'newest', { tags: ['T'] })).toBe('newest');
+    expect(errors).toEqual([]);
+  },
+);
