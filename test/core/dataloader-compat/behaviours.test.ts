@@ -178,6 +178,23 @@ describe.each(implementations)('$name', (impl: Implementation) => {
       )();
       expect(await loader.load(1)).toBe('v:1');
     });
+
+    behaviour('a batch that rejects with a non-Error rejects each key with that value', async () => {
+      const loader = impl.perRequest<number, string>(async () => {
+        throw 'db down'; // eslint-disable-line @typescript-eslint/only-throw-error -- the behaviour under test
+      })();
+      expect(await loader.load(1).catch((e: unknown) => e)).toBe('db down');
+    });
+
+    behaviour('a sparse batch result (its last slot empty) is refused with a TypeError', async () => {
+      const loader = impl.perRequest<number, string>(async (ids) => new Array<string>(ids.length))();
+      expect(await loader.load(1).catch((e: unknown) => e)).toBeInstanceOf(TypeError);
+    });
+
+    behaviour('NaN is a key like any other', async () => {
+      const loader = impl.perRequest<number, string>(async (ids) => ids.map(String))();
+      expect(await loader.load(Number.NaN)).toBe('NaN');
+    });
   });
 
   describe('batch scheduling', () => {

@@ -21,4 +21,10 @@ export const INTENDED_DIFFERENCES: Readonly<Record<string, string>> = {
   'an array-like batch result (not an Array) is accepted':
     'a batch result must be an Array (or a promise of one): anything else fails every key of the batch with E_BATCH_NOT_ARRAY',
   'name defaults to null': 'a loader has a name, always: it namespaces its keys in the store and labels its metrics',
+  'a batch that rejects with a non-Error rejects each key with that value':
+    'a thrown or rejected non-Error reaches each key wrapped in a HerdcacheError E_FILL_NON_ERROR (the value as its cause), so callers get a stack and a code',
+  'a sparse batch result (its last slot empty) is refused with a TypeError':
+    'an empty slot is a value like undefined: that key resolves to undefined (and is not cached), its batch is not failed',
+  'NaN is a key like any other':
+    'the default key function maps finite numbers only: NaN (and Infinity) throws a HerdcacheKeyError showing the `key:` to add',
 };
