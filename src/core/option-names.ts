@@ -29,19 +29,22 @@ export function checkKnownKeys(where: string, options: object, known: ReadonlySe
   for (const name in options) {
     if (!known.has(name)) throw unknownOption(where, name, known, path);
     if (!hasOwn.call(options, name)) throw inheritedOption(where, name, path);
-    const descriptor = Object.getOwnPropertyDescriptor(options, name);
-    if (descriptor?.get !== undefined) {
-      // A getter is read where the option is used: one that throws would surface there, unnamed.
-      try {
-        descriptor.get.call(options);
-      } catch (error) {
-        throw new HerdcacheError(
-          'E_INVALID_OPTION',
-          `herdcache: ${where}: option ${JSON.stringify(path + name)} could not be read: its getter threw ${error instanceof Error ? error.message : describeValue(error)}`,
-          { cause: error },
-        );
-      }
-    }
+    checkGetter(where, options, name, path);
+  }
+}
+
+/** Reads the option's getter, if it has one: one that throws would surface where the option is used, unnamed. */
+export function checkGetter(where: string, options: object, name: string, path = ''): void {
+  const descriptor = Object.getOwnPropertyDescriptor(options, name);
+  if (descriptor?.get === undefined) return;
+  try {
+    descriptor.get.call(options);
+  } catch (error) {
+    throw new HerdcacheError(
+      'E_INVALID_OPTION',
+      `herdcache: ${where}: option ${JSON.stringify(path + name)} could not be read: its getter threw ${error instanceof Error ? error.message : describeValue(error)}`,
+      { cause: error },
+    );
   }
 }
 

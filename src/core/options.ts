@@ -2,7 +2,14 @@
  * Defaults in one place, validated once, with errors that name the option and the bad value.
  */
 import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
-import { checkKnownKeys, inheritedOption, notAnOptionsObject, optionNames, unknownOption } from './option-names';
+import {
+  checkGetter,
+  checkKnownKeys,
+  inheritedOption,
+  notAnOptionsObject,
+  optionNames,
+  unknownOption,
+} from './option-names';
 import { type Clock, type Freshness, guardedClock, jittered } from './freshness';
 import type {
   CacheOptions,
@@ -229,6 +236,7 @@ export function checkGetOrComputeKeys(where: string, options: object): void {
   for (const name in options) {
     if (!isGetOrComputeOption(name)) throw unknownOption(where, name, GET_OR_COMPUTE_OPTIONS, '');
     if (!hasOwn.call(options, name)) throw inheritedOption(where, name, '');
+    checkGetter(where, options, name);
   }
 }
 
@@ -270,16 +278,20 @@ export function holdsValues(options: GetOrComputeOptions, resolved: Resolved<unk
  * then resolves them, or refuses them). Allocation-free.
  */
 export function reusable<T>(options: GetOrComputeOptions, resolved: Resolved<T> | undefined): T | undefined {
-  if (
-    resolved === undefined ||
-    typeof options !== 'object' ||
-    options === null ||
-    !holdsValues(options, resolved) ||
-    options.signal !== undefined ||
-    options.tags !== undefined ||
-    !onlyGetOrComputeKeys(options)
-  )
-    return undefined;
+  try {
+    if (
+      resolved === undefined ||
+      typeof options !== 'object' ||
+      options === null ||
+      !holdsValues(options, resolved) ||
+      options.signal !== undefined ||
+      options.tags !== undefined ||
+      !onlyGetOrComputeKeys(options)
+    )
+      return undefined;
+  } catch {
+    return undefined; // an options getter that throws: the full path names it (a rejection, never a throw)
+  }
   return resolved.computation;
 }
 

@@ -262,7 +262,11 @@ export class ScopedLoader<K, V> implements Sink {
   /** @internal */
   private _get(key: string): Promise<V> | undefined {
     const memo = this.#memo;
-    if (memo !== undefined) return memo?.get(key);
+    if (memo !== undefined) {
+      const held = memo?.get(key);
+      // A cacheMap the user filled may hold a value, not a promise (DataLoader hands it back as it is).
+      return held === undefined || held instanceof Promise ? held : (Promise.resolve(held) as Promise<V>);
+    }
     return key === this.#key ? this.#held : undefined;
   }
 

@@ -40,3 +40,23 @@ it('the cache made next is unaffected', async () => {
   expect(await cache.getOrCompute('k', async () => 'v')).toBe('v');
   await cache.close();
 });
+
+it('getOrCompute options whose getter throws: a rejection naming the option, on a fresh cache and after a reused resolution', async () => {
+  const cache = createCache({ ttl: 1_000 });
+  const throwing = () => ({
+    get ttl(): number {
+      throw new Error('boom');
+    },
+  });
+  const named = expect.objectContaining({
+    code: 'E_INVALID_OPTION',
+    message: expect.stringMatching(/option "ttl" could not be read: its getter threw boom/),
+  });
+  await expect(cache.getOrCompute('k', () => 1, throwing())).rejects.toEqual(named);
+  expect(await cache.getOrCompute('warm', () => 1, { ttl: 500 })).toBe(1); // a resolution to reuse
+  let result: Promise<number> | undefined;
+  expect(() => (result = cache.getOrCompute('k', () => 1, throwing()))).not.toThrow();
+  await expect(result).rejects.toEqual(named);
+  expect(await cache.getOrCompute('k', () => 2, { ttl: 500 })).toBe(2); // nothing corrupted
+  await cache.close();
+});

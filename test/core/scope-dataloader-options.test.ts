@@ -155,6 +155,19 @@ describe('cache: false on a scoped loader', () => {
     expect(() => cache.request().loader(users, { cache: 'no' as never })).toThrow(HerdcacheError);
   });
 
+  it('a cacheMap the user filled with a value (not a promise): load() answers it, never throws', async () => {
+    const cache = createCache();
+    let batches = 0;
+    const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => (batches++, ids) });
+    const map = new Map<string, Promise<string>>([['x', 'held' as unknown as Promise<string>]]);
+    const scoped = cache.request().loader(users, { cacheMap: map });
+    let loaded: Promise<string> | undefined;
+    expect(() => (loaded = scoped.load('x'))).not.toThrow();
+    expect(await loaded).toBe('held');
+    expect(await scoped.load('y')).toBe('y');
+    expect(batches).toBe(1);
+  });
+
   it("scope.loader(loader) is the scope's one view; with options it is a new view with its own memo", () => {
     const cache = createCache();
     const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => ids });
