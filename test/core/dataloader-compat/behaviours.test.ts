@@ -181,7 +181,7 @@ describe.each(implementations)('$name', (impl: Implementation) => {
 
     behaviour('a batch that rejects with a non-Error rejects each key with that value', async () => {
       const loader = impl.perRequest<number, string>(async () => {
-        throw 'db down';  
+        throw 'db down';
       })();
       expect(await loader.load(1).catch((e: unknown) => e)).toBe('db down');
     });
