@@ -17,6 +17,8 @@ export class FlightTable {
    * copied per scavenge instead of 0.1 MB). So the Map is renewed, not emptied entry by entry.
    */
   #flights = new Map<string, Flight>();
+  /** Detached flights whose fill has not delivered yet (see Flight's header): close() reaches them here. */
+  readonly #detached = new Set<Flight>();
   /** Flights ended as their key's entry since the last sweep (a replaced one still counts). */
   #ended = 0;
 
@@ -53,13 +55,32 @@ export class FlightTable {
 
   /** `patient`: an invalidation, which may detach the flight instead (see Flight's header). */
   abandon(flight: Flight, reason: unknown, patient = false): void {
-    if (flight._abandon(reason, patient)) this.#remove(flight);
+    const detached = flight.detached;
+    if (!flight._abandon(reason, patient)) return;
+    if (detached) {
+      this.#detached.delete(flight); // out of the table since it was detached
+      return;
+    }
+    if (flight.detached) this.#detached.add(flight);
+    this.#remove(flight);
   }
 
   /** Answers the callers of a detached flight with its fill's result (a Failure: its error); nothing is written. */
   deliver(flight: Flight, result: unknown): void {
+    if (!this.#detached.delete(flight)) return; // abandoned since (its callers left, the cache closed)
     if (result instanceof Failure) flight._fail(result.error);
     else flight._resolve(result);
+  }
+
+  /**
+   * Fails what a dispatch left unsettled when it failed itself (a bug, or a user callback the
+   * pipeline does not guard: a clock's sleep): a load must settle, never hang on a lost dispatch.
+   */
+  failUnsettled(flights: readonly Flight[], error: unknown): void {
+    for (const flight of flights) {
+      if (flight.detached) this.deliver(flight, new Failure(error));
+      else if (!flight.ended) this.fail(flight, error);
+    }
   }
 
   /** Abandons the flights computing a value that carries one of `tags`. */
@@ -70,9 +91,13 @@ export class FlightTable {
     }
   }
 
-  /** Abandons every flight (cache.clear()): their waiters re-contend, their results are dropped. */
+  /**
+   * Abandons every flight (cache.clear(), close()): their waiters re-contend, their results are
+   * dropped. Not patient (close()): the detached ones too.
+   */
   abandonAll(reason: unknown, patient = false): void {
     for (const flight of this.#pending()) this.abandon(flight, reason, patient);
+    if (!patient) for (const flight of [...this.#detached]) this.abandon(flight, reason, false);
   }
 
   #pending(): Flight[] {

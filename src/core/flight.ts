@@ -302,17 +302,10 @@ export class Flight<V = unknown> {
    */
   _abandon(reason: unknown, patient = false): boolean {
     const state = this.#state;
-    if (state === DETACHED) {
-      // Detached, then left by its last caller (callers with a signal only: the others never leave):
-      // nobody waits for its run any more.
-      if (patient || this.waiters > 0) return false;
-      this.#state = ABANDONED;
-      this.#reject?.(RETRY);
-      this.run?.release(reason);
-      this.#release();
-      return false; // the table let go of it when it was detached
-    }
-    if (state !== PENDING) return false;
+    // Detached: an invalidation leaves it be; anything else (its last caller left, the cache
+    // closed) abandons it as a pending flight is: its fill's signal fires, its callers re-contend.
+    if (state === DETACHED && patient) return false;
+    if (state !== PENDING && state !== DETACHED) return false;
     if (
       patient &&
       this.restarts >= PATIENT_AFTER &&

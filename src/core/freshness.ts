@@ -55,7 +55,7 @@ export const CLOCK_WARNING = 'HERDCACHE_CLOCK_FAILED';
  * path wherever it is read, some steps of which cannot settle their callers from there (a
  * dispatch, a write): the load would hang and its key stay in flight. The guard answers the last
  * good reading instead (time stands still for that read) and warns once. A sleep() that throws
- * waits on a real timer instead.
+ * (or rejects) waits on a real timer instead.
  */
 export function guardedClock(clock: Clock, first: number): Clock {
   let last = first;
@@ -82,14 +82,16 @@ export function guardedClock(clock: Clock, first: number): Clock {
     },
   };
   const sleep = clock.sleep;
-  if (sleep !== undefined)
+  if (sleep !== undefined) {
+    const timer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
     guarded.sleep = (ms: number): Promise<void> => {
       try {
-        return Promise.resolve(sleep.call(clock, ms));
+        return Promise.resolve(sleep.call(clock, ms)).then(undefined, () => timer(ms));
       } catch {
-        return new Promise((resolve) => setTimeout(resolve, ms));
+        return timer(ms);
       }
     };
+  }
   return guarded;
 }
 

@@ -67,7 +67,12 @@ export class LoadPath {
     });
     this.#queue = new DispatchQueue((items) => {
       if (this.#probes.size > 0) this.#probes.clear();
-      void this.#pipeline.dispatch(items);
+      this.#pipeline.dispatch(items).catch((error: unknown) =>
+        flights.failUnsettled(
+          items.map((item) => item.flight),
+          error,
+        ),
+      );
     });
     this.#refreshes = new Refreshes(flights, this.#queue, maxRefreshes);
   }

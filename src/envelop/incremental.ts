@@ -4,7 +4,7 @@
  * single result's (its deferred fragments included). A copy: the payloads go to the client as
  * they are. Both payload shapes: `{ incremental: [{ data | items, path }] }` (graphql-js 17,
  * @graphql-tools/executor) and a payload of its own `{ data | items, path }` (graphql-js 16's
- * experimental one).
+ * experimental one); streamed items' path is their first item's (the list's path, an index).
  */
 
 interface Part {
@@ -36,15 +36,21 @@ export class MergedPayloads {
   }
 
   #merge(part: Part): boolean {
+    const path = part.path ?? [];
+    // Streamed items: their path is the first item's own (the list's path and an index).
+    const items = Array.isArray(part.items) ? path.length : -1;
     let target: unknown = this.data;
-    for (const key of part.path ?? []) {
+    for (let i = 0; i < (items >= 0 ? path.length - 1 : path.length); i++) {
       if (target === null || typeof target !== 'object') return false;
-      target = (target as Record<string | number, unknown>)[key];
+      target = (target as Record<string | number, unknown>)[path[i]!];
     }
     if (target === null || typeof target !== 'object') return false;
-    if (Array.isArray(part.items) && Array.isArray(target)) {
-      target.push(...(copy(part.items) as unknown[]));
-      return true;
+    if (items >= 0) {
+      const at = path[path.length - 1];
+      if (!Array.isArray(target) || typeof at !== 'number') return false;
+      const copied = copy(part.items) as unknown[];
+      for (let i = 0; i < copied.length; i++) target[at + i] = copied[i];
+      return copied.length > 0;
     }
     const data = copy(part.data);
     if (data === null || typeof data !== 'object') return false;

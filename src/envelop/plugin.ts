@@ -168,9 +168,10 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
             // the deferred ones merged into the tree the walk reads (./incremental).
             const merged = new MergedPayloads();
             const mutation = request;
+            const done = new Set<string>();
             return {
               onNext: async ({ result: payload }) => {
-                if (merged.add(payload)) await engine.afterMutation(mutation, merged.data);
+                if (merged.add(payload)) await engine.afterMutation(mutation, merged.data, done);
               },
               onEnd,
             };

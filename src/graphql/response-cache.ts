@@ -219,10 +219,17 @@ export class ResponseEngine {
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
   }
 
-  /** Invalidates the entities of a mutation's result (before its response leaves). */
-  async afterMutation(request: ResponseRequest, data: unknown): Promise<void> {
+  /**
+   * Invalidates the entities of a mutation's result (before its response leaves). `done`: the tags
+   * invalidated for its earlier payloads (incremental delivery), not invalidated again.
+   */
+  async afterMutation(request: ResponseRequest, data: unknown, done?: Set<string>): Promise<void> {
     if (!this.invalidateViaMutation || data === null || data === undefined) return;
-    const tags = entityTags(request.schema, request.document, request.operationName, data);
+    let tags = entityTags(request.schema, request.document, request.operationName, data);
+    if (done !== undefined) {
+      tags = tags.filter((tag) => !done.has(tag));
+      for (const tag of tags) done.add(tag);
+    }
     if (tags.length === 0) return;
     try {
       await this.#cache.invalidateTags(tags);

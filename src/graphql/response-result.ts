@@ -29,7 +29,7 @@ import type {
 import { SIZE_HEADER, SIZE_SLOT } from '../core/sizes';
 import { fragmentsOf, namedType, operationOfDocument, tagOf } from './response-policy';
 import { type Make, copyOf, maker } from './response-copy';
-import { type TypeTag, keepTag, tagsOf } from './response-tag-table';
+import { type TagReading, type TypeTag, keepTag, possibleTags, tagsOf } from './response-tag-table';
 
 export interface ResultFacts {
   /** `Type:id` of each entity, in the order met (each once when `distinct`; else the registry dedupes them). */
@@ -167,6 +167,7 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   const fields = new Map<string, FieldNode[]>();
   // Each fragment collected once, as graphql-js does: followed per path, fragments each spreading the next twice cost 2^depth.
   const visited = new Set<string>();
+  let repeated = false;
   const collect = (set: SelectionSetNode): void => {
     for (const selection of set.selections) {
       if ((selection.kind as string) === 'Field') {
@@ -180,7 +181,11 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
       } else {
         const name = (selection as { name: { value: string } }).name.value;
         const fragment = shape.fragments.get(name);
-        if (fragment !== undefined && !visited.has(name)) {
+        if (fragment === undefined) continue;
+        // Spread again: its fields not collected twice, so graphql-js's key order (the first spread
+        // it does not skip: a type condition, @skip/@include, which are not read here) may differ.
+        if (visited.has(name)) repeated = true;
+        else {
           visited.add(name);
           collect(fragment.selectionSet);
         }
@@ -189,7 +194,7 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   };
   for (const set of shape.sets) collect(set);
   const keys = [...fields.keys()];
-  let ordered = true;
+  let ordered = !repeated;
   for (const [responseKey, nodes] of fields) if (nodes.length > 1 || responseKey === '__proto__') ordered = false;
   const idKeys: string[] = [];
   const children: Record<string, Child | undefined> = Object.create(null) as Record<string, Child | undefined>;
@@ -218,7 +223,7 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
 }
 
 /** Lists the entity's tag, unless this walk has (only a tag kept in the type's table is known to be new). */
-function entityTag(walk: Walk, reading: Typed, id: string): void {
+function entityTag(walk: Walk, reading: TagReading, id: string): void {
   const tags = reading.tagsById;
   const known = tags.get(id);
   if (known !== undefined) {
@@ -246,13 +251,17 @@ function visitObject(
     concrete = typeof typename === 'string' ? walk.schema.getType(typename) : undefined;
   }
   const reading = typed(shape, concrete ?? declared);
-  if (concrete !== undefined) {
-    // reading.type is concrete here: its tagHead is `${concrete.name}:`.
-    const idKeys = reading.idKeys;
+  const idKeys = reading.idKeys;
+  if (idKeys.length > 0) {
+    // reading.type is concrete here (its tagHead is `${concrete.name}:`); without a __typename the
+    // object is tagged as each type the abstract one may return (a Relay `node(id)`), up to a few.
+    const as = concrete !== undefined ? reading : possibleTags(walk.schema, declared);
     for (let i = 0; i < idKeys.length; i++) {
-      const id = value[idKeys[i]!];
-      if (typeof id === 'string') entityTag(walk, reading, id);
-      else if (typeof id === 'number') entityTag(walk, reading, String(id));
+      const raw = value[idKeys[i]!];
+      const id = typeof raw === 'string' ? raw : typeof raw === 'number' ? String(raw) : undefined;
+      if (id === undefined) continue;
+      if (as === reading) entityTag(walk, reading, id);
+      else for (const one of as as readonly TagReading[]) entityTag(walk, one, id);
     }
   }
   let count = 0;

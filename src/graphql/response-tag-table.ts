@@ -4,7 +4,8 @@
  * indexes them; the same entity's tag in each response it is in would be a string of its own (40
  * per 20-item page) and a hash computed again.
  */
-import type { GraphQLNamedType } from 'graphql';
+import type { GraphQLInterfaceType, GraphQLNamedType, GraphQLSchema, GraphQLUnionType } from 'graphql';
+import { tagOf } from './response-policy';
 
 /** Ids whose tag is kept per type: past it, tags are made per result. */
 const TAGS_PER_TYPE = 2_000;
@@ -34,4 +35,32 @@ export function keepTag(tags: Map<string, TypeTag>, id: string, tag: string, sta
   if (tags.size >= TAGS_PER_TYPE || id.length > TAG_ID_MAX) return false;
   tags.set(id, { tag, walk: stamp });
   return true;
+}
+
+/** What tags an entity of one type: its `Type:` head and its table of tags (see entityTag). */
+export interface TagReading {
+  readonly tagHead: string;
+  readonly tagsById: Map<string, TypeTag>;
+}
+
+/** Most types an untyped object of an abstract type is tagged as (past it: not tagged, docs/response-cache.md). */
+const POSSIBLE_TAGGED = 16;
+const possibleByType = new WeakMap<GraphQLNamedType, readonly TagReading[]>();
+
+/** The tag readings of the object types `type` may return (none for a type that is not abstract, or past POSSIBLE_TAGGED). */
+export function possibleTags(schema: GraphQLSchema, type: GraphQLNamedType): readonly TagReading[] {
+  let found = possibleByType.get(type);
+  if (found === undefined) {
+    const tag = tagOf(type);
+    const possible =
+      tag === 'GraphQLInterfaceType' || tag === 'GraphQLUnionType'
+        ? schema.getPossibleTypes(type as GraphQLInterfaceType | GraphQLUnionType)
+        : [];
+    found =
+      possible.length > POSSIBLE_TAGGED
+        ? []
+        : possible.map((object) => ({ tagHead: `${object.name}:`, tagsById: tagsOf(object) }));
+    possibleByType.set(type, found);
+  }
+  return found;
 }

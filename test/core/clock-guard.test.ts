@@ -7,6 +7,7 @@
 import { createCache } from '../../src/core/cache';
 import { CLOCK_WARNING } from '../../src/core/freshness';
 import { captureWarnings, watchUnhandledRejections } from '../helpers';
+import { LockingStore } from '../helpers/lock-store';
 
 const warnings = captureWarnings();
 const rejections = watchUnhandledRejections();
@@ -64,4 +65,26 @@ it('clock.sleep that is not a function is refused, naming it', () => {
   expect(() => createCache({ clock: { now: () => 1, sleep: 5 as never } })).toThrow(
     expect.objectContaining({ code: 'E_INVALID_OPTION', message: expect.stringMatching(/"clock\.sleep".*5/) }),
   );
+});
+
+it('a clock whose sleep() rejects during a lock wait: the wait goes on on a real timer, the load settles', async () => {
+  let now = 1_000_000;
+  const store = new LockingStore({ now: () => now });
+  store.locks.set('k', { token: 'another replica', until: now + 60_000 }); // held elsewhere: the load waits
+  let sleeps = 0;
+  const clock = {
+    now: () => now,
+    sleep: async (ms: number) => {
+      sleeps++;
+      now += ms;
+      throw new Error('sleep failed');
+    },
+  };
+  const cache = createCache({ ttl: 60_000, store, clock, lockWaitTimeout: 200 });
+  expect(await cache.getOrCompute('k', async () => 'v')).toBe('v'); // filled past lockWaitTimeout
+  expect(sleeps).toBeGreaterThan(0);
+  expect(cache.inFlight).toBe(0);
+  await rejections.settled();
+  expect(rejections.unhandled()).toEqual([]);
+  await cache.close();
 });

@@ -172,3 +172,29 @@ it('close() does not detach: the callers of a re-contended flight get E_CLOSED',
   gate.resolve('v');
   await closing;
 });
+
+it('close() reaches a detached flight: its fill is told to stop and its callers get E_CLOSED', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let fills = 0;
+  let third: AbortSignal | undefined;
+  // A fill that ends only when told to stop (a fetch given its signal).
+  const fill = ({ signal }: { signal: AbortSignal }) => {
+    fills++;
+    if (fills === 3) third = signal;
+    return new Promise<string>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+  };
+  const reader = cache.getOrCompute('k', fill);
+  const outcome = reader.then(
+    () => 'resolved',
+    (e: { code?: string }) => e.code,
+  );
+  for (let i = 0; i < 3; i++) {
+    await flush();
+    await cache.invalidate('k');
+  }
+  await flush();
+  expect(fills).toBe(3); // the third flight is detached
+  await cache.close();
+  expect(await outcome).toBe('E_CLOSED');
+  expect(third!.aborted).toBe(true);
+});

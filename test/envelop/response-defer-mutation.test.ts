@@ -101,7 +101,7 @@ describe('MergedPayloads', () => {
     expect(
       merged.add({ incremental: [{ data: JSON.parse('{"name":"n","__proto__":{"polluted":true}}'), path: ['a'] }] }),
     ).toBe(true);
-    expect(merged.add({ items: [{ id: 'y' }], path: ['list'] })).toBe(true);
+    expect(merged.add({ items: [{ id: 'y' }], path: ['list', 1] })).toBe(true); // streamed: the item's own path
     expect(merged.add({ incremental: [{ data: { z: 1 }, path: ['missing', 0] }] })).toBe(false);
     expect(merged.add({ hasNext: false })).toBe(false);
     expect(merged.data).toEqual({
@@ -111,4 +111,61 @@ describe('MergedPayloads', () => {
     expect(Object.getPrototypeOf(merged.data!.a)).toBe(Object.prototype);
     expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
   });
+});
+
+it('a mutation whose entities arrive in @stream payloads invalidates them (each payload, each tag once)', async () => {
+  let version = 0;
+  const schema = buildSchema(`
+    enum CacheControlScope { PUBLIC PRIVATE }
+    directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+    type Query { post(id: ID!): Post @cacheControl(maxAge: 60) }
+    type Post @cacheControl(maxAge: 60) { id: ID!, version: Int! }
+    type Bumped { posts: [Post!]! }
+    type Mutation { bumpAll: Bumped }`);
+  schema.getQueryType()!.getFields().post!.resolve = (_p, { id }: { id: string }) => ({ id, version });
+  schema.getMutationType()!.getFields().bumpAll!.resolve = () => ({
+    posts: (async function* () {
+      version++;
+      for (let i = 0; i < 3; i++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        yield { id: String(i), version };
+      }
+    })(),
+  });
+  const cache = createCache({ ttl: 60_000 });
+  const invalidated: string[][] = [];
+  const invalidateTags = cache.invalidateTags.bind(cache);
+  cache.invalidateTags = (tags) => (invalidated.push([...tags]), invalidateTags(tags));
+  const yoga = createYoga({
+    schema,
+    plugins: [useDeferStream(), useHerdcache({ cache, responseCache: true, extensions: true })],
+    logging: false,
+  });
+  const ask = async (query: string, accept = 'application/json') =>
+    (
+      await yoga.fetch('http://127.0.0.1/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept },
+        body: JSON.stringify({ query }),
+      })
+    ).text();
+  const read = async () =>
+    JSON.parse(await ask('{ post(id: "1") { id version } }')) as {
+      data: { post: { version: number } };
+      extensions: { cache: { response: string } };
+    };
+  try {
+    expect((await read()).extensions.cache.response).toBe('miss');
+    expect((await read()).extensions.cache.response).toBe('hit');
+    const text = await ask('mutation { bumpAll { posts @stream(initialCount: 0) { id version } } }', 'multipart/mixed');
+    expect(text).toContain('"path":["bumpAll","posts",1]'); // Post 1 came in a streamed payload
+    const after = await read();
+    expect({ version: after.data.post.version, response: after.extensions.cache.response }).toEqual({
+      version: 1,
+      response: 'miss',
+    });
+    expect(invalidated.flat().sort()).toEqual(['Post:0', 'Post:1', 'Post:2']); // each once
+  } finally {
+    await cache.close();
+  }
 });

@@ -58,3 +58,35 @@ it('the result walk (entities, size bound, copy) too, with the same answers', as
   expect(entityTags(schema, document, undefined, result.data)).toEqual(['Post:1']); // a mutation's walk
   expect(reads()).toBeLessThanOrEqual(4 * (DEPTH + 1));
 });
+
+describe('the stored copy keeps the key order graphql-js gave the result (a fragment spread again)', () => {
+  const typed = buildSchema(`
+    type Query { node: Node, a: String, b: String }
+    interface Node { id: ID!, z: String }
+    type A implements Node { id: ID!, z: String, y: String }
+    type B implements Node { id: ID!, z: String, x: String }
+  `);
+  typed.getQueryType()!.getFields().node!.resolve = () => ({ __typename: 'B', id: '1', z: 'zz', x: 'xx' });
+  typed.getQueryType()!.getFields().a!.resolve = () => 'aa';
+  typed.getQueryType()!.getFields().b!.resolve = () => 'bb';
+
+  it.each([
+    [
+      'first spread inside a type condition the object does not meet',
+      '{ node { ... on A { ...F } id ...F } } fragment F on Node { z }',
+      {},
+    ],
+    [
+      'first spread skipped by @include(if: false)',
+      'query Q($on: Boolean!) { ...R @include(if: $on) a ...R } fragment R on Query { b }',
+      { on: false },
+    ],
+  ])('%s', async (_why, source, variableValues) => {
+    const document = parse(source);
+    const result = await execute({ schema: typed, document, variableValues });
+    expect(result.errors).toBeUndefined();
+    const facts = resultFacts(typed, document, undefined, result.data, true)!;
+    const stored = facts.compact === undefined ? result.data : facts.compact;
+    expect(JSON.stringify(stored)).toBe(JSON.stringify(result.data));
+  });
+});

@@ -6,7 +6,7 @@
 import { buildSchema, execute, parse } from 'graphql';
 import { createCache } from '../../src/core/cache';
 import { ResponseEngine, type ResponsePlan } from '../../src/graphql/response-cache';
-import { resultFacts } from '../../src/graphql/response-result';
+import { entityTags, resultFacts } from '../../src/graphql/response-result';
 import { memoryStore } from '../../src/core/memory';
 import { entrySize, valueSize } from '../../src/core/sizes';
 
@@ -321,5 +321,30 @@ describe('entity tags kept per type', () => {
     )!;
     expect(kept.tags).toEqual([`Item:${short}`]);
     expect(kept.distinct).toBe(true);
+  });
+});
+
+describe('entities of an abstract type without __typename (a Relay node(id))', () => {
+  const relay = buildSchema(`
+    interface Node { id: ID! }
+    type Post implements Node { id: ID!, title: String }
+    type Comment implements Node { id: ID!, text: String }
+    union Hit = Post | Comment
+    type Query { node(id: ID!): Node, hits: [Hit!]! }
+  `);
+  relay.getQueryType()!.getFields().node!.resolve = () => ({ __typename: 'Post', id: '1', title: 't' });
+  relay.getQueryType()!.getFields().hits!.resolve = () => [{ __typename: 'Comment', id: '7', text: 'c' }];
+
+  it('is tagged as each type it may be: an invalidation of its own type reaches it', async () => {
+    const document = parse('{ node(id: "1") { id ... on Post { title } } hits { ... on Comment { id } } }');
+    const result = await execute({ schema: relay, document });
+    expect(result.errors).toBeUndefined();
+    expect(entityTags(relay, document, undefined, result.data).sort()).toEqual(
+      ['Comment:1', 'Comment:7', 'Post:1', 'Post:7'].sort(),
+    );
+    // With __typename selected, only its own type.
+    const typedDocument = parse('{ node(id: "1") { __typename id } }');
+    const typed = await execute({ schema: relay, document: typedDocument });
+    expect(entityTags(relay, typedDocument, undefined, typed.data)).toEqual(['Post:1']);
   });
 });
