@@ -296,18 +296,26 @@ class TieredStoreImpl implements TieredStore {
     await this.#replicas.publish({ op: 'set', keys });
   }
 
+  /**
+   * Deletes in L2, drops this replica's copies, tells the others. Dropped again once L2 has the
+   * change: a read sent while the change was on its way (on a Cluster, a bump waits a round trip
+   * for the tag clock first) may have copied what it replaces into L1, and its window was not open
+   * when the first drop ran. The second drop also closes the windows of reads still in flight.
+   */
   async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {
     if (keys.length === 0) return;
     this.#l1.dropKeys(keys);
     await this.#l2.delete(keys, options);
+    this.#l1.dropKeys(keys);
     await this.#replicas.publish({ op: 'delete', keys });
   }
 
-  /** Bumps the tags in L2, drops this replica's tagged copies (L1 tag index), tells the others. */
+  /** Bumps the tags in L2, drops this replica's tagged copies (before and after: see delete), tells the others. */
   async invalidateTags(tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return;
     this.#l1.dropTags(tags);
     await this.#l2.invalidateTags(tags);
+    this.#l1.dropTags(tags);
     await this.#replicas.publish({ op: 'tags', tags });
   }
 
