@@ -40,12 +40,17 @@ export function checkGetter(where: string, options: object, name: string, path =
   try {
     descriptor.get.call(options);
   } catch (error) {
-    throw new HerdcacheError(
-      'E_INVALID_OPTION',
-      `herdcache: ${where}: option ${JSON.stringify(path + name)} could not be read: its getter threw ${error instanceof Error ? error.message : describeValue(error)}`,
-      { cause: error },
-    );
+    throw getterThrew(where, path + name, error);
   }
+}
+
+/** The error for an option whose getter threw `error` when read. */
+export function getterThrew(where: string, name: string, error: unknown): HerdcacheError {
+  return new HerdcacheError(
+    'E_INVALID_OPTION',
+    `herdcache: ${where}: option ${JSON.stringify(name)} could not be read: its getter threw ${error instanceof Error ? error.message : describeValue(error)}`,
+    { cause: error },
+  );
 }
 
 const hasOwn = Object.prototype.hasOwnProperty;

@@ -5,6 +5,7 @@ import { HerdcacheError, describe, invalidArgument, invalidOption } from './erro
 import {
   checkGetter,
   checkKnownKeys,
+  getterThrew,
   inheritedOption,
   notAnOptionsObject,
   optionNames,
@@ -75,7 +76,12 @@ export function givenOr<T>(value: T | undefined, fallback: T): T {
 export function checkSignal(options: { signal?: unknown } | undefined): void {
   if (options === undefined) return;
   if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
-  const signal = options.signal;
+  let signal: unknown;
+  try {
+    signal = options.signal;
+  } catch (error) {
+    throw getterThrew('options', 'signal', error); // named, not raw
+  }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidOption('signal', signal, 'an AbortSignal');
 }
 

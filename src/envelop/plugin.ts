@@ -164,14 +164,13 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
             const onEnd = () => void (active !== undefined && reporting.end(active, operationName, true));
             if (engine === undefined || request === undefined || !isMutation(args.document, args.operationName))
               return { onEnd };
-            // A mutation's entities are invalidated as its payloads leave (each before it is sent),
-            // the deferred ones merged into the tree the walk reads (./incremental).
+            // A mutation's entities are invalidated as its payloads leave (each before it is sent):
+            // each payload's part as a tree the walk reads (./incremental).
             const merged = new MergedPayloads();
             const mutation = request;
-            const done = new Set<string>();
             return {
               onNext: async ({ result: payload }) => {
-                if (merged.add(payload)) await engine.afterMutation(mutation, merged.data, done);
+                for (const tree of merged.add(payload)) await engine.afterMutation(mutation, tree);
               },
               onEnd,
             };

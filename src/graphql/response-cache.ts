@@ -219,17 +219,10 @@ export class ResponseEngine {
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
   }
 
-  /**
-   * Invalidates the entities of a mutation's result (before its response leaves). `done`: the tags
-   * invalidated for its earlier payloads (incremental delivery), not invalidated again.
-   */
-  async afterMutation(request: ResponseRequest, data: unknown, done?: Set<string>): Promise<void> {
+  /** Invalidates the entities of a mutation's result, or of one of its payloads (before it leaves). */
+  async afterMutation(request: ResponseRequest, data: unknown): Promise<void> {
     if (!this.invalidateViaMutation || data === null || data === undefined) return;
-    let tags = entityTags(request.schema, request.document, request.operationName, data);
-    if (done !== undefined) {
-      tags = tags.filter((tag) => !done.has(tag));
-      for (const tag of tags) done.add(tag);
-    }
+    const tags = entityTags(request.schema, request.document, request.operationName, data);
     if (tags.length === 0) return;
     try {
       await this.#cache.invalidateTags(tags);

@@ -202,7 +202,9 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   for (const [responseKey, nodes] of fields) {
     const name = nodes[0]!.name.value;
     if (name === 'id') {
-      idKeys.push(responseKey);
+      // Only a response key that is `id` under every selection (an alias `id: authorId` under
+      // another type condition would tag that type's objects with another field's value).
+      if (nodes.every((node) => node.name.value === 'id')) idKeys.push(responseKey);
       continue;
     }
     const sets = nodes.flatMap((node) => (node.selectionSet === undefined ? [] : [node.selectionSet]));

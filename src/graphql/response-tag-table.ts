@@ -56,10 +56,13 @@ export function possibleTags(schema: GraphQLSchema, type: GraphQLNamedType): rea
       tag === 'GraphQLInterfaceType' || tag === 'GraphQLUnionType'
         ? schema.getPossibleTypes(type as GraphQLInterfaceType | GraphQLUnionType)
         : [];
+    // Only types with an `id` field can be the object (its `id` was selected): a union's other
+    // members (a NotFound) are no entities.
+    const entities = possible.filter((object) => object.getFields().id !== undefined);
     found =
-      possible.length > POSSIBLE_TAGGED
+      entities.length > POSSIBLE_TAGGED
         ? []
-        : possible.map((object) => ({ tagHead: `${object.name}:`, tagsById: tagsOf(object) }));
+        : entities.map((object) => ({ tagHead: `${object.name}:`, tagsById: tagsOf(object) }));
     possibleByType.set(type, found);
   }
   return found;

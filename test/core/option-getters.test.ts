@@ -60,3 +60,21 @@ it('getOrCompute options whose getter throws: a rejection naming the option, on 
   expect(await cache.getOrCompute('k', () => 2, { ttl: 500 })).toBe(2); // nothing corrupted
   await cache.close();
 });
+
+it('a signal getter that throws: a rejection naming the option (getOrCompute, scope.getOrCompute, loader.load)', async () => {
+  const cache = createCache({ ttl: 1_000 });
+  const throwing = () => ({
+    get signal(): AbortSignal {
+      throw new Error('boom');
+    },
+  });
+  const named = expect.objectContaining({
+    code: 'E_INVALID_OPTION',
+    message: expect.stringMatching(/option "signal" could not be read: its getter threw boom/),
+  });
+  await expect(cache.getOrCompute('k', () => 1, throwing())).rejects.toEqual(named);
+  await expect(cache.request().getOrCompute('k', () => 1, throwing())).rejects.toEqual(named);
+  const users = cache.loader<string, string>({ name: 'user', batch: async (ids) => ids });
+  await expect(users.load('1', throwing())).rejects.toEqual(named);
+  await cache.close();
+});

@@ -14,6 +14,7 @@ import { createCache } from '../../src/core/cache';
 import { useHerdcache } from '../../src/envelop/plugin';
 import { MergedPayloads } from '../../src/envelop/incremental';
 import { memoryAndRedis } from '../redis/helpers';
+import { deferred } from '../helpers';
 
 const stores = memoryAndRedis('defer-mutation');
 
@@ -95,17 +96,21 @@ describe.each(stores)('a deferred mutation invalidates its entities (%s)', (_nam
 });
 
 describe('MergedPayloads', () => {
-  it('merges deferred data and streamed items at their paths, in both payload shapes, as own keys', () => {
+  it('gives each part as a sparse tree at its path (with the scalars of the objects on the way), in both shapes, as own keys', () => {
     const merged = new MergedPayloads();
-    expect(merged.add({ data: { a: { id: '1' }, list: [{ id: 'x' }] }, hasNext: true })).toBe(true);
+    expect(merged.add({ data: { a: { id: '1', b: { id: '2' } }, list: [{ id: 'x' }] }, hasNext: true })).toEqual([
+      { a: { id: '1', b: { id: '2' } }, list: [{ id: 'x' }] },
+    ]);
     expect(
       merged.add({ incremental: [{ data: JSON.parse('{"name":"n","__proto__":{"polluted":true}}'), path: ['a'] }] }),
-    ).toBe(true);
-    expect(merged.add({ items: [{ id: 'y' }], path: ['list', 1] })).toBe(true); // streamed: the item's own path
-    expect(merged.add({ incremental: [{ data: { z: 1 }, path: ['missing', 0] }] })).toBe(false);
-    expect(merged.add({ hasNext: false })).toBe(false);
+    ).toEqual([{ a: { id: '1', name: 'n', ['__proto__']: { polluted: true } } }]);
+    const streamed = merged.add({ items: [{ id: 'y' }], path: ['list', 1] }); // the item's own path
+    expect(streamed).toHaveLength(1);
+    expect((streamed[0]!.list as unknown[])[1]).toEqual({ id: 'y' });
+    expect(merged.add({ incremental: [{ data: { z: 1 }, path: ['missing', 0] }] })).toEqual([]);
+    expect(merged.add({ hasNext: false })).toEqual([]);
     expect(merged.data).toEqual({
-      a: { id: '1', name: 'n', ['__proto__']: { polluted: true } },
+      a: { id: '1', b: { id: '2' }, name: 'n', ['__proto__']: { polluted: true } },
       list: [{ id: 'x' }, { id: 'y' }],
     });
     expect(Object.getPrototypeOf(merged.data!.a)).toBe(Object.prototype);
@@ -113,7 +118,73 @@ describe('MergedPayloads', () => {
   });
 });
 
-it('a mutation whose entities arrive in @stream payloads invalidates them (each payload, each tag once)', async () => {
+it('an entity a deferred payload changes again is invalidated again (a read between payloads stored the state in between)', async () => {
+  let count = 0;
+  const gate = deferred<void>();
+  const schema = buildSchema(`
+    enum CacheControlScope { PUBLIC PRIVATE }
+    directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+    type Query { list(id: ID!): TodoList @cacheControl(maxAge: 60) }
+    type TodoList @cacheControl(maxAge: 60) { id: ID!, count: Int! }
+    type Todo { id: ID!, list: TodoList!, again: Todo }
+    type Mutation { addTodo: Todo }`);
+  schema.getQueryType()!.getFields().list!.resolve = (_p, { id }: { id: string }) => ({ id, count });
+  schema.getMutationType()!.getFields().addTodo!.resolve = () => (count++, { id: 't1', list: { id: 'L', count } });
+  (schema.getType('Todo') as GraphQLObjectType).getFields().again!.resolve = async () => {
+    await gate.promise;
+    count++;
+    return { id: 't2', list: { id: 'L', count } };
+  };
+  const cache = createCache({ ttl: 60_000 });
+  const yoga = createYoga({
+    schema,
+    plugins: [useDeferStream(), useHerdcache({ cache, responseCache: true, extensions: true })],
+    logging: false,
+  });
+  const post = (query: string, accept = 'application/json') =>
+    yoga.fetch('http://127.0.0.1/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept },
+      body: JSON.stringify({ query }),
+    });
+  const read = async () =>
+    JSON.parse(await (await post('{ list(id: "L") { id count } }')).text()) as {
+      data: { list: { count: number } };
+      extensions: { cache: { response: string } };
+    };
+  try {
+    expect((await read()).data.list.count).toBe(0);
+    const response = await post(
+      'mutation { addTodo { id list { id count } ... @defer { again { id list { id count } } } } }',
+      'multipart/mixed',
+    );
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes('"t1"')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    expect((await read()).data.list.count).toBe(1); // between the payloads: stored
+    gate.resolve();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    expect(text).toContain('"t2"');
+    const after = await read();
+    expect({ count: after.data.list.count, response: after.extensions.cache.response }).toEqual({
+      count: 2,
+      response: 'miss',
+    });
+  } finally {
+    await cache.close();
+  }
+});
+
+it('a mutation whose entities arrive in @stream payloads invalidates them, each as its payload leaves', async () => {
   let version = 0;
   const schema = buildSchema(`
     enum CacheControlScope { PUBLIC PRIVATE }
@@ -164,7 +235,7 @@ it('a mutation whose entities arrive in @stream payloads invalidates them (each 
       version: 1,
       response: 'miss',
     });
-    expect(invalidated.flat().sort()).toEqual(['Post:0', 'Post:1', 'Post:2']); // each once
+    expect(invalidated.flat().sort()).toEqual(['Post:0', 'Post:1', 'Post:2']); // each item's entity, as it leaves
   } finally {
     await cache.close();
   }

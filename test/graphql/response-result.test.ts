@@ -329,11 +329,14 @@ describe('entities of an abstract type without __typename (a Relay node(id))', (
     interface Node { id: ID! }
     type Post implements Node { id: ID!, title: String }
     type Comment implements Node { id: ID!, text: String }
+    type NotFound { reason: String }
     union Hit = Post | Comment
-    type Query { node(id: ID!): Node, hits: [Hit!]! }
+    union Lookup = Post | NotFound
+    type Query { node(id: ID!): Node, hits: [Hit!]!, lookup: Lookup }
   `);
   relay.getQueryType()!.getFields().node!.resolve = () => ({ __typename: 'Post', id: '1', title: 't' });
   relay.getQueryType()!.getFields().hits!.resolve = () => [{ __typename: 'Comment', id: '7', text: 'c' }];
+  relay.getQueryType()!.getFields().lookup!.resolve = () => ({ __typename: 'Post', id: '5', title: 't' });
 
   it('is tagged as each type it may be: an invalidation of its own type reaches it', async () => {
     const document = parse('{ node(id: "1") { id ... on Post { title } } hits { ... on Comment { id } } }');
@@ -346,5 +349,25 @@ describe('entities of an abstract type without __typename (a Relay node(id))', (
     const typedDocument = parse('{ node(id: "1") { __typename id } }');
     const typed = await execute({ schema: relay, document: typedDocument });
     expect(entityTags(relay, typedDocument, undefined, typed.data)).toEqual(['Post:1']);
+  });
+
+  it('as the member types that have an id only (a union of an entity and a NotFound)', async () => {
+    const document = parse('{ lookup { ... on Post { id } } }');
+    const result = await execute({ schema: relay, document });
+    expect(entityTags(relay, document, undefined, result.data)).toEqual(['Post:5']);
+  });
+
+  it('a response key that is `id` under one type condition and an alias under another tags nothing wrong', async () => {
+    const aliased = buildSchema(`
+      interface Node { id: ID! }
+      type Post implements Node { id: ID! }
+      type Comment implements Node { id: ID!, authorId: ID! }
+      type Query { node: Node }
+    `);
+    aliased.getQueryType()!.getFields().node!.resolve = () => ({ __typename: 'Comment', id: 'c1', authorId: 'u9' });
+    const document = parse('{ node { __typename ... on Post { id } ... on Comment { id: authorId } } }');
+    const result = await execute({ schema: aliased, document });
+    expect(result.errors).toBeUndefined();
+    expect(entityTags(aliased, document, undefined, result.data)).not.toContain('Comment:u9');
   });
 });
