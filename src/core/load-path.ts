@@ -196,9 +196,10 @@ export class LoadPath {
     let flight = this.#flights.get(key);
     if (flight !== undefined) {
       const replacing = flight.replacing;
-      if (replacing !== undefined) {
+      if (replacing !== undefined && policy.ttl !== 0) {
         // A background refresh runs (an async store found the value stale, or due for early
-        // refresh): answer with the value it replaces while that value may still be served.
+        // refresh): answer with the value it replaces while that value may still be served (not
+        // to a coalesce-only call, which reads no store: it joins the fill).
         const now = this.#clock.now();
         if (now < replacing.staleUntil) {
           if (!this.#syncReads) return this.#probe<V>(source, key, arg, policy, signal, sink, counted, replacing);

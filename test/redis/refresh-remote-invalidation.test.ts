@@ -124,3 +124,14 @@ it('a probe whose read fails answers the value the refresh replaces (the cache n
   expect(cache.metrics().total.storeErrors).toBeGreaterThan(0);
   gate.release();
 });
+
+it('a coalesce-only call (ttl 0) during a refresh joins the refresh: no fill of its own, no stored value', async () => {
+  const { b, gate } = await replicasWithRefreshRunning();
+  let own = 0;
+  const joined = b.getOrCompute('k', async () => (own++, 'own fill'), { ttl: 0 });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(own).toBe(0);
+  gate.release();
+  expect(await joined).toBe('v2'); // the refresh's value
+  expect(own).toBe(0);
+});
