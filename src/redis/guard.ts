@@ -225,15 +225,19 @@ export class CallGuard {
     // A lazyConnect client is started as ioredis would on its first command.
     if (connection.status === 'wait') connection.connect().catch(noop);
     return (this.#firstReady ??= new Promise<boolean>((resolve) => {
-      const off = listenOnce(connection, 'ready', () => {
+      const settle = (ready: boolean): void => {
+        offReady();
+        offEnd();
         clearTimeout(timer);
-        resolve(true);
-      });
-      const timer = setTimeout(() => {
-        off();
-        resolve(false);
-      }, left);
-      timer.unref();
+        resolve(ready);
+      };
+      const offReady = listenOnce(connection, 'ready', () => settle(true));
+      // A client that gives up (its retryStrategy said stop, or it was closed) will never be
+      // ready: the loads waiting for it are computed now, not at the deadline.
+      const offEnd = listenOnce(connection, 'end', () => settle(false));
+      // Not unref'd: a load is waiting on it (a script whose only work is that load would exit
+      // with the load never settled).
+      const timer = setTimeout(() => settle(false), left);
     }));
   }
 

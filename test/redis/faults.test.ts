@@ -191,6 +191,18 @@ it('waits readyTimeout for a client that was never there, then fails fast, witho
   expect((absent as unknown as { offlineQueue: { length: number } }).offlineQueue.length).toBe(0);
 });
 
+it('a client that gives up before its first ready (retryStrategy stops): the waiting calls end with it, not at readyTimeout', async () => {
+  const port = await freePort();
+  const giving = new Redis(`redis://127.0.0.1:${port}`, { retryStrategy: () => null, enableOfflineQueue: false });
+  giving.on('error', () => {});
+  clients.push(giving);
+  // A deadline far past this test's own timeout: only the client's 'end' can end the wait in time.
+  const store = redisStore({ client: giving, prefix: 'giving:', readyTimeout: 600_000, breaker: false });
+  const result = await settle(store.getMany(['k']));
+  expect(result.error).toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+  expect(giving.status).toBe('end');
+});
+
 it('readyTimeout 0: a client not ready yet fails fast (and a lazyConnect client is started)', async () => {
   const redis = await server();
   const lazy = new Redis(redis.url, { lazyConnect: true, disconnectTimeout: 10 });
