@@ -12,6 +12,8 @@ import { deferred } from '../helpers';
 import { eventually } from './helpers';
 import { startLocalCluster, type LocalCluster } from './local-cluster';
 
+const PATIENT = { commandTimeout: 10_000 };
+
 let local: LocalCluster;
 const subscribers: Cluster[] = [];
 
@@ -40,11 +42,13 @@ function keysInSlots(count: number): string[] {
 it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH, no poll sleep ends', async () => {
   const prefix = 'wc1:';
   const keys = keysInSlots(5);
-  const holder = createCache({ store: redisStore({ client: await local.client(), prefix }), ttl: 60_000 });
+  // Patient command timeouts: under a starved machine a call past the default 250 ms degrades to a
+  // fill without the lock (documented), which is not what this test is about.
+  const holder = createCache({ store: redisStore({ client: await local.client(), prefix, ...PATIENT }), ttl: 60_000 });
   const client = await local.client();
   const subscriber = client.duplicate([], { shardedSubscribers: true });
   subscribers.push(subscriber);
-  const waiterStore = redisStore({ client, prefix, subscriber });
+  const waiterStore = redisStore({ client, prefix, subscriber, ...PATIENT });
   const sleeps: number[] = [];
   const stuck = { now: () => Date.now(), sleep: (ms: number) => (sleeps.push(ms), new Promise<void>(() => {})) };
   const waiter = createCache({
@@ -131,8 +135,8 @@ it('50 cold siblings across slots: one lock script and one write script per slot
 it('redisStore({ client }) in a Cluster: the store opens its own sharded subscriber on first wait, and it wakes the waiter', async () => {
   const prefix = 'wc3:';
   const keys = keysInSlots(3);
-  const holder = createCache({ store: redisStore({ client: await local.client(), prefix }), ttl: 60_000 });
-  const waiterStore = redisStore({ client: await local.client(), prefix });
+  const holder = createCache({ store: redisStore({ client: await local.client(), prefix, ...PATIENT }), ttl: 60_000 });
+  const waiterStore = redisStore({ client: await local.client(), prefix, ...PATIENT });
   const stuck = { now: () => Date.now(), sleep: () => new Promise<void>(() => {}) };
   const waiter = createCache({
     store: waiterStore,
