@@ -56,6 +56,14 @@ export const PATIENT_AFTER = 2;
 
 function ignore(): void {}
 
+/** Flights started in this process so far (Flight.seq). */
+let started = 0;
+
+/** How many flights this process has started: a flight whose seq is at most this started before now. */
+export function flightsStarted(): number {
+  return started;
+}
+
 /**
  * The resolving functions of the promise being made, taken by one executor (capture) shared
  * by every flight, so a flight's promise costs no closure of its own.
@@ -144,6 +152,9 @@ export class Flight<V = unknown> {
   #state = PENDING;
   /** The value or error it ended with (for a `promise` made after it ended). */
   #outcome: unknown = undefined;
+
+  /** Its place among the flights this process started (flightsStarted): which started before what. */
+  readonly seq = ++started;
 
   constructor(key: string, background: boolean, tags: readonly string[] | undefined) {
     this.key = key;

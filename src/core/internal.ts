@@ -12,6 +12,7 @@ import type { GetOrComputeOptions } from './types';
 import { RunBatchContext } from './fill-call';
 
 export { MemoKey } from './memo';
+export { flightsStarted } from './flight';
 export type { Computation } from './registry';
 
 /** What answerNow returns when the answer needs a load (then call answerLater). */

@@ -211,6 +211,7 @@ export class LoadPath {
         }
       }
       if (!counted) joined(this.#observers, flight, source, key, sink);
+      sink?.joinedFlight?.(flight.seq);
       if (restarts > flight.restarts) flight.restarts = restarts;
     } else {
       let tags: readonly string[] | undefined;
@@ -344,6 +345,7 @@ export class LoadPath {
     const flight = this.#flights.get(key);
     if (flight === undefined || flight.replacing === undefined)
       return this.#again<V>(source, key, arg, policy, signal, sink, 0);
+    sink?.joinedFlight?.(flight.seq);
     if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink);
     return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
   }

@@ -83,6 +83,8 @@ export interface Sink {
    * Without it the sink is counted in that pass, through count().
    */
   joined?(join: PendingJoin): void;
+  /** @internal A load of this sink joined the flight started `seq`-th (Flight.seq: which fill its value came from). */
+  joinedFlight?(seq: number): void;
   /** @internal The loader object the caller holds (a scoped loader): batch and key functions get it as `this`. */
   readonly holder?: object;
 }

@@ -45,6 +45,8 @@ export class RequestScope implements Sink {
    * `tags`) are noted: an operation's state (graphql/request), whose whole response is tagged with them.
    */
   _tags: TagNotes | undefined = undefined;
+  /** The oldest flight (Flight.seq) this request's loads joined. */
+  #oldestJoin = Infinity;
 
   /** @internal use cache.request() */
   constructor(registry: Registry, signal: AbortSignal | undefined) {
@@ -181,6 +183,19 @@ export class RequestScope implements Sink {
   }
 
   /** @internal Sink: counted when the stats are read, by the flight's outcome (if known by then). */
+  /** @internal Sink: the oldest flight this request's loads joined (see _joinedBefore). */
+  joinedFlight(seq: number): void {
+    if (seq < this.#oldestJoin) this.#oldestJoin = seq;
+  }
+
+  /**
+   * @internal Whether a load of this request joined a flight started by the `seq`-th flight or
+   * before (a fill in flight since before then: its value may predate what happened since).
+   */
+  _joinedBefore(seq: number): boolean {
+    return this.#oldestJoin <= seq;
+  }
+
   joined(join: PendingJoin): void {
     let joins = this.#joins;
     if (joins === undefined) this.#joins = join;

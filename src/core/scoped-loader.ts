@@ -103,6 +103,8 @@ export interface LoaderScope {
   count(source: string, counter: CounterName, n: number): void;
   /** So do the flights joined before their outcome was known (Sink.joined). */
   joined(join: PendingJoin): void;
+  /** And the oldest flight joined (Sink.joinedFlight). */
+  joinedFlight(seq: number): void;
   /** Where the tags of the values this request loads go (RequestScope._tags), if anywhere. */
   readonly _tags: TagNotes | undefined;
 }
@@ -159,6 +161,11 @@ export class ScopedLoader<K, V> implements Sink {
   /** @internal Sink */
   joined(join: PendingJoin): void {
     this.#scope.joined(join);
+  }
+
+  /** @internal Sink */
+  joinedFlight(seq: number): void {
+    this.#scope.joinedFlight(seq);
   }
 
   /**

@@ -25,7 +25,14 @@
 import type { Cache } from '../core/cache';
 import { LateTagged } from '../core/late-tags';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
-import { type Computation, checkTagsSupported, computationOf, fillAbandoned, nowOf } from '../core/internal';
+import {
+  type Computation,
+  checkTagsSupported,
+  computationOf,
+  fillAbandoned,
+  flightsStarted,
+  nowOf,
+} from '../core/internal';
 import { ResponseKeys } from './response-key';
 import { WaitingContexts } from './response-waiting';
 import { OutcomeSink } from './response-sink';
@@ -149,6 +156,8 @@ export class ResponseEngine {
     // call (the flight was abandoned by an invalidation while this request executed, and its load
     // re-contended: this request's result predates the invalidation and is not to be handed over).
     let run: unknown;
+    // The flights started before this request's execution (see #toStored's older_fill).
+    let startSeq = 0;
     const fill = (given?: unknown): Promise<Shared | undefined> | undefined => {
       // A stale response's refresh runs with this request's context (its request executes nothing),
       // once; a re-execution after an invalidation never with it: it executed before the
@@ -159,6 +168,7 @@ export class ResponseEngine {
         return this.#executeApart(plan, context, executeApart);
       }
       run = given;
+      startSeq = flightsStarted();
       settleFirst(STARTED);
       return result;
     };
@@ -186,7 +196,7 @@ export class ResponseEngine {
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const operation = operationOf(plan.request.context);
-        const stored = this.#toStored(plan, executed, final, operation);
+        const stored = this.#toStored(plan, executed, final, operation, startSeq);
         const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
@@ -236,10 +246,15 @@ export class ResponseEngine {
     executed: ExecutedResult,
     final: FinalPolicy | undefined,
     operation: OperationCache | undefined,
+    startSeq: number,
   ): LateTagged<StoredResponse> | NotStoredReason {
     if (executed.errors !== undefined && executed.errors.length > 0)
       return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
     if (executed.data === null || executed.data === undefined) return 'errors';
+    // A @cached field or loader key answered by a fill in flight since before this execution (a
+    // concurrent operation's): its value may predate an invalidation after this execution's tag
+    // clock reading, which fences only what ran after it. Served to the waiters, not stored.
+    if (operation?.scope._joinedBefore(startSeq) === true) return 'older_fill';
     const { policy } = plan;
     // The freshness the result allows: the key's, or a runtime hint's shorter one (a resolver's
     // setCacheHint, a gateway's subgraph answering a shorter max-age), stored for that long, as
@@ -304,6 +319,7 @@ export class ResponseEngine {
         : {};
     const operation = new OperationCache(this.#cache);
     (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
+    const startSeq = flightsStarted();
     let running: Promise<ExecutedResult & { readonly final?: FinalPolicy }>;
     try {
       running = executeApart(context);
@@ -315,7 +331,7 @@ export class ResponseEngine {
         // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
-        const stored = this.#toStored(plan, executed, final, operation);
+        const stored = this.#toStored(plan, executed, final, operation, startSeq);
         return typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
       },
       () => undefined,

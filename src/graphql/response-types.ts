@@ -101,7 +101,8 @@ export type NotStoredReason =
   | 'invalidated'
   | 'store_unavailable'
   | 'not_shared'
-  | 'stale_fields';
+  | 'stale_fields'
+  | 'older_fill';
 
 /** What became of an executed result handed to complete(). */
 export type Completion = 'stored' | 'oversized' | NotStoredReason;
