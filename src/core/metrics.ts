@@ -64,15 +64,15 @@ export function addCounters(into: Counters, from: Counters): void {
   for (const name of COUNTER_NAMES) into[name] += from[name];
 }
 
-/**
- * Where a load's events are also reported, besides the registry: a request scope uses it to
- * attribute hits, misses and fills to the operation that caused them.
- */
 /** @internal Collects the tags of the values an operation used (its whole response is tagged with them). */
 export interface TagNotes {
   noteTags(tags: readonly string[]): void;
 }
 
+/**
+ * Where a load's events are also reported, besides the registry: a request scope uses it to
+ * attribute hits, misses and fills to the operation that caused them.
+ */
 export interface Sink {
   /** @internal */
   count(source: string, counter: CounterName, n: number): void;

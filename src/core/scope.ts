@@ -182,7 +182,6 @@ export class RequestScope implements Sink {
     (this.#stats ??= new RequestCounters()).count(source, counter, n);
   }
 
-  /** @internal Sink: counted when the stats are read, by the flight's outcome (if known by then). */
   /** @internal Sink: the oldest flight this request's loads joined (see _joinedBefore). */
   joinedFlight(seq: number): void {
     if (seq < this.#oldestJoin) this.#oldestJoin = seq;
@@ -196,6 +195,7 @@ export class RequestScope implements Sink {
     return this.#oldestJoin <= seq;
   }
 
+  /** @internal Sink: counted when the stats are read, by the flight's outcome (if known by then). */
   joined(join: PendingJoin): void {
     let joins = this.#joins;
     if (joins === undefined) this.#joins = join;
