@@ -13,6 +13,11 @@ import { RunBatchContext } from './fill-call';
 
 export { MemoKey } from './memo';
 export { flightsStarted } from './flight';
+
+/** Whether a load of `scope` joined a flight started `seq`-th or before (RequestScope._joinedBefore). */
+export function joinedBefore(scope: RequestScope, seq: number): boolean {
+  return scope._joinedBefore(seq);
+}
 export type { Computation } from './registry';
 
 /** What answerNow returns when the answer needs a load (then call answerLater). */

@@ -31,6 +31,7 @@ import {
   computationOf,
   fillAbandoned,
   flightsStarted,
+  joinedBefore,
   nowOf,
 } from '../core/internal';
 import { ResponseKeys } from './response-key';
@@ -254,7 +255,7 @@ export class ResponseEngine {
     // A @cached field or loader key answered by a fill in flight since before this execution (a
     // concurrent operation's): its value may predate an invalidation after this execution's tag
     // clock reading, which fences only what ran after it. Served to the waiters, not stored.
-    if (operation?.scope._joinedBefore(startSeq) === true) return 'older_fill';
+    if (operation !== undefined && joinedBefore(operation.scope, startSeq)) return 'older_fill';
     const { policy } = plan;
     // The freshness the result allows: the key's, or a runtime hint's shorter one (a resolver's
     // setCacheHint, a gateway's subgraph answering a shorter max-age), stored for that long, as
