@@ -73,8 +73,15 @@ export class OperationCache {
   constructor(cache: Cache, signal?: AbortSignal) {
     this.cache = cache;
     this.scope = signal === undefined ? cache.request() : cache.request({ signal });
-    // The tags of what the operation loads through its scope (ctx.loaders, ctx.scope) tag its
-    // whole response too, as its @cached fields' do (the directive notes theirs).
+  }
+
+  /**
+   * @internal For the response layer, before the operation executes for a whole response: the
+   * tags of what it loads through its scope (ctx.loaders, ctx.scope) tag the response too, as its
+   * @cached fields' do (the directive notes theirs). Not done otherwise: a loader's tags function
+   * would run on every load of every operation for nothing.
+   */
+  collectTags(): void {
     this.scope._tags = this;
   }
 

@@ -170,6 +170,7 @@ export class ResponseEngine {
       }
       run = given;
       startSeq = flightsStarted();
+      operationOf(plan.request.context)?.collectTags();
       settleFirst(STARTED);
       return result;
     };
@@ -320,6 +321,7 @@ export class ResponseEngine {
         : {};
     const operation = new OperationCache(this.#cache);
     (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
+    operation.collectTags();
     const startSeq = flightsStarted();
     let running: Promise<ExecutedResult & { readonly final?: FinalPolicy }>;
     try {
