@@ -99,6 +99,16 @@ export class RunBatchContext implements BatchContext {
     return this.#run.signal;
   }
 
+  /**
+   * Whether a tag of `tags` (any, with `anyTag`) was invalidated while the late-tagged fill given
+   * `context` ran: its flights are then abandoned (FillRun.lateCheck).
+   */
+  static invalidatedLate(context: unknown, tags: readonly string[], anyTag: boolean): boolean {
+    if (!(context instanceof RunBatchContext)) return false;
+    const run = context.#run;
+    return run instanceof FillRun && run.lateCheck !== undefined && run.lateCheck(tags, anyTag);
+  }
+
   /** Whether `context` is a fill's context whose run was abandoned (see FillRun.abandoned). */
   static abandoned(context: unknown): boolean {
     if (!(context instanceof RunBatchContext)) return false;

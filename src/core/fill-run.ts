@@ -20,6 +20,11 @@ export class FillRun implements FillSignal {
   #live: number;
   #aborted = false;
   #reason: unknown;
+  /**
+   * A late-tagged run's check when its value's tags are known (FlightTable.abandonLate, over its
+   * flights): whether one of them was invalidated while it ran, its flights then abandoned.
+   */
+  lateCheck: ((tags: readonly string[], anyTag: boolean) => boolean) | undefined = undefined;
 
   constructor(flights: number) {
     this.#live = flights;

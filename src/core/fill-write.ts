@@ -4,6 +4,7 @@
  * when one is held, else refused by the store for a key invalidated since the fill started),
  * release what is not written, and answer the flights. Failures are answered, never written.
  */
+import { HerdcacheError } from './errors';
 import { FillRun } from './fill-run';
 import { Failure } from './flight';
 import type { FlightTable } from './flight-table';
@@ -25,6 +26,12 @@ export interface FillWriteDeps {
   readonly storeCalls: StoreCalls;
   readonly observers: Observers;
 }
+
+/** Why a late-tagged flight is abandoned when it ends (FillRun.lateCheck). */
+const LATE_INVALIDATED = new HerdcacheError(
+  'E_INVALIDATED',
+  'herdcache: a tag of the value was invalidated while it was computed',
+);
 
 /** An item's tag clock as a number: NaN when it has none (never read, or the read failed). */
 function clock(item: Item): number {
@@ -96,7 +103,12 @@ export class FillWrite {
     const clockRead = readClock(this.#store, this.#calls, items);
     if (clockRead !== undefined) await clockRead;
     const run = new FillRun(items.length);
-    for (const item of items) item.flight.run = run;
+    let late = false;
+    for (const item of items) {
+      item.flight.run = run;
+      if (item.policy.lateTags === true) late = true;
+    }
+    if (late) run.lateCheck = (tags, anyTag) => this.#abandonLate(items, tags, anyTag);
     const started = performance.now();
     const startedAt = this.#clock.now();
     const wrap = this.#observers.current.wrapFill;
@@ -104,7 +116,15 @@ export class FillWrite {
       ? runGroup(source, items, run)
       : wrapped(wrap, new WrappedFill(source, items, run, lockOutcome)));
     const duration = performance.now() - started;
-    const late = results.some((result) => result instanceof LateTagged)
+    // A late-tagged value one of whose tags was invalidated while it ran (its fill did not ask:
+    // internal invalidatedLate): abandoned now, not written, its callers start over (late-tags).
+    if (late)
+      for (let i = 0; i < items.length; i++) {
+        const result = results[i];
+        if (result instanceof LateTagged)
+          this.#flights.abandonLate(items[i]!.flight, result.tags, result.servedOnly, LATE_INVALIDATED);
+      }
+    const lateTags = results.some((result) => result instanceof LateTagged)
       ? await this.#lateTags(items, results)
       : undefined;
     const now = this.#clock.now();
@@ -127,13 +147,16 @@ export class FillWrite {
           if (token !== undefined) release.push(item.key);
           continue;
         }
-        const tagged = late?.[i];
+        const tagged = lateTags?.[i];
         if (tagged?.from.servedOnly === true) {
           if (token !== undefined) release.push(item.key); // served to the waiters, not written
           continue;
         }
         if (tagged !== undefined && tagged.versions?.some(Number.isNaN)) {
           tagged.from.refused = tagged.unreadable === true ? 'unavailable' : 'invalidated';
+          // Invalidated elsewhere after it started: its callers may have come after that (late-tags).
+          const instead = tagged.from.ifInvalidated;
+          if (tagged.from.refused === 'invalidated' && instead !== undefined) results[i] = instead.value;
           if (token !== undefined) release.push(item.key);
           continue;
         }
@@ -202,6 +225,14 @@ export class FillWrite {
       else this.#flights.resolve(item.flight, result);
     }
     await written;
+  }
+
+  /** FillRun.lateCheck: abandons the run's flights that saw one of `tags` invalidated (see abandonLate). */
+  #abandonLate(items: readonly Item[], tags: readonly string[], anyTag: boolean): boolean {
+    let abandoned = false;
+    for (const item of items)
+      if (this.#flights.abandonLate(item.flight, tags, anyTag, LATE_INVALIDATED)) abandoned = true;
+    return abandoned;
   }
 
   /**

@@ -83,12 +83,33 @@ export class FlightTable {
     }
   }
 
-  /** Abandons the flights computing a value that carries one of `tags`. */
+  /**
+   * Abandons the flights computing a value that carries one of `tags`. A late-tagged flight (its
+   * tags known when it ends) is abandoned before its fill runs (a read under way may predate the
+   * invalidation); once it runs, the tags are noted and checked when it ends (abandonLate), so an
+   * invalidation of other entities leaves it be.
+   */
   abandonTagged(tags: ReadonlySet<string>, reason: unknown, patient = false): void {
     for (const flight of this.#pending()) {
-      if (flight.lateTags || (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag))))
+      if (flight.lateTags) {
+        if (flight.run === undefined) this.abandon(flight, reason, patient);
+        else noteLate(flight, tags);
+      } else if (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag)))
         this.abandon(flight, reason, patient);
     }
+  }
+
+  /**
+   * Abandons a late-tagged flight whose fill ended with `tags` when one of them (any, with `anyTag`:
+   * its value's tags are not all known) was invalidated while it ran: its callers re-contend, its
+   * result is not written. True when abandoned.
+   */
+  abandonLate(flight: Flight, tags: readonly string[], anyTag: boolean, reason: unknown): boolean {
+    const noted = flight.lateNoted;
+    if (noted === undefined || flight.ended) return false;
+    if (noted !== true && !anyTag && !tags.some((tag) => noted.has(tag))) return false;
+    this.abandon(flight, reason);
+    return true;
   }
 
   /**
@@ -119,4 +140,15 @@ export class FlightTable {
     this.#flights = pending.length === 0 ? new Map() : new Map(pending.map((kept) => [kept.key, kept]));
     this.#ended = 0;
   }
+}
+
+/** Tags noted per late-tagged flight at most: past it, any invalidation counts (abandonLate). */
+const LATE_NOTED_MAX = 1_024;
+
+function noteLate(flight: Flight, tags: ReadonlySet<string>): void {
+  let noted = flight.lateNoted;
+  if (noted === true) return;
+  if (noted === undefined) flight.lateNoted = noted = new Set();
+  if (noted.size + tags.size > LATE_NOTED_MAX) flight.lateNoted = true;
+  else for (const tag of tags) noted.add(tag);
 }

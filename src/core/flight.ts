@@ -128,8 +128,10 @@ export class Flight<V = unknown> {
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags. */
   readonly tags: readonly string[] | undefined;
-  /** Its tags are known only when it ends (LateTagged): any tag invalidation abandons it. */
+  /** Its tags are known only when it ends (LateTagged): see FlightTable.abandonTagged. */
   lateTags = false;
+  /** Tags invalidated while its late-tagged fill ran (true: too many to keep): see abandonLate. */
+  lateNoted: Set<string> | true | undefined = undefined;
   /**
    * A background refresh: the entry it replaces, while a caller may still be answered with it
    * (fresh under early refresh, or stale within grace). Callers arriving during the refresh get

@@ -38,6 +38,14 @@ export function fillAbandoned(context: unknown): boolean {
   return RunBatchContext.abandoned(context);
 }
 
+/**
+ * Whether a tag of `tags` (any, with `anyTag`: the value's tags are not all known) was invalidated
+ * while the late-tagged fill given `context` ran; its flight is then abandoned (core/late-tags).
+ */
+export function invalidatedLate(context: unknown, tags: readonly string[], anyTag: boolean): boolean {
+  return RunBatchContext.invalidatedLate(context, tags, anyTag);
+}
+
 /** The registry clock's time. */
 export function nowOf(cache: Cache): number {
   return cache._now();

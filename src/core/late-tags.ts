@@ -6,14 +6,18 @@
  * The race tags exist to win (an invalidation landing while the value is computed) is won
  * differently than for tags known before the fill, whose versions are read before it:
  * - in this process (and on a store that hears other replicas' invalidations), a flight of a
- *   late-tagged policy is abandoned by ANY tag invalidation while it runs: its result is not
- *   written and its waiters start over. Conservative, never stale.
+ *   late-tagged policy is abandoned by any tag invalidation before its fill runs (a read under way
+ *   may predate it); while its fill runs, the invalidated tags are noted, and when it ends with its
+ *   tags, the fill asks (internal invalidatedLate) whether one of them was: then the flight is
+ *   abandoned, its result not written and its waiters start over. Invalidations of other tags
+ *   leave it be (a steady stream of unrelated writes would otherwise abandon every response).
  * - on a tag-versioned store, the late tags' versions are read when the fill ends. An
  *   invalidation made by another replica during the fill, which this process does not hear of,
  *   is already counted in them. A store with a tag clock (Store.tagClock, redisStore) tells it
  *   apart: the clock is read before the fill (alongside the read or lock call that precedes it, or
  *   on its own just before), and the late tags' versions at its end with tagVersionsSince, which
- *   reads NaN for a tag invalidated after that reading: the value is served, not stored. A store
+ *   reads NaN for a tag invalidated after that reading: the value is served, not stored (to its
+ *   callers, or `ifInvalidated` instead: they may have joined after that invalidation). A store
  *   without one keeps the window, one fill long (docs/response-cache.md).
  *
  * Internal: the response layer (herdcache/graphql) is its one user.
@@ -37,6 +41,12 @@ export class LateTagged<V = unknown> {
    * 'unavailable' (the versions or the tag clock could not be read: the store failed).
    */
   refused: false | 'invalidated' | 'unavailable' = false;
+
+  /**
+   * What the fill's callers get instead of `value` when the registry refuses it as 'invalidated'
+   * (they may have come after that invalidation); undefined: `value`.
+   */
+  ifInvalidated: { readonly value: unknown } | undefined = undefined;
 
   /** Served to the fill's waiters, never written (a response too large to store): see served(). */
   servedOnly = false;

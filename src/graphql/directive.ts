@@ -36,7 +36,7 @@ import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identitySt
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
 import { OnceWarnings, ignoreRejection, notifyQuietly } from './warnings';
 import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy, withHintedScope } from './policy';
-import { privateByCacheControl } from './response-policy';
+import { privateByCacheControl } from './schema-hints';
 import { type BypassReason, checkCache, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 import { installed, markWrapped } from './wrapped';

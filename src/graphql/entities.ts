@@ -37,7 +37,7 @@ import { encodeArgs, fieldKeyAfter, fieldKeyHead } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
 import { type OnceWarnings, notifyQuietly } from './warnings';
 import { type CachedPolicy, buildError, withHintedScope } from './policy';
-import { privateEntityHint } from './response-policy';
+import { privateEntityHint } from './schema-hints';
 import { type BypassReason, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 

@@ -24,14 +24,13 @@
  */
 import type { Cache } from '../core/cache';
 import { LateTagged } from '../core/late-tags';
-import { SIZE_SLOT, valueSize } from '../core/sizes';
 import {
   type Computation,
   checkTagsSupported,
   computationOf,
   fillAbandoned,
   flightsStarted,
-  joinedBefore,
+  invalidatedLate,
   nowOf,
 } from '../core/internal';
 import { ResponseKeys } from './response-key';
@@ -42,7 +41,8 @@ import { OPERATION, OperationCache, checkCache, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
-import { entityTags, resultFacts } from './response-result';
+import { entityTags } from './response-result';
+import { isUntagged, readStaleFields, toStored } from './response-stored';
 import { OnceWarnings } from './warnings';
 import type {
   Completion,
@@ -61,6 +61,7 @@ import type {
 export type * from './response-types';
 
 export { RESPONSE_KEY_HEAD } from './response-key';
+export { INCREMENTAL_RESULT, STALE_FIELDS_MAX_AGE } from './response-stored';
 
 export class ResponseEngine {
   readonly #cache: Cache;
@@ -166,7 +167,7 @@ export class ResponseEngine {
       if (answered || ++fills > 1) {
         const context = this.#waiting.lend(plan.key, answered ? plan.request.context : undefined);
         if (context === undefined || (!answered && context === plan.request.context)) return undefined;
-        return this.#executeApart(plan, context, executeApart);
+        return this.#executeApart(plan, context, executeApart, given);
       }
       run = given;
       startSeq = flightsStarted();
@@ -200,6 +201,7 @@ export class ResponseEngine {
         const operation = operationOf(plan.request.context);
         const stored = this.#toStored(plan, executed, final, operation, startSeq);
         const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
+        abandonIfInvalidated(run, shared);
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
         // (it may not have started: with a store's fill lock, it waits for this execution's lock).
@@ -210,7 +212,9 @@ export class ResponseEngine {
           typeof stored === 'string'
             ? stored
             : stored.servedOnly
-              ? 'oversized'
+              ? isUntagged(stored)
+                ? 'untagged'
+                : 'oversized'
               : readStaleFields(operation) // fresh briefly: a @cached field was served stale (#toStored)
                 ? 'stale_fields'
                 : 'stored';
@@ -243,6 +247,7 @@ export class ResponseEngine {
     }
   }
 
+  /** What to store of a result, or why none (./response-stored); refused as invalidated elsewhere, it is not shared either. */
   #toStored(
     plan: ResponsePlan,
     executed: ExecutedResult,
@@ -250,63 +255,11 @@ export class ResponseEngine {
     operation: OperationCache | undefined,
     startSeq: number,
   ): LateTagged<StoredResponse> | NotStoredReason {
-    if (executed.errors !== undefined && executed.errors.length > 0)
-      return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
-    if (executed.data === null || executed.data === undefined) return 'errors';
-    // A @cached field or loader key answered by a fill in flight since before this execution (a
-    // concurrent operation's): its value may predate an invalidation after this execution's tag
-    // clock reading, which fences only what ran after it. Served to the waiters, not stored.
-    if (operation !== undefined && joinedBefore(operation.scope, startSeq)) return 'older_fill';
-    const { policy } = plan;
-    // The freshness the result allows: the key's, or a runtime hint's shorter one (a resolver's
-    // setCacheHint, a gateway's subgraph answering a shorter max-age), stored for that long, as
-    // Apollo's response cache stores it: a request waiting on it could have been given it from
-    // the cache. A runtime maxAge of 0, or PRIVATE under a PUBLIC key: neither stored nor shared.
-    let maxAge = policy.maxAge;
-    if (final !== undefined) {
-      if (final.scope === 'PRIVATE' && policy.scope !== 'PRIVATE') return 'stricter_hint';
-      if (final.maxAge !== undefined && final.maxAge < maxAge) {
-        if (!(final.maxAge >= 1)) return 'stricter_hint';
-        maxAge = Math.floor(final.maxAge);
-      }
-    }
-    const { request } = plan;
-    const seen = operation?.tagsSeen;
-    // One walk finds the entities and bounds the JSON's size: only a result that may be over
-    // maxBytes is serialized (a second time: the server serializes what it sends) to know.
-    const facts = resultFacts(request.schema, request.document, request.operationName, executed.data, true);
-    if (facts === undefined) return 'unserializable';
-    if (!facts.bounded || facts.maxBytes > this.#maxBytes) {
-      let size: number;
-      try {
-        size = Buffer.byteLength(JSON.stringify(executed.data));
-      } catch {
-        return 'unserializable';
-      }
-      // Too large to store, fine to share: the requests waiting on it are answered with it.
-      if (size > this.#maxBytes)
-        return LateTagged.served({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: this.#now() });
-    }
-    // Each entity once (facts.distinct); the fields' tags may repeat them: then the registry dedupes.
-    const tags = facts.tags;
-    const distinct = facts.distinct && (seen === undefined || seen.size === 0);
-    if (seen !== undefined) for (const tag of seen) tags.push(tag);
-    const data = facts.compact === undefined ? executed.data : facts.compact;
-    // A @cached field was served stale (its swr grace) while this ran: stored for its maxAge, the
-    // response would pass that stale value off as fresh (a response's refresh would, each time its
-    // fields expire with it). Not stored at all, every request would execute it again while the
-    // field stays stale (its backend down: each execution asks it again). So it is stored fresh for
-    // STALE_FIELDS_MAX_AGE only (its grace kept, its header max-age as short): one execution a
-    // second at most, and the field's refreshed value in the response within a second of landing.
-    const staleFields = readStaleFields(operation);
-    if (staleFields) maxAge = Math.min(maxAge, STALE_FIELDS_MAX_AGE);
-    const stored: StoredResponse = { data, maxAge, scope: policy.scope, at: this.#now() };
-    // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
-    // data (counted there as the null that stands for it) as measured.
-    const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
-    const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
-    if (maxAge < policy.maxAge) tagged.freshMs = maxAge * 1000;
-    return tagged;
+    const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now());
+    // Refused by the store step as invalidated on another replica while it ran: the requests that
+    // waited on it may have come after that invalidation (a mutation returned): they execute again.
+    if (typeof stored !== 'string' && !stored.servedOnly) stored.ifInvalidated = IF_INVALIDATED;
+    return stored;
   }
 
   /**
@@ -314,7 +267,12 @@ export class ResponseEngine {
    * operation state of its own: its @cached fields' tags are its own, its hints too. Settles with
    * what to store and share, or undefined (not shareable, failed: its waiters execute themselves).
    */
-  #executeApart(plan: ResponsePlan, given: unknown, executeApart: ExecuteApart): Promise<Shared | undefined> {
+  #executeApart(
+    plan: ResponsePlan,
+    given: unknown,
+    executeApart: ExecuteApart,
+    run: unknown,
+  ): Promise<Shared | undefined> {
     const context: object =
       given !== null && typeof given === 'object'
         ? Object.assign(Object.create(Object.getPrototypeOf(given)), given)
@@ -335,7 +293,9 @@ export class ResponseEngine {
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
         const stored = this.#toStored(plan, executed, final, operation, startSeq);
-        return typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
+        const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
+        abandonIfInvalidated(run, shared);
+        return shared;
       },
       () => undefined,
     );
@@ -359,23 +319,6 @@ export class ResponseEngine {
 }
 
 /**
- * The longest a response stays fresh (seconds) when a @cached field it read was served stale: see
- * #toStored. Its Cache-Control max-age on a hit is as short.
- */
-export const STALE_FIELDS_MAX_AGE = 1;
-
-/** Whether the execution read a @cached field served stale (its swr grace): stored fresh for STALE_FIELDS_MAX_AGE only. */
-function readStaleFields(operation: OperationCache | undefined): boolean {
-  return operation !== undefined && operation.scope.stats().total.staleServed > 0;
-}
-
-/** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */
-const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
-  PUBLIC: valueSize({ data: null, maxAge: 0, scope: 'PUBLIC', at: 0 }) - SIZE_SLOT,
-  PRIVATE: valueSize({ data: null, maxAge: 0, scope: 'PRIVATE', at: 0 }) - SIZE_SLOT,
-};
-
-/**
  * What an execution whose result cannot be shared hands to the requests waiting on it (never
  * stored: it is served only): they execute themselves, and report `not_shared`.
  */
@@ -388,11 +331,19 @@ type Answer = StoredResponse | typeof UNSHAREABLE;
 type Shared = LateTagged<Answer>;
 
 const STARTED: unique symbol = Symbol('started');
-const INCREMENTAL: unique symbol = Symbol('incremental delivery');
+const IF_INVALIDATED = { value: UNSHAREABLE } as const;
+const NO_TAGS: readonly string[] = [];
+
+/**
+ * Abandons the flight of the fill given `run` when a tag of its result (any, for a result served
+ * only: its tags are not all known) was invalidated while it ran (core/late-tags): its waiters start
+ * over, nothing is written, as if the invalidation had come a moment before it ended.
+ */
+function abandonIfInvalidated(run: unknown, shared: Shared): void {
+  invalidatedLate(run, shared.servedOnly ? NO_TAGS : shared.tags, shared.servedOnly);
+}
 const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache_unavailable' };
 // Why the store step refused a result: a tag invalidated while it ran, or unreadable (the store down).
 const REFUSED = { invalidated: 'invalidated', unavailable: 'store_unavailable' } as const;
 
-/** What a plugin hands to complete() for an incrementally delivered result (never stored). */
-export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };
 const FAILED: unique symbol = Symbol('failed');

@@ -19,7 +19,6 @@
  * never more public or longer-lived than a @cached field it holds, however the schema was built.
  */
 import type {
-  DirectiveNode,
   DocumentNode,
   FieldNode,
   FragmentDefinitionNode,
@@ -30,7 +29,19 @@ import type {
   OperationDefinitionNode,
   SelectionSetNode,
 } from 'graphql';
-import { type Annotated, findDirective } from './directive-nodes';
+import {
+  NO_HINT,
+  fieldHint,
+  isAbstract,
+  isComposite,
+  mayBePrivate,
+  namedType,
+  possibleTypes,
+  privateImplementation,
+  typeHint,
+} from './schema-hints';
+
+export { namedType, tagOf } from './schema-hints';
 
 export interface StaticPolicy {
   /** Seconds; 0: not cacheable. */
@@ -63,209 +74,6 @@ export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinit
       fragments.set((definition as FragmentDefinitionNode).name.value, definition as FragmentDefinitionNode);
   }
   return fragments;
-}
-
-/** The graphql-js class of a type, read from Symbol.toStringTag (graphql is an optional peer: no instanceof). */
-export const tagOf = (type: unknown): string => Object.prototype.toString.call(type).slice(8, -1);
-
-export function namedType(type: unknown): GraphQLNamedType {
-  let t = type as { ofType?: unknown };
-  while (t.ofType !== undefined) t = t.ofType as { ofType?: unknown };
-  return t as unknown as GraphQLNamedType;
-}
-
-function isAbstract(type: GraphQLNamedType): boolean {
-  const tag = tagOf(type);
-  return tag === 'GraphQLInterfaceType' || tag === 'GraphQLUnionType';
-}
-
-/** Whether an interface or union may return an object type hinted PRIVATE (memoized per schema and type). */
-function mayBePrivate(schema: GraphQLSchema, type: GraphQLNamedType): boolean {
-  let bySchema = privateAbstracts.get(schema);
-  if (bySchema === undefined) privateAbstracts.set(schema, (bySchema = new Map()));
-  let known = bySchema.get(type.name);
-  if (known === undefined) {
-    known = privatePossibleType(schema, type) !== undefined;
-    bySchema.set(type.name, known);
-  }
-  return known;
-}
-const privateAbstracts = new WeakMap<GraphQLSchema, Map<string, boolean>>();
-
-function possibleTypes(schema: GraphQLSchema, type: GraphQLNamedType): readonly GraphQLObjectType[] {
-  return schema.getPossibleTypes(type as Parameters<GraphQLSchema['getPossibleTypes']>[0]);
-}
-
-function privatePossibleType(schema: GraphQLSchema, type: GraphQLNamedType): string | undefined {
-  return possibleTypes(schema, type).find((possible) => typeHint(possible).scope === 'PRIVATE')?.name;
-}
-
-/**
- * A field selected through an interface is resolved by the object type's own field: PRIVATE when
- * one of the types implementing it hints its field PRIVATE (Apollo reads that one at run time).
- */
-function privateImplementation(schema: GraphQLSchema, parent: GraphQLNamedType, name: string): boolean {
-  return possibleTypes(schema, parent).some((possible) => fieldHint(possible.getFields()[name]).scope === 'PRIVATE');
-}
-
-/**
- * Where a value returned by a field of `type` holds a PRIVATE part: a field of the type (of each
- * type it may be) hinted PRIVATE, or one inside a field read from the value itself (no resolver of
- * its own: the default resolver reads it from the cached object). `seen` guards cycles.
- */
-function privateInside(schema: GraphQLSchema, type: GraphQLNamedType, seen: Set<string>): string | undefined {
-  if (seen.has(type.name) || !isComposite(type)) return undefined;
-  seen.add(type.name);
-  const objects = isAbstract(type) ? possibleTypes(schema, type) : [type as GraphQLObjectType];
-  for (const object of objects) {
-    // A type an interface or union inside the value may return, PRIVATE by its own hint.
-    if (object !== type && typeHint(object).scope === 'PRIVATE')
-      return `type ${object.name} (which ${type.name} may return)`;
-    for (const field of Object.values(object.getFields()) as GraphQLField<unknown, unknown>[]) {
-      const hint = fieldHint(field);
-      if (hint.scope === 'PRIVATE') return `field ${object.name}.${field.name}`;
-      if (hint.scope === 'PUBLIC' || field.resolve !== undefined) continue;
-      const target = namedType(field.type);
-      if (isComposite(target) && typeHint(target).scope === 'PRIVATE') return `type ${target.name}`;
-      const inside = privateInside(schema, target, seen);
-      if (inside !== undefined) return inside;
-    }
-  }
-  return undefined;
-}
-
-/**
- * Where `@cacheControl` makes a @cached field's value PRIVATE: the field's own hint (its own
- * PUBLIC keeps it PUBLIC), its type's, an object type its interface or union may return, or a
- * field inside the value (privateInside); undefined: not PRIVATE by its hints. Named for messages
- * (`field Query.me`, `type User`).
- */
-export function privateByCacheControl(
-  schema: GraphQLSchema,
-  field: GraphQLField<unknown, unknown>,
-  coordinate: string,
-): string | undefined {
-  const own = fieldHint(field).scope;
-  if (own === 'PRIVATE') return `field ${coordinate}`;
-  if (own === 'PUBLIC') return undefined; // @cacheControl(scope: PUBLIC) on the field: the author's word
-  const target = namedType(field.type);
-  if (isComposite(target) && typeHint(target).scope === 'PRIVATE') return `type ${target.name}`;
-  if (isAbstract(target)) {
-    const possible = privatePossibleType(schema, target);
-    if (possible !== undefined) return `type ${possible} (which ${target.name} may return)`;
-  }
-  // The cached value is the object the resolver returned: the fields read from it are in it.
-  return privateInside(schema, target, new Set());
-}
-
-/** Whether `@cacheControl` on an object type says PRIVATE (an entity type's own hint). */
-export function privateTypeHint(type: GraphQLNamedType): boolean {
-  return typeHint(type).scope === 'PRIVATE';
-}
-
-/**
- * Where `@cacheControl` makes a cached entity (a reference resolution's value) PRIVATE: the type's
- * own hint, or a field inside the value, as for a @cached field's value (privateInside); undefined:
- * not PRIVATE by its hints.
- */
-export function privateEntityHint(schema: GraphQLSchema, type: GraphQLObjectType): string | undefined {
-  if (typeHint(type).scope === 'PRIVATE') return `type ${type.name}`;
-  return privateInside(schema, type, new Set());
-}
-
-function isComposite(type: GraphQLNamedType): boolean {
-  const tag = tagOf(type);
-  return tag === 'GraphQLObjectType' || tag === 'GraphQLInterfaceType' || tag === 'GraphQLUnionType';
-}
-
-const NO_HINT: Hint = {};
-
-interface Hint {
-  maxAge?: number;
-  /** @cached(ttl:): restricts the field's maxAge, never grants one (as at run time, see hints). */
-  ttl?: number;
-  scope?: 'PUBLIC' | 'PRIVATE';
-  inheritMaxAge?: boolean;
-  swr?: number;
-}
-
-/**
- * A type's hint: its definition's directives and those of its `extend type` nodes (as Apollo reads
- * them), and those only in its `extensions.directives` (see withExtensions).
- */
-function typeHint(type: GraphQLNamedType): Hint {
-  const extensions = (type as { extensionASTNodes?: readonly { directives?: readonly DirectiveNode[] }[] })
-    .extensionASTNodes;
-  const own = type.astNode?.directives;
-  const nodes =
-    extensions === undefined || extensions.length === 0
-      ? own
-      : [...(own ?? []), ...extensions.flatMap((node) => node.directives ?? [])];
-  return hintOf(withExtensions(nodes, type as Annotated, type.name));
-}
-
-/** A field's hint: its definition's directives, and those only in its `extensions.directives`. */
-function fieldHint(field: GraphQLField<unknown, unknown> | undefined): Hint {
-  if (field === undefined) return NO_HINT;
-  return hintOf(withExtensions(field.astNode?.directives, field as Annotated, field.name));
-}
-
-const HINT_DIRECTIVES = ['cacheControl', 'cached'] as const;
-
-/**
- * `nodes` and, for @cacheControl and @cached when no node names them, their use in the element's
- * `extensions.directives` (a schema built in code: Pothos, graphql-tools), read as the field layer
- * reads @cached. One the transform would refuse (not an object of arguments) is no hint here: the
- * transform says so when the schema is built.
- */
-function withExtensions(
-  nodes: readonly DirectiveNode[] | undefined,
-  element: Annotated,
-  coordinate: string,
-): readonly DirectiveNode[] | undefined {
-  const extensions = element.extensions as { directives?: unknown } | null | undefined;
-  if (extensions?.directives === undefined || extensions.directives === null) return nodes;
-  let all = nodes;
-  for (const name of HINT_DIRECTIVES) {
-    if (nodes?.some((node) => node.name.value === name) === true) continue;
-    let found: DirectiveNode | undefined;
-    try {
-      found = findDirective({ extensions }, name, coordinate);
-    } catch {
-      found = undefined;
-    }
-    if (found !== undefined) all = [...(all ?? []), found];
-  }
-  return all;
-}
-
-function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
-  const hint: Hint = {};
-  for (const directive of directives ?? []) {
-    const name = directive.name.value;
-    if (name !== 'cacheControl' && name !== 'cached') continue;
-    for (const arg of directive.arguments ?? []) {
-      const value = arg.value as { kind: string; value?: string };
-      const argName = arg.name.value;
-      if (argName === 'maxAge' && value.kind === 'IntValue') hint.maxAge = Number(value.value);
-      else if (argName === 'ttl' && value.kind === 'IntValue') hint.ttl = Number(value.value);
-      else if (argName === 'swr' && value.kind === 'IntValue') hint.swr = Number(value.value);
-      // An enum in SDL; a string in extensions.directives (its internal value: see directive-nodes).
-      else if (argName === 'scope' && isName(value) && value.value === 'PRIVATE') hint.scope = 'PRIVATE';
-      else if (argName === 'scope' && isName(value) && value.value === 'PUBLIC') hint.scope ??= 'PUBLIC';
-      else if (
-        argName === 'inheritMaxAge' &&
-        value.kind === 'BooleanValue' &&
-        (value as unknown as { value: boolean }).value
-      )
-        hint.inheritMaxAge = true;
-    }
-  }
-  return hint;
-}
-
-function isName(value: { kind: string }): boolean {
-  return value.kind === 'EnumValue' || value.kind === 'StringValue';
 }
 
 /**
@@ -363,17 +171,12 @@ function computePolicy(
       const target = namedType(field.type);
       if (isRoot && node.name.value === '_entities' && target.name === '_Entity') entities = true;
       const own = fieldHint(field);
-      const composite = isComposite(target);
-      const typeHints = composite ? typeHint(target) : NO_HINT;
-      let fieldMaxAge: number | undefined = own.maxAge;
-      if (fieldMaxAge === undefined && composite) fieldMaxAge = typeHints.maxAge;
-      if (fieldMaxAge === undefined && own.inheritMaxAge) fieldMaxAge = parentMaxAge;
-      else if (fieldMaxAge === undefined && (composite || isRoot)) fieldMaxAge = defaultMaxAge;
-      if (own.ttl !== undefined) fieldMaxAge = Math.min(fieldMaxAge ?? parentMaxAge ?? Infinity, own.ttl);
+      let fieldMaxAge = maxAgeOf(field, parentMaxAge, isRoot, defaultMaxAge);
       // The field's own scope wins over its type's (Apollo's rule); herdcache adds, where the field
       // says none: a PRIVATE type it may return, and an implementation's PRIVATE field.
       if (own.scope === 'PRIVATE') scope = 'PRIVATE';
       else if (own.scope === undefined && scope === 'PUBLIC') {
+        const typeHints = isComposite(target) ? typeHint(target) : NO_HINT;
         if (
           typeHints.scope === 'PRIVATE' ||
           (isAbstract(target) && mayBePrivate(schema, target)) ||
@@ -382,16 +185,71 @@ function computePolicy(
           scope = 'PRIVATE';
       }
       if (own.swr !== undefined) swr = Math.min(swr, own.swr);
+      // Selected through an interface, the field is resolved by the object type's own field, whose
+      // hints Apollo reads at run time (its maxAge, its @cached ttl, its type's): the strictest of
+      // the types the object may be, so Yoga (no run-time policy) agrees. Its selections are read
+      // against each type that field returns (covariant: a narrower type, its own hints).
+      let targets: GraphQLNamedType[] | undefined;
+      if (isAbstract(parent)) {
+        for (const possible of possibleTypes(schema, parent)) {
+          const implementation = possible.getFields()[node.name.value];
+          if (implementation === undefined || implementation === field) continue;
+          const age = maxAgeOf(implementation, parentMaxAge, isRoot, defaultMaxAge);
+          if (age !== undefined) fieldMaxAge = fieldMaxAge === undefined ? age : Math.min(fieldMaxAge, age);
+          const hint = fieldHint(implementation);
+          if (hint.swr !== undefined) swr = Math.min(swr, hint.swr);
+          const narrower = namedType(implementation.type);
+          if (hint.scope === undefined && isComposite(narrower) && typeHint(narrower).scope === 'PRIVATE')
+            scope = 'PRIVATE';
+          if (narrower !== target && node.selectionSet !== undefined && !(targets ??= []).includes(narrower))
+            targets.push(narrower);
+        }
+      }
       if (fieldMaxAge !== undefined) maxAge = Math.min(maxAge, fieldMaxAge);
-      if (node.selectionSet !== undefined) walk(node.selectionSet, target, fieldMaxAge ?? parentMaxAge, false);
+      if (node.selectionSet !== undefined) {
+        walk(node.selectionSet, target, fieldMaxAge ?? parentMaxAge, false);
+        for (const narrower of targets ?? []) {
+          // Bounded: interfaces nested in interfaces, each implemented with narrower types, multiply.
+          if (--narrowerWalks < 0) return;
+          walk(node.selectionSet, narrower, fieldMaxAge ?? parentMaxAge, false);
+        }
+      }
     }
   };
+  // Walks of a selection against an implementation's narrower type, at most (past it: not cached).
+  let narrowerWalks = 256;
   walk(operation.selectionSet, root, undefined, true);
   if (incremental) return 'incremental';
+  if (narrowerWalks < 0) return 'no_cache_hint'; // its hints not all read: not vouched for
   // Federation's entity fetch: its policy is per representation's type, known only while it runs
   // (docs/response-cache.md), and its stored answer would hold no entity tag (a gateway's fetch
   // selects no id): never cached whole, whatever defaultMaxAge says. @cached entities cache it.
   if (entities || maxAge === Infinity || maxAge <= 0) return 'no_cache_hint';
   const variables = (operation.variableDefinitions ?? []).map((definition) => definition.variable.name.value);
   return { maxAge, scope, swr: swr === Infinity ? 0 : swr, variables };
+}
+
+/**
+ * A field's maxAge by Apollo's rules: its own hint, else (a composite type) its type's; else,
+ * inheriting (its own `inheritMaxAge`, or its type's), its parent's; else `defaultMaxAge` for a root
+ * field and a composite one that does not inherit. `@cached(ttl:)` caps it. Undefined: no limit
+ * of its own (a leaf, or inheriting where the parent has none).
+ */
+function maxAgeOf(
+  field: GraphQLField<unknown, unknown>,
+  parentMaxAge: number | undefined,
+  isRoot: boolean,
+  defaultMaxAge: number,
+): number | undefined {
+  const own = fieldHint(field);
+  const target = namedType(field.type);
+  const composite = isComposite(target);
+  const typeHints = composite ? typeHint(target) : NO_HINT;
+  let maxAge = own.maxAge;
+  if (maxAge === undefined && composite) maxAge = typeHints.maxAge;
+  const inherits = own.inheritMaxAge === true || typeHints.inheritMaxAge === true;
+  if (maxAge === undefined && inherits) maxAge = parentMaxAge;
+  if (maxAge === undefined && (isRoot || (composite && !inherits))) maxAge = defaultMaxAge;
+  if (own.ttl !== undefined) maxAge = Math.min(maxAge ?? parentMaxAge ?? Infinity, own.ttl);
+  return maxAge;
 }

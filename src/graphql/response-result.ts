@@ -26,8 +26,9 @@ import type {
   OperationDefinitionNode,
   SelectionSetNode,
 } from 'graphql';
-import { SIZE_HEADER, SIZE_SLOT } from '../core/sizes';
-import { fragmentsOf, namedType, operationOfDocument, tagOf } from './response-policy';
+import { HEAP_HEADER, HEAP_SLOT, leaf } from './response-bounds';
+import { fragmentsOf, operationOfDocument } from './response-policy';
+import { isAbstract, namedType, possibleTypes, tagOf } from './schema-hints';
 import { type Make, copyOf, maker } from './response-copy';
 import { type TagReading, type TypeTag, keepTag, possibleTags, tagsOf } from './response-tag-table';
 
@@ -52,6 +53,12 @@ export interface ResultFacts {
   readonly compact: unknown;
   /** Whether `tags` holds each tag once (see entityTag): true unless a type's table of tags is full. */
   readonly distinct: boolean;
+  /**
+   * An object with an `id` whose type could not be told (no `__typename`, and the types it may be
+   * return different types for one of its fields, or are more than possibleTags tags): its
+   * entities are not all tagged, so the result must not be stored (an invalidation would miss it).
+   */
+  readonly untagged: boolean;
 }
 
 /** The facts of `data`, a result of the operation (its `compact` copy made when asked); undefined for an operation it cannot walk. */
@@ -89,13 +96,8 @@ export function entityTags(
   return facts === undefined ? [] : [...new Set(facts.tags)];
 }
 
-/** core/sizes' rules, read once (an imported binding may be a getter call per read, once compiled to CommonJS). */
-const HEAP_HEADER = SIZE_HEADER;
-const HEAP_SLOT = SIZE_SLOT;
-/** Custom scalar values deeper than this are not bounded (a cycle would never end): serialized instead. */
-const MAX_DEPTH = 64;
-/** The longest JSON of a number (sign, 17 significant digits, point, exponent), rounded up. */
-const NUMBER_MAX = 32;
+const NONE: readonly TagReading[] = [];
+
 let walks = 0;
 
 class Walk implements ResultFacts {
@@ -107,6 +109,7 @@ class Walk implements ResultFacts {
   /** Whether the copy is still being made (see ResultFacts.compact). */
   copying = true;
   distinct = true;
+  untagged = false;
   /** This walk's stamp on the tags it met (see entityTag). */
   readonly stamp = ++walks;
   constructor(readonly schema: GraphQLSchema) {}
@@ -145,6 +148,12 @@ interface Child {
   readonly type: GraphQLNamedType;
   readonly isObject: boolean;
   readonly shape: Shape;
+  /**
+   * The parent's possible types return different types for this field (`... on A { x { id } } ...
+   * on B { x { id } }`, A.x and B.x of two types): `type` is one of them, so an object without
+   * `__typename` cannot be tagged (see ResultFacts.untagged).
+   */
+  readonly ambiguous: boolean;
 }
 
 const rootShapes = new WeakMap<OperationDefinitionNode, Shape>();
@@ -159,7 +168,7 @@ function rootShape(document: DocumentNode, operation: OperationDefinitionNode): 
 }
 
 /** The shape read against `type`, built on first use. */
-function typed(shape: Shape, type: GraphQLNamedType): Typed {
+function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typed {
   const last = shape.last;
   if (last !== undefined && last.type === type) return last;
   let found = shape.byType.get(type);
@@ -199,6 +208,8 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
   const idKeys: string[] = [];
   const children: Record<string, Child | undefined> = Object.create(null) as Record<string, Child | undefined>;
   const definitions = (type as GraphQLObjectType).getFields?.();
+  // An interface or union: fields selected under a type condition are its possible types' own.
+  const possible = isAbstract(type) ? possibleTypes(schema, type) : undefined;
   for (const [responseKey, nodes] of fields) {
     const name = nodes[0]!.name.value;
     if (name === 'id') {
@@ -208,13 +219,22 @@ function typed(shape: Shape, type: GraphQLNamedType): Typed {
       continue;
     }
     const sets = nodes.flatMap((node) => (node.selectionSet === undefined ? [] : [node.selectionSet]));
+    if (sets.length === 0) continue;
+    const targets = new Set<GraphQLNamedType>();
     const definition = definitions?.[name];
-    if (sets.length === 0 || definition === undefined) continue;
-    const target = namedType(definition.type);
+    if (definition !== undefined) targets.add(namedType(definition.type));
+    for (const object of possible ?? []) {
+      const field = object.getFields()[name];
+      if (field !== undefined) targets.add(namedType(field.type));
+    }
+    const target = targets.values().next().value;
+    if (target === undefined) continue;
+    const ambiguous = targets.size > 1;
     children[responseKey] = {
       type: target,
-      isObject: tagOf(target) === 'GraphQLObjectType',
+      isObject: !ambiguous && tagOf(target) === 'GraphQLObjectType',
       shape: { fragments: shape.fragments, sets, byType: new Map(), last: undefined },
+      ambiguous,
     };
   }
   const childAt = keys.map((key) => children[key]);
@@ -246,18 +266,20 @@ function visitObject(
   isObject: boolean,
   shape: Shape,
   depth: number,
+  ambiguous = false,
 ): Record<string, unknown> | undefined {
   let concrete: GraphQLNamedType | undefined = declared;
   if (!isObject) {
     const typename = value.__typename;
     concrete = typeof typename === 'string' ? walk.schema.getType(typename) : undefined;
   }
-  const reading = typed(shape, concrete ?? declared);
+  const reading = typed(walk.schema, shape, concrete ?? declared);
   const idKeys = reading.idKeys;
   if (idKeys.length > 0) {
     // reading.type is concrete here (its tagHead is `${concrete.name}:`); without a __typename the
     // object is tagged as each type the abstract one may return (a Relay `node(id)`), up to a few.
-    const as = concrete !== undefined ? reading : possibleTags(walk.schema, declared);
+    const as = concrete !== undefined ? reading : ambiguous ? NONE : possibleTags(walk.schema, declared);
+    if (as !== reading && (as as readonly TagReading[]).length === 0) walk.untagged = true; // an entity, of a type not told: not tagged
     for (let i = 0; i < idKeys.length; i++) {
       const raw = value[idKeys[i]!];
       const id = typeof raw === 'string' ? raw : typeof raw === 'number' ? String(raw) : undefined;
@@ -321,69 +343,16 @@ function visitValue(walk: Walk, value: unknown, child: Child, depth: number): un
     }
     return copy;
   } else if (value !== null && typeof value === 'object') {
-    return visitObject(walk, value as Record<string, unknown>, child.type, child.isObject, child.shape, depth);
+    return visitObject(
+      walk,
+      value as Record<string, unknown>,
+      child.type,
+      child.isObject,
+      child.shape,
+      depth,
+      child.ambiguous,
+    );
   }
   leaf(walk, value, depth);
   return value;
-}
-
-/** A value outside the selections (a scalar, or a custom scalar's JSON): its bytes only. */
-function leaf(walk: Walk, value: unknown, depth: number): void {
-  switch (typeof value) {
-    case 'string':
-      // Each UTF-16 unit is 1 to 3 bytes of UTF-8, or an escape of at most 6 (`\u001f`, a lone surrogate).
-      walk.maxBytes += value.length * 6 + 2;
-      walk.heapBytes += HEAP_HEADER + value.length;
-      return;
-    case 'number':
-      walk.maxBytes += NUMBER_MAX;
-      walk.heapBytes += HEAP_SLOT;
-      return;
-    case 'boolean':
-      walk.maxBytes += 5;
-      walk.heapBytes += HEAP_SLOT;
-      return;
-    case 'undefined': // an array's hole: `null`
-      walk.maxBytes += 4;
-      walk.heapBytes += HEAP_SLOT;
-      return;
-    case 'object':
-      break;
-    default: // bigint, function, symbol: left to JSON.stringify's own rules
-      walk.bounded = false;
-      return;
-  }
-  if (value === null) {
-    walk.maxBytes += 4;
-    walk.heapBytes += HEAP_SLOT;
-    return;
-  }
-  const prototype = Object.getPrototypeOf(value) as unknown;
-  if (depth > MAX_DEPTH || (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null)) {
-    walk.bounded = false; // a Date, a class with toJSON, a cycle: serialized to know
-    return;
-  }
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    walk.bounded = false;
-    return;
-  }
-  if (Array.isArray(value)) {
-    const brackets = value.length === 0 ? 2 : value.length + 1;
-    walk.maxBytes += brackets;
-    walk.heapBytes += HEAP_HEADER + value.length * HEAP_SLOT;
-    for (const item of value) leaf(walk, item, depth + 1);
-    return;
-  }
-  let count = 0;
-  for (const key of Object.keys(value)) {
-    const item = (value as Record<string, unknown>)[key];
-    if (item === undefined) continue;
-    count++;
-    walk.maxBytes += key.length * 6 + 3;
-    walk.heapBytes += key.length;
-    leaf(walk, item, depth + 1);
-  }
-  const braces = count === 0 ? 2 : count + 1;
-  walk.maxBytes += braces;
-  walk.heapBytes += HEAP_HEADER + count * (HEAP_SLOT + HEAP_HEADER);
 }

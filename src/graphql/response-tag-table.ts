@@ -5,7 +5,7 @@
  * per 20-item page) and a hash computed again.
  */
 import type { GraphQLInterfaceType, GraphQLNamedType, GraphQLSchema, GraphQLUnionType } from 'graphql';
-import { tagOf } from './response-policy';
+import { tagOf } from './schema-hints';
 
 /** Ids whose tag is kept per type: past it, tags are made per result. */
 const TAGS_PER_TYPE = 2_000;

@@ -102,7 +102,8 @@ export type NotStoredReason =
   | 'store_unavailable'
   | 'not_shared'
   | 'stale_fields'
-  | 'older_fill';
+  | 'older_fill'
+  | 'untagged';
 
 /** What became of an executed result handed to complete(). */
 export type Completion = 'stored' | 'oversized' | NotStoredReason;

@@ -12,7 +12,7 @@ import type { GraphQLField, GraphQLNamedType, GraphQLObjectType, GraphQLSchema }
 import { installed, isWrapped } from './wrapped';
 import { referenceResolverOf } from './entities';
 import { findDirective } from './directive-nodes';
-import { tagOf } from './response-policy';
+import { tagOf } from './schema-hints';
 import type { OnceWarnings } from './warnings';
 
 /** Fields a warning names at most. */

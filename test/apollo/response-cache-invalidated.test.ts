@@ -1,10 +1,12 @@
 /**
- * An invalidation while a shared execution runs: the execution's result predates it and is
- * neither stored nor handed to the requests waiting on it. Those get ONE re-execution between
- * them (run apart from any request), not one execution each: 20 requests, 2 executions. The
- * request that executed first gets its own result (it started before the invalidation), told
- * `notStoredReason: 'invalidated'`; the re-execution is stored. Apollo 5 and Yoga 5, memory and Redis
- * (there the re-execution's fill waits for the fill lock the invalidated execution holds).
+ * An invalidation while a shared execution runs, of an entity its result turns out to hold: the
+ * result predates it and is neither stored nor handed to the requests waiting on it. Those get ONE
+ * re-execution between them (run apart from any request), not one execution each: 20 requests, 2
+ * executions. The request that executed first gets its own result (it started before the
+ * invalidation), told `notStoredReason: 'invalidated'`; the re-execution is stored. Invalidations
+ * of other entities leave the execution be (its tags are checked when it ends). Apollo 5 and Yoga
+ * 5, memory and Redis (there the re-execution's fill waits for the fill lock the invalidated
+ * execution holds).
  */
 import { ApolloServer } from '@apollo/server';
 import { createYoga } from 'graphql-yoga';
@@ -101,9 +103,8 @@ it.each([
       await new Promise((resolve) => setTimeout(resolve, 50));
       names.set('1', 'new');
       await cache.invalidateTags(['User:1']); // the entity tag of the response being computed
-      // In one process the re-execution starts at once; with Redis its fill waits for the fill
-      // lock, which the invalidated execution holds until it ends.
-      if (store === 'memory') await until(() => executions >= 2, 'the re-execution');
+      // The re-execution starts when the first ends with the tag (known then): with Redis, its fill
+      // also waits for the fill lock, which the invalidated execution holds until it ends.
       open();
       // The first request is answered without waiting for the re-execution (still held here).
       const leader = await first;
@@ -130,8 +131,40 @@ it.each([
   },
 );
 
+/** An Apollo or Yoga server over `cache` answering QUERY; `stop` ends it. */
+async function serve(
+  kind: string,
+  cache: ReturnType<typeof createCache>,
+  schema: ReturnType<typeof makeSchema>,
+): Promise<{ ask: () => Promise<Result>; stop: () => Promise<void> }> {
+  if (kind === 'apollo') {
+    const server = new ApolloServer({
+      schema,
+      plugins: [herdcachePlugin({ cache, extensions: true, responseCache: true })],
+    });
+    await server.start();
+    const ask = async () =>
+      ((await server.executeOperation({ query: QUERY })).body as unknown as { singleResult: Result }).singleResult;
+    return { ask, stop: () => server.stop() };
+  }
+  const yoga = createYoga({
+    schema,
+    plugins: [useHerdcache({ cache, extensions: true, responseCache: true })],
+    logging: false,
+  });
+  const ask = async () =>
+    (await (
+      await yoga.fetch('http://yoga/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: QUERY }),
+      })
+    ).json()) as Result;
+  return { ask, stop: async () => {} };
+}
+
 it.each([['apollo'], ['yoga']])(
-  '%s: invalidated twice while it runs (tags it may hold): one re-execution per invalidation, each run with another waiter, never one execution each',
+  '%s: invalidated twice while it runs (a tag it holds): one re-execution per invalidation, each run with another waiter, never one execution each',
   async (kind) => {
     const cache = createCache();
     let executions = 0;
@@ -147,45 +180,22 @@ it.each([['apollo'], ['yoga']])(
         },
       },
     });
-    let ask: () => Promise<Result>;
-    let stop = async () => {};
-    if (kind === 'apollo') {
-      const server = new ApolloServer({
-        schema,
-        plugins: [herdcachePlugin({ cache, extensions: true, responseCache: true })],
-      });
-      await server.start();
-      ask = async () =>
-        ((await server.executeOperation({ query: QUERY })).body as unknown as { singleResult: Result }).singleResult;
-      stop = () => server.stop();
-    } else {
-      const yoga = createYoga({
-        schema,
-        plugins: [useHerdcache({ cache, extensions: true, responseCache: true })],
-        logging: false,
-      });
-      ask = async () =>
-        (await (
-          await yoga.fetch('http://yoga/graphql', {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ query: QUERY }),
-          })
-        ).json()) as Result;
-    }
+    const { ask, stop } = await serve(kind, cache, schema);
     try {
       const first = ask();
       await until(() => executions === 1, 'the first execution');
       const waiters = Array.from({ length: 19 }, () => ask());
       await new Promise((resolve) => setTimeout(resolve, 50));
-      // Tags of other data: a response's tags are known only when it ends, so any invalidation abandons it.
-      await cache.invalidateTags(['Other:1']);
+      await cache.invalidateTags(['User:1']);
+      gates[1]!();
       await until(() => executions === 2, 'the re-execution');
-      await cache.invalidateTags(['Other:2']);
+      await cache.invalidateTags(['User:1']);
+      gates[2]!();
       await until(() => executions === 3, 'the second re-execution');
-      for (const open of gates) open?.();
+      gates[3]!();
       const [leader, ...rest] = await Promise.all([first, ...waiters]);
       expect(executions).toBe(3);
+      expect(leader!.data.user.name).toBe('v1');
       expect(leader!.extensions.cache).toMatchObject({ response: 'miss', notStoredReason: 'invalidated' });
       expect(new Set(rest.map((r) => `${r.data.user.name}/${r.extensions.cache.response}`))).toEqual(
         new Set(['v3/coalesced']),
@@ -195,6 +205,54 @@ it.each([['apollo'], ['yoga']])(
       expect(executions).toBe(3);
     } finally {
       for (const open of gates) open?.();
+      await stop();
+      await cache.close();
+    }
+  },
+);
+
+it.each([
+  ['apollo', 'memory'],
+  ['yoga', 'memory'],
+  ['apollo', 'redis'],
+  ['yoga', 'redis'],
+])(
+  '%s, %s store: a stream of writes to other entities while it runs: one execution answers all 20 requests, and is stored',
+  async (kind, store) => {
+    const cache = createCache(
+      store === 'redis' ? { store: redisStore({ client, prefix: randomPrefix('unrelated') }) } : {},
+    );
+    let executions = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const schema = makeSchema(typeDefs, {
+      Query: {
+        user: async (_p: unknown, { id }: { id: string }) => {
+          executions++;
+          await gate;
+          return { id, name: 'one' };
+        },
+      },
+    });
+    const { ask, stop } = await serve(kind, cache, schema);
+    try {
+      const first = ask();
+      await until(() => executions === 1, 'the first execution');
+      const waiters = Array.from({ length: 19 }, () => ask());
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Mutations of other entities (before: each abandoned every response in flight, and its
+      // waiters ended up executing one each).
+      for (let i = 0; i < 10; i++) await cache.invalidateTags([`Other:${i}`, `User:${i + 2}`]);
+      open();
+      const [leader, ...rest] = await Promise.all([first, ...waiters]);
+      expect(executions).toBe(1);
+      expect(leader!.extensions.cache.response).toBe('miss');
+      expect(leader!.extensions.cache.notStoredReason).toBeUndefined();
+      for (const result of rest) expect(result.extensions.cache.response).toBe('coalesced');
+      expect((await ask()).extensions.cache.response).toBe('hit');
+      expect(executions).toBe(1);
+    } finally {
+      open();
       await stop();
       await cache.close();
     }

@@ -2,6 +2,7 @@
 import { createCache } from '../../src/core/cache';
 import type { Entry } from '../../src/core/freshness';
 import { LateTagged } from '../../src/core/late-tags';
+import { memoryStore } from '../../src/core/memory';
 import type { Store } from '../../src/core/store';
 import { redisStore } from '../../src/redis';
 import { deferred, flush } from '../helpers';
@@ -50,7 +51,7 @@ describe.each([
     expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 3 });
   });
 
-  it('any tag invalidated while a late-tagged fill runs abandons it: its result is not written, its waiters start over', async () => {
+  it('a tag of its value invalidated while a late-tagged fill runs abandons it when it ends: not written, its waiters start over', async () => {
     const cache = createCache({ store: store() });
     const gate = deferred<void>();
     let fills = 0;
@@ -63,12 +64,77 @@ describe.each([
     // The fill starts after the store's read (a Redis round trip: more than a few ticks on a loaded machine).
     for (let i = 0; i < 500 && fills === 0; i++) await flush(2);
     expect(fills).toBe(1);
-    await cache.invalidateTags(['Unrelated:9']); // the fill's tags are not known yet: any tag counts
+    await cache.invalidateTags(['User:1']); // the fill's tags are not known yet: noted, checked when it ends
+    await flush(5);
+    expect(fills).toBe(1); // not abandoned before it ends: it may not hold the tag
     gate.resolve();
     expect(await first).toEqual({ n: 2 });
     expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 });
     expect(fills).toBe(2);
   });
+
+  it('tags of other values invalidated while a late-tagged fill runs leave it be: written, its waiters answered', async () => {
+    const cache = createCache({ store: store() });
+    const gate = deferred<void>();
+    let fills = 0;
+    const fill = async () => {
+      const n = ++fills;
+      if (n === 1) await gate.promise;
+      return new LateTagged({ n }, ['User:1']);
+    };
+    const first = lateLoad(cache, 'k', fill);
+    for (let i = 0; i < 500 && fills === 0; i++) await flush(2);
+    const second = lateLoad(cache, 'k', fill); // a waiter
+    for (let i = 0; i < 20; i++) await cache.invalidateTags([`Unrelated:${i}`]); // a stream of other writes
+    gate.resolve();
+    expect(await first).toEqual({ n: 1 });
+    expect(await second).toEqual({ n: 1 });
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 }); // written
+    expect(fills).toBe(1);
+    await cache.invalidateTags(['User:1']);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 2 }); // its own tag still invalidates it
+  });
+});
+
+it('before its fill runs (its store read under way), a tag invalidation abandons a late-tagged flight: the read may predate it', async () => {
+  const inner = memoryStore();
+  let gate = deferred<void>();
+  let holdReads = false;
+  let reads = 0;
+  // The memory store's entries, read through an async getMany that answers what it read when called.
+  const slow: Store = {
+    name: 'slow',
+    getMany: async (keys) => {
+      reads++;
+      const entries = await inner.getMany(keys);
+      if (holdReads) await gate.promise;
+      return entries;
+    },
+    setMany: (writes) => inner.setMany(writes),
+    delete: (keys) => inner.delete(keys),
+    invalidateTags: (tags) => inner.invalidateTags!(tags),
+    clear: () => inner.clear(),
+  } as Store;
+  const cache = createCache({ store: slow });
+  let fills = 0;
+  const fill = () => new LateTagged({ n: ++fills }, ['User:1']);
+  expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 });
+  const read = async (tag: string) => {
+    holdReads = true;
+    gate = deferred<void>();
+    const before = reads;
+    const reading = lateLoad(cache, 'k', fill); // its read finds { n: 1 }, then waits
+    await flush(5);
+    await cache.invalidateTags([tag]);
+    holdReads = false;
+    gate.resolve();
+    return { value: await reading, reads: reads - before };
+  };
+  // Any tag: the value's tags are not known before it is read. Read again: still there, { n: 1 }.
+  expect(await read('Unrelated:1')).toEqual({ value: { n: 1 }, reads: 2 });
+  // Its own tag: the read's { n: 1 } predates the invalidation; read again, a miss, filled.
+  expect(await read('User:1')).toEqual({ value: { n: 2 }, reads: 2 });
+  expect(fills).toBe(2);
 });
 
 /**

@@ -1,0 +1,87 @@
+/**
+ * A request that joins a replica's execution after a mutation returned on another replica is not
+ * given the execution's older result: the tag clock tells the execution's store step that one of
+ * its entities was invalidated elsewhere while it ran, and the requests that waited on it (they
+ * may have come after that mutation) execute again, sharing one execution; the request that
+ * executed keeps its own result (it started before the mutation). Two caches on one Redis stand
+ * for two replicas.
+ */
+import { ApolloServer } from '@apollo/server';
+import type Redis from 'ioredis';
+import { herdcachePlugin } from '../../src/apollo';
+import { createCache } from '../../src/core';
+import { redisStore } from '../../src/redis';
+import { makeSchema } from '../graphql/fixtures';
+import { until } from '../graphql/response-fixture';
+import { connect, randomPrefix } from './helpers';
+
+let client: Redis;
+beforeAll(async () => {
+  client = await connect();
+});
+afterAll(async () => {
+  await client.quit();
+});
+
+const typeDefs = `
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  type Query { user(id: ID!): User @cacheControl(maxAge: 60) }
+  type User @cacheControl(maxAge: 60) { id: ID!, name: String! }
+`;
+type Result = {
+  data: { user: { id: string; name: string } };
+  extensions: { cache: { response: string; notStoredReason?: string } };
+};
+
+it('a request joining after another replica invalidated an entity of the running execution gets a fresh answer', async () => {
+  const prefix = randomPrefix('remote-join');
+  const caches = [
+    createCache({ store: redisStore({ client, prefix }) }),
+    createCache({ store: redisStore({ client, prefix }) }),
+  ];
+  const names = new Map([['1', 'old']]);
+  let executions = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const schema = makeSchema(typeDefs, {
+    Query: {
+      user: async (_p: unknown, { id }: { id: string }) => {
+        const execution = ++executions;
+        const read = { id, name: names.get(id)! }; // read first, then the rest of the execution
+        if (execution === 1) await gate;
+        return read;
+      },
+    },
+  });
+  const server = new ApolloServer({
+    schema,
+    plugins: [herdcachePlugin({ cache: caches[0]!, extensions: true, responseCache: true })],
+  });
+  await server.start();
+  const ask = async () =>
+    (
+      (await server.executeOperation({ query: '{ user(id: "1") { id name } }' })).body as unknown as {
+        singleResult: Result;
+      }
+    ).singleResult;
+  try {
+    const first = ask();
+    await until(() => executions === 1, 'the first execution');
+    // The mutation, on the other replica: its write, then its invalidation, returned.
+    names.set('1', 'new');
+    await caches[1]!.invalidateTags(['User:1']);
+    const joiner = ask(); // sent after the mutation returned
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    open();
+    const [leader, late] = await Promise.all([first, joiner]);
+    expect(leader.data.user.name).toBe('old');
+    expect(leader.extensions.cache.notStoredReason).toBe('invalidated');
+    expect(late.data.user.name).toBe('new');
+    expect(executions).toBe(2);
+  } finally {
+    open();
+    await server.stop();
+    for (const cache of caches) await cache.close();
+  }
+});
