@@ -93,7 +93,14 @@ export class FlightTable {
     for (const flight of this.#pending()) {
       if (flight.lateTags) {
         if (flight.run === undefined) this.abandon(flight, reason, patient);
-        else noteLate(flight, tags);
+        else {
+          noteLate(flight, tags);
+          // A refresh: the entry it replaces, served meanwhile, is no longer served once one of
+          // its tags is invalidated (callers wait for the refresh, checked when it ends).
+          const replacing = flight.replacing;
+          if (replacing?.tags !== undefined && replacing.tags.some((tag) => tags.has(tag)))
+            flight.replacing = undefined;
+        }
       } else if (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag)))
         this.abandon(flight, reason, patient);
     }

@@ -48,7 +48,7 @@ export function storesValues(policy: Freshness): boolean {
 export interface Policy extends Freshness {
   readonly lock: boolean;
   readonly tags?: readonly string[];
-  /** @internal Fills may return LateTagged values: any tag invalidation abandons their flights (see late-tags). */
+  /** @internal Fills may return LateTagged values: invalidated tags are checked when they end (see late-tags). */
   readonly lateTags?: boolean;
   /**
    * @internal No ttl was given anywhere (cache, loader, call) and the store keeps values for other

@@ -41,7 +41,7 @@ export class Refreshes {
     const flight = this.#flights.start(key, true, tags);
     // Served to callers meanwhile only if an invalidateTags that could void it also reaches this
     // flight (abandoning it): the entry's own tags must all be among the flight's (a late-tagged
-    // flight is abandoned by any tag). On a store read asynchronously, a caller reads the store
+    // flight stops serving it when one of its tags is invalidated: FlightTable.abandonTagged). On a store read asynchronously, a caller reads the store
     // first all the same (LoadPath's probe): another replica's invalidation reaches no flight here.
     if (policy.lateTags === true) flight.lateTags = true;
     if (flight.lateTags || replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true))

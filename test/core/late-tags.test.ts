@@ -1,5 +1,6 @@
 /** LateTagged fills (the response layer's): tags known when the value is, and the race they must not lose. */
 import { createCache } from '../../src/core/cache';
+import { manualClock } from '../../src/core/freshness';
 import type { Entry } from '../../src/core/freshness';
 import { LateTagged } from '../../src/core/late-tags';
 import { memoryStore } from '../../src/core/memory';
@@ -135,6 +136,36 @@ it('before its fill runs (its store read under way), a tag invalidation abandons
   // Its own tag: the read's { n: 1 } predates the invalidation; read again, a miss, filled.
   expect(await read('User:1')).toEqual({ value: { n: 2 }, reads: 2 });
   expect(fills).toBe(2);
+});
+
+it('a refresh of a late-tagged value: once a tag of the value it replaces is invalidated, that value is no longer served', async () => {
+  const clock = manualClock();
+  const cache = createCache({ clock });
+  const c = cache._computation({ ttl: 1_000, swr: 60_000, label: 'response' });
+  const load = (fill: () => unknown) =>
+    cache._load<unknown>(c.source, 'k', fill, { ...c.policy, lateTags: true }, undefined, undefined);
+  let fills = 0;
+  let gate = deferred<void>();
+  const fill = async () => {
+    const n = ++fills;
+    if (n === 2) await gate.promise;
+    return new LateTagged({ n }, ['User:1']);
+  };
+  expect(await load(fill)).toEqual({ n: 1 });
+  clock.advance(2_000); // stale, within its grace
+  expect(await load(fill)).toEqual({ n: 1 }); // served stale, its refresh starts
+  for (let i = 0; i < 50 && fills < 2; i++) await flush(2);
+  expect(fills).toBe(2);
+  await cache.invalidateTags(['Other:1']);
+  expect(await load(fill)).toEqual({ n: 1 }); // another entity's write: still served stale
+  await cache.invalidateTags(['User:1']);
+  const after = load(fill); // waits: the value it would be served holds the invalidated tag
+  gate.resolve();
+  gate = deferred<void>();
+  gate.resolve();
+  // The refresh ended holding the tag: abandoned, filled again.
+  expect(await after).toEqual({ n: 3 });
+  expect(fills).toBe(3);
 });
 
 /**
