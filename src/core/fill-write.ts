@@ -148,6 +148,12 @@ export class FillWrite {
           continue;
         }
         const tagged = lateTags?.[i];
+        const joinedTags = item.flight.joinedTags;
+        if (joinedTags !== undefined && this.#store.tagVersions !== undefined) {
+          // A joiner's tags, whose versions were not read before the fill: served, not written (FlightTable.joinTags).
+          if (token !== undefined) release.push(item.key);
+          continue;
+        }
         if (tagged?.from.servedOnly === true) {
           if (token !== undefined) release.push(item.key); // served to the waiters, not written
           continue;
@@ -167,7 +173,7 @@ export class FillWrite {
             : item.policy;
         const entry = makeEntry(results[i], now, policy, {
           fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
-          tags: tagged === undefined ? item.tags : tagged.tags,
+          tags: tagged === undefined ? (joinedTags === undefined ? item.tags : item.flight.tags) : tagged.tags,
           tagVersions: tagged === undefined ? item.versions : tagged.versions,
           valueBytes: tagged?.from.valueBytes,
         });

@@ -107,6 +107,23 @@ export class FlightTable {
   }
 
   /**
+   * A joiner's own tags (getOrCompute's `tags`) that the flight's value does not carry yet: added,
+   * so invalidateTags of one of them abandons the fill from now on, and the value is written with
+   * them (core/fill-write; on a tag-versioned store it is served, not written: their versions were
+   * not read before the fill). Without this a joiner naming `User:1` got, and kept, a value that
+   * `invalidateTags(['User:1'])` did not reach.
+   */
+  joinTags(flight: Flight, tags: readonly string[]): void {
+    const own = flight.tags;
+    for (const tag of tags) {
+      if (own?.includes(tag) === true || flight.joinedTags?.includes(tag) === true) continue;
+      (flight.joinedTags ??= []).push(tag);
+    }
+    if (flight.joinedTags !== undefined && flight.joinedTags.length > 0)
+      flight.tags = own === undefined ? [...flight.joinedTags] : [...new Set([...own, ...flight.joinedTags])];
+  }
+
+  /**
    * Abandons a late-tagged flight whose fill ended with `tags` when one of them (any, with `anyTag`:
    * its value's tags are not all known) was invalidated while it ran: its callers re-contend, its
    * result is not written. True when abandoned.

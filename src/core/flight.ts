@@ -126,8 +126,10 @@ export class Flight<V = unknown> {
   restarts = 0;
   /** The fill run computing this flight, once it started. */
   run: FillRun | undefined = undefined;
-  /** Tags of the value being computed, for invalidateTags. */
-  readonly tags: readonly string[] | undefined;
+  /** Tags of the value being computed, for invalidateTags (a joiner's own added: FlightTable.joinTags). */
+  tags: readonly string[] | undefined;
+  /** Tags a joiner named that the starter did not: written with the value (see FlightTable.joinTags). */
+  joinedTags: string[] | undefined = undefined;
   /** Its tags are known only when it ends (LateTagged): see FlightTable.abandonTagged. */
   lateTags = false;
   /** Tags invalidated while its late-tagged fill ran (true: too many to keep): see abandonLate. */

@@ -212,6 +212,8 @@ export class LoadPath {
       }
       if (!counted) joined(this.#observers, flight, source, key, sink);
       sink?.joinedFlight?.(flight.seq);
+      // A getOrCompute caller's own tags join the value's (its loader's are the starter's: same key, same function).
+      if (policy.tags !== undefined && policy.tags !== flight.tags) this.#flights.joinTags(flight, policy.tags);
       if (restarts > flight.restarts) flight.restarts = restarts;
     } else {
       let tags: readonly string[] | undefined;
