@@ -67,34 +67,7 @@ it.each([
         },
       },
     });
-    let ask: () => Promise<Result>;
-    let stop = async () => {};
-    if (kind === 'apollo') {
-      const server = new ApolloServer({
-        schema,
-        plugins: [herdcachePlugin({ cache, extensions: true, responseCache: true })],
-      });
-      await server.start();
-      ask = async () => {
-        const response = await server.executeOperation({ query: QUERY });
-        return (response.body as unknown as { singleResult: Result }).singleResult;
-      };
-      stop = () => server.stop();
-    } else {
-      const yoga = createYoga({
-        schema,
-        plugins: [useHerdcache({ cache, extensions: true, responseCache: true })],
-        logging: false,
-      });
-      ask = async () => {
-        const response = await yoga.fetch('http://yoga/graphql', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ query: QUERY }),
-        });
-        return (await response.json()) as Result;
-      };
-    }
+    const { ask, stop } = await serve(kind, cache, schema);
     try {
       const first = ask();
       await until(() => executions === 1, 'the first execution');
