@@ -148,9 +148,9 @@ export class FillWrite {
           continue;
         }
         const tagged = lateTags?.[i];
-        const joinedTags = item.flight.joinedTags;
-        if (joinedTags !== undefined && this.#store.tagVersions !== undefined) {
-          // A joiner's tags, whose versions were not read before the fill: served, not written (FlightTable.joinTags).
+        if (item.flight.joinedTags !== undefined) {
+          // A joiner named tags of its own: one may have been invalidated after the fill started,
+          // before it joined. Served, not written (FlightTable.joinTags).
           if (token !== undefined) release.push(item.key);
           continue;
         }
@@ -173,7 +173,7 @@ export class FillWrite {
             : item.policy;
         const entry = makeEntry(results[i], now, policy, {
           fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
-          tags: tagged === undefined ? (joinedTags === undefined ? item.tags : item.flight.tags) : tagged.tags,
+          tags: tagged === undefined ? item.tags : tagged.tags,
           tagVersions: tagged === undefined ? item.versions : tagged.versions,
           valueBytes: tagged?.from.valueBytes,
         });
@@ -230,6 +230,7 @@ export class FillWrite {
       if (result instanceof Failure) this.#flights.fail(item.flight, result.error);
       else this.#flights.resolve(item.flight, result);
     }
+    if (lateTags !== undefined) for (const late of lateTags) late?.from.handled();
     await written;
   }
 

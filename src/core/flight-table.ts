@@ -86,41 +86,43 @@ export class FlightTable {
   /**
    * Abandons the flights computing a value that carries one of `tags`. A late-tagged flight (its
    * tags known when it ends) is abandoned before its fill runs (a read under way may predate the
-   * invalidation); once it runs, the tags are noted and checked when it ends (abandonLate), so an
-   * invalidation of other entities leaves it be.
+   * invalidation); while it runs, the tags are noted and checked when it ends (abandonLate), so an
+   * invalidation of other entities leaves it be; once its tags are known (until it is written and
+   * answered), an invalidation of one of them abandons it at once, as any tagged flight.
    */
   abandonTagged(tags: ReadonlySet<string>, reason: unknown, patient = false): void {
     for (const flight of this.#pending()) {
       if (flight.lateTags) {
-        if (flight.run === undefined) this.abandon(flight, reason, patient);
-        else {
-          noteLate(flight, tags);
-          // A refresh: the entry it replaces, served meanwhile, is no longer served once one of
-          // its tags is invalidated (callers wait for the refresh, checked when it ends).
-          const replacing = flight.replacing;
-          if (replacing?.tags !== undefined && replacing.tags.some((tag) => tags.has(tag)))
-            flight.replacing = undefined;
+        const known = flight.lateKnown;
+        // Before its fill runs, or one of its tags (known once it ended) invalidated: abandoned.
+        if (flight.run === undefined || known === true || known?.some((tag) => tags.has(tag)) === true) {
+          this.abandon(flight, reason, patient);
+          continue;
         }
+        if (known === undefined) noteLate(flight, tags);
+        // A refresh: the entry it replaces, served meanwhile, is no longer served once one of
+        // its tags is invalidated (callers wait for the refresh, checked when it ends).
+        const replacing = flight.replacing;
+        if (replacing?.tags !== undefined && replacing.tags.some((tag) => tags.has(tag))) flight.replacing = undefined;
       } else if (flight.tags !== undefined && flight.tags.some((tag) => tags.has(tag)))
         this.abandon(flight, reason, patient);
     }
   }
 
   /**
-   * A joiner's own tags (getOrCompute's `tags`) that the flight's value does not carry yet: added,
-   * so invalidateTags of one of them abandons the fill from now on, and the value is written with
-   * them (core/fill-write; on a tag-versioned store it is served, not written: their versions were
-   * not read before the fill). Without this a joiner naming `User:1` got, and kept, a value that
-   * `invalidateTags(['User:1'])` did not reach.
+   * A joiner's own tags (getOrCompute's `tags`) that the flight's value does not carry: added, so
+   * invalidateTags of one of them abandons the fill from now on (its callers start over), and the
+   * value is served, not written (core/fill-write): one of them may have been invalidated before
+   * the joiner came, after the fill started. The next caller fills with its own tags. Without this
+   * a joiner naming `User:1` got, and kept, a value `invalidateTags(['User:1'])` did not reach.
    */
   joinTags(flight: Flight, tags: readonly string[]): void {
-    const own = flight.tags;
-    for (const tag of tags) {
-      if (own?.includes(tag) === true || flight.joinedTags?.includes(tag) === true) continue;
-      (flight.joinedTags ??= []).push(tag);
-    }
-    if (flight.joinedTags !== undefined && flight.joinedTags.length > 0)
-      flight.tags = own === undefined ? [...flight.joinedTags] : [...new Set([...own, ...flight.joinedTags])];
+    let added: string[] | undefined;
+    for (const tag of tags) if (flight.tags?.includes(tag) !== true) (added ??= []).push(tag);
+    if (added === undefined) return;
+    (flight.joinedTags ??= []).push(...added);
+    // At most JOINED_TAGS_MAX kept for invalidateTags (the value is not written either way).
+    if (flight.joinedTags.length <= JOINED_TAGS_MAX) flight.tags = [...(flight.tags ?? []), ...added];
   }
 
   /**
@@ -129,8 +131,11 @@ export class FlightTable {
    * result is not written. True when abandoned.
    */
   abandonLate(flight: Flight, tags: readonly string[], anyTag: boolean, reason: unknown): boolean {
+    if (flight.ended) return false;
+    // Known from now on: a later invalidation of one of them (any, with anyTag) abandons it at once (abandonTagged).
+    flight.lateKnown = anyTag ? true : tags;
     const noted = flight.lateNoted;
-    if (noted === undefined || flight.ended) return false;
+    if (noted === undefined) return false;
     if (noted !== true && !anyTag && !tags.some((tag) => noted.has(tag))) return false;
     this.abandon(flight, reason);
     return true;
@@ -165,6 +170,9 @@ export class FlightTable {
     this.#ended = 0;
   }
 }
+
+/** A joiner's tags added to a flight at most (FlightTable.joinTags). */
+const JOINED_TAGS_MAX = 64;
 
 /** Tags noted per late-tagged flight at most: past it, any invalidation counts (abandonLate). */
 const LATE_NOTED_MAX = 1_024;

@@ -128,12 +128,13 @@ export class Flight<V = unknown> {
   run: FillRun | undefined = undefined;
   /** Tags of the value being computed, for invalidateTags (a joiner's own added: FlightTable.joinTags). */
   tags: readonly string[] | undefined;
-  /** Tags a joiner named that the starter did not: written with the value (see FlightTable.joinTags). */
+  /** Tags a joiner named that the starter did not: its value is then served, not written (FlightTable.joinTags). */
   joinedTags: string[] | undefined = undefined;
   /** Its tags are known only when it ends (LateTagged): see FlightTable.abandonTagged. */
   lateTags = false;
-  /** Tags invalidated while its late-tagged fill ran (true: too many to keep): see abandonLate. */
+  /** Late-tagged: tags invalidated while its fill ran (true: too many); its tags once known (true: any counts). */
   lateNoted: Set<string> | true | undefined = undefined;
+  lateKnown: readonly string[] | true | undefined = undefined;
   /**
    * A background refresh: the entry it replaces, while a caller may still be answered with it
    * (fresh under early refresh, or stale within grace). Callers arriving during the refresh get

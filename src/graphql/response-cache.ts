@@ -219,8 +219,11 @@ export class ResponseEngine {
                 ? 'stale_fields'
                 : 'stored';
         // Refused by the store step: a tag invalidated on another replica meanwhile, or unreadable (see REFUSED).
-        const settled = () => (shared.refused === false ? completion : REFUSED[shared.refused]);
-        return loaded.then(settled, settled);
+        // Abandoned by the store step (an invalidation of one of its tags since the check above):
+        // not written, and this request is not kept waiting for the re-execution (its load's).
+        const settled = (): Completion =>
+          fillAbandoned(run) ? 'invalidated' : shared.refused === false ? completion : REFUSED[shared.refused];
+        return Promise.race([shared.whenHandled(), loaded]).then(settled, settled);
       };
       return { outcome: 'miss', complete };
     }

@@ -20,8 +20,10 @@ import type {
   DocumentNode,
   FieldNode,
   FragmentDefinitionNode,
+  GraphQLInterfaceType,
   GraphQLNamedType,
   GraphQLObjectType,
+  GraphQLUnionType,
   GraphQLSchema,
   OperationDefinitionNode,
   SelectionSetNode,
@@ -220,16 +222,21 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
     }
     const sets = nodes.flatMap((node) => (node.selectionSet === undefined ? [] : [node.selectionSet]));
     if (sets.length === 0) continue;
+    // The types this response key may hold: each node's own field (an alias may name another field
+    // under each type condition), on the type and, for an interface or union, on each type it may be.
     const targets = new Set<GraphQLNamedType>();
-    const definition = definitions?.[name];
-    if (definition !== undefined) targets.add(namedType(definition.type));
-    for (const object of possible ?? []) {
-      const field = object.getFields()[name];
-      if (field !== undefined) targets.add(namedType(field.type));
+    for (const fieldName of new Set(nodes.map((node) => node.name.value))) {
+      const definition = definitions?.[fieldName];
+      if (definition !== undefined) targets.add(namedType(definition.type));
+      for (const object of possible ?? []) {
+        const field = object.getFields()[fieldName];
+        if (field !== undefined) targets.add(namedType(field.type));
+      }
     }
-    const target = targets.values().next().value;
+    const common = commonTarget(schema, targets);
+    const target = common ?? targets.values().next().value;
     if (target === undefined) continue;
-    const ambiguous = targets.size > 1;
+    const ambiguous = common === undefined;
     children[responseKey] = {
       type: target,
       isObject: !ambiguous && tagOf(target) === 'GraphQLObjectType',
@@ -242,6 +249,25 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
   found = { type, tagHead: `${type.name}:`, tagsById: tagsOf(type), keys, childAt, idKeys, children, ordered, make };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
+}
+
+/**
+ * The one type of `targets` every other is (itself, or a type it may be: an implementation's field
+ * narrowing the interface's `author: Actor` to `author: User`); undefined when there is none.
+ */
+function commonTarget(schema: GraphQLSchema, targets: ReadonlySet<GraphQLNamedType>): GraphQLNamedType | undefined {
+  if (targets.size <= 1) return targets.values().next().value;
+  for (const candidate of targets) {
+    if (!isAbstract(candidate)) continue;
+    const abstract = candidate as GraphQLInterfaceType | GraphQLUnionType;
+    const covers = (type: GraphQLNamedType): boolean =>
+      type === candidate ||
+      (isAbstract(type)
+        ? possibleTypes(schema, type).every((object) => schema.isSubType(abstract, object))
+        : schema.isSubType(abstract, type as GraphQLObjectType));
+    if ([...targets].every(covers)) return candidate;
+  }
+  return undefined;
 }
 
 /** Lists the entity's tag, unless this walk has (only a tag kept in the type's table is known to be new). */

@@ -168,6 +168,65 @@ it('a refresh of a late-tagged value: once a tag of the value it replaces is inv
   expect(fills).toBe(3);
 });
 
+it('an invalidation of its tag landing any number of microtasks after the fill returned, before the write: never left stored', async () => {
+  for (let delay = 0; delay < 25; delay++) {
+    const cache = createCache();
+    const c = cache._computation({ ttl: 60_000, label: 'response' });
+    const load = (fill: () => unknown) =>
+      cache._load<{ n: number }>(c.source, 'k', fill, { ...c.policy, lateTags: true }, undefined, undefined);
+    let db = 1;
+    let fills = 0;
+    const fill = async () => {
+      const n = ++fills;
+      const read = db;
+      await flush(1);
+      let later: Promise<void> = Promise.resolve();
+      for (let i = 0; i < delay; i++) later = later.then(() => {});
+      // A mutation right after the fill returns: its write, then its invalidation.
+      if (n === 1)
+        void later.then(() => {
+          db = 2;
+          void cache.invalidateTags(['User:1']);
+        });
+      return new LateTagged({ n: read }, ['User:1']);
+    };
+    await load(fill);
+    await flush(50);
+    expect({ delay, after: (await load(fill)).n }).toEqual({ delay, after: 2 });
+    await cache.close();
+  }
+});
+
+it("abandoned by the store step: the value's whenHandled settles then, its fill's caller not kept waiting for the next fill", async () => {
+  const cache = createCache();
+  const c = cache._computation({ ttl: 60_000, label: 'response' });
+  const load = (fill: () => unknown) =>
+    cache._load<{ n: number }>(c.source, 'k', fill, { ...c.policy, lateTags: true }, undefined, undefined);
+  const second = deferred<void>();
+  let fills = 0;
+  let first: LateTagged | undefined;
+  const fill = async () => {
+    const n = ++fills;
+    if (n === 2) await second.promise;
+    const tagged = new LateTagged({ n }, ['User:1']);
+    if (n === 1) {
+      first = tagged;
+      // An invalidation lands before the store step: the flight is abandoned there, its callers start over.
+      queueMicrotask(() => void cache.invalidateTags(['User:1']));
+    }
+    return tagged;
+  };
+  const loading = load(fill);
+  for (let i = 0; i < 100 && first === undefined; i++) await flush(1);
+  let handled = false;
+  void first!.whenHandled().then(() => (handled = true));
+  for (let i = 0; i < 100 && !handled; i++) await flush(1);
+  expect(handled).toBe(true);
+  expect(fills).toBe(2); // the re-fill runs, held
+  second.resolve();
+  expect(await loading).toEqual({ n: 2 });
+});
+
 /**
  * On a store with a tag clock (Store.tagClock + tagVersionsSince): an invalidation this process
  * does not hear of (another replica's, made on the store directly here) landing while a late-tagged

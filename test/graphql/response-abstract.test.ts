@@ -23,6 +23,14 @@ const schema = buildSchema(`
   type A { id: ID!, x: Foo }
   type B { id: ID!, x: Bar }
   union AB = A | B
+  type C { id: ID!, y: Post }
+  union AC = A | C
+  interface Actor { id: ID! }
+  type Human implements Actor { id: ID! }
+  type Bot implements Actor { id: ID! }
+  interface Content { id: ID!, author: Actor }
+  type Article implements Content { id: ID!, author: Human }
+  type Memo implements Content { id: ID!, author: Actor }
   interface Priced { id: ID!, price: Int }
   type Live implements Priced { id: ID!, price: Int @cacheControl(maxAge: 0) }
   type Shelf implements Priced { id: ID!, price: Int }
@@ -37,6 +45,8 @@ const schema = buildSchema(`
     search: [Search!]! @cacheControl(maxAge: 60)
     node(id: ID!): Node @cacheControl(maxAge: 60)
     ab: [AB!]! @cacheControl(maxAge: 60)
+    ac: [AC!]! @cacheControl(maxAge: 60)
+    content: Content @cacheControl(maxAge: 60)
     priced: Priced @cacheControl(maxAge: 60)
     owned: Owned @cacheControl(maxAge: 60)
     outer: Outer
@@ -52,6 +62,8 @@ const rootValue = {
     { __typename: 'A', id: 'a1', x: { id: 'f1' } },
     { __typename: 'B', id: 'b1', x: { id: 'b9' } },
   ],
+  ac: [{ __typename: 'C', id: 'c1', y: { __typename: 'Post', id: 'p7', title: 't' } }],
+  content: { __typename: 'Article', id: 'a1', author: { __typename: 'Human', id: 'h1' } },
 };
 
 async function facts(query: string) {
@@ -82,6 +94,22 @@ describe('entities under an interface or union, without __typename', () => {
     const typed = await facts('{ ab { ... on A { id x { __typename id } } ... on B { id x { __typename id } } } }');
     expect(typed.untagged).toBe(false);
     expect(typed.tags).toEqual(expect.arrayContaining(['A:a1', 'B:b1', 'Foo:f1', 'Bar:b9']));
+  });
+});
+
+describe('aliases and narrower types', () => {
+  it('one response key aliasing a different field under each member: untagged without __typename, tagged by the member with it', async () => {
+    const without = await facts('{ ac { ... on A { v: x { id } } ... on C { v: y { id } } } }');
+    expect(without.untagged).toBe(true);
+    const typed = await facts('{ ac { __typename ... on A { v: x { id } } ... on C { id v: y { id } } } }');
+    expect(typed.untagged).toBe(false);
+    expect(typed.tags).toEqual(expect.arrayContaining(['C:c1', 'Post:p7']));
+  });
+
+  it("an implementation narrowing the interface's field type: tagged as each type the interface's may be", async () => {
+    const found = await facts('{ content { id author { id } } }');
+    expect(found.untagged).toBe(false);
+    expect(found.tags).toEqual(expect.arrayContaining(['Human:h1', 'Bot:h1']));
   });
 });
 
