@@ -10,9 +10,9 @@
  *   otherwise queue the command offline and answer whenever it reconnects), and so does an open
  *   circuit breaker.
  * Recovery (breaker.ts): the breaker's cool-down is short and grows only while trials fail; it
- * ends the moment Redis is known to answer again: a reconnected client (status back to 'ready',
- * after its ready check) closes every breaker, and the late reply of a call that timed out (a
- * stall is over) makes the next call the trial. So the fill lock is back within milliseconds of
+ * ends the moment Redis is known to answer again: a reconnected client (its `ready`, after its
+ * ready check, or a call that sees it first) closes every breaker, and the late reply of a call
+ * that timed out (a stall is over) makes the next call the trial. So the fill lock is back within milliseconds of
  * Redis, not after a fixed cool-down, while a Redis that is down still costs no waiting.
  * After sending: the call is bounded by its timeout (call-timeout.ts: the command timeout, more for
  * a large payload or a reply still arriving); every outcome of an admitted call feeds the breaker.
@@ -24,7 +24,7 @@
 import { HerdcacheError } from '../core/errors';
 import type { BreakerState, CircuitBreaker } from './breaker';
 import { boundCall, type CallBounds } from './call-timeout';
-import { listenOnce, type Emitter } from './connection-events';
+import { listen, listenOnce, type Emitter } from './connection-events';
 
 /** The part of an ioredis client the guard looks at. */
 export interface Connection extends Emitter {
@@ -90,8 +90,12 @@ export class CallGuard {
   #firstReady: Promise<boolean> | undefined;
   /** A call saw the client not connected: the next call to see it ready closes the breakers. */
   #wasDown = false;
-  /** The socket of a standalone client when a call last saw it ready: a new one is a reconnection. */
+  /** The socket of a standalone client when a call or its `ready` last saw it ready: a new one is a reconnection. */
   #stream: unknown;
+  /** A call acted on a reconnection before the client's `ready` of it (emitted a tick after the status). */
+  #readyHandled = false;
+  /** Removes the guard's `ready` listener (close()). */
+  #offReady: (() => void) | undefined;
   /** Called (in a microtask) when a call finds the client reconnected: the fill lock re-sends its recent releases. */
   onReconnect: (() => void) | undefined;
   /** Called with the error of every call the client rejected (not a timeout): READONLY reconnects it (reconnect.ts). */
@@ -114,11 +118,36 @@ export class CallGuard {
     this.#readyTimeout = readyTimeout;
     this.#breaker = breaker;
     this.#wasReady = connection.status === 'ready';
+    if (this.#wasReady) this.#stream = connection.stream;
     // Shared by every store on the client (connection-events.ts): twenty stores, one listener.
-    if (!this.#wasReady)
-      listenOnce(connection, 'ready', () => {
-        this.#wasReady = true;
-      });
+    this.#offReady = listen(connection, 'ready', () => this.#onReady());
+  }
+
+  /** Stops listening to the client (the store's close()); calls still notice a reconnection themselves (#check). */
+  close(): void {
+    this.#offReady?.();
+    this.#offReady = undefined;
+  }
+
+  /**
+   * The client's `ready`, first or after a reconnection (ready check passed). A reconnection is
+   * acted on now (breakers closed, onReconnect), not at the next call: a replica idle on Redis may
+   * make none for long, and the lock releases it re-sends are what other replicas' loads wait on.
+   * Once per connection: a call that saw the new connection first (#check) has acted already.
+   */
+  #onReady(): void {
+    const again = this.#wasReady;
+    this.#wasReady = true;
+    if (this.#readyHandled) {
+      this.#readyHandled = false;
+      return;
+    }
+    const stream = this.#connection.stream;
+    if (stream !== undefined) {
+      if (stream === this.#stream) return;
+      this.#stream = stream;
+    }
+    if (again || this.#wasDown) this.#reconnected();
   }
 
   /** The worst state of the store's breaker and of every Cluster master's: which one, nodeHealth() says. */
@@ -293,13 +322,19 @@ export class CallGuard {
       // closed and connected later: their breakers opened while it never was).
       this.#wasDown = true;
     } else {
+      // Also after close(), when no `ready` is heard.
+      this.#wasReady = true;
       // A reconnection no call saw happen (it was quick: a failover's disconnect) shows as a new socket.
       const stream = this.#connection.stream;
       if (stream !== this.#stream) {
         if (this.#stream !== undefined) this.#wasDown = true;
         this.#stream = stream;
       }
-      if (this.#wasDown) this.#reconnected();
+      if (this.#wasDown) {
+        // Its `ready` is still to come (a tick after the status): not acted on twice.
+        this.#readyHandled = this.#offReady !== undefined;
+        this.#reconnected();
+      }
     }
     if (breaker !== undefined && !breaker.admit()) {
       throw new HerdcacheError(

@@ -91,7 +91,7 @@ export interface RedisStore extends Store {
   waitStats(): RedisWaitStats;
   /**
    * Stops listening for fill announcements: closes the store's own subscriber, or unsubscribes a
-   * given one (left open, as the client is: both are the user's).
+   * given one (left open, as the client is: both are the user's); removes its listeners on the client.
    */
   close(): Promise<void>;
 }
@@ -180,6 +180,7 @@ class RedisStoreImpl implements RedisStore {
     this.lock.flushWrites();
     this.#announcements?.close();
     this.#stopEarlyReconnect();
+    this.#link.guard.close();
   }
 
   get breakerState(): BreakerState | 'disabled' {
