@@ -5,7 +5,8 @@
  * - a client that has never been ready (just created, still connecting: a deploy's first
  *   requests) is waited for, until its first `ready`, at most `readyTimeout` ms counted from the
  *   first call that had to wait. Failing those calls fast would run every replica's first burst
- *   without the fill lock and open the breaker for nothing. Past the budget, calls fail fast.
+ *   without the fill lock and open the breaker for nothing. Past the budget, calls fail fast; and
+ *   at once once a connection attempt failed (refused: Redis down at start is not waited for).
  * - a client that was ready and lost its connection fails the call at once (ioredis would
  *   otherwise queue the command offline and answer whenever it reconnects), and so does an open
  *   circuit breaker.
@@ -85,6 +86,11 @@ export class CallGuard {
   readonly #name: string;
   /** Whether the client has ever been ready: only then is "not ready" an outage. */
   #wasReady: boolean;
+  /**
+   * The client, never ready, has failed a connection attempt (its `close`: refused, reset, timed
+   * out): Redis is down, not still being connected to, so calls fail fast instead of waiting.
+   */
+  #connectFailed = false;
   /** Until when calls wait for the first `ready` (set by the first call that waits). */
   #readyDeadline = 0;
   #firstReady: Promise<boolean> | undefined;
@@ -96,6 +102,8 @@ export class CallGuard {
   #readyHandled = false;
   /** Removes the guard's `ready` listener (close()). */
   #offReady: (() => void) | undefined;
+  /** Removes the guard's `close` listener of a client not ready yet (close()). */
+  #offClose: (() => void) | undefined;
   /** Called (in a microtask) when a call finds the client reconnected: the fill lock re-sends its recent releases. */
   onReconnect: (() => void) | undefined;
   /** Called with the error of every call the client rejected (not a timeout): READONLY reconnects it (reconnect.ts). */
@@ -121,12 +129,30 @@ export class CallGuard {
     if (this.#wasReady) this.#stream = connection.stream;
     // Shared by every store on the client (connection-events.ts): twenty stores, one listener.
     this.#offReady = listen(connection, 'ready', () => this.#onReady());
+    if (!this.#wasReady)
+      this.#offClose = listenOnce(connection, 'close', () => {
+        this.#offClose = undefined;
+        this.#connectFailed = true;
+      });
   }
 
   /** Stops listening to the client (the store's close()); calls still notice a reconnection themselves (#check). */
   close(): void {
     this.#offReady?.();
     this.#offReady = undefined;
+    this.#offClose?.();
+    this.#offClose = undefined;
+  }
+
+  /**
+   * Whether a call waits for the client's first `ready`: never ready yet, still connecting for the
+   * first time (no attempt failed: a down Redis is not waited for, see #connectFailed), and a budget.
+   */
+  #waitsFirstReady(status: string): boolean {
+    if (status === 'ready' || this.#wasReady || status === 'end' || this.#readyTimeout <= 0) return false;
+    // A failure seen in the status: one that came before this guard was made, or before its `close`.
+    if (status === 'reconnecting' || status === 'close') this.#connectFailed = true;
+    return !this.#connectFailed;
   }
 
   /**
@@ -181,8 +207,7 @@ export class CallGuard {
     send: (group: number) => Promise<T>,
     options?: CallOptions,
   ): Promise<GroupOutcome<T>> {
-    const status = this.#connection.status;
-    if (status !== 'ready' && !this.#wasReady && status !== 'end' && this.#readyTimeout > 0) {
+    if (this.#waitsFirstReady(this.#connection.status)) {
       return this.#waitFirstReady().then(() => this.#sendGroups(op, count, nodeOf, send, options));
     }
     return this.#sendGroups(op, count, nodeOf, send, options);
@@ -257,6 +282,7 @@ export class CallGuard {
       const settle = (ready: boolean): void => {
         offReady();
         offEnd();
+        offClose();
         clearTimeout(timer);
         resolve(ready);
       };
@@ -264,6 +290,9 @@ export class CallGuard {
       // A client that gives up (its retryStrategy said stop, or it was closed) will never be
       // ready: the loads waiting for it are computed now, not at the deadline.
       const offEnd = listenOnce(connection, 'end', () => settle(false));
+      // An attempt that failed (Redis refused, reset, unreachable): Redis is down, not slow to
+      // connect to; the loads are computed now, as with a Redis that went down (#connectFailed).
+      const offClose = listenOnce(connection, 'close', () => settle(false));
       // Not unref'd: a load is waiting on it (a script whose only work is that load would exit
       // with the load never settled).
       const timer = setTimeout(() => settle(false), left);
@@ -276,11 +305,8 @@ export class CallGuard {
    * ioredis before, so nothing queues offline.
    */
   run<T>(op: string, send: () => Promise<T>, options?: CallOptions): Promise<T> {
-    const status = this.#connection.status;
     // 'end': the client gave up (or was closed) before it ever connected: nothing to wait for.
-    if (status !== 'ready' && !this.#wasReady && status !== 'end' && this.#readyTimeout > 0) {
-      return this.#afterFirstReady(op, send, options);
-    }
+    if (this.#waitsFirstReady(this.#connection.status)) return this.#afterFirstReady(op, send, options);
     const breaker = options?.releases === true ? undefined : this.#breaker;
     try {
       this.#check(op, breaker);

@@ -43,7 +43,8 @@ export interface RedisStoreOptions {
   /**
    * Milliseconds calls wait for a client that has never been ready yet (still connecting right
    * after `new Redis(...)`) to become ready, counted from the first call that waits; then they
-   * fail fast as for a client that lost its connection. 0: never wait. Default 2000.
+   * fail fast as for a client that lost its connection. Not waited once a connection attempt
+   * failed (refused: Redis is down). 0: never wait. Default 2000.
    */
   readyTimeout?: number;
   /**

@@ -3,7 +3,9 @@
  * Each test runs its own redis-server so it can block it (DEBUG SLEEP), kill it and restart it
  * on the same port. Timing is asserted only where it is the point: "bounded", with wide margins.
  */
+import { createServer } from 'node:net';
 import Redis from 'ioredis';
+import { createCache } from '../../src/core/cache';
 import { redisStore } from '../../src/redis/redis-store';
 import { freePort, startRedisServer, type RedisServer } from '../setup/redis-server';
 import { connect, entry, eventually, sleep } from './helpers';
@@ -171,24 +173,61 @@ it('half-open: a failed trial keeps it open for another cool-down', async () => 
   await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_CIRCUIT_OPEN' });
 });
 
-it('waits readyTimeout for a client that was never there, then fails fast, without queueing commands offline', async () => {
+it('Redis down at start (connection refused): the first calls fail at once, not after readyTimeout; loads are computed', async () => {
   const port = await freePort();
   const absent = new Redis(`redis://127.0.0.1:${port}`, { retryStrategy: () => 1000, disconnectTimeout: 10 });
   absent.on('error', () => {});
   clients.push(absent);
-  const store = redisStore({ client: absent, prefix: 'absent:', readyTimeout: 100, breaker: false });
-  // The first calls wait (together) for the first "ready", which never comes: E_STORE_UNAVAILABLE
-  // once the 100 ms budget is spent, never E_STORE_TIMEOUT (nothing was sent).
+  // A budget far past this test's own timeout: only the refused attempt can end the wait in time.
+  const store = redisStore({
+    client: absent,
+    prefix: 'absent:',
+    readyTimeout: 600_000,
+    breaker: { threshold: 2, coolDown: 60_000 },
+  });
   const first = await Promise.all([settle(store.getMany(['k'])), settle(store.lock.acquire(['k'], 't', 1000))]);
-  for (const result of first) {
-    expect(result.error).toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
-    expect(result.ms).toBeGreaterThanOrEqual(50); // half the budget: the timer did not end the call at once (a descheduled test process reads its clock late)
-  }
-  // The budget is spent once, not per call: from now on every call fails fast.
-  for (let i = 0; i < 50; i++)
-    await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
-  await expect(store.lock.acquire(['k'], 't', 1000)).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+  for (const result of first) expect(result.error).toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+  // Failed as a down Redis fails: counted by the breaker, which now skips Redis.
+  await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_CIRCUIT_OPEN' });
+  const storeErrors: string[] = [];
+  const cache = createCache({
+    store,
+    ttl: 60_000,
+    hooks: { onStoreError: (error) => void storeErrors.push((error as { code?: string }).code ?? '?') },
+  });
+  expect(await cache.getOrCompute('load', () => 'computed')).toBe('computed');
+  expect(storeErrors.length).toBeGreaterThan(0);
+  await cache.close();
   expect((absent as unknown as { offlineQueue: { length: number } }).offlineQueue.length).toBe(0);
+});
+
+it('a client still connecting for the first time (no attempt failed) is waited for, up to readyTimeout, then calls fail fast', async () => {
+  // Accepts the connection and never answers: ioredis's ready check is in flight, nothing failed.
+  const silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as { port: number }).port;
+  const connecting = new Redis(`redis://127.0.0.1:${port}`, { disconnectTimeout: 10 });
+  connecting.on('error', () => {});
+  clients.push(connecting);
+  try {
+    const store = redisStore({ client: connecting, prefix: 'connecting:', readyTimeout: 100, breaker: false });
+    // The first calls wait (together) for the first "ready", which never comes: E_STORE_UNAVAILABLE
+    // once the 100 ms budget is spent, never E_STORE_TIMEOUT (nothing was sent).
+    const first = await Promise.all([settle(store.getMany(['k'])), settle(store.lock.acquire(['k'], 't', 1000))]);
+    for (const result of first) {
+      expect(result.error).toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+      expect(result.ms).toBeGreaterThanOrEqual(50); // half the budget: the timer did not end the call at once (a descheduled test process reads its clock late)
+    }
+    // The budget is spent once, not per call: from now on every call fails fast.
+    for (let i = 0; i < 50; i++)
+      await expect(store.getMany(['k'])).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    await expect(store.lock.acquire(['k'], 't', 1000)).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    expect(connecting.status).toBe('connect');
+    expect((connecting as unknown as { offlineQueue: { length: number } }).offlineQueue.length).toBe(0);
+  } finally {
+    connecting.disconnect();
+    silent.close();
+  }
 });
 
 it('a client that gives up before its first ready (retryStrategy stops): the waiting calls end with it, not at readyTimeout', async () => {
