@@ -12,6 +12,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { ANNOUNCED_BYTES_PER_CALL, ANNOUNCED_VALUE_MAX, VALUE_READER } from './fill-channels';
 import { WAITERS_SUFFIX } from './keys';
 import { TAG_BUMP, TAG_CLOCK, TAG_READ } from './tag-scripts';
+import { knowScripts } from './script-commands';
 
 /** Most bytes of waiter ids a key's marker holds (see WAITERS): some 290 processes of 13-byte ids. */
 export const WAITERS_MAX_BYTES = 4096;
@@ -307,14 +308,24 @@ export interface ScriptPipeline {
  * Defining them again (a second store on the same client) is harmless: same name, same script.
  */
 export function defineScripts(client: Redis | Cluster): LockScripts {
-  client.defineCommand('herdcacheLockAcquire3', { lua: ACQUIRE });
-  client.defineCommand('herdcacheReadOrLock1', { lua: READ_OR_ACQUIRE });
-  client.defineCommand('herdcacheLockWrite4', { lua: WRITE_AND_RELEASE });
-  client.defineCommand('herdcacheLockRelease3', { lua: RELEASE });
-  client.defineCommand('herdcacheTagClock1', { lua: TAG_CLOCK });
-  client.defineCommand('herdcacheTagBump3', { lua: TAG_BUMP });
-  client.defineCommand('herdcacheTagRead1', { lua: TAG_READ });
-  client.defineCommand('herdcacheInvalidate1', { lua: INVALIDATE });
-  client.defineCommand('herdcacheWriteUnlessInvalidated1', { lua: WRITE_UNLESS_INVALIDATED });
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua });
+  // A command refused inside one is named by its line there (permissions.ts).
+  knowScripts(SOURCES);
   return client as unknown as LockScripts;
 }
+
+/** Every script, by the name it is defined under. */
+const SCRIPTS: Readonly<Record<string, string>> = {
+  herdcacheLockAcquire3: ACQUIRE,
+  herdcacheReadOrLock1: READ_OR_ACQUIRE,
+  herdcacheLockWrite4: WRITE_AND_RELEASE,
+  herdcacheLockRelease3: RELEASE,
+  herdcacheTagClock1: TAG_CLOCK,
+  herdcacheTagBump3: TAG_BUMP,
+  herdcacheTagRead1: TAG_READ,
+  herdcacheInvalidate1: INVALIDATE,
+  herdcacheWriteUnlessInvalidated1: WRITE_UNLESS_INVALIDATED,
+};
+
+/** The scripts' sources, as sent. */
+const SOURCES: readonly string[] = Object.values(SCRIPTS);

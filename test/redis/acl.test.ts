@@ -5,8 +5,8 @@
  * a user with exactly that rule: the same fills as the default user, no store error, nothing in
  * ACL LOG. With each command of the rule taken away in turn, the loads are still answered and Redis
  * logs the refusal (so the rule has nothing extra), and a missing permission is said once
- * (HERDCACHE_REDIS_NOPERM), not once per call. Once per process: the warning tests come before the
- * tests that take each command away (which would have said it already).
+ * (HERDCACHE_REDIS_NOPERM), naming the command (one refused inside a script too), not once per
+ * call or per operation. Once per process: the warning tests come first, or forget what was said.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import Redis from 'ioredis';
 import { createCache, type Cache } from '../../src/core/cache';
 import { memoryStore } from '../../src/core/memory';
 import type { Store } from '../../src/core/store';
-import { NOPERM_WARNING } from '../../src/redis/permissions';
+import { _forgetNoPermWarnings, NOPERM_WARNING } from '../../src/redis/permissions';
 import { tagVersionKey } from '../../src/redis/keys';
 import { redisStore } from '../../src/redis/redis-store';
 import { tieredStore } from '../../src/redis/tiered';
@@ -248,15 +248,30 @@ it('a user without +publish: the tiered store still answers, one warning naming 
   expect(messages[0]).toMatch(/may not run PUBLISH \(sent by publish\)/);
 });
 
-it('a user without +get: the scripts’ GET refused fails them (counted, warned), never read as a missing value', async () => {
+it('a user without +get: the scripts’ GET refused fails them (counted), never read as a missing value; one warning naming GET', async () => {
   const login = await user(rule.filter((token) => token !== '+get'));
   const outcome = await scenario(login);
   // Read as missing, the lock scripts sent waiters to wait for a value they could not see (the
   // whole lockWaitTimeout), with nothing counted and nothing said.
   expect(outcome.storeErrors).toBeGreaterThan(0);
+  // Refused inside every script (lock, release, writes, invalidate, tags): Redis says only the
+  // script's line; the warning names the command that line runs, once.
   const messages = noPerm().map(({ message }) => message);
-  expect(messages.length).toBeGreaterThan(0);
-  expect(messages[0]).toMatch(/may not run a command inside herdcache's \w+ script/);
+  expect(messages).toHaveLength(1);
+  expect(messages[0]).toMatch(/^herdcache: the Redis user may not run GET \(inside herdcache's [\w.]+ script\)/);
+});
+
+describe('the rule without one of its commands: at most one warning for it, naming it', () => {
+  it.each(commands)('-%s', async (command) => {
+    _forgetNoPermWarnings();
+    const login = await user(rule.filter((token) => token !== `+${command}`));
+    await scenario(login);
+    const messages = noPerm().map(({ message }) => message);
+    // Every warning names a command (a late call of the previous case's user may name its own).
+    for (const message of messages) expect(message).toMatch(/^herdcache: the Redis user may not run [A-Z|]+ \(/);
+    const upper = command.toUpperCase();
+    expect(messages.filter((message) => message.includes(`may not run ${upper} (`)).length).toBeLessThanOrEqual(1);
+  });
 });
 
 describe('the rule without one of its commands: loads still answered, the refusal logged', () => {
