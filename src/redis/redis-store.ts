@@ -30,7 +30,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { HerdcacheError } from '../core/errors';
 import type { BreakerState } from './breaker';
-import { defineScripts, type LockScripts, type ScriptPipeline } from './scripts';
+import { defineScripts, type LockScripts } from './scripts';
 import { CallGuard, type NodeHealth } from './guard';
 import { storeError, writeTimeout } from './call-timeout';
 import { RedisTags } from './tag-clock';
@@ -38,6 +38,7 @@ import { groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, pick } from './keys';
 import { clearPrefix } from './redis-clear';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
+import { queueWrites } from './unlocked-writes';
 import { reconnectOnReadOnly } from './reconnect';
 import { type Reconnecting, reconnectEarly } from './early-reconnect';
 import { FillAnnouncements, type WakeStats } from './announcements';
@@ -264,31 +265,19 @@ class RedisStoreImpl implements RedisStore {
     const client = link.client;
     const send = (indices: number[] | null) => {
       const pipeline = client.pipeline();
-      const count = indices === null ? keys.length : indices.length;
-      for (let j = 0; j < count; j++) {
-        const i = indices === null ? j : indices[j]!;
-        const since = sinces[i];
-        // A fill's unlocked write checks the key's invalidation marker (same slot: same hash tag).
-        if (since !== undefined)
-          (pipeline as unknown as ScriptPipeline).herdcacheWriteUnlessInvalidated1(
-            2,
-            keys[i]!,
-            keys[i]! + INVALIDATED_SUFFIX,
-            payloads[i]!,
-            pxs[i]!,
-            since,
-          );
-        else if (pxs[i] === 0) pipeline.set(keys[i]!, payloads[i]!);
-        else pipeline.set(keys[i]!, payloads[i]!, 'PX', pxs[i]!);
-      }
+      const positions = indices ?? keys.map((_, i) => i);
+      const written = queueWrites(pipeline, positions, { keys, payloads, pxs, sinces }, (some) =>
+        link.slotGroups(some),
+      );
       return pipeline.exec().then((result) => {
         if (result === null)
           throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
         for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
-        // Written (an unlocked fill's script says 0 when it refused): the next read is a plain MGET.
-        for (let j = 0; j < count; j++) {
-          if (result[j]![1] === 0) continue;
-          const write = writes[at[indices === null ? j : indices[j]!]!]!;
+        // Written (an unlocked fill's write the script refused is not): the next read is a plain MGET.
+        const took = written(result);
+        for (let p = 0; p < positions.length; p++) {
+          if (!took[p]) continue;
+          const write = writes[at[positions[p]!]!]!;
           link.presence.saw(write.key, write.entry);
         }
       });

@@ -264,21 +264,31 @@ return 1
 `;
 
 /**
- * KEYS: value key, invalidation marker. ARGV: payload, px ('0': no expiry), since (ms, when the
- * fill started). Writes unless the key was invalidated at or after `since`: a fill without the
- * lock that started before an invalidation may hold data older than it, and nothing else fences
- * it (the lock's deletion fences only fills that held the lock). Returns 1 when written, else 0.
+ * KEYS: per write, value key and invalidation marker (one slot: a Cluster call holds one slot's).
+ * ARGV: per write, payload, px ('0': no expiry), since (ms, when the fill started). Writes each
+ * unless its key was invalidated at or after its `since`: a fill without the lock that started
+ * before an invalidation may hold data older than it, and nothing else fences it (the lock's
+ * deletion fences only fills that held the lock). Returns per write 1 when written, else 0. The
+ * unlocked writes of one setMany (a loader's batch) are one call (redis-unlocked-writes).
  */
 const WRITE_UNLESS_INVALIDATED = `
 ${SAFE_GET}
-local at = tonumber(get(KEYS[2]))
-if at ~= nil and at >= tonumber(ARGV[3]) then return 0 end
-if ARGV[2] == '0' then
-  redis.call('SET', KEYS[1], ARGV[1])
-else
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local out = {}
+for i = 1, #KEYS, 2 do
+  local j = (i - 1) / 2 * 3
+  local at = tonumber(get(KEYS[i + 1]))
+  if at ~= nil and at >= tonumber(ARGV[j + 3]) then
+    out[#out + 1] = 0
+  else
+    if ARGV[j + 2] == '0' then
+      redis.call('SET', KEYS[i], ARGV[j + 1])
+    else
+      redis.call('SET', KEYS[i], ARGV[j + 1], 'PX', ARGV[j + 2])
+    end
+    out[#out + 1] = 1
+  end
 end
-return 1
+return out
 `;
 
 type Arg = string | Buffer | number | readonly (string | Buffer)[];

@@ -194,3 +194,30 @@ it('sends nothing for empty batches', async () => {
   expect(commands).toEqual({});
   expect(writes).toBe(0);
 });
+
+it("a batch's unlocked writes (fills without the lock, each checking its key's invalidation marker) in one script call", async () => {
+  const since = Date.now();
+  // Warm the script (EVAL the first time on a connection).
+  await store.setMany([{ key: 'warm:3', entry: entry(0), ttl: 60_000, since }]);
+  await store.delete([keys[0]!], { at: Date.now() }); // invalidated now: its unlocked write (since before) is refused
+  const { commands, writes } = await measure(() =>
+    store.setMany(keys.slice(0, 20).map((key) => ({ key, entry: entry(`u:${key}`), ttl: 60_000, since }))),
+  );
+  // Per key the marker's GET and (unless refused) its SET, inside the one script.
+  expect(commands).toEqual({ evalsha: 1, get: 20, set: 19 });
+  expect(writes).toBe(1);
+  const found = await store.getMany(keys.slice(0, 20));
+  expect(found[0]).toBeUndefined();
+  expect(found.slice(1).every((e) => e !== undefined)).toBe(true);
+});
+
+it('30,000 unlocked writes in one setMany: script calls of 1,000 writes, all written', async () => {
+  const since = Date.now();
+  const many = Array.from({ length: 30_000 }, (_, i) => `many:${i}`);
+  const { commands } = await measure(() =>
+    store.setMany(many.map((key) => ({ key, entry: entry(key), ttl: 60_000, since }))),
+  );
+  expect(commands).toEqual({ evalsha: 30, get: 30_000, set: 30_000 });
+  const found = await store.getMany(many);
+  expect(found.every((e) => e !== undefined)).toBe(true);
+});
