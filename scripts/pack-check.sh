@@ -198,6 +198,31 @@ JS
 { echo '(async () => {'; sed "s#^import { \(.*\) } from '\(.*\)';#const { \1 } = require('\2');#" "$tmp/graphql-usage/usage.mjs"
   echo '})().catch((error) => { console.error(error); process.exit(1); });'; } >"$tmp/graphql-usage/usage.cjs"
 (cd "$tmp/graphql-usage" && node usage.mjs && node usage.cjs) || { echo "code-first / Federation usage failed"; exit 1; }
+# Loaded both ways in one application (a require here, an import there): one copy of herdcache,
+# so a cache made through require() works with the graphql entry imported (its request scope too),
+# and the reverse. Two builds answered every @cached field with an internal marker.
+cat >"$tmp/graphql-usage/mixed.mjs" <<'JS'
+import { createRequire } from 'node:module';
+import { graphql, buildSchema } from 'graphql';
+const require = createRequire(import.meta.url);
+for (const [label, core, gql] of [
+  ['require core, import graphql', require('herdcache'), await import('herdcache/graphql')],
+  ['import core, require graphql', await import('herdcache'), require('herdcache/graphql')],
+]) {
+  let calls = 0;
+  const schema = buildSchema(`${gql.cachedDirectiveTypeDefs} type Query { n: Int @cached(ttl: 60) }`);
+  schema.getQueryType().getFields().n.resolve = () => ++calls;
+  const cache = core.createCache();
+  gql.cachedDirectiveTransformer(schema, { cache });
+  for (let i = 0; i < 3; i++) {
+    const result = await graphql({ schema, source: '{ n }', contextValue: gql.herdcacheContext({ cache }) });
+    if (result.errors || result.data.n !== 1) throw new Error(`${label}: ${JSON.stringify(result)}`);
+  }
+  if (calls !== 1 || cache.metrics().total.hits !== 2) throw new Error(`${label}: ${calls} calls, ${cache.metrics().total.hits} hits`);
+}
+JS
+(cd "$tmp/graphql-usage" && node mixed.mjs) || { echo "herdcache loaded both ways: two copies"; exit 1; }
+echo "loaded both ways (require and import in one application): one copy"
 echo "code-first directives and Federation entity caching: ok (ESM and CJS, graphql and @apollo/subgraph only)"
 
 # The response cache from the tarball, on Apollo Server: a cold then a warm identical query, the
