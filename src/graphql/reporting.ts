@@ -60,6 +60,7 @@ export class OperationReporting {
   readonly #loadRecorder: (() => Promise<OperationRecorder>) | undefined;
   #recorder: OperationRecorder | undefined;
   #starting: Promise<() => void> | undefined;
+  #recordFailed = false;
 
   constructor(options: OperationReportingOptions) {
     const { cache, owner } = options;
@@ -110,11 +111,25 @@ export class OperationReporting {
   /** Counts a response-cache outcome, once the recorder is there (as end() does). */
   recordResponse(operationName: string | null | undefined, outcome: string): void {
     const recorder = this.#recorder;
-    if (recorder !== undefined) recorder.recordResponse?.(operationName, outcome);
+    if (recorder !== undefined) this.#record(() => recorder.recordResponse?.(operationName, outcome));
     else if (this.#starting !== undefined && this.#loadRecorder !== undefined) {
       void this.#starting.then(
-        () => this.#recorder?.recordResponse?.(operationName, outcome),
+        () => this.#record(() => this.#recorder?.recordResponse?.(operationName, outcome)),
         () => {},
+      );
+    }
+  }
+
+  /** Metrics never fail an operation: a recorder that throws (a metric changed under it) is warned of once. */
+  #record(record: () => void): void {
+    try {
+      record();
+    } catch (error) {
+      if (this.#recordFailed) return;
+      this.#recordFailed = true;
+      process.emitWarning(
+        `herdcache: recording metrics failed (${error instanceof Error ? error.message : String(error)}); the operations are answered, their counts are lost`,
+        { code: 'HERDCACHE_METRICS_FAILED' },
       );
     }
   }
@@ -129,11 +144,11 @@ export class OperationReporting {
     if (!executed) return undefined;
     const report = active.operation.report();
     const recorder = this.#recorder;
-    if (recorder !== undefined) recorder.recordOperation(operationName, report);
+    if (recorder !== undefined) this.#record(() => recorder.recordOperation(operationName, report));
     else if (this.#starting !== undefined && this.#loadRecorder !== undefined) {
       // The recorder is still loading (the first operations after creation): record when it is there.
       void this.#starting.then(
-        () => this.#recorder?.recordOperation(operationName, report),
+        () => this.#record(() => this.#recorder?.recordOperation(operationName, report)),
         () => {},
       );
     }

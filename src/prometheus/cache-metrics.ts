@@ -133,7 +133,17 @@ export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promis
   const client = options.client === undefined ? await loadPromClient() : checkPromClient(options.client);
   const raced = perRegistry.get(registry); // another call finished while prom-client loaded
   if (raced !== undefined && raced.cache === cache) return raced.collectors;
-  const collectors = register(client, registry, cache, stores, { maxSources, maxNodes });
+  // All or nothing: a name already taken on the registry fails the call, and what it registered
+  // before that is removed again (a retry, or another cache's metrics, would meet leftovers).
+  const before = new Set(registry.getMetricsAsArray().map((metric) => metric.name));
+  const registered: string[] = [];
+  let collectors: HerdcacheCollectors;
+  try {
+    collectors = register(client, registry, cache, stores, { maxSources, maxNodes }, registered);
+  } catch (error) {
+    for (const name of registered) if (!before.has(name)) registry.removeSingleMetric(name);
+    throw error;
+  }
   perRegistry.set(registry, { cache, collectors });
   return collectors;
 }
@@ -144,8 +154,8 @@ function register(
   cache: Cache,
   stores: readonly Store[],
   limits: { maxSources: number; maxNodes: number },
+  names: string[],
 ): HerdcacheCollectors {
-  const names: string[] = [];
   const registers = [registry];
   const sourceLabel = boundedLabel(limits.maxSources);
 

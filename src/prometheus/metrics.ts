@@ -102,12 +102,12 @@ export class HerdcacheMetrics {
     for (const key of COUNTER_KEYS) {
       const [name, help] = COUNTER_METRICS[key];
       counters[key] =
-        reuse(registry, name) ??
+        reuse(registry, name, 'inc', ['operation', 'source']) ??
         new client.Counter({ name, help, labelNames: ['operation', 'source'], registers: [registry] });
     }
     this.#counters = counters;
     this.#responses =
-      reuse(registry, RESPONSES_METRIC) ??
+      reuse(registry, RESPONSES_METRIC, 'inc', ['operation', 'outcome']) ??
       new client.Counter({
         name: RESPONSES_METRIC,
         help: 'Operations by how the response cache answered them (hit, miss, coalesced, stale, bypassed).',
@@ -115,7 +115,7 @@ export class HerdcacheMetrics {
         registers: [registry],
       });
     this.#fillDuration =
-      reuse(registry, FILL_DURATION_METRIC) ??
+      reuse(registry, FILL_DURATION_METRIC, 'observe', ['source']) ??
       new client.Histogram({
         name: FILL_DURATION_METRIC,
         help: 'Duration of fills (resolver, fill or batch function), once per key filled; a batch counts its duration for each of its keys.',
@@ -265,6 +265,22 @@ export async function loadPromClient(): Promise<PromClient> {
   }
 }
 
-function reuse<M>(registry: Registry, name: string): M | undefined {
-  return registry.getSingleMetric(name) as M | undefined;
+/**
+ * The registry's metric of that name, when it is one of ours (another plugin on the registry made
+ * it: a counter or histogram with our labels); undefined when there is none. Another metric of that
+ * name is refused now, at the server's start: adopted, it threw at the first request it counted.
+ */
+function reuse<M>(registry: Registry, name: string, method: 'inc' | 'observe', labels: readonly string[]): M | undefined {
+  const found = registry.getSingleMetric(name) as unknown as
+    | { inc?: unknown; observe?: unknown; labelNames?: readonly string[] }
+    | undefined;
+  if (found === undefined) return undefined;
+  const given = [...(found.labelNames ?? [])].sort().join(',');
+  if (typeof found[method] !== 'function' || given !== [...labels].sort().join(',')) {
+    throw new HerdcacheError(
+      'E_INVALID_OPTION',
+      `herdcache: option "registry" already has a metric "${name}" that is not herdcache's (labels: ${given || 'none'}; herdcache's: ${labels.join(', ')}): give herdcache a registry of its own, or remove that metric`,
+    );
+  }
+  return found as M;
 }

@@ -151,4 +151,41 @@ describe('Prometheus metrics', () => {
       /option "maxOperationLabels"/,
     );
   });
+
+  it("a registry already holding a metric of herdcache's name with other labels: refused at start, naming it, never a failed request", async () => {
+    const { Counter } = await import('prom-client');
+    const registry = new Registry();
+    new Counter({ name: 'herdcache_hits_total', help: 'mine', labelNames: ['route'], registers: [registry] });
+    const { server } = fixture({ registry });
+    await expect(server.start()).rejects.toThrow(/"herdcache_hits_total".*labels: route/);
+  });
+
+  it('a recorder that throws (a metric changed under it) fails no operation: warned once', async () => {
+    const registry = new Registry();
+    const { server, context } = fixture({ registry, extensions: false });
+    await server.start();
+    const warnings: string[] = [];
+    const spy = jest.spyOn(process, 'emitWarning').mockImplementation(((
+      _warning: string,
+      options?: { code?: string },
+    ) => {
+      warnings.push(String(options?.code));
+    }) as typeof process.emitWarning);
+    const hits = registry.getSingleMetric('herdcache_hits_total') as unknown as { inc: () => void };
+    const inc = hits.inc;
+    hits.inc = () => {
+      throw new Error('broken metric');
+    };
+    try {
+      for (let i = 0; i < 3; i++) {
+        const response = await server.executeOperation({ query: '{ hot { value } }' }, { contextValue: context() });
+        expect((response.body as { singleResult: { errors?: unknown } }).singleResult.errors).toBeUndefined();
+      }
+      expect(warnings.filter((code) => code === 'HERDCACHE_METRICS_FAILED')).toHaveLength(1);
+    } finally {
+      hits.inc = inc;
+      spy.mockRestore();
+      await server.stop();
+    }
+  });
 });

@@ -32,6 +32,19 @@ async function scrape(registry: Registry): Promise<Map<string, number>> {
 }
 
 describe('herdcacheMetrics', () => {
+  it('a name already taken on the registry: refused, and nothing of its own left registered (all or nothing)', async () => {
+    const { Gauge } = await import('prom-client');
+    const registry = new Registry();
+    new Gauge({ name: 'herdcache_fills_in_flight', help: 'mine', registers: [registry] });
+    const cache = createCache();
+    await expect(herdcacheMetrics({ cache, registry })).rejects.toThrow(/herdcache_fills_in_flight/);
+    expect(registry.getMetricsAsArray().map((metric) => metric.name)).toEqual(['herdcache_fills_in_flight']);
+    registry.removeSingleMetric('herdcache_fills_in_flight');
+    const collectors = await herdcacheMetrics({ cache, registry }); // a retry on the freed registry
+    expect(collectors.names.length).toBeGreaterThan(5);
+    collectors.close();
+  });
+
   it('exposes every counter of cache.metrics() by source, equal to the snapshot at scrape time', async () => {
     let failReads = false;
     const memory = memoryStore();
