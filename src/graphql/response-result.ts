@@ -136,6 +136,11 @@ interface Typed {
   /** The child of `keys[i]` (undefined: a leaf), so graphql-js's objects are walked by position. */
   readonly childAt: readonly (Child | undefined)[];
   readonly idKeys: readonly string[];
+  /**
+   * Its objects have an `id` (the type's, or a type it may be) that is not selected: an entity an
+   * invalidation of `Type:id` could not reach (a gateway's fetch selects no id): see ResultFacts.untagged.
+   */
+  readonly missingId: boolean;
   readonly children: Readonly<Record<string, Child | undefined>>;
   /**
    * Each response key is selected once (and none is `__proto__`): graphql-js's objects then hold
@@ -246,7 +251,21 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
   }
   const childAt = keys.map((key) => children[key]);
   const make = ordered ? maker(keys) : undefined;
-  found = { type, tagHead: `${type.name}:`, tagsById: tagsOf(type), keys, childAt, idKeys, children, ordered, make };
+  const missingId =
+    idKeys.length === 0 &&
+    (definitions?.id !== undefined || (possible?.some((object) => object.getFields().id !== undefined) ?? false));
+  found = {
+    type,
+    tagHead: `${type.name}:`,
+    tagsById: tagsOf(type),
+    keys,
+    childAt,
+    idKeys,
+    missingId,
+    children,
+    ordered,
+    make,
+  };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
 }
@@ -300,6 +319,7 @@ function visitObject(
     concrete = typeof typename === 'string' ? walk.schema.getType(typename) : undefined;
   }
   const reading = typed(walk.schema, shape, concrete ?? declared);
+  if (reading.missingId) walk.untagged = true;
   const idKeys = reading.idKeys;
   if (idKeys.length > 0) {
     // reading.type is concrete here (its tagHead is `${concrete.name}:`); without a __typename the

@@ -60,9 +60,9 @@ const QUERIES = [
   '{ item { id ... on Secret { text } } }',
   '{ thing { ... on Secret { id text } } }',
   // A PRIVATE field of an implementation, selected through the interface.
-  '{ note { text } }',
+  '{ note { id text } }',
   // A PRIVATE hint on an `extend type`.
-  '{ extended { ... on Extended { text } } }',
+  '{ extended { ... on Extended { id text } } }',
 ];
 const responseCache = { sessionId: (ctx: Context) => ctx.user };
 

@@ -47,6 +47,7 @@ const schema = buildSchema(`
     ab: [AB!]! @cacheControl(maxAge: 60)
     ac: [AC!]! @cacheControl(maxAge: 60)
     content: Content @cacheControl(maxAge: 60)
+    post: Post @cacheControl(maxAge: 60)
     priced: Priced @cacheControl(maxAge: 60)
     owned: Owned @cacheControl(maxAge: 60)
     outer: Outer
@@ -58,6 +59,7 @@ const user = { __typename: 'User', id: 'u1', posts: [post] };
 const rootValue = {
   search: [user],
   node: () => user,
+  post: () => post,
   ab: [
     { __typename: 'A', id: 'a1', x: { id: 'f1' } },
     { __typename: 'B', id: 'b1', x: { id: 'b9' } },
@@ -94,6 +96,20 @@ describe('entities under an interface or union, without __typename', () => {
     const typed = await facts('{ ab { ... on A { id x { __typename id } } ... on B { id x { __typename id } } } }');
     expect(typed.untagged).toBe(false);
     expect(typed.tags).toEqual(expect.arrayContaining(['A:a1', 'B:b1', 'Foo:f1', 'Bar:b9']));
+  });
+});
+
+describe('an entity whose id is not selected', () => {
+  it.each([
+    ['an object type', '{ post { title } }'],
+    ['under a fragment', '{ search { ... on User { id posts { title } } } }'],
+    ['an interface, no __typename', '{ node(id: "u1") { ... on User { posts { id } } } }'],
+  ])('%s: untagged (an invalidation of it could not reach the stored copy)', async (_name, query) => {
+    expect((await facts(query)).untagged).toBe(true);
+  });
+
+  it('selected: tagged', async () => {
+    expect((await facts('{ post { id title } }')).untagged).toBe(false);
   });
 });
 

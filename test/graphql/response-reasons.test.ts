@@ -16,7 +16,8 @@ const schema = buildSchema(`
   directive @defer(if: Boolean, label: String) on FRAGMENT_SPREAD | INLINE_FRAGMENT
   enum CacheControlScope { PUBLIC PRIVATE }
   scalar JSON
-  type Query { a: Int @cacheControl(maxAge: 60), me: Int @cacheControl(maxAge: 60, scope: PRIVATE), raw: JSON @cacheControl(maxAge: 60), none: Int }
+  type Query { a: Int @cacheControl(maxAge: 60), me: Int @cacheControl(maxAge: 60, scope: PRIVATE), raw: JSON @cacheControl(maxAge: 60), none: Int, product: Product @cacheControl(maxAge: 60) }
+  type Product { id: ID!, name: String }
   type Mutation { m: Int }
   type Subscription { s: Int }
 `);
@@ -125,6 +126,11 @@ describe('response layer: not-stored reasons (complete)', () => {
     expect(await complete('{ a }', { data: { a: 1 } }, { maxAge: 0 })).toBe('stricter_hint');
     expect(await complete('{ a }', { data: { a: 1 } }, { scope: 'PRIVATE' })).toBe('stricter_hint');
     expect(await complete('{ a }', { data: { a: 1 } }, { maxAge: 10 })).toBe('stored');
+  });
+
+  it("an entity whose id is not selected (a Federation gateway's fetch): untagged, served, not stored; with its id: stored", async () => {
+    expect(await complete('{ product { name } }', { data: { product: { name: 'old' } } })).toBe('untagged');
+    expect(await complete('{ product { id name } }', { data: { product: { id: '4', name: 'old' } } })).toBe('stored');
   });
 
   it('an incremental delivery: incremental', async () => {
