@@ -20,17 +20,15 @@ import type {
   DocumentNode,
   FieldNode,
   FragmentDefinitionNode,
-  GraphQLInterfaceType,
   GraphQLNamedType,
   GraphQLObjectType,
-  GraphQLUnionType,
   GraphQLSchema,
   OperationDefinitionNode,
   SelectionSetNode,
 } from 'graphql';
 import { HEAP_HEADER, HEAP_SLOT, leaf } from './response-bounds';
 import { fragmentsOf, operationOfDocument } from './response-policy';
-import { isAbstract, namedType, possibleTypes, tagOf } from './schema-hints';
+import { commonTarget, isAbstract, namedType, possibleTypes, tagOf } from './schema-hints';
 import { type Make, copyOf, maker } from './response-copy';
 import { type TagReading, type TypeTag, keepTag, possibleTags, tagsOf } from './response-tag-table';
 
@@ -268,25 +266,6 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
   };
   if (shape.byType.size < 64) shape.byType.set(type, found);
   return (shape.last = found);
-}
-
-/**
- * The one type of `targets` every other is (itself, or a type it may be: an implementation's field
- * narrowing the interface's `author: Actor` to `author: User`); undefined when there is none.
- */
-function commonTarget(schema: GraphQLSchema, targets: ReadonlySet<GraphQLNamedType>): GraphQLNamedType | undefined {
-  if (targets.size <= 1) return targets.values().next().value;
-  for (const candidate of targets) {
-    if (!isAbstract(candidate)) continue;
-    const abstract = candidate as GraphQLInterfaceType | GraphQLUnionType;
-    const covers = (type: GraphQLNamedType): boolean =>
-      type === candidate ||
-      (isAbstract(type)
-        ? possibleTypes(schema, type).every((object) => schema.isSubType(abstract, object))
-        : schema.isSubType(abstract, type as GraphQLObjectType));
-    if ([...targets].every(covers)) return candidate;
-  }
-  return undefined;
 }
 
 /** Lists the entity's tag, unless this walk has (only a tag kept in the type's table is known to be new). */

@@ -5,7 +5,15 @@
  * value PRIVATE. Only types come from graphql (an optional peer): kinds are read from
  * Symbol.toStringTag.
  */
-import type { DirectiveNode, GraphQLField, GraphQLNamedType, GraphQLObjectType, GraphQLSchema } from 'graphql';
+import type {
+  DirectiveNode,
+  GraphQLField,
+  GraphQLInterfaceType,
+  GraphQLNamedType,
+  GraphQLObjectType,
+  GraphQLSchema,
+  GraphQLUnionType,
+} from 'graphql';
 import { type Annotated, findDirective } from './directive-nodes';
 
 /** The graphql-js class of a type, read from Symbol.toStringTag (graphql is an optional peer: no instanceof). */
@@ -209,4 +217,26 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
 
 function isName(value: { kind: string }): boolean {
   return value.kind === 'EnumValue' || value.kind === 'StringValue';
+}
+
+/**
+ * The one type of `targets` every other is (itself, or a type it may be: an implementation's field
+ * narrowing the interface's `author: Actor` to `author: User`); undefined when there is none.
+ */
+export function commonTarget(
+  schema: GraphQLSchema,
+  targets: ReadonlySet<GraphQLNamedType>,
+): GraphQLNamedType | undefined {
+  if (targets.size <= 1) return targets.values().next().value;
+  for (const candidate of targets) {
+    if (!isAbstract(candidate)) continue;
+    const abstract = candidate as GraphQLInterfaceType | GraphQLUnionType;
+    const covers = (type: GraphQLNamedType): boolean =>
+      type === candidate ||
+      (isAbstract(type)
+        ? possibleTypes(schema, type).every((object) => schema.isSubType(abstract, object))
+        : schema.isSubType(abstract, type as GraphQLObjectType));
+    if ([...targets].every(covers)) return candidate;
+  }
+  return undefined;
 }
