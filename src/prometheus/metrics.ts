@@ -270,10 +270,14 @@ export async function loadPromClient(): Promise<PromClient> {
  * it: a counter or histogram with our labels); undefined when there is none. Another metric of that
  * name is refused now, at the server's start: adopted, it threw at the first request it counted.
  */
-function reuse<M>(registry: Registry, name: string, method: 'inc' | 'observe', labels: readonly string[]): M | undefined {
+function reuse<M>(
+  registry: Registry,
+  name: string,
+  method: 'inc' | 'observe',
+  labels: readonly string[],
+): M | undefined {
   const found = registry.getSingleMetric(name) as unknown as
-    | { inc?: unknown; observe?: unknown; labelNames?: readonly string[] }
-    | undefined;
+    { inc?: unknown; observe?: unknown; labelNames?: readonly string[] } | undefined;
   if (found === undefined) return undefined;
   const given = [...(found.labelNames ?? [])].sort().join(',');
   if (typeof found[method] !== 'function' || given !== [...labels].sort().join(',')) {
