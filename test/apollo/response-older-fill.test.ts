@@ -16,6 +16,7 @@ import { createCache } from '../../src/core/cache';
 import { cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../../src/graphql';
 import { redisStore } from '../../src/redis/redis-store';
 import { deferred } from '../helpers';
+import { until } from '../graphql/response-fixture';
 import { connect, randomPrefix } from '../redis/helpers';
 
 let client: Redis;
@@ -37,6 +38,7 @@ const sdl = `
 it("a response whose field joined another operation's fill started before it is served, not stored", async () => {
   const prefix = randomPrefix('older-fill');
   let version = 0;
+  let reads = 0;
   let gate: ReturnType<typeof deferred<void>> | undefined;
   const replicas = await Promise.all(
     ['A', 'B'].map(async () => {
@@ -44,6 +46,7 @@ it("a response whose field joined another operation's fill started before it is 
       const schema = buildSchema(sdl);
       schema.getQueryType()!.getFields().product!.resolve = async (_p, { id }: { id: string }) => {
         const read = version; // the database read, before the wait
+        reads++;
         if (gate !== undefined) await gate.promise;
         return { id, version: read };
       };
@@ -74,11 +77,12 @@ it("a response whose field joined another operation's fill started before it is 
   try {
     gate = deferred<void>();
     const q2 = b.ask(Q2); // its field fill starts and reads version 0
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(() => reads === 1, "Q2's field fill read");
     version = 1;
     await a.cache.invalidateTags(['Product:z']); // the mutation on A returns
+    const coalesced = b.cache.metrics().total.coalesced;
     const q1 = b.ask(Q1); // starts after it, joins Q2's field fill
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(() => b.cache.metrics().total.coalesced > coalesced, "Q1's field joining Q2's fill");
     gate.resolve();
     gate = undefined;
     expect((await q2).version).toBe(0);
