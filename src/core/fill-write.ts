@@ -230,7 +230,6 @@ export class FillWrite {
       if (result instanceof Failure) this.#flights.fail(item.flight, result.error);
       else this.#flights.resolve(item.flight, result);
     }
-    if (lateTags !== undefined) for (const late of lateTags) late?.from.handled();
     await written;
   }
 

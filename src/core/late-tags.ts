@@ -48,33 +48,6 @@ export class LateTagged<V = unknown> {
    */
   ifInvalidated: { readonly value: unknown } | undefined = undefined;
 
-  #handled = false;
-  #onHandled: (() => void) | undefined = undefined;
-
-  /**
-   * Settles when the registry has handled this value: written (the write issued) and its callers
-   * answered, or not written (abandoned, refused). The fill's caller waits on this, not on its own
-   * load, which an abandonment sends after a re-execution.
-   */
-  whenHandled(): Promise<void> {
-    if (this.#handled) return Promise.resolve();
-    return new Promise((resolve) => {
-      const before = this.#onHandled;
-      this.#onHandled = () => {
-        before?.();
-        resolve();
-      };
-    });
-  }
-
-  /** @internal Called by the fill step once it has handled the value (see whenHandled). */
-  handled(): void {
-    if (this.#handled) return;
-    this.#handled = true;
-    this.#onHandled?.();
-    this.#onHandled = undefined;
-  }
-
   /** Served to the fill's waiters, never written (a response too large to store): see served(). */
   servedOnly = false;
 

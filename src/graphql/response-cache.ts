@@ -219,11 +219,12 @@ export class ResponseEngine {
                 ? 'stale_fields'
                 : 'stored';
         // Refused by the store step: a tag invalidated on another replica meanwhile, or unreadable (see REFUSED).
-        // Abandoned by the store step (an invalidation of one of its tags since the check above):
-        // not written, and this request is not kept waiting for the re-execution (its load's).
+        // Abandoned by the store step (an invalidation of one of its tags in the few microtasks
+        // since the check above): not written, reported so; this request's load then waits for the
+        // re-execution (racing a promise of the store step's end instead cost every miss ~30 µs).
         const settled = (): Completion =>
           fillAbandoned(run) ? 'invalidated' : shared.refused === false ? completion : REFUSED[shared.refused];
-        return Promise.race([shared.whenHandled(), loaded]).then(settled, settled);
+        return loaded.then(settled, settled);
       };
       return { outcome: 'miss', complete };
     }

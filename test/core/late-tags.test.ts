@@ -197,36 +197,6 @@ it('an invalidation of its tag landing any number of microtasks after the fill r
   }
 });
 
-it("abandoned by the store step: the value's whenHandled settles then, its fill's caller not kept waiting for the next fill", async () => {
-  const cache = createCache();
-  const c = cache._computation({ ttl: 60_000, label: 'response' });
-  const load = (fill: () => unknown) =>
-    cache._load<{ n: number }>(c.source, 'k', fill, { ...c.policy, lateTags: true }, undefined, undefined);
-  const second = deferred<void>();
-  let fills = 0;
-  let first: LateTagged | undefined;
-  const fill = async () => {
-    const n = ++fills;
-    if (n === 2) await second.promise;
-    const tagged = new LateTagged({ n }, ['User:1']);
-    if (n === 1) {
-      first = tagged;
-      // An invalidation lands before the store step: the flight is abandoned there, its callers start over.
-      queueMicrotask(() => void cache.invalidateTags(['User:1']));
-    }
-    return tagged;
-  };
-  const loading = load(fill);
-  for (let i = 0; i < 100 && first === undefined; i++) await flush(1);
-  let handled = false;
-  void first!.whenHandled().then(() => (handled = true));
-  for (let i = 0; i < 100 && !handled; i++) await flush(1);
-  expect(handled).toBe(true);
-  expect(fills).toBe(2); // the re-fill runs, held
-  second.resolve();
-  expect(await loading).toEqual({ n: 2 });
-});
-
 /**
  * On a store with a tag clock (Store.tagClock + tagVersionsSince): an invalidation this process
  * does not hear of (another replica's, made on the store directly here) landing while a late-tagged
