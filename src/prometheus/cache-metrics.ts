@@ -142,7 +142,13 @@ export async function herdcacheMetrics(options: HerdcacheMetricsOptions): Promis
     collectors = register(client, registry, cache, stores, { maxSources, maxNodes }, registered);
   } catch (error) {
     for (const name of registered) if (!before.has(name)) registry.removeSingleMetric(name);
-    throw error;
+    const taken = registered.find((name) => before.has(name));
+    if (taken === undefined) throw error;
+    throw new HerdcacheError(
+      'E_INVALID_OPTION',
+      `herdcache: option "registry" already has a metric "${taken}": give herdcacheMetrics a registry of its own, or remove that metric (nothing was registered)`,
+      { cause: error },
+    );
   }
   perRegistry.set(registry, { cache, collectors });
   return collectors;

@@ -37,7 +37,10 @@ describe('herdcacheMetrics', () => {
     const registry = new Registry();
     new Gauge({ name: 'herdcache_fills_in_flight', help: 'mine', registers: [registry] });
     const cache = createCache();
-    await expect(herdcacheMetrics({ cache, registry })).rejects.toThrow(/herdcache_fills_in_flight/);
+    await expect(herdcacheMetrics({ cache, registry })).rejects.toMatchObject({
+      code: 'E_INVALID_OPTION',
+      message: expect.stringContaining('"herdcache_fills_in_flight"'),
+    });
     expect(registry.getMetricsAsArray().map((metric) => metric.name)).toEqual(['herdcache_fills_in_flight']);
     registry.removeSingleMetric('herdcache_fills_in_flight');
     const collectors = await herdcacheMetrics({ cache, registry }); // a retry on the freed registry
