@@ -122,7 +122,12 @@ export class FillWrite {
       for (let i = 0; i < items.length; i++) {
         const result = results[i];
         if (result instanceof LateTagged)
-          this.#flights.abandonLate(items[i]!.flight, result.tags, result.servedOnly, LATE_INVALIDATED);
+          this.#flights.abandonLate(
+            items[i]!.flight,
+            result.tags,
+            result.servedOnly && result.tags.length === 0,
+            LATE_INVALIDATED,
+          );
       }
     const lateTags = results.some((result) => result instanceof LateTagged)
       ? await this.#lateTags(items, results)
@@ -154,16 +159,17 @@ export class FillWrite {
           if (token !== undefined) release.push(item.key);
           continue;
         }
-        if (tagged?.from.servedOnly === true) {
-          if (token !== undefined) release.push(item.key); // served to the waiters, not written
-          continue;
-        }
         if (tagged !== undefined && tagged.versions?.some(Number.isNaN)) {
-          tagged.from.refused = tagged.unreadable === true ? 'unavailable' : 'invalidated';
+          const refused = tagged.unreadable === true ? 'unavailable' : 'invalidated';
+          if (refused === 'invalidated' || !tagged.from.servedOnly) tagged.from.refused = refused;
           // Invalidated elsewhere after it started: its callers may have come after that (late-tags).
           const instead = tagged.from.ifInvalidated;
-          if (tagged.from.refused === 'invalidated' && instead !== undefined) results[i] = instead.value;
+          if (refused === 'invalidated' && instead !== undefined) results[i] = instead.value;
           if (token !== undefined) release.push(item.key);
+          continue;
+        }
+        if (tagged?.from.servedOnly === true) {
+          if (token !== undefined) release.push(item.key); // served to the waiters, not written
           continue;
         }
         const freshMs = tagged?.from.freshMs;
@@ -255,8 +261,9 @@ export class FillWrite {
       const result = results[i];
       if (!(result instanceof LateTagged)) continue;
       results[i] = result.value;
-      if (result.servedOnly) {
-        out[i] = { from: result, tags: undefined, versions: undefined }; // never written: no versions to read
+      if (result.servedOnly && (result.tags.length === 0 || !hasTagClock(store))) {
+        // Never written: its versions are read only to tell its waiters of an invalidation elsewhere.
+        out[i] = { from: result, tags: undefined, versions: undefined };
         continue;
       }
       const own = items[i]!.tags;

@@ -57,9 +57,13 @@ export class LateTagged<V = unknown> {
    */
   freshMs: number | undefined = undefined;
 
-  /** A value the registry hands to everyone waiting on the fill without writing it (the lock is released). */
-  static served<V>(value: V): LateTagged<V> {
-    const tagged = new LateTagged(value, []);
+  /**
+   * A value the registry hands to everyone waiting on the fill without writing it (the lock is
+   * released). `tags`: its tags when known (a response too large to store): an invalidation of one
+   * of them while it ran (elsewhere, by the tag clock) hands its waiters `ifInvalidated` instead.
+   */
+  static served<V>(value: V, tags: readonly string[] = []): LateTagged<V> {
+    const tagged = new LateTagged(value, tags);
     tagged.servedOnly = true;
     return tagged;
   }

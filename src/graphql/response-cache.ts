@@ -262,7 +262,8 @@ export class ResponseEngine {
     const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now());
     // Refused by the store step as invalidated on another replica while it ran: the requests that
     // waited on it may have come after that invalidation (a mutation returned): they execute again.
-    if (typeof stored !== 'string' && !stored.servedOnly) stored.ifInvalidated = IF_INVALIDATED;
+    if (typeof stored !== 'string' && (!stored.servedOnly || stored.tags.length > 0))
+      stored.ifInvalidated = IF_INVALIDATED;
     return stored;
   }
 
@@ -340,11 +341,12 @@ const NO_TAGS: readonly string[] = [];
 
 /**
  * Abandons the flight of the fill given `run` when a tag of its result (any, for a result served
- * only: its tags are not all known) was invalidated while it ran (core/late-tags): its waiters start
+ * only without tags: untagged, unshareable) was invalidated while it ran (core/late-tags): its waiters start
  * over, nothing is written, as if the invalidation had come a moment before it ended.
  */
 function abandonIfInvalidated(run: unknown, shared: Shared): void {
-  invalidatedLate(run, shared.servedOnly ? NO_TAGS : shared.tags, shared.servedOnly);
+  const anyTag = shared.servedOnly && shared.tags.length === 0;
+  invalidatedLate(run, anyTag ? NO_TAGS : shared.tags, anyTag);
 }
 const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache_unavailable' };
 // Why the store step refused a result: a tag invalidated while it ran, or unreadable (the store down).

@@ -85,9 +85,12 @@ export function toStored(
     } catch {
       return 'unserializable';
     }
-    // Too large to store, fine to share: the requests waiting on it are answered with it.
-    if (size > maxBytes)
-      return LateTagged.served({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: now() });
+    // Too large to store, fine to share: the requests waiting on it are answered with it (its tags
+    // kept, when complete: an invalidation of one elsewhere while it ran makes them execute again).
+    if (size > maxBytes) {
+      const tags = facts.untagged ? [] : seen === undefined ? facts.tags : [...facts.tags, ...seen];
+      return LateTagged.served({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: now() }, tags);
+    }
   }
   const data = facts.compact === undefined ? executed.data : facts.compact;
   // An entity whose type could not be told (no __typename): an invalidation of it would miss the
