@@ -211,9 +211,7 @@ export class LoadPath {
         }
       }
       if (!counted) joined(this.#observers, flight, source, key, sink);
-      sink?.joinedFlight?.(flight.seq);
-      // A getOrCompute caller's own tags join the value's (its loader's are the starter's: same key, same function).
-      if (policy.tags !== undefined && policy.tags !== flight.tags) this.#flights.joinTags(flight, policy.tags);
+      this.#joining(flight, policy, sink);
       if (restarts > flight.restarts) flight.restarts = restarts;
     } else {
       let tags: readonly string[] | undefined;
@@ -347,9 +345,19 @@ export class LoadPath {
     const flight = this.#flights.get(key);
     if (flight === undefined || flight.replacing === undefined)
       return this.#again<V>(source, key, arg, policy, signal, sink, 0);
-    sink?.joinedFlight?.(flight.seq);
+    this.#joining(flight, policy, sink);
     if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink);
     return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
+  }
+
+  /**
+   * A caller joins `flight`: its request notes the flight's age (RequestScope._joinedBefore), and a
+   * getOrCompute caller's own tags join the value's (a loader's are the starter's: same key, same
+   * function; FlightTable.joinTags).
+   */
+  #joining(flight: Flight, policy: Policy, sink: Sink | undefined): void {
+    sink?.joinedFlight?.(flight.seq);
+    if (policy.tags !== undefined && policy.tags !== flight.tags) this.#flights.joinTags(flight, policy.tags);
   }
 
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
