@@ -200,8 +200,7 @@ export class ResponseEngine {
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const operation = operationOf(plan.request.context);
         const stored = this.#toStored(plan, executed, final, operation, startSeq);
-        const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
-        abandonIfInvalidated(run, shared);
+        const shared = toShared(run, stored);
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
         // (it may not have started: with a store's fill lock, it waits for this execution's lock).
@@ -297,10 +296,7 @@ export class ResponseEngine {
         // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
-        const stored = this.#toStored(plan, executed, final, operation, startSeq);
-        const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
-        abandonIfInvalidated(run, shared);
-        return shared;
+        return toShared(run, this.#toStored(plan, executed, final, operation, startSeq));
       },
       () => undefined,
     );
@@ -340,13 +336,17 @@ const IF_INVALIDATED = { value: UNSHAREABLE } as const;
 const NO_TAGS: readonly string[] = [];
 
 /**
- * Abandons the flight of the fill given `run` when a tag of its result (any, for a result served
- * only without tags: untagged, unshareable) was invalidated while it ran (core/late-tags): its waiters start
- * over, nothing is written, as if the invalidation had come a moment before it ended.
+ * What the fill given `run` hands its waiters: the result to store, or (none to store) an answer
+ * telling them to execute themselves. Its flight is abandoned first when a tag of it (any, for a
+ * result served only without tags: untagged, unshareable) was invalidated while it ran
+ * (core/late-tags): its waiters start over, nothing is written, as if the invalidation had come a
+ * moment before it ended.
  */
-function abandonIfInvalidated(run: unknown, shared: Shared): void {
+function toShared(run: unknown, stored: LateTagged<StoredResponse> | NotStoredReason): Shared {
+  const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
   const anyTag = shared.servedOnly && shared.tags.length === 0;
   invalidatedLate(run, anyTag ? NO_TAGS : shared.tags, anyTag);
+  return shared;
 }
 const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache_unavailable' };
 // Why the store step refused a result: a tag invalidated while it ran, or unreadable (the store down).
