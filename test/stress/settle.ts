@@ -360,6 +360,8 @@ export async function settleStress(options: StressOptions): Promise<StressReport
       const policy = pick([
         { ttl: 1000 },
         { ttl: 500, swr: 2000, tags: [`T:${key.slice(1)}`] },
+        // Other tags for the same key: a caller joining another's fill adds its own (FlightTable.joinTags).
+        { ttl: 1000, tags: [`T:${Number(key.slice(1)) % 3}`] },
         { ttl: 800, earlyRefresh: true },
         {},
       ]);
