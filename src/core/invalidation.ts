@@ -17,13 +17,13 @@ import type { CounterSet } from './metrics';
 import { type Policy, checkTags, storesValues } from './options';
 import type { Store } from './store';
 import type { StoreCalls } from './store-calls';
+import type { UnsentInvalidations } from './unsent';
 
 /** Invalidations kept for a retry at most, keys and tags each (beyond, the oldest are dropped). */
 export const MAX_PENDING_INVALIDATIONS = 10_000;
 /** The first retry's delay (ms); it doubles while the store still fails, up to RETRY_MAX_MS. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 5_000;
-const NOT_SENDING = { keys: 0, tags: 0, clear: false } as const;
 
 /**
  * A prime between its start and its write (it awaits the tag versions and the fence first): an
@@ -44,14 +44,15 @@ interface PrimeInFlight {
 
 export class Invalidation {
   readonly #store: Store;
-  /** Keys whose delete failed, with the latest time they were invalidated at. */
-  readonly #pendingKeys = new Map<string, number>();
-  readonly #pendingTags = new Set<string>();
-  #pendingClear = false;
+  /** What the store failed to take, until a retry sends it: read by the read path (./unsent). */
+  readonly #unsent: UnsentInvalidations;
   #retry: ReturnType<typeof setTimeout> | undefined;
+  /** When the scheduled retry fires (Date.now() time, as setTimeout's). */
+  #retryAt = 0;
   #retryDelay = RETRY_FIRST_MS;
-  /** What a retry is sending now (still pending until the store has taken it). */
-  #sending: { readonly keys: number; readonly tags: number; readonly clear: boolean } = NOT_SENDING;
+  /** When the last retry was sent (Date.now()): a store answering again brings the next forward, not closer than RETRY_FIRST_MS. */
+  #lastSent = -Infinity;
+  #sending = false;
   #closed = false;
   readonly #clock: Clock;
   readonly #flights: FlightTable;
@@ -66,6 +67,8 @@ export class Invalidation {
     this.#flights = flights;
     this.#counters = counters;
     this.#storeCalls = storeCalls;
+    this.#unsent = storeCalls.unsent;
+    storeCalls.succeeded = () => this.#storeAnswers();
   }
 
   /** Removes `keys` (validated) from the store, counted on `source`; `stored: false` touches no store. */
@@ -220,14 +223,10 @@ export class Invalidation {
     return this.#took('clear', () => this.#store.clear());
   }
 
-  /** Invalidations waiting for a retry: keys, tags, and whether a clear is (tests, stats). */
+  /** Invalidations waiting for a retry (or being sent): keys, tags, and whether a clear is (tests, stats). */
   get pending(): { readonly keys: number; readonly tags: number; readonly clear: boolean } {
-    const sending = this.#sending;
-    return {
-      keys: this.#pendingKeys.size + sending.keys,
-      tags: this.#pendingTags.size + sending.tags,
-      clear: this.#pendingClear || sending.clear,
-    };
+    const unsent = this.#unsent;
+    return { keys: unsent.keys.size, tags: unsent.tags.size, clear: unsent.clear !== 0 };
   }
 
   /** Stops the retries (the cache is closed): what is still pending is dropped. */
@@ -235,73 +234,63 @@ export class Invalidation {
     this.#closed = true;
     if (this.#retry !== undefined) clearTimeout(this.#retry);
     this.#retry = undefined;
-    this.#pendingKeys.clear();
-    this.#pendingTags.clear();
-    this.#pendingClear = false;
+    this.#unsent.drop();
   }
 
   /** Keeps what the store failed to take, for a retry (bounded: the oldest go first), and schedules it. */
   #keep(keys: readonly string[], at: number, tags: readonly string[], clear: boolean): void {
     if (this.#closed) return;
-    const pendingKeys = this.#pendingKeys;
-    for (const key of keys) {
-      pendingKeys.delete(key); // re-inserted last: the newest
-      pendingKeys.set(key, at);
-    }
-    while (pendingKeys.size > MAX_PENDING_INVALIDATIONS) pendingKeys.delete(pendingKeys.keys().next().value!);
-    const pendingTags = this.#pendingTags;
-    for (const tag of tags) {
-      pendingTags.delete(tag);
-      pendingTags.add(tag);
-    }
-    while (pendingTags.size > MAX_PENDING_INVALIDATIONS) pendingTags.delete(pendingTags.values().next().value!);
-    if (clear) this.#pendingClear = true;
-    this.#schedule();
+    this.#unsent.add(keys, at, tags, clear, MAX_PENDING_INVALIDATIONS);
+    this.#schedule(this.#retryDelay);
   }
 
   /** One retry at a time: none is scheduled while one is sending (it schedules the next when it ends). */
-  #schedule(): void {
-    if (this.#retry !== undefined || this.#sending !== NOT_SENDING || this.#closed) return;
-    this.#retry = setTimeout(() => void this.#resend(), this.#retryDelay);
+  #schedule(delay: number): void {
+    if (this.#retry !== undefined || this.#sending || this.#closed) return;
+    this.#retryAt = Date.now() + delay;
+    this.#retry = setTimeout(() => void this.#resend(), delay);
     this.#retry.unref?.();
   }
 
-  #hasPending(): boolean {
-    return this.#pendingClear || this.#pendingKeys.size > 0 || this.#pendingTags.size > 0;
+  /**
+   * A store call succeeded (StoreCalls) while invalidations wait: the store answers again, so the
+   * retry is sent now rather than at the end of its backoff (up to RETRY_MAX_MS), but never sooner
+   * than RETRY_FIRST_MS after the last one (a store that takes reads and refuses invalidations,
+   * an ACL, is not sent one per read).
+   */
+  #storeAnswers(): void {
+    if (this.#retry === undefined || this.#sending || this.#closed) return;
+    const soonest = Math.max(Date.now(), this.#lastSent + RETRY_FIRST_MS);
+    if (this.#retryAt <= soonest) return;
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+    this.#schedule(soonest - Date.now());
   }
 
   /**
    * Sends the pending invalidations again (a clear, the keys with the latest time any of them was
-   * invalidated at, the tags); what fails again is kept, retried later, the delay doubled.
+   * invalidated at, the tags); they stay pending (and unread, ./unsent) until the store took them.
+   * What fails again is retried later, the delay doubled.
    */
   async #resend(): Promise<void> {
     this.#retry = undefined;
-    const clear = this.#pendingClear;
-    const keys = [...this.#pendingKeys.keys()];
-    let at = -Infinity;
-    for (const time of this.#pendingKeys.values()) if (time > at) at = time;
-    const tags = [...this.#pendingTags];
-    this.#pendingClear = false;
-    this.#pendingKeys.clear();
-    this.#pendingTags.clear();
-    this.#sending = { keys: keys.length, tags: tags.length, clear };
+    const unsent = this.#unsent;
+    if (!unsent.any) return;
+    const sent = unsent.snapshot();
+    const keys = [...sent.keys.keys()];
+    const tags = [...sent.tags.keys()];
+    this.#sending = true;
+    this.#lastSent = Date.now();
     const [cleared, deleted, bumped] = await Promise.all([
-      !clear || this.#clear(),
-      keys.length === 0 || this.#delete(keys, at),
+      sent.clear === 0 || this.#clear(),
+      keys.length === 0 || this.#delete(keys, sent.at),
       tags.length === 0 || this.#bump(tags),
     ]);
-    this.#sending = NOT_SENDING;
+    this.#sending = false;
+    unsent.taken(sent, deleted, bumped, cleared);
     const failed = !cleared || !deleted || !bumped;
     this.#retryDelay = failed ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
-    // Put back, except what failed again meanwhile (kept with its newer time and place).
-    if (failed)
-      this.#keep(
-        deleted ? [] : keys.filter((key) => !this.#pendingKeys.has(key)),
-        at,
-        bumped ? [] : tags.filter((tag) => !this.#pendingTags.has(tag)),
-        !cleared,
-      );
-    else if (this.#hasPending()) this.#schedule(); // failed while this one was sending
+    if (unsent.any) this.#schedule(this.#retryDelay); // failed, or failed again while this one was sending
   }
 
   /** Marks the primes in flight of `keys`, carrying one of `tags`, or all of them, as superseded. */

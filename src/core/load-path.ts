@@ -18,6 +18,7 @@ import { NO_ARG } from './registry';
 import type { Store } from './store';
 import { DispatchQueue, nextTurn } from './tick';
 import { tagsFor } from './validity';
+import type { UnsentInvalidations } from './unsent';
 
 export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
   readonly store: Store;
@@ -49,6 +50,8 @@ export class LoadPath {
   readonly #probes = new Map<string, Flight>();
   /** Items waiting for their dispatch into the pipeline. */
   readonly #queue: DispatchQueue<Source, Item>;
+  /** Invalidations the store has not taken yet: a hit they cover is a miss (./unsent). */
+  readonly #unsent: UnsentInvalidations;
 
   constructor(options: LoadPathOptions) {
     const { store, hitClock, flights, observers, maxRefreshes } = options;
@@ -60,6 +63,7 @@ export class LoadPath {
     this.#clock = hitClock;
     this.#flights = flights;
     this.#observers = observers;
+    this.#unsent = options.storeCalls.unsent;
     this.#pipeline = new FillPipeline({
       ...options,
       settled: (item, counter, tally) => this.settled(item, counter, tally),
@@ -99,7 +103,7 @@ export class LoadPath {
   peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined {
     // A coalesce-only policy (ttl 0) never reads the store: it only joins or starts a flight.
     if (!this.#syncReads || policy.ttl === 0) return undefined;
-    const entry = this.#peeks ? this.#store.peekSync!(key) : this.#store.getSync!(key);
+    const entry = this.#syncRead(key);
     if (entry === undefined) return undefined;
     // A fresh entry without an early refresh to draw: a hit. Kept this small so it inlines into
     // the caller's hit path; every other case (and the clock reading it took) goes to #answer.
@@ -113,6 +117,12 @@ export class LoadPath {
       return this.#answer(source, key, entry, arg, policy, sink, false, now);
     }
     return this.#answer(source, key, entry, arg, policy, sink, false, undefined);
+  }
+
+  /** The store's synchronous read; none where an invalidation the store has not taken covers it (./unsent). */
+  #syncRead(key: string): Entry | undefined {
+    const entry = this.#peeks ? this.#store.peekSync!(key) : this.#store.getSync!(key);
+    return entry === undefined || !this.#unsent.any || !this.#unsent.covers(key, entry) ? entry : undefined;
   }
 
   /**
@@ -167,12 +177,7 @@ export class LoadPath {
     sink: Sink | undefined,
     restarts: number,
   ): Promise<V> {
-    const entry =
-      policy.ttl === 0 || !this.#syncReads
-        ? undefined
-        : this.#peeks
-          ? this.#store.peekSync!(key)
-          : this.#store.getSync!(key);
+    const entry = policy.ttl === 0 || !this.#syncReads ? undefined : this.#syncRead(key);
     const answer =
       entry === undefined ? undefined : this.#answer(source, key, entry, arg, policy, sink, true, undefined);
     if (answer !== undefined) return fulfilled(answer) as Promise<V>;
@@ -361,12 +366,11 @@ export class LoadPath {
   }
 
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
-  readonly #abandonLeft = (flight: Flight): void => {
+  readonly #abandonLeft = (flight: Flight): void =>
     this.#flights.abandon(
       flight,
       new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'),
     );
-  };
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached (./refreshes). */
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void {
@@ -387,12 +391,7 @@ export class LoadPath {
   }
 
   /** Counts a load's outcome and tells its observer. */
-  record(
-    source: Source,
-    counter: 'hits' | 'misses' | 'coalesced' | 'staleServed',
-    key: string,
-    sink: Sink | undefined,
-  ): void {
+  record(source: Source, counter: 'hits' | 'misses' | 'coalesced' | 'staleServed', key: string, sink?: Sink): void {
     record(this.#observers, source, counter, key, sink);
   }
 }

@@ -164,6 +164,8 @@ export class LockWait {
         const source = item.source;
         const result: LockAttempt | undefined = attempts[i];
         if (result?.won) source.counters.lockAcquired++;
+        // An entry an invalidation the store has not taken yet covers is none (./unsent).
+        const entry = result?.entry !== undefined && !calls.unsent.covers(item.key, result.entry) ? result.entry : undefined;
         if (result === undefined) {
           // Its part of the call failed (the rest answered): fill it here, as for a failed call,
           // and release in case the script ran late.
@@ -171,16 +173,16 @@ export class LockWait {
           release.push(item.key);
         } else if (item.flight.abandoned) {
           if (result.won) release.push(item.key);
-        } else if (result?.entry !== undefined && usable(item, result.entry, now, current)) {
+        } else if (entry !== undefined && usable(item, entry, now, current)) {
           // Re-check after acquiring: another process wrote it since our read.
           if (result.won) release.push(item.key);
-          this.#flights.resolve(item.flight, result.entry.value);
+          this.#flights.resolve(item.flight, entry.value);
         } else if (result.won) {
           won.push(item);
-        } else if (item.flight.background && result.entry !== undefined) {
+        } else if (item.flight.background && entry !== undefined) {
           // Another process refreshes this key: keep serving the stale value it replaces.
           if (attempt === 0) countOn(source, 'lockContended', item.sink);
-          this.#flights.resolve(item.flight, result.entry.value);
+          this.#flights.resolve(item.flight, entry.value);
         } else {
           if (attempt === 0) countOn(source, 'lockContended', item.sink);
           next.push(item);
@@ -238,7 +240,8 @@ export class LockWait {
     for (let i = 0; i < announced.length; i++) {
       const item = announced[i]!;
       const entry = entries[i]!;
-      if (item.flight.abandoned || !usable(item, entry, now, current)) continue;
+      if (item.flight.abandoned || !usable(item, entry, now, current) || this.#calls.unsent.covers(item.key, entry))
+        continue;
       this.#flights.resolve(item.flight, entry.value);
       (answered ??= new Set()).add(item);
     }

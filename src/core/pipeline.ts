@@ -154,9 +154,12 @@ export class FillPipeline {
     tally: Tally,
     failed: Read['failed'],
   ): void {
+    // Invalidations the store has not taken yet: the entries they cover are misses here (./unsent).
+    const unsent = this.#calls.unsent.any ? this.#calls.unsent : undefined;
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
-      const entry = entries[i];
+      const found = entries[i];
+      const entry = found !== undefined && unsent?.covers(item.key, found) === true ? undefined : found;
       const source = item.source;
       if (this.#droppedBeforeOutcome(item)) continue;
       if (entry !== undefined && usable(item, entry, now, current)) {

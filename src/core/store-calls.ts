@@ -8,10 +8,15 @@ import { type Observers, notify } from './hooks';
 import type { Item, Source } from './item';
 import type { Counters } from './types';
 import { OutageMemo } from './outage';
+import { UnsentInvalidations } from './unsent';
 
 export class StoreCalls {
   /** What was filled while the store could not take it: read when the store cannot be read (./outage). */
   readonly outage = new OutageMemo();
+  /** Invalidations the store failed to take: entries they cover are not read (./unsent). */
+  readonly unsent = new UnsentInvalidations();
+  /** Told when a call succeeds while invalidations are unsent (the store answers again: ./invalidation). */
+  succeeded: (() => void) | undefined;
   /** Where failures of calls that concern no source are counted (getOrCompute's counters). */
   readonly #fallback: Counters;
   readonly #observers: Observers;
@@ -32,7 +37,9 @@ export class StoreCalls {
     partly?: (failedAt: readonly number[] | undefined) => void,
   ): Promise<T | undefined> {
     try {
-      return await call();
+      const value = await call();
+      if (this.unsent.any) this.succeeded?.();
+      return value;
     } catch (error) {
       this.#countError(operation, error, affected);
       // Part of the call succeeded (a Cluster master down, the others fine): use that part.

@@ -78,6 +78,54 @@ it('a failed invalidate and invalidateTags are sent again until the store takes 
   expect([state.deletes, state.tagCalls]).toEqual([3, 3]);
 });
 
+it('while an invalidation is unsent, this replica reads nothing it covers: its own read after the write never finds the older value', async () => {
+  const { store, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  let version = 'old';
+  const fills = { k: 0, tagged: 0, other: 0 };
+  const k = () => writer.getOrCompute('k', () => (fills.k++, version));
+  const tagged = () => writer.getOrCompute('tagged', () => (fills.tagged++, version), { tags: ['User:1'] });
+  const other = () => writer.getOrCompute('other', () => (fills.other++, version), { tags: ['User:2'] });
+  expect([await k(), await tagged(), await other()]).toEqual(['old', 'old', 'old']);
+
+  state.down = true;
+  version = 'new';
+  await writer.invalidate('k');
+  await writer.invalidateTags(['User:1']);
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 1, clear: false });
+  // The store answers again before the retry: the older values are still in it, not read here.
+  state.down = false;
+  expect([await k(), await tagged(), await other()]).toEqual(['new', 'new', 'old']);
+  expect(fills).toEqual({ k: 2, tagged: 2, other: 1 });
+  await advance(250); // the retry is taken: the store's own entries answer again
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  expect([await k(), await tagged()]).toEqual(['new', 'new']);
+  expect(fills).toEqual({ k: 3, tagged: 3, other: 1 }); // the retry removed what was filled before it
+
+  // A clear the store failed to take: nothing is read until it is sent.
+  state.down = true;
+  version = 'newest';
+  await writer.clear();
+  state.down = false;
+  expect(await other()).toBe('newest');
+});
+
+it('a store that answers again gets the retry at once, not at the end of its backoff (never sooner than 250 ms after the last)', async () => {
+  const { store, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  state.down = true;
+  await writer.invalidateTags(['User:1']); // t = 0: failed, retry at 250
+  await advance(250); // t = 250: the retry fails, the next at 750
+  expect(state.tagCalls).toBe(2);
+  state.down = false;
+  await writer.getOrCompute('x', () => 'x'); // a store call succeeds (its write): the retry comes forward
+  await advance(249);
+  expect(state.tagCalls).toBe(2); // not sooner than 250 ms after the last
+  await advance(1); // t = 500, not 750
+  expect(state.tagCalls).toBe(3);
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+});
+
 it('one retry at a time: what fails while a retry is sending waits for it, and counts as pending throughout', async () => {
   const { store, state } = flakyStore();
   let hold: Promise<void> | undefined;

@@ -7,6 +7,7 @@
 import { createCache } from '../../src/core/cache';
 import type { RedisStore } from '../../src/redis/redis-store';
 import { breakerOpens, eventually, randomPrefix, stallableServer } from './helpers';
+import { delegatingL2 } from './tiered/helpers';
 
 const redis = stallableServer();
 const caches: ReturnType<typeof createCache>[] = [];
@@ -49,4 +50,44 @@ it('invalidate and invalidateTags made while the breaker is open reach Redis onc
   ).toBe(true);
   expect([await plain(), await tagged()]).toEqual(['new', 'new']);
   expect(fills).toEqual({ plain: 2, tagged: 2 });
+}, 40_000);
+
+it('while an invalidation is unsent, the writer reads nothing it covers from Redis (read, lock re-check): its own reads after the write are fresh', async () => {
+  const prefix = randomPrefix('inval-unsent');
+  const real = await redis.breakerStore(prefix);
+  // Redis answers every call but this replica's invalidations (refused, as a timed-out call is).
+  const refusing = { on: false };
+  const refused = () => Promise.reject(new Error('invalidation refused by the test'));
+  const store = delegatingL2(real, {
+    delete: (keys, options) => (refusing.on ? refused() : real.delete(keys, options)),
+    invalidateTags: (tags) => (refusing.on ? refused() : real.invalidateTags(tags)),
+  });
+  const writer = createCache({ store, ttl: 600_000 });
+  const reader = await replica(prefix);
+  caches.push(writer);
+  let version = 'old';
+  const fills = { plain: 0, tagged: 0, other: 0 };
+  const load = (cache: ReturnType<typeof createCache>) => ({
+    plain: () => cache.getOrCompute('plain', async () => (fills.plain++, version)),
+    tagged: () => cache.getOrCompute('tagged', async () => (fills.tagged++, version), { tags: ['User:1'] }),
+    other: () => cache.getOrCompute('other', async () => (fills.other++, version), { tags: ['User:2'] }),
+  });
+  const [mine, theirs] = [load(writer), load(reader.cache)];
+  expect([await mine.plain(), await mine.tagged(), await mine.other()]).toEqual(['old', 'old', 'old']);
+
+  refusing.on = true;
+  version = 'new';
+  await writer.invalidate('plain');
+  await writer.invalidateTags(['User:1']);
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 1, clear: false });
+  // Redis still holds the older values (the other replica reads them until the retry lands)…
+  expect([await theirs.plain(), await theirs.tagged()]).toEqual(['old', 'old']);
+  // …this replica does not: it fills, and reads what it did not invalidate.
+  expect([await mine.plain(), await mine.tagged(), await mine.other()]).toEqual(['new', 'new', 'old']);
+  expect(fills).toEqual({ plain: 2, tagged: 2, other: 1 });
+  refusing.on = false;
+  expect(
+    await eventually(() => writer.pendingInvalidations.keys + writer.pendingInvalidations.tags === 0, 20_000),
+  ).toBe(true);
+  expect([await theirs.plain(), await theirs.tagged()]).toEqual(['new', 'new']);
 }, 40_000);

@@ -191,8 +191,11 @@ describe('through createCache: a late-tagged fill on A spanning an invalidation 
       gate.resolve();
       expect(await first).toEqual({ n: 1 });
       expect(await lateLoad(ca, 'k', fill)).toEqual({ n: 2 }); // not in A's L1, nor in Redis
-      expect(await lateLoad(cb, 'k', fill)).toEqual({ n: 2 });
-      expect(fills).toBe(2);
+      // B's invalidation failed as a whole (its publish): B reads nothing tagged User:1 until its
+      // retry is taken (core/unsent), so it may fill once more; never the value that predates it.
+      const onB = (await lateLoad(cb, 'k', fill)) as { n: number };
+      expect(onB.n).toBeGreaterThanOrEqual(2);
+      expect(fills).toBe(onB.n);
     } finally {
       await Promise.all([ca.close(), cb.close()]);
     }

@@ -91,6 +91,13 @@ export interface ResponseStressReport {
    * gets its result; a store without invalidation news cannot tell it). Counted, not failed.
    */
   joinedAcross: number;
+  /**
+   * Stale answers on one replica after a write on the other whose invalidation Redis had not taken
+   * when the write returned (its replica's pendingInvalidations, after the pause: the breaker still
+   * open, a late timeout): that replica retries it, and reads nothing it covers meanwhile
+   * (core/unsent); the other cannot know. Counted, not failed; on the writer's own replica it fails.
+   */
+  undelivered: number;
   unhandled: string[];
   inFlightAfter: number;
   /** extensions.cache.response tallies (all servers). */
@@ -208,6 +215,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     leaks: 0,
     stale: [],
     crossReplicaWindow: 0,
+    undelivered: 0,
     joinedAcross: 0,
     unhandled: [],
     inFlightAfter: 0,
@@ -232,8 +240,15 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   // For telling answers of an execution that spanned a write on the other replica (see crossReplicaWindow) from any other stale answer, in logical time:
   // the executed reads (misses), the resolvers' reads (above) and the completed writes, with their replica (0: Apollo's cache, 1: Yoga's).
   const executed: { replica: number; start: number; end: number; versions: Map<string, number> }[] = [];
-  const written: { replica: number; entity: string; version: number; end: number }[] = [];
-  const staleAnswers: { entity: string; version: number; outcome: string; asked: number; text: string }[] = [];
+  const written: { replica: number; entity: string; version: number; end: number; unsent: boolean }[] = [];
+  const staleAnswers: {
+    entity: string;
+    version: number;
+    outcome: string;
+    asked: number;
+    replica: number;
+    text: string;
+  }[] = [];
   const replicaOf = (kind: Kind) => (kind === 'yoga' && options.store === 'redis' ? 1 : 0);
   let paused = false;
   let pauseEdges = 0;
@@ -370,6 +385,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
           version: Number(version),
           outcome,
           asked: start,
+          replica: replicaOf(kind),
           text: `${what}: ${entity} v${version}, a write of v${want} had completed (${outcome}, seed ${seed}, ${options.store})`,
         });
     }
@@ -387,7 +403,9 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
         return;
       }
       committed.set(entity, Math.max(committed.get(entity) ?? 0, version));
-      written.push({ replica, entity, version, end: ++now });
+      const unsentNow = caches[replica]!.pendingInvalidations;
+      const unsent = unsentNow.tags > 0 || unsentNow.keys > 0 || unsentNow.clear;
+      written.push({ replica, entity, version, end: ++now, unsent });
       // The writer's client reads its write back, on either server: a response stored older than it shows.
       const id = entity.slice(1);
       const probe: StressQuery =
@@ -607,7 +625,11 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
                 stale.asked < r.returned,
             ),
         );
+      const undelivered = written.some(
+        (w) => w.unsent && w.entity === stale.entity && w.version > stale.version && w.replica !== stale.replica,
+      );
       if ((gap || joined) && stale.outcome === 'coalesced') report.joinedAcross++;
+      else if (undelivered) report.undelivered++;
       else if (gap) {
         report.crossReplicaWindow++;
         if (report.stale.length < 20) report.stale.push(`${stale.text} (stored across replicas)`);
@@ -640,5 +662,5 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
 }
 
 export function responseSummary(r: ResponseStressReport): string {
-  return `${r.store} seed ${r.seed}: ${r.sent} sent, ${r.answered} answered, ${r.aborted} aborted, ${r.pending.length} pending, ${r.wrong.length} wrong, ${r.leaks} leaks, ${r.stale.length} stale (${r.crossReplicaWindow} stored across replicas, ${r.joinedAcross} more joined across), ${r.unhandled.length} unhandled, ${r.inFlightAfter} in flight; outcomes ${JSON.stringify(r.outcomes)}; ${r.quietBursts} quiet bursts (${r.burstExtraExecutions.length} over one execution), ${r.burstCoalesced} coalesced in bursts, ${r.lockContended} lock waits, ${r.exemptWrites} writes exempt`;
+  return `${r.store} seed ${r.seed}: ${r.sent} sent, ${r.answered} answered, ${r.aborted} aborted, ${r.pending.length} pending, ${r.wrong.length} wrong, ${r.leaks} leaks, ${r.stale.length} stale (${r.crossReplicaWindow} stored across replicas, ${r.joinedAcross} more joined across, ${r.undelivered} after an invalidation Redis had not taken), ${r.unhandled.length} unhandled, ${r.inFlightAfter} in flight; outcomes ${JSON.stringify(r.outcomes)}; ${r.quietBursts} quiet bursts (${r.burstExtraExecutions.length} over one execution), ${r.burstCoalesced} coalesced in bursts, ${r.lockContended} lock waits, ${r.exemptWrites} writes exempt`;
 }
