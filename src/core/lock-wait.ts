@@ -165,7 +165,8 @@ export class LockWait {
         const result: LockAttempt | undefined = attempts[i];
         if (result?.won) source.counters.lockAcquired++;
         // An entry an invalidation the store has not taken yet covers is none (./unsent).
-        const entry = result?.entry !== undefined && !calls.unsent.covers(item.key, result.entry) ? result.entry : undefined;
+        const entry =
+          result?.entry !== undefined && !calls.unsent.covers(item.key, result.entry) ? result.entry : undefined;
         if (result === undefined) {
           // Its part of the call failed (the rest answered): fill it here, as for a failed call,
           // and release in case the script ran late.
