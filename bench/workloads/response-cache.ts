@@ -236,12 +236,15 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
     }
   }
   const seconds = o.quick ? 1 : 5;
-  // (a), interleaved so a slower moment of the shared machine does not land on one system only.
+  // (a), interleaved (A B, B A, A B) so a slower moment of the shared machine does not land on one
+  // system only: two runs each gave 0.97× in one full run and 1.48–1.79× alone.
   const herdA = [];
   const peerA = [];
-  for (let i = 0; i < (o.quick ? 1 : 2); i++) {
-    herdA.push(await identical('apollo-herd-response', seconds));
+  for (let i = 0; i < (o.quick ? 1 : 3); i++) {
+    const herdFirst = i % 2 === 0;
+    if (herdFirst) herdA.push(await identical('apollo-herd-response', seconds));
     peerA.push(await identical('apollo-peer', seconds));
+    if (!herdFirst) herdA.push(await identical('apollo-herd-response', seconds));
   }
   const herdRps = Math.max(...herdA.map((x) => x.rps));
   const peerRps = Math.max(...peerA.map((x) => x.rps));
@@ -276,7 +279,7 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
     ratio: `(a) req/s ${ratio(identicalRatio)} Apollo's response cache (target ≥ 1.0×)<br>(b) req/s ${ratio(pagesRatio)} fields alone (target ≥ 0.95×); server CPU per request: ${ratio(cpuRatio)}<br>(c) executions ${executions.apolloHerd} / ${executions.apolloPeer} (Apollo), ${executions.yogaHerd} / ${executions.yogaPeer} (Yoga)`,
     notes: [
       `Servers in child processes (NODE_ENV=production), load from the bench process over HTTP on 127.0.0.1. Schema: \`items: [Item!]!\` (100 items, one 10 ms database read, counted as the operation's executions) and \`page(n: Int!)\` (20 items built in memory), \`Item.detail\` a 10 ms database read; @cacheControl(maxAge: 3600) on the root fields and types, the peers' policy source; herdcache's modes add \`@cached(ttl: 3600)\` on Item.detail (an hour: a loaded machine's trials outlast a minute, and an expired field would be a database read in the middle of them).`,
-      `(a) \`${IDENTICAL}\`, 3 checked requests first (they fill the caches), then autocannon, 10 connections, ${seconds} s, best of ${herdA.length} runs per system, interleaved: herdcachePlugin({ cache, responseCache: true }) ${herdA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s vs ApolloServerPluginResponseCache() ${peerA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s (database reads during the runs: herdcache ${herdA.reduce((s, x) => s + x.queries, 0)}, Apollo's ${peerA.reduce((s, x) => s + x.queries, 0)}). Target ≥ 1.0×: ${identicalRatio >= 1 ? 'met' : 'missed'} (${ratio(identicalRatio)}).`,
+      `(a) \`${IDENTICAL}\`, 3 checked requests first (they fill the caches), then autocannon, 10 connections, ${seconds} s, best of ${herdA.length} runs per system, interleaved (A B, B A, …): herdcachePlugin({ cache, responseCache: true }) ${herdA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s vs ApolloServerPluginResponseCache() ${peerA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s (database reads during the runs: herdcache ${herdA.reduce((s, x) => s + x.queries, 0)}, Apollo's ${peerA.reduce((s, x) => s + x.queries, 0)}). Target ≥ 1.0×: ${identicalRatio >= 1 ? 'met' : 'missed'} (${ratio(identicalRatio)}).`,
       `(b) \`page(n)\` for n = 0…${pages - 1}, each once per trial (a fresh operation name per trial, so every request is a response-layer miss; every Item.detail warm from a warm-up under another name${warmPasses > 0 ? `, then ${warmPasses} trial-shaped passes per server not counted, so the JIT is steady` : ''}), 10 fetch clients; both servers up at once, trials interleaved (A B, B A, …); req/s = requests / time from the first request to the last answer, median of ${both.rps.length} trial(s): response layer + fields ${both.rps.map((x) => count(Math.round(x))).join(' / ')} vs herdcachePlugin({ cache }) with the same @cached fields ${fields.rps.map((x) => count(Math.round(x))).join(' / ')} (database reads during the trials: ${both.queries} and ${fields.queries}). Target ≥ 0.95×: ${pagesRatio >= 0.95 ? 'met' : 'missed'} (${ratio(pagesRatio)}). Server CPU time (user + system, process.cpuUsage in each server) per request, per trial: layer + fields ${both.cpu.map((x) => count(Math.round(x))).join(' / ')} µs vs fields alone ${fields.cpu.map((x) => count(Math.round(x))).join(' / ')} µs, medians ${count(Math.round(bothCpu))} vs ${count(Math.round(fieldsCpu))} µs: ${ratio(cpuRatio)} (fields alone's CPU per request over the layer's).`,
       `(c) ${cold} concurrent \`${COLD}\` to a fresh server, executions = calls of the root resolver: herdcache ${executions.apolloHerd} (Apollo 5) and ${executions.yogaHerd} (Yoga 5, useHerdcache); @apollo/server-plugin-response-cache 5: ${executions.apolloPeer}; @envelop/response-cache 9 (useResponseCache({ session: () => null, ttl: 3_600_000 }) on Yoga 5): ${executions.yogaPeer}.`,
       ...(failed > 0 ? [`${failed} requests failed during the load runs.`] : []),
