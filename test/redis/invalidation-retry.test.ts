@@ -8,6 +8,7 @@ import { createCache } from '../../src/core/cache';
 import type { RedisStore } from '../../src/redis/redis-store';
 import { breakerOpens, eventually, randomPrefix, stallableServer } from './helpers';
 import { delegatingL2 } from './tiered/helpers';
+import { deferred } from '../helpers';
 
 const redis = stallableServer();
 const caches: ReturnType<typeof createCache>[] = [];
@@ -90,4 +91,37 @@ it('while an invalidation is unsent, the writer reads nothing it covers from Red
     await eventually(() => writer.pendingInvalidations.keys + writer.pendingInvalidations.tags === 0, 20_000),
   ).toBe(true);
   expect([await theirs.plain(), await theirs.tagged()]).toEqual(['new', 'new']);
+}, 40_000);
+
+it('while an invalidation is unsent, the writer does not take a value another replica announces for a fill that started before it', async () => {
+  const prefix = randomPrefix('inval-unsent-announced');
+  const real = await redis.breakerStore(prefix);
+  const refused = () => Promise.reject(new Error('invalidation refused by the test'));
+  const store = delegatingL2(real, { invalidateTags: () => refused() });
+  const writer = createCache({ store, ttl: 600_000 });
+  const other = await replica(prefix);
+  caches.push(writer);
+  // The other replica's fill reads the database before the write, and lands after it.
+  const gate = deferred<void>();
+  let otherFills = 0;
+  const otherLoad = other.cache.getOrCompute(
+    'k',
+    async () => {
+      otherFills++;
+      await gate.promise;
+      return 'old';
+    },
+    { tags: ['User:1'] },
+  );
+  await eventually(() => otherFills === 1, 5_000);
+  await writer.invalidateTags(['User:1']); // refused: unsent
+  expect(writer.pendingInvalidations.tags).toBe(1);
+  let writerFills = 0;
+  // The writer finds the other replica's lock and waits for its write (announced to it, value included).
+  const mine = writer.getOrCompute('k', async () => (writerFills++, 'new'), { tags: ['User:1'] });
+  await eventually(() => writer.metrics().total.lockContended === 1, 5_000);
+  gate.resolve();
+  expect(await otherLoad).toBe('old');
+  expect(await mine).toBe('new'); // its own fill, not the announced value that predates its write
+  expect(writerFills).toBe(1);
 }, 40_000);
