@@ -147,9 +147,11 @@ export class FillWrite {
         if (token !== undefined) release.push(item.key);
       } else {
         if (!storesValues(item.policy)) continue; // coalesce-only: served, never written
-        // Tags whose versions could not be read: the value is served but not cached.
+        // Tags whose versions could not be read (the store down): the value is served, not
+        // written, and held in process for a moment as a write the store failed is (./outage).
         if (item.versions !== undefined && item.versions.some(Number.isNaN)) {
           if (token !== undefined) release.push(item.key);
+          this.#hold(item, results[i], now, item.tags);
           continue;
         }
         const tagged = lateTags?.[i];
@@ -166,6 +168,7 @@ export class FillWrite {
           const instead = tagged.from.ifInvalidated;
           if (refused === 'invalidated' && instead !== undefined) results[i] = instead.value;
           if (token !== undefined) release.push(item.key);
+          if (refused === 'unavailable' && !tagged.from.servedOnly) this.#hold(item, results[i], now, tagged.tags);
           continue;
         }
         if (tagged?.from.servedOnly === true) {
@@ -237,6 +240,16 @@ export class FillWrite {
       else this.#flights.resolve(item.flight, result);
     }
     await written;
+  }
+
+  /**
+   * Holds a value whose tags' versions could not be read (the store down: not written) in the
+   * outage memo, as a write the store failed is: read while the store cannot be, a moment at most.
+   */
+  #hold(item: Item, value: unknown, now: number, tags: readonly string[] | undefined): void {
+    const entry = makeEntry(value, now, item.policy, { tags });
+    const outage = this.#calls.outage;
+    outage.keep([{ key: item.key, entry, ttl: physicalTtl(entry, now) }], now, outage.invalidations);
   }
 
   /** FillRun.lateCheck: abandons the run's flights that saw one of `tags` invalidated (see abandonLate). */

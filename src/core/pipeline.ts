@@ -156,13 +156,27 @@ export class FillPipeline {
   ): void {
     // Invalidations the store has not taken yet: the entries they cover are misses here (./unsent).
     const unsent = this.#calls.unsent.any ? this.#calls.unsent : undefined;
+    const outage = this.#calls.outage;
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
-      const found = entries[i];
-      const entry = found !== undefined && unsent?.covers(item.key, found) === true ? undefined : found;
+      let found = entries[i];
+      // A failed read's entries are the outage memo's (./outage): filled here after every local
+      // invalidation (one drops what it covers), so none is covered by an unsent one.
+      let held = failed === true || (failed !== undefined && failed.includes(i));
+      // Tags whose versions could not be read (the store down): an entry the store holds cannot
+      // be judged; the memo's answers in its place (never in place of a miss the store answered).
+      const unreadable = unreadableTags(item);
+      if (unreadable && !held && found !== undefined && outage.size > 0) {
+        const kept = outage.read([item.key], now)[0];
+        if (kept !== undefined) [found, held] = [kept, true];
+      }
+      const entry = found !== undefined && !held && unsent?.covers(item.key, found) === true ? undefined : found;
       const source = item.source;
       if (this.#droppedBeforeOutcome(item)) continue;
-      if (entry !== undefined && usable(item, entry, now, current)) {
+      if (
+        entry !== undefined &&
+        (held && unreadable ? heldUsable(item, entry, now) : usable(item, entry, now, current))
+      ) {
         this.#host.settled(item, 'hits', tally);
         this.#flights.resolve(item.flight, entry.value);
         if (!item.flight.background && item.policy.beta > 0 && refreshEarly(entry, now, item.policy.beta)) {
@@ -311,6 +325,19 @@ interface Read {
 }
 
 /** Whether this item's fill takes the distributed lock: only values that are stored need one (a probe is never filled). */
+/** Whether the item's tags' versions could not be read (NaN: the store failed). */
+function unreadableTags(item: Item): boolean {
+  const versions = item.versions;
+  if (versions === undefined) return false;
+  for (let i = 0; i < versions.length; i++) if (Number.isNaN(versions[i])) return true;
+  return false;
+}
+
+/** An outage memo's entry answers an item while fresh (and newer than the entry a refresh replaces). */
+function heldUsable(item: Item, entry: Entry, now: number): boolean {
+  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces);
+}
+
 function locks(item: Item): boolean {
   return item.policy.lock && storesValues(item.policy) && item.probe === undefined;
 }

@@ -125,3 +125,60 @@ it('is bounded', async () => {
   await t.load(`k${OUTAGE_MAX_ENTRIES + 49}`); // the newest is held
   expect(t.fills()).toBe(OUTAGE_MAX_ENTRIES + 51);
 });
+
+/**
+ * A tag-versioned store (as Redis is: the registry judges an entry by its tags' versions) whose
+ * every call fails while `down`; a second registry on it stands for another replica.
+ */
+function versionedFlakyStore() {
+  const { store, inner, state } = flakyStore();
+  const versions = new Map<string, number>();
+  const gate = <R>(call: () => R): Promise<R> =>
+    state.down ? Promise.reject(new Error('store down')) : Promise.resolve(call());
+  const versioned: Store = {
+    ...store,
+    tagVersions: (tags) => gate(() => tags.map((tag) => versions.get(tag) ?? 0)),
+    invalidateTags: (tags) => gate(() => void tags.forEach((tag) => versions.set(tag, (versions.get(tag) ?? 0) + 1))),
+  };
+  return { store: versioned, inner, state };
+}
+
+it('tagged values too: while the store is down (their tags’ versions unreadable) a key is filled once per hold, and a local invalidation of a tag drops it', async () => {
+  const clock = manualClock();
+  const { store, state } = versionedFlakyStore();
+  const cache = createCache({ store, ttl: 60_000, clock });
+  let fills = 0;
+  let version = 'v1';
+  const load = () => cache.getOrCompute('k', async () => (fills++, version), { tags: ['T'] });
+  expect(await load()).toBe('v1'); // written, with T's version
+  state.down = true;
+  clock.advance(60_000); // expired: the next load fills, while the store is down
+  version = 'v2';
+  for (let i = 0; i < 20; i++) expect(await load()).toBe('v2');
+  expect(fills).toBe(2);
+  await cache.invalidateTags(['T']); // the store refuses it: unsent, and what is held of T is dropped
+  version = 'v3';
+  for (let i = 0; i < 20; i++) expect(await load()).toBe('v3'); // filled after the invalidation: held, not covered
+  expect(fills).toBe(3);
+  clock.advance(OUTAGE_HOLD_MS);
+  expect(await load()).toBe('v3');
+  expect(fills).toBe(4);
+});
+
+it('an entry the store holds whose tags’ versions cannot be read (their node down) is answered by the memo, never by that entry', async () => {
+  const clock = manualClock();
+  const { store, state } = versionedFlakyStore();
+  const tagVersions = store.tagVersions!;
+  const tagsDown = { on: false };
+  store.tagVersions = (tags) => (tagsDown.on ? Promise.reject(new Error('tag node down')) : tagVersions(tags));
+  const cache = createCache({ store, ttl: 60_000, clock });
+  let fills = 0;
+  let version = 'v1';
+  const load = () => cache.getOrCompute('k', async () => (fills++, version), { tags: ['T'] });
+  expect(await load()).toBe('v1');
+  tagsDown.on = true; // the entry is still read, its tags' versions are not: it cannot be judged
+  version = 'v2';
+  for (let i = 0; i < 10; i++) expect(await load()).toBe('v2'); // one fill, then held
+  expect(fills).toBe(2);
+  expect(state.down).toBe(false);
+});

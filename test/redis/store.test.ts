@@ -85,7 +85,9 @@ describe('options', () => {
     );
     const prefixed = await connect(undefined, { keyPrefix: `${randomPrefix('empty-prefix')}` });
     try {
-      const own = redisStore({ client: prefixed, prefix: '' });
+      // A clear scans the whole database here (the client's keyPrefix is the only bound): not a
+      // test of timeouts, so a starved machine's slow SCAN pages do not fail it.
+      const own = redisStore({ client: prefixed, prefix: '', commandTimeout: 10_000 });
       const other = `{other-app}:${randomPrefix('x')}`;
       await client.set(other, '1');
       await own.setMany([{ key: 'k', entry: entry(1), ttl: 60_000 }]);
