@@ -19,11 +19,15 @@ import type { Store } from './store';
 import type { StoreCalls } from './store-calls';
 import type { UnsentInvalidations } from './unsent';
 
-/** Invalidations kept for a retry at most, keys and tags each (beyond, the oldest are dropped). */
+/** Invalidations kept for a retry at most, keys and tags each (beyond, the oldest are replaced by a clear: ./unsent). */
 export const MAX_PENDING_INVALIDATIONS = 10_000;
-/** The first retry's delay (ms); it doubles while the store still fails, up to RETRY_MAX_MS. */
+/**
+ * The first retry's delay (ms); it doubles while the store still fails, up to RETRY_MAX_MS: a
+ * replica that makes no other store call (a mutation worker) learns that the store answers again
+ * by its retry only. A retry against a store whose breaker is open fails without a round trip.
+ */
 const RETRY_FIRST_MS = 250;
-const RETRY_MAX_MS = 5_000;
+const RETRY_MAX_MS = 1_000;
 
 /**
  * A prime between its start and its write (it awaits the tag versions and the fence first): an
@@ -288,8 +292,10 @@ export class Invalidation {
     ]);
     this.#sending = false;
     unsent.taken(sent, deleted, bumped, cleared);
-    const failed = !cleared || !deleted || !bumped;
-    this.#retryDelay = failed ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
+    // A part taken (a half-open breaker lets one call through): the store answers, so the rest
+    // goes again after the first delay, not a doubled one.
+    const none = (sent.clear === 0 || !cleared) && (keys.length === 0 || !deleted) && (tags.length === 0 || !bumped);
+    this.#retryDelay = none ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
     if (unsent.any) this.#schedule(this.#retryDelay); // failed, or failed again while this one was sending
   }
 

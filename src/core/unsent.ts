@@ -22,7 +22,12 @@ export class UnsentInvalidations {
   any = false;
   #seq = 0;
 
-  /** Adds invalidations the store failed to take (bounded by `max` each: the oldest go first). */
+  /**
+   * Adds invalidations the store failed to take. Bounded by `max` keys and `max` tags: past that
+   * the oldest go, and a clear is kept in their place (sent as clear() once the store answers,
+   * read as one meanwhile: nothing is read here), so no invalidation is lost without trace, on
+   * this replica or in the store.
+   */
   add(keys: readonly string[], at: number, tags: readonly string[], clear: boolean, max: number): void {
     const seq = ++this.#seq;
     const pendingKeys = this.keys;
@@ -31,13 +36,16 @@ export class UnsentInvalidations {
       pendingKeys.delete(key); // re-inserted last: the newest
       pendingKeys.set(key, [Math.max(at, before?.[0] ?? -Infinity), seq]);
     }
-    while (pendingKeys.size > max) pendingKeys.delete(pendingKeys.keys().next().value!);
     const pendingTags = this.tags;
     for (const tag of tags) {
       pendingTags.delete(tag);
       pendingTags.set(tag, seq);
     }
-    while (pendingTags.size > max) pendingTags.delete(pendingTags.keys().next().value!);
+    if (pendingKeys.size > max || pendingTags.size > max) {
+      clear = true;
+      while (pendingKeys.size > max) pendingKeys.delete(pendingKeys.keys().next().value!);
+      while (pendingTags.size > max) pendingTags.delete(pendingTags.keys().next().value!);
+    }
     if (clear) this.clear = seq;
     this.any = true;
   }

@@ -126,6 +126,42 @@ it('a store that answers again gets the retry at once, not at the end of its bac
   expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
 });
 
+it('past the bound, a clear is kept in place of the dropped invalidations: nothing is read here until the store takes it, and it is sent', async () => {
+  const { store, inner, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  let fills = 0;
+  const load = () => writer.getOrCompute('k', () => (fills++, 'v'), { tags: ['T:first'] });
+  await load();
+  state.down = true;
+  await writer.invalidateTags(['T:first']); // the oldest: dropped by the bound below
+  await writer.invalidateTags(Array.from({ length: MAX_PENDING_INVALIDATIONS }, (_, i) => `T:${i}`));
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: MAX_PENDING_INVALIDATIONS, clear: true });
+  state.down = false;
+  await load(); // the store still holds k (T:first never reached it): not read here
+  expect(fills).toBe(2);
+  await advance(250);
+  expect(state.clears).toBe(1); // the clear sent in its place: k is gone from the store too
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  expect(await inner.getMany(['k'])).toEqual([undefined]);
+});
+
+it('a retry the store took in part (a half-open breaker lets one call through) goes again after the first delay, not a doubled one', async () => {
+  const { store, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  state.down = true;
+  await writer.invalidate('k');
+  await writer.invalidateTags(['T']);
+  const bump = store.invalidateTags!.bind(store);
+  let refuseTags = true;
+  store.invalidateTags = (tags) => (refuseTags ? Promise.reject(new Error('breaker open')) : bump(tags));
+  state.down = false;
+  await advance(250); // the delete is taken, the tag bump refused
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 1, clear: false });
+  refuseTags = false;
+  await advance(250); // 250 ms later, not 500
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+});
+
 it('one retry at a time: what fails while a retry is sending waits for it, and counts as pending throughout', async () => {
   const { store, state } = flakyStore();
   let hold: Promise<void> | undefined;
