@@ -5,7 +5,8 @@
  * @invalidates makes the next query fresh. As a program (node -r @swc-node/register, as its header
  * says): it starts and answers.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCache } from '../../src/core/cache';
 
@@ -63,6 +64,10 @@ describe('examples/nestjs', () => {
 
   it('runs as a program (node -r @swc-node/register): listens on 127.0.0.1 and answers', async () => {
     const root = join(__dirname, '..', '..');
+    // The program imports `herdcache` as a user's project does: the built package (dist/). A fresh
+    // clone has none until `npm run build` (.ci/run builds first): built here then.
+    if (!existsSync(join(root, 'dist', 'index.js')))
+      execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore', timeout: 120_000 });
     const child = spawn(process.execPath, ['-r', '@swc-node/register', join(root, 'examples', 'nestjs', 'main.ts')], {
       cwd: root,
       env: { ...process.env, PORT: '0', SWC_NODE_PROJECT: join(root, 'examples', 'nestjs', 'tsconfig.json') },
@@ -88,5 +93,5 @@ describe('examples/nestjs', () => {
     } finally {
       child.kill();
     }
-  }, 60_000);
+  }, 180_000);
 });
