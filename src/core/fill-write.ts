@@ -111,6 +111,8 @@ export class FillWrite {
     if (late) run.lateCheck = (tags, anyTag) => this.#abandonLate(items, tags, anyTag);
     const started = performance.now();
     const startedAt = this.#clock.now();
+    // A local invalidation during the fill keeps its result out of the outage memo (#hold).
+    const heldSince = this.#calls.outage.invalidations;
     const wrap = this.#observers.current.wrapFill;
     const results = await (wrap === undefined
       ? runGroup(source, items, run)
@@ -149,12 +151,12 @@ export class FillWrite {
         if (!storesValues(item.policy)) continue; // coalesce-only: served, never written
         // Tags whose versions could not be read (the store down): the value is served, not
         // written, and held in process for a moment as a write the store failed is (./outage).
-        if (item.versions !== undefined && item.versions.some(Number.isNaN)) {
+        const tagged = lateTags?.[i];
+        if (item.flight.joinedTags === undefined && item.versions !== undefined && item.versions.some(Number.isNaN)) {
           if (token !== undefined) release.push(item.key);
-          this.#hold(item, results[i], now, item.tags);
+          if (tagged === undefined) this.#hold(item, results[i], now, item.tags, heldSince);
           continue;
         }
-        const tagged = lateTags?.[i];
         if (item.flight.joinedTags !== undefined) {
           // A joiner named tags of its own: one may have been invalidated after the fill started,
           // before it joined. Served, not written (FlightTable.joinTags).
@@ -168,7 +170,8 @@ export class FillWrite {
           const instead = tagged.from.ifInvalidated;
           if (refused === 'invalidated' && instead !== undefined) results[i] = instead.value;
           if (token !== undefined) release.push(item.key);
-          if (refused === 'unavailable' && !tagged.from.servedOnly) this.#hold(item, results[i], now, tagged.tags);
+          if (refused === 'unavailable' && !tagged.from.servedOnly)
+            this.#hold(item, results[i], now, tagged.tags, heldSince);
           continue;
         }
         if (tagged?.from.servedOnly === true) {
@@ -246,10 +249,9 @@ export class FillWrite {
    * Holds a value whose tags' versions could not be read (the store down: not written) in the
    * outage memo, as a write the store failed is: read while the store cannot be, a moment at most.
    */
-  #hold(item: Item, value: unknown, now: number, tags: readonly string[] | undefined): void {
+  #hold(item: Item, value: unknown, now: number, tags: readonly string[] | undefined, since: number): void {
     const entry = makeEntry(value, now, item.policy, { tags });
-    const outage = this.#calls.outage;
-    outage.keep([{ key: item.key, entry, ttl: physicalTtl(entry, now) }], now, outage.invalidations);
+    this.#calls.outage.keep([{ key: item.key, entry, ttl: physicalTtl(entry, now) }], now, since);
   }
 
   /** FillRun.lateCheck: abandons the run's flights that saw one of `tags` invalidated (see abandonLate). */

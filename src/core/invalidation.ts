@@ -241,7 +241,7 @@ export class Invalidation {
     this.#unsent.drop();
   }
 
-  /** Keeps what the store failed to take, for a retry (bounded: the oldest go first), and schedules it. */
+  /** Keeps what the store failed to take, for a retry (bounded: past it, a clear: ./unsent), and schedules it. */
   #keep(keys: readonly string[], at: number, tags: readonly string[], clear: boolean): void {
     if (this.#closed) return;
     this.#unsent.add(keys, at, tags, clear, MAX_PENDING_INVALIDATIONS);

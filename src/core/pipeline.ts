@@ -324,7 +324,6 @@ interface Read {
   readonly failed?: true | readonly number[];
 }
 
-/** Whether this item's fill takes the distributed lock: only values that are stored need one (a probe is never filled). */
 /** Whether the item's tags' versions could not be read (NaN: the store failed). */
 function unreadableTags(item: Item): boolean {
   const versions = item.versions;
@@ -333,11 +332,21 @@ function unreadableTags(item: Item): boolean {
   return false;
 }
 
-/** An outage memo's entry answers an item while fresh (and newer than the entry a refresh replaces). */
+/**
+ * An outage memo's entry answers an item whose tags' versions could not be read while fresh (and
+ * newer than the entry a refresh replaces), and only if it carries the item's tags: the memo drops
+ * what a local invalidation of one of its own tags covers, not an entry held under other tags.
+ */
 function heldUsable(item: Item, entry: Entry, now: number): boolean {
-  return now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces);
+  if (!(now < entry.freshUntil && (item.replaces === undefined || entry.freshUntil > item.replaces))) return false;
+  const tags = item.tags!;
+  const own = entry.tags;
+  if (own === undefined || own.length !== tags.length) return false;
+  for (let i = 0; i < tags.length; i++) if (own[i] !== tags[i]) return false;
+  return true;
 }
 
+/** Whether this item's fill takes the distributed lock: only values that are stored need one (a probe is never filled). */
 function locks(item: Item): boolean {
   return item.policy.lock && storesValues(item.policy) && item.probe === undefined;
 }

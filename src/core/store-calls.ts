@@ -36,10 +36,9 @@ export class StoreCalls {
     affected?: Source | readonly Item[],
     partly?: (failedAt: readonly number[] | undefined) => void,
   ): Promise<T | undefined> {
+    let value: T;
     try {
-      const value = await call();
-      if (this.unsent.any) this.succeeded?.();
-      return value;
+      value = await call();
     } catch (error) {
       this.#countError(operation, error, affected);
       // Part of the call succeeded (a Cluster master down, the others fine): use that part.
@@ -47,6 +46,15 @@ export class StoreCalls {
       partly?.(error.failedAt);
       return error.partial as T;
     }
+    // The store answers: invalidations waiting for a retry may go now (./invalidation). Never
+    // turns the call into a failure.
+    if (this.unsent.any)
+      try {
+        this.succeeded?.();
+      } catch {
+        // the retry's scheduling only
+      }
+    return value;
   }
 
   #countError(operation: string, error: unknown, affected: Source | readonly Item[] | undefined): void {

@@ -8,6 +8,9 @@ import { createCache } from '../../src/core/cache';
 import { MAX_PENDING_INVALIDATIONS } from '../../src/core/invalidation';
 import { memoryStore } from '../../src/core/memory';
 import type { Store } from '../../src/core/store';
+import { StoreCalls } from '../../src/core/store-calls';
+import { Observers } from '../../src/core/hooks';
+import type { Counters } from '../../src/core/types';
 import { flush } from '../helpers';
 
 /** A memory store (a database the test owns) whose invalidations fail while `down`. */
@@ -199,8 +202,8 @@ it('a failed clear is sent again; a delay that reached its cap returns to the fi
   await writer.getOrCompute('k', () => 'old');
   state.down = true;
   await writer.clear();
-  for (let i = 0; i < 8; i++) await advance(5_000); // 250, 500, … capped at 5 s
-  expect(state.clears).toBeGreaterThanOrEqual(6);
+  for (let i = 0; i < 40; i++) await advance(250); // retries at 250, 750, 1,750, … ms: every 1 s once capped
+  expect(state.clears).toBeGreaterThanOrEqual(10); // 1 + 10 in 10 s (a 5 s cap: 1 + 5)
   expect(writer.pendingInvalidations.clear).toBe(true);
   state.down = false;
   await advance(5_000);
@@ -314,4 +317,15 @@ it('a prime with tags whose tag versions the store failed to read: the key is in
   await advance(250);
   expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
   expect(await readerUsers.load('1')).toBe('new');
+});
+
+it('a throw from the retry scheduling never turns a store call that succeeded into a failure', async () => {
+  const counters = { storeErrors: 0 } as Counters;
+  const calls = new StoreCalls(counters, new Observers(undefined));
+  calls.unsent.add(['k'], 0, [], false, 10);
+  calls.succeeded = () => {
+    throw new Error('a bug in the retry scheduling');
+  };
+  expect(await calls.call('getMany', async () => ['value'])).toEqual(['value']);
+  expect(counters.storeErrors).toBe(0);
 });

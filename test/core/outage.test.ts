@@ -8,6 +8,7 @@ import { manualClock } from '../../src/core/freshness';
 import { memoryStore } from '../../src/core/memory';
 import { OUTAGE_HOLD_MS, OUTAGE_MAX_ENTRIES } from '../../src/core/outage';
 import type { Store } from '../../src/core/store';
+import { deferred } from '../helpers';
 
 /** A memory store (a database the test owns) whose every call fails while `down`. */
 function flakyStore() {
@@ -181,4 +182,54 @@ it('an entry the store holds whose tags’ versions cannot be read (their node d
   for (let i = 0; i < 10; i++) expect(await load()).toBe('v2'); // one fill, then held
   expect(fills).toBe(2);
   expect(state.down).toBe(false);
+});
+
+describe('what the memo holds answers a tagged load only under the same tags', () => {
+  const down = () => {
+    const clock = manualClock();
+    const { store, state } = versionedFlakyStore();
+    state.down = true;
+    return { cache: createCache({ store, ttl: 60_000, clock }) };
+  };
+
+  it('held under tag A, loaded naming B after B was invalidated here: filled, not the held value', async () => {
+    const { cache } = down();
+    let version = 'old';
+    expect(await cache.getOrCompute('k', async () => version, { tags: ['A'] })).toBe('old'); // held under [A]
+    version = 'new';
+    await cache.invalidateTags(['B']); // unsent; drops what is held under B (nothing)
+    expect(await cache.getOrCompute('k', async () => version, { tags: ['B'] })).toBe('new');
+  });
+
+  it('held untagged (a failed write), loaded naming B after B was invalidated here: filled', async () => {
+    const { cache } = down();
+    let version = 'old';
+    expect(await cache.getOrCompute('k', async () => version)).toBe('old');
+    await new Promise((resolve) => setImmediate(resolve)); // the write's failure is known: held
+    version = 'new';
+    await cache.invalidateTags(['B']);
+    expect(await cache.getOrCompute('k', async () => version, { tags: ['B'] })).toBe('new');
+  });
+
+  it('a value a joiner named other tags for (served, not written) is not held either', async () => {
+    const { cache } = down();
+    let version = 'old';
+    const gate = deferred<void>();
+    const first = cache.getOrCompute(
+      'k',
+      async () => {
+        const read = version;
+        await gate.promise;
+        return read;
+      },
+      { tags: ['A'] },
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    version = 'new';
+    await cache.invalidateTags(['B']); // not the fill's tag: it goes on
+    const joiner = cache.getOrCompute('k', async () => version, { tags: ['B'] }); // joins, naming B
+    gate.resolve();
+    expect([await first, await joiner]).toEqual(['old', 'old']); // the joiner's answer: served, not written
+    expect(await cache.getOrCompute('k', async () => version, { tags: ['B'] })).toBe('new');
+  });
 });

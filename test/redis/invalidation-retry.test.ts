@@ -42,7 +42,7 @@ it('invalidate and invalidateTags made while the breaker is open reach Redis onc
   } finally {
     redis.pause(false);
   }
-  // Once Redis answers, the retry (every 250 ms to 5 s) sends them.
+  // Once Redis answers, the retry (every 250 ms to 1 s, sooner once a call succeeds) sends them.
   expect(
     await eventually(
       () => writer.cache.pendingInvalidations.keys + writer.cache.pendingInvalidations.tags === 0,

@@ -92,10 +92,11 @@ export interface ResponseStressReport {
    */
   joinedAcross: number;
   /**
-   * Stale answers on one replica after a write on the other whose invalidation Redis had not taken
-   * when the write returned (its replica's pendingInvalidations, after the pause: the breaker still
-   * open, a late timeout): that replica retries it, and reads nothing it covers meanwhile
-   * (core/unsent); the other cannot know. Counted, not failed; on the writer's own replica it fails.
+   * Stale answers on one replica when every newer write of the entity completed before it was
+   * asked was made on the other replica and left an invalidation Redis had not taken (its
+   * replica's pendingInvalidations grew over the write: after the pause, the breaker still open, a
+   * late timeout): that replica retries it, and reads nothing it covers meanwhile (core/unsent);
+   * the other cannot know. Counted, not failed; on the writer's own replica it fails.
    */
   undelivered: number;
   unhandled: string[];
@@ -396,6 +397,9 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   const write = (what: string, entity: string, replica: number, run: () => Promise<number | undefined>) => {
     const edges = pauseEdges;
     const duringPause = paused;
+    // Invalidations the writer's replica had not sent when the write began: one more when it
+    // returned is (most likely) this write's, its store having refused it.
+    const before = unsentCount(caches[replica]!);
     void track(what, run()).then((version) => {
       if (version === undefined) return;
       if (duringPause || paused || pauseEdges !== edges) {
@@ -403,8 +407,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
         return;
       }
       committed.set(entity, Math.max(committed.get(entity) ?? 0, version));
-      const unsentNow = caches[replica]!.pendingInvalidations;
-      const unsent = unsentNow.tags > 0 || unsentNow.keys > 0 || unsentNow.clear;
+      const unsent = unsentCount(caches[replica]!) > before;
       written.push({ replica, entity, version, end: ++now, unsent });
       // The writer's client reads its write back, on either server: a response stored older than it shows.
       const id = entity.slice(1);
@@ -625,9 +628,12 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
                 stale.asked < r.returned,
             ),
         );
-      const undelivered = written.some(
-        (w) => w.unsent && w.entity === stale.entity && w.version > stale.version && w.replica !== stale.replica,
+      // Every newer write of the entity completed before this answer was asked is one Redis had
+      // not taken, made on the other replica: none of them could have reached this one.
+      const newer = written.filter(
+        (w) => w.entity === stale.entity && w.version > stale.version && w.end < stale.asked,
       );
+      const undelivered = newer.length > 0 && newer.every((w) => w.unsent && w.replica !== stale.replica);
       if ((gap || joined) && stale.outcome === 'coalesced') report.joinedAcross++;
       else if (undelivered) report.undelivered++;
       else if (gap) {
@@ -663,4 +669,10 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
 
 export function responseSummary(r: ResponseStressReport): string {
   return `${r.store} seed ${r.seed}: ${r.sent} sent, ${r.answered} answered, ${r.aborted} aborted, ${r.pending.length} pending, ${r.wrong.length} wrong, ${r.leaks} leaks, ${r.stale.length} stale (${r.crossReplicaWindow} stored across replicas, ${r.joinedAcross} more joined across, ${r.undelivered} after an invalidation Redis had not taken), ${r.unhandled.length} unhandled, ${r.inFlightAfter} in flight; outcomes ${JSON.stringify(r.outcomes)}; ${r.quietBursts} quiet bursts (${r.burstExtraExecutions.length} over one execution), ${r.burstCoalesced} coalesced in bursts, ${r.lockContended} lock waits, ${r.exemptWrites} writes exempt`;
+}
+
+/** Invalidations a replica's store has not taken yet (keys, tags, a clear). */
+function unsentCount(cache: Cache): number {
+  const { keys, tags, clear } = cache.pendingInvalidations;
+  return keys + tags + (clear ? 1 : 0);
 }
