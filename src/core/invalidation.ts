@@ -83,7 +83,9 @@ export class Invalidation {
     if (!stored) return; // a coalesce-only loader's keys are never in the store
     // The time lets a store refuse the unlocked writes of fills that started before this.
     const at = this.#clock.now();
-    if (!(await this.#delete(keys, at))) this.#keep(keys, at, [], false);
+    const before = this.#unsent.seq;
+    if (await this.#delete(keys, at)) this.#unsent.retire(keys, [], false, before);
+    else this.#keep(keys, at, [], false);
   }
 
   /** Makes every entry carrying one of `tags` (validated here) a miss, counted on `source`. */
@@ -92,7 +94,9 @@ export class Invalidation {
     if (tags.length === 0) return;
     this.abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
     this.#counters.count(source, 'invalidations', tags.length);
-    if (!(await this.#bump(tags))) this.#keep([], 0, tags, false);
+    const before = this.#unsent.seq;
+    if (await this.#bump(tags)) this.#unsent.retire([], tags, false, before);
+    else this.#keep([], 0, tags, false);
   }
 
   /** Refuses option `option` (tags) when the store cannot invalidate tags. */
@@ -204,7 +208,9 @@ export class Invalidation {
   /** Empties the store and abandons every fill in flight. */
   async clear(): Promise<void> {
     this.abandon([], [], true, 'the cache was cleared while this fill ran');
-    if (!(await this.#clear())) this.#keep([], 0, [], true);
+    const before = this.#unsent.seq;
+    if (await this.#clear()) this.#unsent.retire([], [], true, before);
+    else this.#keep([], 0, [], true);
   }
 
   /**

@@ -65,6 +65,29 @@ export class UnsentInvalidations {
     this.any = this.clear !== 0 || this.keys.size > 0 || this.tags.size > 0;
   }
 
+  /** The sequence number the next invalidation added will be above: read before a store call (see retire). */
+  get seq(): number {
+    return this.#seq;
+  }
+
+  /**
+   * An invalidation the store took, issued after those numbered up to `before`: it covers what
+   * they would (the same keys, the same tags; a clear, everything), so they need no retry and no
+   * longer keep entries from being read. One added since it was issued is kept.
+   */
+  retire(keys: readonly string[], tags: readonly string[], all: boolean, before: number): void {
+    if (!this.any) return;
+    if (all) {
+      for (const [key, [, seq]] of this.keys) if (seq <= before) this.keys.delete(key);
+      for (const [tag, seq] of this.tags) if (seq <= before) this.tags.delete(tag);
+      if (this.clear <= before) this.clear = 0;
+    } else {
+      for (const key of keys) if ((this.keys.get(key)?.[1] ?? Infinity) <= before) this.keys.delete(key);
+      for (const tag of tags) if ((this.tags.get(tag) ?? Infinity) <= before) this.tags.delete(tag);
+    }
+    this.any = this.clear !== 0 || this.keys.size > 0 || this.tags.size > 0;
+  }
+
   /** Whether a read of `key` that found `entry` must not use it. */
   covers(key: string, entry: Entry): boolean {
     if (this.clear !== 0 || this.keys.has(key)) return true;

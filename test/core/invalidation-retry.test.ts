@@ -165,6 +165,55 @@ it('a retry the store took in part (a half-open breaker lets one call through) g
   expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
 });
 
+it('an invalidation the store takes retires the older ones it covers (same key, same tag; a clear, all): nothing left to retry or to keep unread', async () => {
+  const { store, state } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  state.down = true;
+  await writer.invalidate('k');
+  await writer.invalidateTags(['T', 'U']);
+  expect(writer.pendingInvalidations).toEqual({ keys: 1, tags: 2, clear: false });
+  state.down = false;
+  await writer.invalidateTags(['T']); // taken: T's older one needs no retry
+  await writer.invalidate('k');
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 1, clear: false });
+  let fills = 0;
+  await writer.getOrCompute('t', () => (fills++, 'v'), { tags: ['T'] });
+  await writer.getOrCompute('t', () => (fills++, 'v'), { tags: ['T'] });
+  expect(fills).toBe(1); // read again: nothing unsent covers it
+  state.down = true;
+  await writer.clear();
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 1, clear: true });
+  state.down = false;
+  await writer.clear(); // taken: everything older is covered
+  expect(writer.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  const tagCalls = state.tagCalls;
+  await advance(10_000);
+  expect(state.tagCalls).toBe(tagCalls); // nothing was left to send
+});
+
+it('a failed invalidation issued after one still in flight is kept when that earlier one is taken', async () => {
+  const { store } = flakyStore();
+  const writer = createCache({ store, ttl: 60_000 });
+  const bump = store.invalidateTags!.bind(store);
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let first = true;
+  store.invalidateTags = async (tags) => {
+    if (first) {
+      first = false;
+      await held; // the first call is slow…
+      return bump(tags);
+    }
+    return Promise.reject(new Error('store down')); // …the second fails meanwhile
+  };
+  const slow = writer.invalidateTags(['T']);
+  await writer.invalidateTags(['T']); // issued after the slow one: failed, kept
+  expect(writer.pendingInvalidations.tags).toBe(1);
+  release();
+  await slow; // taken, but issued before the failed one: does not retire it
+  expect(writer.pendingInvalidations.tags).toBe(1);
+});
+
 it('one retry at a time: what fails while a retry is sending waits for it, and counts as pending throughout', async () => {
   const { store, state } = flakyStore();
   let hold: Promise<void> | undefined;
