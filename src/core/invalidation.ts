@@ -10,6 +10,7 @@
 import { HerdcacheError, isError, isThenable } from './errors';
 import type { FlightTable } from './flight-table';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
+import { flightsStarted } from './flight';
 import type { Source } from './item';
 import { nonEmpty } from './validity';
 import { boundedKey, boundedKeys } from './long-keys';
@@ -84,7 +85,10 @@ export class Invalidation {
     // The time lets a store refuse the unlocked writes of fills that started before this.
     const at = this.#clock.now();
     const before = this.#unsent.seq;
-    if (await this.#delete(keys, at)) this.#unsent.retire(keys, [], false, before);
+    const since = flightsStarted();
+    const deleted = await this.#delete(keys, at);
+    this.#sweep(keys, [], false, since, 'the key was invalidated while this fill ran');
+    if (deleted) this.#unsent.retire(keys, [], false, before);
     else this.#keep(keys, at, [], false);
   }
 
@@ -92,10 +96,14 @@ export class Invalidation {
   async tags(tags: readonly string[], source: string): Promise<void> {
     this.checkTags('tags', tags, true); // invalidateTags(tags): an argument
     if (tags.length === 0) return;
-    this.abandon([], tags, false, 'a tag of this value was invalidated while it was filled');
+    const why = 'a tag of this value was invalidated while it was filled';
+    const since = flightsStarted();
+    this.abandon([], tags, false, why);
     this.#counters.count(source, 'invalidations', tags.length);
     const before = this.#unsent.seq;
-    if (await this.#bump(tags)) this.#unsent.retire([], tags, false, before);
+    const bumped = await this.#bump(tags);
+    this.#sweep([], tags, false, since, why);
+    if (bumped) this.#unsent.retire([], tags, false, before);
     else this.#keep([], 0, tags, false);
   }
 
@@ -207,9 +215,12 @@ export class Invalidation {
 
   /** Empties the store and abandons every fill in flight. */
   async clear(): Promise<void> {
+    const since = flightsStarted();
     this.abandon([], [], true, 'the cache was cleared while this fill ran');
     const before = this.#unsent.seq;
-    if (await this.#clear()) this.#unsent.retire([], [], true, before);
+    const cleared = await this.#clear();
+    this.#sweep([], [], true, since, 'the cache was cleared while this fill ran');
+    if (cleared) this.#unsent.retire([], [], true, before);
     else this.#keep([], 0, [], true);
   }
 
@@ -303,6 +314,30 @@ export class Invalidation {
     const none = (sent.clear === 0 || !cleared) && (keys.length === 0 || !deleted) && (tags.length === 0 || !bumped);
     this.#retryDelay = none ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
     if (unsent.any) this.#schedule(this.#retryDelay); // failed, or failed again while this one was sending
+  }
+
+  /**
+   * After an invalidation's store call (it took, or failed): the fills of what it covers that
+   * started while the call was on its way read the store before it landed (the value it removes,
+   * a tag's version before its bump: a Cluster's bump is two steps) and would answer callers
+   * arriving after the invalidation returned. They are abandoned too (their callers start over),
+   * and what the outage memo took meanwhile is dropped. Those started before were abandoned by
+   * abandon() when the invalidation began (flights numbered up to `since`).
+   */
+  #sweep(keys: readonly string[], tags: readonly string[], all: boolean, since: number, why: string): void {
+    // None started meanwhile, or none could read around the call (it took effect before its promise).
+    if (flightsStarted() === since || this.#store.invalidatesAtOnce === true) return;
+    this.#storeCalls.outage.drop(keys, tags, all);
+    const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
+    if (all) {
+      this.#flights.abandonAll(reason, true, since);
+      return;
+    }
+    for (const key of keys) {
+      const flight = this.#flights.get(key);
+      if (flight !== undefined && flight.seq > since) this.#flights.abandon(flight, reason, true);
+    }
+    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason, true, since);
   }
 
   /** Marks the primes in flight of `keys`, carrying one of `tags`, or all of them, as superseded. */

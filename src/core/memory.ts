@@ -73,6 +73,8 @@ interface Checked {
 
 export class MemoryStore implements Store {
   readonly name = 'memory';
+  /** @internal Writes and deletes take effect before their promise (see setMany). */
+  readonly invalidatesAtOnce = true;
   readonly #lru: LRUCache<string, Entry>;
   /** key → its held tagged entry's tags and last check, for the tagged entries only. */
   readonly #tagged = new Map<string, Checked>();

@@ -175,6 +175,12 @@ export interface Store {
    * is a miss of the store.
    */
   readonly getSyncComplete?: boolean;
+  /**
+   * @internal true when delete, invalidateTags and clear take effect before their promise (the
+   * memory store): no read can run between an invalidation's call and its landing, so the
+   * registry's sweep of the fills started meanwhile (Invalidation) is not needed.
+   */
+  readonly invalidatesAtOnce?: boolean;
   /** Reads many keys at once (Redis: one MGET). Result is aligned with `keys`. */
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]>;
   /** Writes many entries at once (Redis: one pipeline with PX expiry). */
