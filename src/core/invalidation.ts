@@ -138,6 +138,7 @@ export class Invalidation {
     let earlier: Promise<void>[] | undefined;
     for (const other of this.#primes) if (other.key === key && other.valueKnown) (earlier ??= []).push(other.done);
     // A fill of this key already in flight computed from older data: it must not write over this.
+    const since = flightsStarted();
     this.abandon([key], [], false, 'the key was primed while this fill ran');
     tags = nonEmpty(tags);
     let finish!: () => void;
@@ -149,6 +150,8 @@ export class Invalidation {
     } finally {
       this.#primes.delete(prime);
       finish();
+      // A fill of the key that started meanwhile may have read the value this one replaces.
+      this.#sweep([key], [], false, since, 'the key was primed while this fill ran');
     }
   }
 

@@ -68,3 +68,25 @@ it.each(cases)(
     expect(['old', 'new']).toContain(await during); // asked before it returned: either
   },
 );
+
+it('prime: a load that started while the prime was on its way does not answer a caller arriving after it returned', async () => {
+  const { store, gates } = heldStore();
+  const cache = createCache({ store, ttl: 60_000 });
+  let version = 'old';
+  const users = cache.loader<string, string>({ name: 'users', batch: async (ids) => ids.map(() => version) });
+  expect(await users.load('1')).toBe('old');
+  version = 'new';
+  const writes = deferred<void>();
+  const reads = deferred<void>();
+  gates.writes = writes.promise; // the prime's fence (a delete) is held
+  const primed = users.prime('1', 'new');
+  gates.reads = reads.promise;
+  const during = users.load('1'); // reads the older value before the fence lands
+  await flush();
+  writes.resolve();
+  await primed;
+  const later = users.load('1');
+  reads.resolve();
+  expect(await later).toBe('new');
+  expect(['old', 'new']).toContain(await during);
+});
