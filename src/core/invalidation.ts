@@ -79,15 +79,16 @@ export class Invalidation {
   /** Removes `keys` (validated) from the store, counted on `source`; `stored: false` touches no store. */
   async keys(keys: readonly string[], source: string, stored: boolean): Promise<void> {
     keys = boundedKeys(keys);
-    this.abandon(keys, [], false, 'the key was invalidated while this fill ran');
+    const why = 'the key was invalidated while this fill ran';
+    const since = flightsStarted();
+    this.abandon(keys, [], false, why);
     this.#counters.count(source, 'invalidations', keys.length);
     if (!stored) return; // a coalesce-only loader's keys are never in the store
     // The time lets a store refuse the unlocked writes of fills that started before this.
     const at = this.#clock.now();
     const before = this.#unsent.seq;
-    const since = flightsStarted();
     const deleted = await this.#delete(keys, at);
-    this.#sweep(keys, [], false, since, 'the key was invalidated while this fill ran');
+    this.#sweep(keys, [], false, since, why);
     if (deleted) this.#unsent.retire(keys, [], false, before);
     else this.#keep(keys, at, [], false);
   }
@@ -331,16 +332,7 @@ export class Invalidation {
     // None started meanwhile, or none could read around the call (it took effect before its promise).
     if (flightsStarted() === since || this.#store.invalidatesAtOnce === true) return;
     this.#storeCalls.outage.drop(keys, tags, all);
-    const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
-    if (all) {
-      this.#flights.abandonAll(reason, true, since);
-      return;
-    }
-    for (const key of keys) {
-      const flight = this.#flights.get(key);
-      if (flight !== undefined && flight.seq > since) this.#flights.abandon(flight, reason, true);
-    }
-    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason, true, since);
+    this.#abandonFlights(keys, tags, all, why, true, since);
   }
 
   /** Marks the primes in flight of `keys`, carrying one of `tags`, or all of them, as superseded. */
@@ -368,15 +360,27 @@ export class Invalidation {
   abandon(keys: readonly string[], tags: readonly string[], all: boolean, why: string, patient = true): void {
     this.#storeCalls.outage.invalidate(keys, tags, all); // nor read while the store cannot be (./outage)
     if (this.#primes.size > 0) this.#supersedePrimes(keys, tags, all);
+    this.#abandonFlights(keys, tags, all, why, patient, 0);
+  }
+
+  /** Abandons the flights of `keys`, of values carrying `tags`, or all, started after the `after`-th (0: any). */
+  #abandonFlights(
+    keys: readonly string[],
+    tags: readonly string[],
+    all: boolean,
+    why: string,
+    patient: boolean,
+    after: number,
+  ): void {
     const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
     if (all) {
-      this.#flights.abandonAll(reason, patient);
+      this.#flights.abandonAll(reason, patient, after);
       return;
     }
     for (const key of keys) {
       const flight = this.#flights.get(key);
-      if (flight !== undefined) this.#flights.abandon(flight, reason, patient);
+      if (flight !== undefined && flight.seq > after) this.#flights.abandon(flight, reason, patient);
     }
-    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason, patient);
+    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason, patient, after);
   }
 }
