@@ -113,13 +113,13 @@ it('while an invalidation is unsent, the writer does not take a value another re
     },
     { tags: ['User:1'] },
   );
-  await eventually(() => otherFills === 1, 5_000);
+  expect(await eventually(() => otherFills === 1, 20_000)).toBe(true);
   await writer.invalidateTags(['User:1']); // refused: unsent
   expect(writer.pendingInvalidations.tags).toBe(1);
   let writerFills = 0;
   // The writer finds the other replica's lock and waits for its write (announced to it, value included).
   const mine = writer.getOrCompute('k', async () => (writerFills++, 'new'), { tags: ['User:1'] });
-  await eventually(() => writer.metrics().total.lockContended === 1, 5_000);
+  expect(await eventually(() => writer.metrics().total.lockContended === 1, 20_000)).toBe(true);
   gate.resolve();
   expect(await otherLoad).toBe('old');
   expect(await mine).toBe('new'); // its own fill, not the announced value that predates its write
