@@ -226,10 +226,10 @@ export class FillWrite {
           : calls
               .call('setMany', async () => (await this.#store.setMany(writes), true), items)
               .then((took) => this.#outage(writes, took === true ? [] : writes, now, issued));
-      // A lock that gathers writes for a moment (redisStore: to the end of the event-loop turn, so
-      // the fills finishing in one turn share one call) says when they are on the connection; the
-      // callers are answered after that, so the order above holds for them too.
-      const sent = token === undefined ? undefined : lock?.sent?.();
+      // A lock or store that gathers writes for a moment (redisStore: to the end of the event-loop
+      // turn, so the fills finishing in one turn share one call) says when they are on the
+      // connection; the callers are answered after that, so the order above holds for them too.
+      const sent = lock !== undefined && token !== undefined ? lock.sent?.() : this.#store.writesSent?.();
       if (sent !== undefined) await sent;
     }
     for (let i = 0; i < items.length; i++) {

@@ -185,6 +185,12 @@ export interface Store {
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]>;
   /** Writes many entries at once (Redis: one pipeline with PX expiry). */
   setMany(writes: readonly StoreWrite[]): Promise<void>;
+  /**
+   * @internal Optional, for a store that gathers setMany calls before sending them (redisStore:
+   * those of one event-loop turn go in one pipeline): settles once the writes issued so far are
+   * handed to the connection, or undefined when none wait (as FillLock.sent). Never rejects.
+   */
+  writesSent?(): Promise<void> | undefined;
   /** Removes keys and, where the store has fill locks, their locks too (fences older fills). */
   delete(keys: readonly string[], options?: DeleteOptions): Promise<void>;
   /** Removes every entry this store owns (Redis: only under its prefix). */

@@ -9,6 +9,7 @@
  * releases announce their keys to the registered waiters only: announcements.ts.
  */
 import { StorePartialError } from '../core/errors';
+import { WriteBatch } from './turn-sets';
 import type { Entry } from '../core/freshness';
 import type { FillLock, LockAttempt, LockWatch, ReadAttempts, StoreWrite } from '../core/store';
 import type { FillAnnouncements } from './announcements';
@@ -34,15 +35,22 @@ export class RedisFillLock implements FillLock {
   /** The id a lock attempt registers on keys held elsewhere ('': none, nothing would reach us). */
   readonly #waiterId: () => string;
   readonly #readOrLock: ReadOrLockDeps;
+  /** Sends the store's unlocked writes gathered for the turn (turn-sets.ts), before anything of ours. */
+  readonly #flushSets: () => void;
 
-  /** `read`: the store's getMany, the plain part of readOrAcquire; `tagClock`: the store's (tag-clock.ts). */
+  /**
+   * `read`: the store's getMany, the plain part of readOrAcquire; `tagClock`: the store's
+   * (tag-clock.ts); `flushSets`: sends the store's gathered unlocked writes (turn-sets.ts).
+   */
   constructor(
     link: RedisLink,
     scripts: LockScripts,
     announcements: FillAnnouncements | undefined,
     read: (keys: readonly string[]) => Promise<(Entry | undefined)[]>,
     tagClock: () => Promise<number>,
+    flushSets: () => void,
   ) {
+    this.#flushSets = flushSets;
     this.#link = link;
     this.#scripts = scripts;
     this.watch = announcements === undefined ? undefined : (keys) => announcements.watch(keys);
@@ -166,6 +174,9 @@ export class RedisFillLock implements FillLock {
    */
   writeAndRelease(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
     if (writes.length === 0) return Promise.resolve([]);
+    // Unlocked writes issued before these go first (the order the registry issued them in): a
+    // turn's writes gather while they are of one kind.
+    this.#flushSets();
     // A failed write is released by the registry (release() below, which retries); one that landed
     // on a master lost right after is released again when the client reconnects.
     this.#ledger.sent(
@@ -185,8 +196,17 @@ export class RedisFillLock implements FillLock {
     return this.#pending?.sent;
   }
 
-  /** Sends the gathered writes now, if any: called before the store's other commands, to keep their order. */
+  /**
+   * Sends the gathered writes now, fenced and unlocked (turn-sets.ts), if any: called before the
+   * store's other commands, to keep their order. (One kind at most waits: adding one sends the other.)
+   */
   flushWrites(): void {
+    if (this.#pending !== undefined) this.#flushPending();
+    this.#flushSets();
+  }
+
+  /** Sends the gathered fenced writes now, if any: before the store gathers unlocked ones. */
+  flushLocked(): void {
     if (this.#pending !== undefined) this.#flushPending();
   }
 
@@ -337,52 +357,4 @@ function pickTriples<T>(items: readonly T[], indices: readonly number[]): T[] {
     out[3 * j + 2] = items[from + 2]!;
   }
   return out;
-}
-
-/** The fenced writes of one turn of the event loop, from every caller, and their callers' shares. */
-class WriteBatch {
-  readonly writes: StoreWrite[] = [];
-  readonly tokens: string[] = [];
-  /** Settles when the batch is handed to the client (FillLock.sent). */
-  readonly sent: Promise<void>;
-  markSent: () => void = noop;
-
-  constructor() {
-    this.sent = new Promise((resolve) => {
-      this.markSent = resolve;
-    });
-  }
-  readonly #callers: {
-    start: number;
-    count: number;
-    resolve: (landed: boolean[]) => void;
-    reject: (error: unknown) => void;
-  }[] = [];
-
-  add(writes: readonly StoreWrite[], token: string): Promise<boolean[]> {
-    const start = this.writes.length;
-    for (const write of writes) {
-      this.writes.push(write);
-      this.tokens.push(token);
-    }
-    return new Promise((resolve, reject) => this.#callers.push({ start, count: writes.length, resolve, reject }));
-  }
-
-  settle(landed: boolean[]): void {
-    for (const caller of this.#callers) caller.resolve(landed.slice(caller.start, caller.start + caller.count));
-  }
-
-  fail(error: unknown): void {
-    // Failed on some Cluster masters only: each caller gets the outcome of its own writes.
-    if (error instanceof StorePartialError) {
-      const landed = error.partial as (boolean | undefined)[];
-      for (const caller of this.#callers) {
-        caller.reject(
-          new StorePartialError(error.failure, landed.slice(caller.start, caller.start + caller.count), error.message),
-        );
-      }
-      return;
-    }
-    for (const caller of this.#callers) caller.reject(error);
-  }
 }

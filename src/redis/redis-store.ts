@@ -39,6 +39,7 @@ import { clearPrefix } from './redis-clear';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
 import { queueWrites } from './unlocked-writes';
+import { TurnSets } from './turn-sets';
 import { reconnectOnReadOnly } from './reconnect';
 import { type Reconnecting, reconnectEarly } from './early-reconnect';
 import { FillAnnouncements, type WakeStats } from './announcements';
@@ -141,11 +142,11 @@ class RedisStoreImpl implements RedisStore {
   readonly lock: RedisFillLock;
   readonly #link: RedisLink;
   readonly #scripts: LockScripts;
-  /** PX of an invalidation marker, as the scripts take it. */
-  readonly #invalidationWindow: string;
+  readonly #invalidationWindow: string; // PX of an invalidation marker, as the scripts take it
   readonly #announcements: FillAnnouncements | undefined;
   readonly #stopEarlyReconnect: () => void;
   readonly #tags: RedisTags;
+  readonly #sets = new TurnSets((writes) => this.#sendSets(writes)); // setMany's, for the turn
 
   constructor(
     link: RedisLink,
@@ -166,6 +167,7 @@ class RedisStoreImpl implements RedisStore {
       announcements,
       (keys) => this.getMany(keys),
       () => this.#tags.clock(),
+      this.#sets.flush,
     );
   }
 
@@ -238,9 +240,28 @@ class RedisStoreImpl implements RedisStore {
     });
   }
 
-  async setMany(writes: readonly StoreWrite[]): Promise<void> {
-    if (writes.length === 0) return;
+  /**
+   * Unlocked fills' writes (each with `since`) go with those of the other fills ending in this
+   * turn, in one pipeline (turn-sets.ts; the fenced writes issued before them first); others (a
+   * prime) leave now, after whatever was gathered before them.
+   */
+  setMany(writes: readonly StoreWrite[]): Promise<void> {
+    if (writes.length === 0) return Promise.resolve();
+    if (writes.every((write) => write.since !== undefined)) {
+      this.lock.flushLocked();
+      return this.#sets.add(writes);
+    }
     this.lock.flushWrites();
+    return this.#sendSets(writes);
+  }
+
+  /** @internal Store.writesSent: the unlocked writes gathered so far are on the connection. */
+  writesSent(): Promise<void> | undefined {
+    return this.#sets.sent();
+  }
+
+  /** Writes now (handed to the client before the first await): a turn's gathered setMany calls, or a prime. */
+  async #sendSets(writes: readonly StoreWrite[]): Promise<void> {
     const link = this.#link;
     const keys: string[] = [];
     const payloads: (string | Buffer)[] = [];

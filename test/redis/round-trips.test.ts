@@ -149,6 +149,53 @@ it('50 cold siblings whose fills finish one by one in one turn (each in its own 
   expect((await store.getMany(siblings)).map((found) => found?.value)).toEqual(siblings.map((_, i) => i));
 });
 
+it('50 unlocked fills (lock: false) finishing one by one in one turn: one write script for the 50', async () => {
+  const cache = createCache({ store, ttl: 60_000, lock: false });
+  // The write script's first run on this connection is an EVAL: run it once before counting.
+  await cache.getOrCompute('unlocked:warm', async () => 'warm');
+  const siblings = Array.from({ length: 50 }, (_, i) => `unlocked:${i}`);
+  let values: unknown[] = [];
+  // As above: each fill answered from a callback of its own, in one phase of the loop. Each
+  // getOrCompute's write was a pipeline (and a script run) of its own.
+  const { commands } = await measure(async () => {
+    values = await Promise.all(
+      siblings.map((key, i) => cache.getOrCompute(key, () => new Promise((resolve) => setImmediate(() => resolve(i))))),
+    );
+    await store.getMany(['unlocked:0']);
+  });
+  expect(values).toEqual(siblings.map((_, i) => i));
+  expect(commands.evalsha).toBe(1); // the write-unless-invalidated script, for the 50
+  expect(commands.set).toBe(50);
+  expect(cache.metrics().total).toMatchObject({ fills: 51 });
+  expect((await store.getMany(siblings)).map((found) => found?.value)).toEqual(siblings.map((_, i) => i));
+});
+
+it("unlocked fills' setMany calls of one turn go in one pipeline; a read issued after them in that turn sees them", async () => {
+  // As the registry writes an unlocked fill's value: with the time its fill started.
+  const since = Date.now() - 1000;
+  const writes = Array.from({ length: 20 }, (_, i) => ({ key: `turn-set:${i}`, entry: entry(i), ttl: 60_000, since }));
+  let found: unknown[] = [];
+  const { commands, writes: socketWrites } = await measure(async () => {
+    const written = writes.map((write) => store.setMany([write]));
+    // Not awaited: the read is issued in the same turn, after the writes, and must come after them.
+    found = (await store.getMany(writes.map((write) => write.key))).map((hit) => hit?.value);
+    await Promise.all(written);
+  });
+  expect(found).toEqual(writes.map((_, i) => i));
+  expect(commands).toEqual({ evalsha: 1, get: 20, set: 20, mget: 1 }); // the script checks each key's marker, then writes it
+  expect(socketWrites).toBe(2); // one pipeline (one script call for the 20), then the MGET
+});
+
+it("an unlocked fill's callers are answered once its gathered write is on the connection", async () => {
+  const cache = createCache({ store, ttl: 60_000, lock: false });
+  // A command the caller sends on the client itself, past the store (so nothing flushes the
+  // gathered write first), as soon as it has its answer: it reaches Redis after the write.
+  const raw = await cache
+    .getOrCompute('unlocked:order', async () => 'v')
+    .then(() => client.exists('rt:{unlocked:order}'));
+  expect(raw).toBe(1);
+});
+
 it('fenced writes gathered for the turn leave on close(), and their promises settle', async () => {
   // A client of its own: defining the scripts again on `client` would make its next calls EVAL.
   const own = await connect(server.url);
@@ -168,6 +215,22 @@ it('a gathered write whose client is gone settles (rejects), it does not hang', 
   const written = gone.lock.writeAndRelease([{ key: 'y', entry: entry('y'), ttl: 60_000 }], 'tok-y');
   lost.disconnect();
   await expect(written).rejects.toMatchObject({ code: expect.stringMatching(/^E_STORE_/) });
+});
+
+it('unlocked writes gathered for the turn leave on close(), or settle (reject) when the client is gone', async () => {
+  const own = await connect(server.url);
+  const other = redisStore({ client: own, prefix: 'rt-close-unlocked:', subscriber: false });
+  const since = Date.now() - 1000;
+  const written = other.setMany([{ key: 'x', entry: entry('x'), ttl: 60_000, since }]);
+  await other.close();
+  await expect(written).resolves.toBeUndefined();
+  expect((await other.getMany(['x']))[0]?.value).toBe('x');
+  own.disconnect();
+  const lost = await connect(server.url, { enableOfflineQueue: false });
+  const gone = redisStore({ client: lost, prefix: 'rt-gone-unlocked:', subscriber: false, breaker: false });
+  const lostWrite = gone.setMany([{ key: 'y', entry: entry('y'), ttl: 60_000, since }]);
+  lost.disconnect();
+  await expect(lostWrite).rejects.toMatchObject({ code: expect.stringMatching(/^E_STORE_/) });
 });
 
 it('releases 100 locks in one script call', async () => {
