@@ -139,6 +139,8 @@ interface Typed {
    * invalidation of `Type:id` could not reach (a gateway's fetch selects no id): see ResultFacts.untagged.
    */
   readonly missingId: boolean;
+  /** The type (or a type it may be) has an `id` field: an object without one in the result was not tagged. */
+  readonly idField: boolean;
   readonly children: Readonly<Record<string, Child | undefined>>;
   /**
    * Each response key is selected once (and none is `__proto__`): graphql-js's objects then hold
@@ -249,9 +251,9 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
   }
   const childAt = keys.map((key) => children[key]);
   const make = ordered ? maker(keys) : undefined;
-  const missingId =
-    idKeys.length === 0 &&
-    (definitions?.id !== undefined || (possible?.some((object) => object.getFields().id !== undefined) ?? false));
+  const idField =
+    definitions?.id !== undefined || (possible?.some((object) => object.getFields().id !== undefined) ?? false);
+  const missingId = idKeys.length === 0 && idField;
   found = {
     type,
     tagHead: `${type.name}:`,
@@ -260,6 +262,7 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
     childAt,
     idKeys,
     missingId,
+    idField,
     children,
     ordered,
     make,
@@ -305,13 +308,20 @@ function visitObject(
     // object is tagged as each type the abstract one may return (a Relay `node(id)`), up to a few.
     const as = concrete !== undefined ? reading : ambiguous ? NONE : possibleTags(walk.schema, declared);
     if (as !== reading && (as as readonly TagReading[]).length === 0) walk.untagged = true; // an entity, of a type not told: not tagged
+    let absent = 0;
     for (let i = 0; i < idKeys.length; i++) {
       const raw = value[idKeys[i]!];
       const id = typeof raw === 'string' ? raw : typeof raw === 'number' ? String(raw) : undefined;
-      if (id === undefined) continue;
+      if (id === undefined) {
+        if (raw === undefined) absent++;
+        continue;
+      }
       if (as === reading) entityTag(walk, reading, id);
       else for (const one of as as readonly TagReading[]) entityTag(walk, one, id);
     }
+    // Selected, yet not in the result: left out at run time (`id @skip(if: true)`, a fragment
+    // @include(if: false) or of another type) from an object that has one: not tagged, as missingId.
+    if (absent === idKeys.length && reading.idField) walk.untagged = true;
   }
   let count = 0;
   let copy: Record<string, unknown> | undefined;

@@ -133,6 +133,19 @@ describe('response layer: not-stored reasons (complete)', () => {
     expect(await complete('{ product { id name } }', { data: { product: { id: '4', name: 'old' } } })).toBe('stored');
   });
 
+  it('an id selected but left out at run time (@skip, @include(if: false), a skipped fragment): untagged, not stored', async () => {
+    const left = { data: { product: { name: 'old' } } };
+    expect(await complete('{ product { id @skip(if: true) name } }', left)).toBe('untagged');
+    expect(await complete('{ product { ... on Product @include(if: false) { id } name } }', left)).toBe('untagged');
+    expect(await complete('{ product { ...P @include(if: false) name } } fragment P on Product { id }', left)).toBe(
+      'untagged',
+    );
+    // Selected and there (or null: no entity to tag): stored.
+    expect(
+      await complete('{ product { id @skip(if: false) name } }', { data: { product: { id: '4', name: 'x' } } }),
+    ).toBe('stored');
+  });
+
   it('an incremental delivery: incremental', async () => {
     expect(await complete('{ a }', INCREMENTAL_RESULT)).toBe('incremental');
   });
