@@ -29,6 +29,7 @@ export const MAX_PENDING_INVALIDATIONS = 10_000;
  */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 1_000;
+const RESENT = 'an invalidation was sent again while this fill ran';
 
 /**
  * A prime between its start and its write (it awaits the tag versions and the fence first): an
@@ -300,7 +301,10 @@ export class Invalidation {
   async #resend(): Promise<void> {
     this.#retry = undefined;
     const unsent = this.#unsent;
-    if (!unsent.any) return;
+    if (!unsent.any) {
+      this.#retryDelay = RETRY_FIRST_MS; // retired meanwhile: the next outage starts from the first delay
+      return;
+    }
     const sent = unsent.snapshot();
     const keys = [...sent.keys.keys()];
     const tags = [...sent.tags.keys()];
@@ -313,6 +317,10 @@ export class Invalidation {
     ]);
     this.#sending = false;
     unsent.taken(sent, deleted, bumped, cleared);
+    // The loads of what it covers in flight now read the store before it landed (while unsent,
+    // their reads were judged misses; judged after taken(), they would no longer be): abandoned.
+    if (this.#store.invalidatesAtOnce !== true)
+      this.#abandonFlights(deleted ? keys : [], bumped ? tags : [], sent.clear !== 0 && cleared, RESENT, true, 0);
     // A part taken (a half-open breaker lets one call through): the store answers, so the rest
     // goes again after the first delay, not a doubled one.
     const none = (sent.clear === 0 || !cleared) && (keys.length === 0 || !deleted) && (tags.length === 0 || !bumped);
