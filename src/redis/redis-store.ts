@@ -28,17 +28,16 @@
  * known only when a fill ends: tag-clock.ts.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { HerdcacheError } from '../core/errors';
 import type { BreakerState } from './breaker';
 import { defineScripts, type LockScripts } from './scripts';
 import { CallGuard, type NodeHealth } from './guard';
-import { storeError, writeTimeout } from './call-timeout';
+import { writeTimeout } from './call-timeout';
 import { RedisTags } from './tag-clock';
-import { groupPositions, INVALIDATED_SUFFIX, LOCK_SUFFIX, pick } from './keys';
+import { INVALIDATED_SUFFIX, LOCK_SUFFIX, pick } from './keys';
 import { clearPrefix } from './redis-clear';
 import { RedisLink, type Raw } from './link';
 import { RedisFillLock } from './redis-lock';
-import { queueWrites } from './unlocked-writes';
+import { sendWrites } from './unlocked-writes';
 import { TurnSets } from './turn-sets';
 import { reconnectOnReadOnly } from './reconnect';
 import { type Reconnecting, reconnectEarly } from './early-reconnect';
@@ -261,49 +260,8 @@ class RedisStoreImpl implements RedisStore {
   }
 
   /** Writes now (handed to the client before the first await): a turn's gathered setMany calls, or a prime. */
-  async #sendSets(writes: readonly StoreWrite[]): Promise<void> {
-    const link = this.#link;
-    const keys: string[] = [];
-    const payloads: (string | Buffer)[] = [];
-    const pxs: number[] = [];
-    const sinces: (number | undefined)[] = [];
-    /** Per key sent, the position of its write. */
-    const at: number[] = [];
-    for (let i = 0; i < writes.length; i++) {
-      const write = writes[i]!;
-      const payload = link.encode(write);
-      if (payload === undefined) continue;
-      at.push(i);
-      keys.push(link.valueKey(write.key));
-      payloads.push(payload);
-      pxs.push(link.px(write));
-      sinces.push(write.since);
-    }
-    if (keys.length === 0) return;
-    // Admitted only once something will be sent (see redis-clear.ts).
-    // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
-    const groups = link.cluster ? groupPositions(keys.length, (i) => link.nodeOf(keys[i]!)) : null;
-    const client = link.client;
-    const send = (indices: number[] | null) => {
-      const pipeline = client.pipeline();
-      const positions = indices ?? keys.map((_, i) => i);
-      const written = queueWrites(pipeline, positions, { keys, payloads, pxs, sinces }, (some) =>
-        link.slotGroups(some),
-      );
-      return pipeline.exec().then((result) => {
-        if (result === null)
-          throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
-        for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
-        // Written (an unlocked fill's write the script refused is not): the next read is a plain MGET.
-        const took = written(result);
-        for (let p = 0; p < positions.length; p++) {
-          if (!took[p]) continue;
-          const write = writes[at[positions[p]!]!]!;
-          link.presence.saw(write.key, write.entry);
-        }
-      });
-    };
-    await link.call('setMany', keys, groups, send, none, link.sending(payloads));
+  #sendSets(writes: readonly StoreWrite[]): Promise<void> {
+    return sendWrites(this.#link, writes);
   }
 
   async delete(keys: readonly string[], options?: DeleteOptions): Promise<void> {

@@ -14,7 +14,8 @@ function noop(): void {}
 
 interface Pending {
   readonly writes: StoreWrite[];
-  readonly callers: { resolve: () => void; reject: (error: unknown) => void }[];
+  /** Each caller's writes: `writes[start, start + count)`. */
+  readonly callers: { start: number; count: number; resolve: () => void; reject: (error: unknown) => void }[];
   /** Settles when the writes are handed to the client (Store.writesSent). */
   readonly sent: Promise<void>;
   markSent: () => void;
@@ -37,9 +38,10 @@ export class TurnSets {
       pending = this.#pending = { writes: [], callers: [], sent, markSent };
       setImmediate(this.flush);
     }
+    const start = pending.writes.length;
     for (const write of writes) pending.writes.push(write);
     const callers = pending.callers;
-    return new Promise<void>((resolve, reject) => callers.push({ resolve, reject }));
+    return new Promise<void>((resolve, reject) => callers.push({ start, count: writes.length, resolve, reject }));
   }
 
   /** Settles once the writes gathered so far are on the connection; undefined when none wait. Never rejects. */
@@ -63,7 +65,16 @@ export class TurnSets {
         for (const caller of pending.callers) caller.resolve();
       },
       (error: unknown) => {
-        for (const caller of pending.callers) caller.reject(error);
+        // Failed on some Cluster masters only (positions in the writes): a caller none of whose
+        // writes went there is answered as if it had been sent alone.
+        const failed = error instanceof StorePartialError ? error.failedAt : undefined;
+        const lost = failed === undefined ? undefined : new Set(failed);
+        for (const caller of pending.callers) {
+          let hit = lost === undefined;
+          for (let i = caller.start; !hit && i < caller.start + caller.count; i++) hit = lost!.has(i);
+          if (hit) caller.reject(error);
+          else caller.resolve();
+        }
       },
     );
     pending.markSent();

@@ -5,8 +5,14 @@
  * slot (a script may touch one slot's keys), so a loader's batch of unlocked writes is one script
  * run on a standalone server, not one per key.
  */
-import { INVALIDATED_SUFFIX } from './keys';
+import { HerdcacheError, StorePartialError } from '../core/errors';
+import type { StoreWrite } from '../core/store';
+import { storeError } from './call-timeout';
+import { groupPositions, INVALIDATED_SUFFIX } from './keys';
+import type { RedisLink } from './link';
 import type { ScriptPipeline } from './scripts';
+
+function none(): void {}
 
 /** Writes per script call at most. */
 const SCRIPT_WRITES = 1_000;
@@ -77,4 +83,63 @@ export function queueWrites(
       const answer = results[index]![1];
       return place < 0 || (Array.isArray(answer) && answer[place] === 1);
     });
+}
+
+/**
+ * A setMany's writes (redis-store: the unlocked ones of a turn, gathered, or a prime), handed to
+ * the client before the first await: one pipeline per master, its plain SETs and the script calls
+ * of fills made without the lock. Rejects with a StorePartialError whose failedAt are positions in
+ * `writes` when some Cluster masters failed (each caller of a gathered turn gets its own outcome).
+ */
+export async function sendWrites(link: RedisLink, writes: readonly StoreWrite[]): Promise<void> {
+  const keys: string[] = [];
+  const payloads: (string | Buffer)[] = [];
+  const pxs: number[] = [];
+  const sinces: (number | undefined)[] = [];
+  /** Per key sent, the position of its write. */
+  const at: number[] = [];
+  for (let i = 0; i < writes.length; i++) {
+    const write = writes[i]!;
+    const payload = link.encode(write);
+    if (payload === undefined) continue;
+    at.push(i);
+    keys.push(link.valueKey(write.key));
+    payloads.push(payload);
+    pxs.push(link.px(write));
+    sinces.push(write.since);
+  }
+  if (keys.length === 0) return;
+  // Admitted only once something will be sent (see redis-clear.ts).
+  // ioredis sends a Cluster pipeline to one node only: one pipeline per master.
+  const groups = link.cluster ? groupPositions(keys.length, (i) => link.nodeOf(keys[i]!)) : null;
+  const client = link.client;
+  const send = (indices: number[] | null) => {
+    const pipeline = client.pipeline();
+    const positions = indices ?? keys.map((_, i) => i);
+    const written = queueWrites(pipeline, positions, { keys, payloads, pxs, sinces }, (some) => link.slotGroups(some));
+    return pipeline.exec().then((result) => {
+      if (result === null)
+        throw new HerdcacheError('E_STORE_ERROR', 'herdcache: redis setMany failed: pipeline was discarded');
+      for (const [error] of result) if (error) throw storeError('redis', 'setMany', error);
+      // Written (an unlocked fill's write the script refused is not): the next read is a plain MGET.
+      const took = written(result);
+      for (let p = 0; p < positions.length; p++) {
+        if (!took[p]) continue;
+        const write = writes[at[positions[p]!]!]!;
+        link.presence.saw(write.key, write.entry);
+      }
+    });
+  };
+  await link.call('setMany', keys, groups, send, none, link.sending(payloads)).catch((error: unknown) => {
+    // Failed on some Cluster masters: which writes (positions in `writes`), so each caller of the turn gets its own outcome.
+    const failed = error instanceof StorePartialError ? error.failedAt : undefined;
+    throw failed === undefined
+      ? error
+      : new StorePartialError(
+          error,
+          undefined,
+          (error as Error).message,
+          failed.map((i) => at[i]!),
+        );
+  });
 }
