@@ -38,10 +38,10 @@ import { WaitingContexts } from './response-waiting';
 import { OutcomeSink } from './response-sink';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, checkCache, operationOf } from './request';
-import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
+import { type StaticPolicy, operationOfDocument, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
-import { entityTags } from './response-result';
+import { resultFacts, tagsOnce } from './response-result';
 import { isUntagged, readStaleFields, toStored } from './response-stored';
 import { OnceWarnings } from './warnings';
 import type {
@@ -241,7 +241,15 @@ export class ResponseEngine {
   /** Invalidates the entities of a mutation's result, or of one of its payloads (before it leaves). */
   async afterMutation(request: ResponseRequest, data: unknown): Promise<void> {
     if (!this.invalidateViaMutation || data === null || data === undefined) return;
-    const tags = entityTags(request.schema, request.document, request.operationName, data);
+    const facts = resultFacts(request.schema, request.document, request.operationName, data);
+    if (facts === undefined) return;
+    if (facts.untagged)
+      this.warnings.warn(
+        'mutation-untagged',
+        'HERDCACHE_MUTATION_UNTAGGED',
+        `herdcache: the mutation ${request.operationName ?? operationOfDocument(request.document, undefined)?.name?.value ?? '(unnamed)'} returned an object whose id it did not select (or whose type could not be told without __typename): it does not invalidate that object's cached responses. Select id (and __typename on interfaces and unions) in mutations, or name the tags with @invalidates.`,
+      );
+    const tags = tagsOnce(facts);
     if (tags.length === 0) return;
     try {
       await this.#cache.invalidateTags(tags);

@@ -93,7 +93,12 @@ export function entityTags(
   data: unknown,
 ): string[] {
   const facts = resultFacts(schema, document, operationName, data);
-  return facts === undefined ? [] : [...new Set(facts.tags)];
+  return facts === undefined ? [] : tagsOnce(facts);
+}
+
+/** The facts' tags, each once (a mutation's result: what it invalidates). */
+export function tagsOnce(facts: ResultFacts): string[] {
+  return facts.distinct ? facts.tags : [...new Set(facts.tags)];
 }
 
 const NONE: readonly TagReading[] = [];

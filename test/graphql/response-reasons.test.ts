@@ -3,6 +3,7 @@
  * `extensions.cache.bypassReason` / `notStoredReason`: test/apollo and test/envelop response-cache).
  */
 import { buildSchema, parse } from 'graphql';
+import { captureWarnings } from '../helpers';
 import { createCache } from '../../src/core/cache';
 import {
   INCREMENTAL_RESULT,
@@ -156,5 +157,41 @@ describe('response layer: not-stored reasons (complete)', () => {
 
   it('a plain result: stored', async () => {
     expect(await complete('{ a }', { data: { a: 1 } })).toBe('stored');
+  });
+});
+
+describe("response layer: a mutation's result entities", () => {
+  const warnings = captureWarnings();
+  const mutationSchema = buildSchema(`
+    type Query { user: User }
+    type User { id: ID!, name: String }
+    type Result { ok: Boolean }
+    type Mutation { rename: User, ping: Result }
+  `);
+
+  async function invalidated(source: string, data: unknown): Promise<string[]> {
+    const cache = createCache();
+    const spy = jest.spyOn(cache, 'invalidateTags');
+    const engine = new ResponseEngine(cache, true);
+    await engine.afterMutation({ ...request(source), schema: mutationSchema }, data);
+    return spy.mock.calls.flatMap(([tags]) => [...tags]);
+  }
+
+  it('invalidates the entities whose id it selected', async () => {
+    expect(await invalidated('mutation { rename { id name } }', { rename: { id: '1', name: 'x' } })).toEqual([
+      'User:1',
+    ]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('an entity whose id it did not select invalidates nothing, and is said once (HERDCACHE_MUTATION_UNTAGGED)', async () => {
+    expect(await invalidated('mutation Rename { rename { name } }', { rename: { name: 'x' } })).toEqual([]);
+    expect(warnings.map((w) => w.code)).toEqual(['HERDCACHE_MUTATION_UNTAGGED']);
+    expect(warnings[0]!.message).toMatch(/the mutation Rename .*Select id/);
+  });
+
+  it('a result type without an id field: nothing to invalidate, nothing said', async () => {
+    expect(await invalidated('mutation { ping { ok } }', { ping: { ok: true } })).toEqual([]);
+    expect(warnings).toEqual([]);
   });
 });
