@@ -90,9 +90,10 @@ export class FlightTable {
    * invalidation of other entities leaves it be; once its tags are known (until it is written and
    * answered), an invalidation of one of them abandons it at once, as any tagged flight.
    */
-  abandonTagged(tags: ReadonlySet<string>, reason: unknown, patient = false, after = 0): void {
+  abandonTagged(tags: ReadonlySet<string>, reason: unknown, patient = false, after = 0, unfilled = false): void {
     for (const flight of this.#pending()) {
       if (flight.seq <= after) continue; // started before: see Invalidation's sweep
+      if (unfilled && flight.run !== undefined) continue; // filling: not reading the store (Invalidation's #resend)
       if (flight.lateTags) {
         const known = flight.lateKnown;
         // Before its fill runs, or one of its tags (known once it ended) invalidated: abandoned.
@@ -146,8 +147,9 @@ export class FlightTable {
    * Abandons every flight (cache.clear(), close()): their waiters re-contend, their results are
    * dropped. Not patient (close()): the detached ones too.
    */
-  abandonAll(reason: unknown, patient = false, after = 0): void {
-    for (const flight of this.#pending()) if (flight.seq > after) this.abandon(flight, reason, patient);
+  abandonAll(reason: unknown, patient = false, after = 0, unfilled = false): void {
+    for (const flight of this.#pending())
+      if (flight.seq > after && !(unfilled && flight.run !== undefined)) this.abandon(flight, reason, patient);
     if (!patient) for (const flight of [...this.#detached]) this.abandon(flight, reason, false);
   }
 

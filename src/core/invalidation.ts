@@ -317,10 +317,11 @@ export class Invalidation {
     ]);
     this.#sending = false;
     unsent.taken(sent, deleted, bumped, cleared);
-    // The loads of what it covers in flight now read the store before it landed (while unsent,
-    // their reads were judged misses; judged after taken(), they would no longer be): abandoned.
+    // The loads of what it covers still reading the store (or waiting on a lock) read it before it
+    // landed; judged after taken(), what they read would no longer be refused: abandoned. Those
+    // filling were judged misses while it waited and compute from the source: kept.
     if (this.#store.invalidatesAtOnce !== true)
-      this.#abandonFlights(deleted ? keys : [], bumped ? tags : [], sent.clear !== 0 && cleared, RESENT, true, 0);
+      this.#abandonFlights(deleted ? keys : [], bumped ? tags : [], sent.clear !== 0 && cleared, RESENT, true, 0, true);
     // A part taken (a half-open breaker lets one call through): the store answers, so the rest
     // goes again after the first delay, not a doubled one.
     const none = (sent.clear === 0 || !cleared) && (keys.length === 0 || !deleted) && (tags.length === 0 || !bumped);
@@ -371,7 +372,10 @@ export class Invalidation {
     this.#abandonFlights(keys, tags, all, why, patient, 0);
   }
 
-  /** Abandons the flights of `keys`, of values carrying `tags`, or all, started after the `after`-th (0: any). */
+  /**
+   * Abandons the flights of `keys`, of values carrying `tags`, or all, started after the `after`-th
+   * (0: any); `unfilled`: only those whose fill has not started (reading the store, or waiting on a lock).
+   */
   #abandonFlights(
     keys: readonly string[],
     tags: readonly string[],
@@ -379,16 +383,18 @@ export class Invalidation {
     why: string,
     patient: boolean,
     after: number,
+    unfilled = false,
   ): void {
     const reason = new HerdcacheError('E_INVALIDATED', `herdcache: ${why}`);
     if (all) {
-      this.#flights.abandonAll(reason, patient, after);
+      this.#flights.abandonAll(reason, patient, after, unfilled);
       return;
     }
     for (const key of keys) {
       const flight = this.#flights.get(key);
-      if (flight !== undefined && flight.seq > after) this.#flights.abandon(flight, reason, patient);
+      if (flight !== undefined && flight.seq > after && !(unfilled && flight.run !== undefined))
+        this.#flights.abandon(flight, reason, patient);
     }
-    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason, patient, after);
+    if (tags.length > 0) this.#flights.abandonTagged(new Set(tags), reason, patient, after, unfilled);
   }
 }

@@ -115,3 +115,38 @@ it('the next outage is retried after the first delay even when the last ended by
   await advance(250);
   expect(state.deletes - before).toBe(2); // the call, and its retry after 250 ms (not 1 s)
 });
+
+it.each([
+  ['clear', (cache: Cache) => cache.clear(), undefined],
+  ['invalidateTags', (cache: Cache) => cache.invalidateTags(['T']), { tags: ['T'] }],
+  ['invalidate', (cache: Cache) => cache.invalidate('k0'), undefined],
+] as const)(
+  'pending %s: the loads computing when its retry lands (they read nothing it covers) are not computed again',
+  async (_name, invalidate, options) => {
+    const { store, state } = heldStore();
+    const cache = createCache({ store, ttl: 60_000 });
+    state.down = true;
+    await invalidate(cache);
+    state.down = false;
+    const gate = deferred<void>();
+    let computed = 0;
+    const loads = Array.from({ length: 20 }, (_, i) =>
+      cache.getOrCompute(
+        `k${i}`,
+        async () => {
+          computed++;
+          await gate.promise; // a slow source (loaded: the cache was bypassed)
+          return `fresh${i}`;
+        },
+        options,
+      ),
+    );
+    await flush();
+    expect(computed).toBe(20);
+    await advance(250); // the retry lands while they compute
+    expect(cache.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+    gate.resolve();
+    expect(await Promise.all(loads)).toEqual(loads.map((_, i) => `fresh${i}`));
+    expect(computed).toBe(20);
+  },
+);
