@@ -7,10 +7,9 @@
 import type { GraphQLFieldResolver, GraphQLResolveInfo } from 'graphql';
 import type { Cache } from '../core/cache';
 import { LATER, type Computation, type MemoKey, answerLater, answerNow } from '../core/internal';
-import { describe, isError } from '../core/errors';
 import { failedIn } from './failures';
 import { operationOf } from './request';
-import { isThenable } from './warnings';
+import { settleValue } from './settle';
 
 /** `memoKey`: the key as a MemoKey when the caller keeps one per key (a field's calls without arguments). */
 export function answerKeyed(
@@ -73,64 +72,14 @@ function fillOf(
   sessionOf: ((context: unknown) => string | undefined) | undefined,
   list: boolean,
 ): () => Promise<unknown> {
-  if (sessionOf === undefined) return () => settleList(resolve(parent, args, context, info), list);
+  if (sessionOf === undefined) return () => settleValue(resolve(parent, args, context, info), list);
   return async () => {
     try {
-      return await settleList(resolve(parent, args, context, info), list);
+      return await settleValue(resolve(parent, args, context, info), list);
     } catch (thrown) {
       throw failedIn(thrown, sessionOf(context));
     }
   };
-}
-
-/**
- * A resolver may return a list of promises (`ids.map((id) => loader.load(id))`); graphql-js
- * accepts that, but a cache must hold values, not promises (a rejected one would be served on
- * every hit), so the list is awaited. A *returned* Error is an error to graphql-js too: it is
- * thrown, never cached. `partial` (a field's list): a list whose items did not all resolve (a
- * rejected promise, an Error item) is not cached either, and is answered as graphql-js answers it
- * without a cache, item by item (its other items kept, each failed one an error at its own path):
- * thrown as a PartialList, which listOrThrow turns back into the list. Without `partial` (an
- * entity reference), the first failed item fails the call.
- */
-export async function settleList(result: unknown, partial = false): Promise<unknown> {
-  const value = await result;
-  if (isError(value)) throw value;
-  if (!Array.isArray(value)) return value;
-  if (!partial) {
-    const items = value.some(isThenable) ? await Promise.all(value) : value;
-    const failed = items.find(isError);
-    if (failed !== undefined) throw failed;
-    return items;
-  }
-  const items: unknown[] = value.some(isThenable)
-    ? (await Promise.allSettled(value)).map((item) =>
-        item.status === 'fulfilled' ? item.value : asItemError(item.reason),
-      )
-    : value;
-  return items.some(isError) ? Promise.reject(new PartialList(items)) : items;
-}
-
-/**
- * A @cached list field's fill whose items did not all resolve: a failed fill (nothing cached), whose
- * callers are answered with `items` (each failed item an Error there) by listOrThrow.
- */
-export class PartialList extends Error {
-  constructor(readonly items: readonly unknown[]) {
-    super('herdcache: items of a @cached list failed');
-    this.name = 'PartialList';
-  }
-}
-
-/** A failed @cached list field's answer: its items when it failed item by item, else the error, thrown. */
-export function listOrThrow(error: unknown): unknown {
-  if (error instanceof PartialList) return error.items;
-  throw error;
-}
-
-/** A rejected item's reason as graphql-js reports it: an Error as it is, anything else wrapped as graphql-js does. */
-function asItemError(reason: unknown): Error {
-  return isError(reason) ? reason : new Error(`Unexpected error value: ${describe(reason)}`, { cause: reason });
 }
 
 /** Transforms' caches already warned of (once each): see otherCache. */

@@ -26,7 +26,8 @@ import { MemoKey, checkTagsSupported, computationOf } from '../core/internal';
 import { MEMO_KEY_MAX } from '../core/long-keys';
 import { checkKnownKeys, optionNames } from '../core/options';
 import type { GetOrComputeOptions } from '../core/types';
-import { answerField, listOrThrow } from './cached-call';
+import { answerField } from './cached-call';
+import { partialOrThrow } from './settle';
 import { defaultFieldResolver, isListField, kindOf, propertyOf } from './schema-reading';
 import { entitySite, planEntity } from './entities';
 import { cachedFieldHint, restrictCacheHint } from './hints';
@@ -362,15 +363,16 @@ function cachedResolver(
     // field's value must depend only on what is in its key.
     if (!guardFailures) {
       const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, undefined, isList);
-      // A list whose items failed (not cached) is answered item by item, as without a cache.
-      return isList && answer instanceof Promise ? answer.then(undefined, listOrThrow) : answer;
+      // A value part of which failed (a list's item, an object's property: not cached) is answered
+      // as it is, as without a cache (./settle).
+      return answer instanceof Promise ? answer.then(undefined, partialOrThrow) : answer;
     }
     // Its failure need not: the error was built for the leader's request (its user, its
     // authorization), so callers of other sessions get a generic error instead (./failures).
     const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, sessionOf, isList);
     if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
     return answer.then(undefined, (error: unknown) =>
-      listOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),
+      partialOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),
     );
   };
 }

@@ -29,7 +29,8 @@ import type {
 import type { Cache } from '../core/cache';
 import { checkTagsSupported, computationOf } from '../core/internal';
 import type { GetOrComputeOptions } from '../core/types';
-import { answerKeyed, settleList } from './cached-call';
+import { answerKeyed } from './cached-call';
+import { partialOrThrow, settleValue } from './settle';
 import { failedIn, sharedFailureFor } from './failures';
 import { findDirective } from './directive-nodes';
 import { cachedFieldHint, restrictCacheHint } from './hints';
@@ -265,21 +266,24 @@ function cachedReferenceResolver(
       if (tags.length > 0) call = computationOf(cache, { ...base, tags });
     }
     const key = fieldKeyAfter(keyHead, undefined, encoded, session);
-    if (!guardFailures)
-      return answerKeyed(cache, call, key, context, () => settleList(resolve(reference, context, info)));
+    if (!guardFailures) {
+      const answer = answerKeyed(cache, call, key, context, () => settleValue(resolve(reference, context, info)));
+      // An entity part of which failed (not cached) is answered as it is, as without a cache (./settle).
+      return answer instanceof Promise ? answer.then(undefined, partialOrThrow) : answer;
+    }
     // A PUBLIC entity's failure is the leader's (its user, its authorization): callers of other
     // sessions get a generic error instead, as on fields (./failures).
     const fill = async () => {
       try {
-        return await settleList(resolve(reference, context, info));
+        return await settleValue(resolve(reference, context, info));
       } catch (thrown) {
         throw failedIn(thrown, sessionOf(context));
       }
     };
     const answer = answerKeyed(cache, call, key, context, fill);
     if (!(answer instanceof Promise)) return answer; // a hit: no failure to hand
-    return answer.then(undefined, (error: unknown) => {
-      throw sharedFailureFor(error, coordinate, sessionOf(context));
-    });
+    return answer.then(undefined, (error: unknown) =>
+      partialOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),
+    );
   };
 }
