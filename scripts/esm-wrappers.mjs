@@ -9,7 +9,7 @@
  * `exports.name =` assignments); scripts/pack-check.sh checks every entry both ways, mixed too.
  * The ESM chunks tsup made are then unused, and removed.
  */
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,9 +22,22 @@ if (entries.length === 0) throw new Error('esm-wrappers: no entry in dist/ (run 
 
 const header =
   '// The CommonJS build, re-exported: one copy of herdcache however it is loaded (scripts/esm-wrappers.mjs).\n';
+// An entry whose types name a peer's (`@apollo/server`'s ApolloServerPlugin…) and declare no class
+// gets its declarations themselves in its .d.mts: a peer's types are resolved where they are named,
+// and a re-export of the .d.ts names the peer's CommonJS declarations, which TypeScript does not
+// take for its ESM ones (an ES module's `new ApolloServer({ plugins: [herdcachePlugin(…)] })` failed:
+// @apollo/server's HeaderMap is nominal). Its shared declarations stay one (the chunks' .d.ts);
+// an entry declaring a class keeps the re-export (one class, however it is loaded).
+const namesPeers = (types) => /^import .* from '[^.]/m.test(types) && !/\bdeclare class\b/.test(types);
 for (const entry of entries) {
   writeFileSync(join(dist, `${entry}.mjs`), `${header}export * from './${entry}.js';\n`);
-  writeFileSync(join(dist, `${entry}.d.mts`), `${header}export * from './${entry}.js';\n`);
+  const types = readFileSync(join(dist, `${entry}.d.ts`), 'utf8');
+  writeFileSync(
+    join(dist, `${entry}.d.mts`),
+    namesPeers(types)
+      ? `// The declarations of ${entry}.d.ts, resolving the peers' types as an ES module does (scripts/esm-wrappers.mjs).\n${types}`
+      : `${header}export * from './${entry}.js';\n`,
+  );
   rmSync(join(dist, `${entry}.mjs.map`), { force: true });
 }
 for (const file of readdirSync(dist)) {

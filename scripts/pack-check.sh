@@ -137,8 +137,32 @@ check_entry herdcache/apollo "herdcachePlugin" @apollo/server graphql
 check_entry herdcache/envelop "useHerdcache" @envelop/core graphql
 check_entry herdcache/prometheus "herdcacheMetrics prometheusMetrics" prom-client
 check_entry herdcache/otel "tracingHooks tracedStore" @opentelemetry/api
+# The plugins handed to their servers, as the README's quick start does, from an ES module and a
+# CommonJS one: the server's types and the plugin's must be the same module's (its ESM and CJS
+# declarations are distinct types to TypeScript: @apollo/server's HeaderMap is nominal).
+cat >"$tmp/entry-herdcache-apollo/plugged.ts" <<'TS'
+import { ApolloServer } from '@apollo/server';
+import { buildSchema } from 'graphql';
+import { createCache } from 'herdcache';
+import { herdcachePlugin } from 'herdcache/apollo';
+export const server = new ApolloServer({ schema: buildSchema('type Query { a: Int }'), plugins: [herdcachePlugin({ cache: createCache() })] });
+TS
+cat >"$tmp/entry-herdcache-envelop/plugged.ts" <<'TS'
+import { envelop, useSchema } from '@envelop/core';
+import { buildSchema } from 'graphql';
+import { createCache } from 'herdcache';
+import { useHerdcache } from 'herdcache/envelop';
+export const getEnveloped = envelop({ plugins: [useSchema(buildSchema('type Query { a: Int }')), useHerdcache({ cache: createCache() })] });
+TS
+for dir in entry-herdcache-apollo entry-herdcache-envelop; do
+  cp "$tmp/$dir/plugged.ts" "$tmp/$dir/plugged.cts"
+  cp "$tmp/$dir/plugged.ts" "$tmp/$dir/bundled.ts"
+  in_background typecheck "$tmp/$dir" node16 node16 plugged.ts
+  in_background typecheck "$tmp/$dir" node16 node16 plugged.cts
+  in_background typecheck "$tmp/$dir" esnext bundler bundled.ts
+done
 await_all
-echo "types ok: herdcache (strict, exactOptionalPropertyTypes, skipLibCheck false, no peers, no @types/node: node16 ESM + CJS, bundler); every other entry with only its own peers"
+echo "types ok: herdcache (strict, exactOptionalPropertyTypes, skipLibCheck false, no peers, no @types/node: node16 ESM + CJS, bundler); every other entry with only its own peers; the plugins given to ApolloServer and envelop() from ESM and CJS"
 
 # One class across entries: an error thrown by one entry is `instanceof` the core's, in CJS and ESM.
 cd "$tmp/entry-herdcache-redis"
