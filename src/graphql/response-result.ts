@@ -325,8 +325,9 @@ function visitObject(
       else for (const one of as as readonly TagReading[]) entityTag(walk, one, id);
     }
     // Selected, yet not in the result: left out at run time (`id @skip(if: true)`, a fragment
-    // @include(if: false) or of another type) from an object that has one: not tagged, as missingId.
-    if (absent === idKeys.length && reading.idField) walk.untagged = true;
+    // @include(if: false)) from an object of a type that has one: not tagged, as missingId. (An
+    // object of an abstract type without __typename: its type, which may have no id, is not known.)
+    if (absent === idKeys.length && concrete !== undefined && reading.idField) walk.untagged = true;
   }
   let count = 0;
   let copy: Record<string, unknown> | undefined;

@@ -131,15 +131,12 @@ export async function sendWrites(link: RedisLink, writes: readonly StoreWrite[])
     });
   };
   await link.call('setMany', keys, groups, send, none, link.sending(payloads)).catch((error: unknown) => {
-    // Failed on some Cluster masters: which writes (positions in `writes`), so each caller of the turn gets its own outcome.
-    const failed = error instanceof StorePartialError ? error.failedAt : undefined;
-    throw failed === undefined
-      ? error
-      : new StorePartialError(
-          error,
-          undefined,
-          (error as Error).message,
-          failed.map((i) => at[i]!),
-        );
+    // Which writes failed (positions in `writes`), when not all of them: some Cluster masters
+    // failed, or some writes were never sent (too large, unencodable: reported, not failed). Each
+    // caller of a gathered turn then gets its own writes' outcome.
+    const partial = error instanceof StorePartialError ? error.failedAt : undefined;
+    if (partial === undefined && at.length === writes.length) throw error;
+    const failed = partial === undefined ? at : partial.map((i) => at[i]!);
+    throw new StorePartialError(error, undefined, (error as Error).message, failed);
   });
 }

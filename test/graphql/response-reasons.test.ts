@@ -17,8 +17,10 @@ const schema = buildSchema(`
   directive @defer(if: Boolean, label: String) on FRAGMENT_SPREAD | INLINE_FRAGMENT
   enum CacheControlScope { PUBLIC PRIVATE }
   scalar JSON
-  type Query { a: Int @cacheControl(maxAge: 60), me: Int @cacheControl(maxAge: 60, scope: PRIVATE), raw: JSON @cacheControl(maxAge: 60), none: Int, product: Product @cacheControl(maxAge: 60) }
+  type Query { a: Int @cacheControl(maxAge: 60), me: Int @cacheControl(maxAge: 60, scope: PRIVATE), raw: JSON @cacheControl(maxAge: 60), none: Int, product: Product @cacheControl(maxAge: 60), results: [Result] @cacheControl(maxAge: 60) }
   type Product { id: ID!, name: String }
+  type Message { text: String }
+  union Result = Product | Message
   type Mutation { m: Int }
   type Subscription { s: Int }
 `);
@@ -141,6 +143,10 @@ describe('response layer: not-stored reasons (complete)', () => {
     expect(await complete('{ product { ...P @include(if: false) name } } fragment P on Product { id }', left)).toBe(
       'untagged',
     );
+    // An object of a union without __typename, whose type may have no id (a Message): stored, its
+    // Product tagged as before.
+    const union = '{ results { ... on Product { id name } ... on Message { text } } }';
+    expect(await complete(union, { data: { results: [{ text: 'hi' }, { id: '4', name: 'x' }] } })).toBe('stored');
     // Selected and there (or null: no entity to tag): stored.
     expect(
       await complete('{ product { id @skip(if: false) name } }', { data: { product: { id: '4', name: 'x' } } }),

@@ -233,6 +233,17 @@ it('unlocked writes gathered for the turn leave on close(), or settle (reject) w
   await expect(lostWrite).rejects.toMatchObject({ code: expect.stringMatching(/^E_STORE_/) });
 });
 
+it("a caller of the turn whose writes are all too large (none sent) is not failed by the others' failed send", async () => {
+  const lost = await connect(server.url, { enableOfflineQueue: false });
+  const store = redisStore({ client: lost, prefix: 'rt-big:', subscriber: false, breaker: false, maxValueBytes: 1024 });
+  const since = Date.now() - 1000;
+  lost.disconnect();
+  const big = store.setMany([{ key: 'big', entry: entry('x'.repeat(5000)), ttl: 60_000, since }]);
+  const small = store.setMany([{ key: 'small', entry: entry('s'), ttl: 60_000, since }]);
+  await expect(small).rejects.toMatchObject({ code: expect.stringMatching(/^E_STORE_/) });
+  await expect(big).resolves.toBeUndefined(); // nothing of it to send: as when it is sent alone
+});
+
 it('releases 100 locks in one script call', async () => {
   await store.lock.acquire(keys, 'tok2', 10_000);
   const { commands, writes } = await measure(() => store.lock.release(keys, 'tok2'));
