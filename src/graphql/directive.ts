@@ -30,12 +30,13 @@ import { answerField } from './cached-call';
 import { partialOrThrow } from './settle';
 import { defaultFieldResolver, isListField, kindOf, propertyOf } from './schema-reading';
 import { entitySite, planEntity } from './entities';
+import { requiredFields } from './federation-directives';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { sharedFailureFor } from './failures';
 import { invalidatingResolver, readInvalidates } from './invalidates';
-import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityString } from './keys';
+import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityOfParent, withRequired } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
-import { OnceWarnings, ignoreRejection, notifyQuietly } from './warnings';
+import { OnceWarnings, notifyQuietly } from './warnings';
 import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy, withHintedScope } from './policy';
 import { privateByCacheControl } from './schema-hints';
 import { type BypassReason, checkCache, operationOf } from './request';
@@ -201,11 +202,16 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
       );
       checkNotInstalled(field, coordinate);
       const id = identity[type.name];
-      const identityOf = isRoot
+      const parentIdentity = isRoot
         ? undefined
         : typeof id === 'function'
           ? id
           : propertyOf(typeof id === 'string' ? id : 'id');
+      // A Federation field's @requires: its value depends on those parent fields too (sent by the
+      // gateway, or by any client of the subgraph): they are part of its key.
+      const required = parentIdentity === undefined ? [] : requiredFields(schema, field);
+      const identityOf =
+        parentIdentity === undefined || required.length === 0 ? parentIdentity : withRequired(parentIdentity, required);
       if (policy.tags !== undefined) checkTagsSupported(cache, `@cached(tags:) on ${coordinate}`);
       plans.push([
         field,
@@ -375,21 +381,4 @@ function cachedResolver(
       partialOrThrow(sharedFailureFor(error, coordinate, sessionOf(context))),
     );
   };
-}
-
-/**
- * The parent's identity (see identityString), or undefined: none, or the `identity` function threw
- * (or answered a Promise, whose rejection is observed): the call is then resolved without the
- * cache (no_identity), never failed by it.
- */
-function identityOfParent(identityOf: (parent: any) => unknown, parent: object): string | undefined {
-  let value: unknown;
-  try {
-    value = identityOf(parent);
-  } catch {
-    return undefined;
-  }
-  const identity = identityString(value);
-  if (identity === undefined) ignoreRejection(value);
-  return identity;
 }

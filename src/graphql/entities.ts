@@ -17,22 +17,14 @@
  * Where @apollo/subgraph keeps the function: `type.extensions.apollo.subgraph.resolveReference`
  * (2.x), or `type.resolveReference` (older builds, and schemas made by hand).
  */
-import type {
-  ConstListValueNode,
-  ConstObjectValueNode,
-  GraphQLField,
-  GraphQLObjectType,
-  GraphQLResolveInfo,
-  GraphQLSchema,
-  StringValueNode,
-} from 'graphql';
+import type { GraphQLField, GraphQLObjectType, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
 import type { Cache } from '../core/cache';
 import { checkTagsSupported, computationOf } from '../core/internal';
 import type { GetOrComputeOptions } from '../core/types';
 import { answerKeyed } from './cached-call';
 import { partialOrThrow, settleValue } from './settle';
 import { failedIn, sharedFailureFor } from './failures';
-import { findDirective } from './directive-nodes';
+import { federationNames, keyFieldSets } from './federation-directives';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { encodeArgs, fieldKeyAfter, fieldKeyHead } from './keys';
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
@@ -80,7 +72,7 @@ export function planEntity(
   wrapped: WeakSet<object>,
 ): () => void {
   const where = `the type ${type.name}`;
-  const keys = keyFieldSets(type, keyDirectiveNames(schema));
+  const keys = keyFieldSets(type, federationNames(schema, 'key'));
   if (keys.length === 0) {
     throw buildError(
       `@cached on ${where}: on a type, @cached caches a Federation entity's reference resolution (__resolveReference) and needs @key; put @cached on fields otherwise`,
@@ -106,59 +98,6 @@ export function planEntity(
     wrapped.add(resolve);
     slot.install(resolve);
   };
-}
-
-/**
- * The names @key goes by in `schema`: `key`, Federation 2's namespaced `federation__key` (a
- * `@link` that does not import it), and an alias a `@link(import: [{ name: "@key", as: "@…" }])`
- * gives it.
- */
-function keyDirectiveNames(schema: GraphQLSchema): Set<string> {
-  const names = new Set(['key', 'federation__key']);
-  for (const node of [schema.astNode, ...schema.extensionASTNodes]) {
-    for (const directive of node?.directives ?? []) {
-      if (directive.name.value !== 'link') continue;
-      const imports = directive.arguments?.find((argument) => argument.name.value === 'import')?.value;
-      if (imports?.kind !== ('ListValue' as string)) continue;
-      for (const item of (imports as ConstListValueNode).values) {
-        if (item.kind !== ('ObjectValue' as string)) continue;
-        const text = (field: string) => {
-          const value = (item as ConstObjectValueNode).fields.find((f) => f.name.value === field)?.value;
-          return value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
-        };
-        const as = text('as');
-        if (text('name') === '@key' && as?.startsWith('@') === true) names.add(as.slice(1));
-      }
-    }
-  }
-  return names;
-}
-
-/** The top-level field names of each @key on `type` (`"id"` → ["id"], `"id org { id }"` → ["id", "org"]). */
-function keyFieldSets(type: GraphQLObjectType, names: ReadonlySet<string>): string[][] {
-  const nodes = [type.astNode, ...type.extensionASTNodes].flatMap((node) =>
-    (node?.directives ?? []).filter((directive) => names.has(directive.name.value)),
-  );
-  if (nodes.length === 0)
-    for (const name of names) {
-      const found = findDirective(type, name, type.name);
-      if (found !== undefined) nodes.push(found);
-    }
-  const sets: string[][] = [];
-  for (const node of nodes) {
-    const value = node.arguments?.find((argument) => argument.name.value === 'fields')?.value;
-    const fields = value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
-    if (fields === undefined) continue;
-    const top: string[] = [];
-    let depth = 0;
-    for (const token of fields.match(/[_A-Za-z][_0-9A-Za-z]*|[{}]/g) ?? []) {
-      if (token === '{') depth++;
-      else if (token === '}') depth--;
-      else if (depth === 0) top.push(token);
-    }
-    if (top.length > 0) sets.push(top);
-  }
-  return sets;
 }
 
 /** The type's reference resolver (`__resolveReference`) as @apollo/subgraph keeps it, if any. */

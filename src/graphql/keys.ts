@@ -18,6 +18,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { invalidArgument, invalidOption } from '../core/errors';
 import { FIELD_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { checkKnownKeys, optionNames } from '../core/options';
+import { ignoreRejection } from '../core/hooks';
 
 /** Encoded arguments longer than this (UTF-16 code units) are keyed by their sha256, streamed part by part. */
 export const ARGS_INLINE_MAX = 1024;
@@ -310,4 +311,40 @@ export function cachedFieldKey(coordinate: string, options: CachedFieldKeyOption
     if (id === undefined) throw invalidOption('identity', identity, 'a non-empty string or a finite number');
   }
   return fieldKey(keyPrefix, coordinate, id, encoded, session);
+}
+
+/**
+ * The identity of a parent and the values of the fields a @requires names (`["1",{"weight":5}]`:
+ * canonical JSON, bounded as arguments are), or undefined (no identity, or values it cannot key).
+ */
+export function withRequired(
+  identityOf: (parent: any) => unknown,
+  names: readonly string[],
+): (parent: object) => unknown {
+  return (parent) => {
+    const id = identityOfParent(identityOf, parent);
+    if (id === undefined) return undefined;
+    const values: Record<string, unknown> = {};
+    for (const name of names) values[name] = (parent as Record<string, unknown>)[name];
+    const encoded = encodeArgs(values);
+    if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep') return undefined;
+    return `[${JSON.stringify(id)},${encoded}]`;
+  };
+}
+
+/**
+ * The parent's identity (see identityString), or undefined: none, or the `identity` function threw
+ * (or answered a Promise, whose rejection is observed): the call is then resolved without the
+ * cache (no_identity), never failed by it.
+ */
+export function identityOfParent(identityOf: (parent: any) => unknown, parent: object): string | undefined {
+  let value: unknown;
+  try {
+    value = identityOf(parent);
+  } catch {
+    return undefined;
+  }
+  const identity = identityString(value);
+  if (identity === undefined) ignoreRejection(value);
+  return identity;
 }

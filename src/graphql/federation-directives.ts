@@ -1,0 +1,87 @@
+/**
+ * Federation's directives as a subgraph schema carries them: the names they go by (`@key`,
+ * Federation 2's namespaced `@federation__key`, an alias a `@link` import gives), and the
+ * top-level fields of their field sets. `@key` keys a cached entity (./entities); `@requires` on a
+ * @cached field says which other fields of its parent its value depends on (./directive keys the
+ * field with them).
+ */
+import type {
+  ConstDirectiveNode,
+  ConstListValueNode,
+  ConstObjectValueNode,
+  GraphQLField,
+  GraphQLObjectType,
+  GraphQLSchema,
+  StringValueNode,
+} from 'graphql';
+import { findDirective } from './directive-nodes';
+
+/**
+ * The names `@<directive>` goes by in `schema`: `directive`, `federation__<directive>` (a `@link`
+ * that does not import it), and an alias a `@link(import: [{ name: "@…", as: "@…" }])` gives it.
+ */
+export function federationNames(schema: GraphQLSchema, directive: 'key' | 'requires'): Set<string> {
+  const names = new Set([directive, `federation__${directive}`]);
+  for (const node of [schema.astNode, ...schema.extensionASTNodes]) {
+    for (const link of node?.directives ?? []) {
+      if (link.name.value !== 'link') continue;
+      const imports = link.arguments?.find((argument) => argument.name.value === 'import')?.value;
+      if (imports?.kind !== ('ListValue' as string)) continue;
+      for (const item of (imports as ConstListValueNode).values) {
+        if (item.kind !== ('ObjectValue' as string)) continue;
+        const text = (field: string) => {
+          const value = (item as ConstObjectValueNode).fields.find((f) => f.name.value === field)?.value;
+          return value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
+        };
+        const as = text('as');
+        if (text('name') === `@${directive}` && as?.startsWith('@') === true) names.add(as.slice(1));
+      }
+    }
+  }
+  return names;
+}
+
+/** The top-level field names of each @key on `type` (`"id"` → ["id"], `"id org { id }"` → ["id", "org"]). */
+export function keyFieldSets(type: GraphQLObjectType, names: ReadonlySet<string>): string[][] {
+  const nodes = [type.astNode, ...type.extensionASTNodes].flatMap((node) =>
+    (node?.directives ?? []).filter((directive) => names.has(directive.name.value)),
+  );
+  if (nodes.length === 0)
+    for (const name of names) {
+      const found = findDirective(type, name, type.name);
+      if (found !== undefined) nodes.push(found);
+    }
+  const sets: string[][] = [];
+  for (const node of nodes) {
+    const top = topLevelFields(node);
+    if (top.length > 0) sets.push(top);
+  }
+  return sets;
+}
+
+/**
+ * The parent fields a `@requires(fields: "…")` on `field` names, top-level (`"weight dimensions {
+ * depth }"` → ["weight", "dimensions"]); none when it has no @requires.
+ */
+export function requiredFields(schema: GraphQLSchema, field: GraphQLField<unknown, unknown>): string[] {
+  const names = federationNames(schema, 'requires');
+  const required = new Set<string>();
+  for (const node of field.astNode?.directives ?? [])
+    if (names.has(node.name.value)) for (const name of topLevelFields(node)) required.add(name);
+  return [...required].sort();
+}
+
+/** The top-level field names of a directive's `fields` field set. */
+function topLevelFields(node: ConstDirectiveNode): string[] {
+  const value = node.arguments?.find((argument) => argument.name.value === 'fields')?.value;
+  const fields = value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
+  if (fields === undefined) return [];
+  const top: string[] = [];
+  let depth = 0;
+  for (const token of fields.match(/[_A-Za-z][_0-9A-Za-z]*|[{}]/g) ?? []) {
+    if (token === '{') depth++;
+    else if (token === '}') depth--;
+    else if (depth === 0) top.push(token);
+  }
+  return top;
+}
