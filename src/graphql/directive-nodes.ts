@@ -18,6 +18,9 @@
 import type { ConstArgumentNode, ConstDirectiveNode, ConstObjectFieldNode, ConstValueNode } from 'graphql';
 import { HerdcacheError } from '../core/errors';
 
+/** herdcache's directives: not repeatable. */
+const OWN_DIRECTIVES: ReadonlySet<string> = new Set(['cached', 'invalidates']);
+
 /** A type or a field: what carries directives. */
 export interface Annotated {
   readonly astNode?: { readonly directives?: readonly ConstDirectiveNode[] | undefined } | null | undefined;
@@ -38,20 +41,32 @@ export function findDirective(element: Annotated, name: string, coordinate: stri
   const directives = extensions?.directives;
   if (directives === undefined || directives === null || typeof directives !== 'object') return undefined;
   let args: unknown;
+  let uses: number;
   if (Array.isArray(directives)) {
-    const use = directives.find(
+    const named = directives.filter(
       (item) => item !== null && typeof item === 'object' && (item as { name?: unknown }).name === name,
-    ) as { args?: unknown } | undefined;
-    if (use === undefined) return undefined;
-    args = use.args ?? {};
+    ) as { args?: unknown }[];
+    if (named.length === 0) return undefined;
+    uses = named.length;
+    args = named[0]!.args ?? {};
   } else {
     if (!Object.hasOwn(directives, name)) return undefined;
     args = (directives as Record<string, unknown>)[name];
+    uses = 1;
     if (Array.isArray(args)) {
       if (args.length === 0) return undefined;
+      uses = args.length;
       args = args[0];
     }
     args ??= {};
+  }
+  // herdcache's own directives are not repeatable (SDL refuses a second use): a second entry in
+  // code would be dropped unseen, its scope with it.
+  if (uses > 1 && OWN_DIRECTIVES.has(name)) {
+    throw new HerdcacheError(
+      'E_INVALID_ARGUMENT',
+      `herdcache: @${name} on ${coordinate} is given ${uses} times in extensions.directives: it is not repeatable, give one`,
+    );
   }
   if (typeof args !== 'object' || Array.isArray(args)) {
     throw new HerdcacheError(

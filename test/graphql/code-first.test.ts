@@ -165,6 +165,17 @@ describe('@cached in extensions.directives', () => {
     [{ cached: { swr: 5 } }, '@cached on Query.user needs ttl'],
     [{ cached: { ttl: 60, tll: 5 } }, '@cached on Query.user has an unknown argument "tll"'],
     [{ cached: 60 }, '@cached on Query.user: extensions.directives.cached must be an object of arguments, got 60'],
+    [
+      { cached: [{ ttl: 5 }, { ttl: 10, scope: 'PRIVATE' }] },
+      '@cached on Query.user is given 2 times in extensions.directives: it is not repeatable',
+    ],
+    [
+      [
+        { name: 'cached', args: { ttl: 5 } },
+        { name: 'cached', args: { ttl: 10, scope: 'PRIVATE' } },
+      ],
+      '@cached on Query.user is given 2 times in extensions.directives: it is not repeatable',
+    ],
   ])('a bad value is a build error naming the field and the value: %j', (user, message) => {
     const cache = createCache();
     const { schema } = codeFirstSchema({ user });
