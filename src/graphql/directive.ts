@@ -209,7 +209,7 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
           : propertyOf(typeof id === 'string' ? id : 'id');
       // A Federation field's @requires: its value depends on those parent fields too (sent by the
       // gateway, or by any client of the subgraph): they are part of its key.
-      const required = parentIdentity === undefined ? [] : requiredFields(schema, field);
+      const required = parentIdentity === undefined ? [] : requiredFields(schema, field, coordinate);
       const identityOf =
         parentIdentity === undefined || required.length === 0 ? parentIdentity : withRequired(parentIdentity, required);
       if (policy.tags !== undefined) checkTagsSupported(cache, `@cached(tags:) on ${coordinate}`);

@@ -63,11 +63,17 @@ export function keyFieldSets(type: GraphQLObjectType, names: ReadonlySet<string>
  * The parent fields a `@requires(fields: "…")` on `field` names, top-level (`"weight dimensions {
  * depth }"` → ["weight", "dimensions"]); none when it has no @requires.
  */
-export function requiredFields(schema: GraphQLSchema, field: GraphQLField<unknown, unknown>): string[] {
-  const names = federationNames(schema, 'requires');
+export function requiredFields(
+  schema: GraphQLSchema,
+  field: GraphQLField<unknown, unknown>,
+  coordinate: string,
+): string[] {
   const required = new Set<string>();
-  for (const node of field.astNode?.directives ?? [])
-    if (names.has(node.name.value)) for (const name of topLevelFields(node)) required.add(name);
+  // From its AST node (SDL) or its extensions (a schema built in code), as @cached is read.
+  for (const name of federationNames(schema, 'requires')) {
+    const node = findDirective(field, name, coordinate);
+    if (node !== undefined) for (const top of topLevelFields(node)) required.add(top);
+  }
   return [...required].sort();
 }
 

@@ -22,6 +22,7 @@
  * requests waiting on it execute themselves (and report `not_shared`: UNSHAREABLE). A result too large to
  * store is shared with the requests waiting on it, not stored (LateTagged.served).
  */
+import type { FieldNode } from 'graphql';
 import type { Cache } from '../core/cache';
 import { LateTagged } from '../core/late-tags';
 import {
@@ -44,6 +45,7 @@ import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-part
 import { resultFacts, tagsOnce } from './response-result';
 import { isUntagged, readStaleFields, toStored } from './response-stored';
 import { OnceWarnings } from './warnings';
+import { findDirective } from './directive-nodes';
 import type {
   Completion,
   ExecuteApart,
@@ -243,12 +245,7 @@ export class ResponseEngine {
     if (!this.invalidateViaMutation || data === null || data === undefined) return;
     const facts = resultFacts(request.schema, request.document, request.operationName, data);
     if (facts === undefined) return;
-    if (facts.untagged)
-      this.warnings.warn(
-        'mutation-untagged',
-        'HERDCACHE_MUTATION_UNTAGGED',
-        `herdcache: the mutation ${request.operationName ?? operationOfDocument(request.document, undefined)?.name?.value ?? '(unnamed)'} returned an object whose id it did not select (or whose type could not be told without __typename): it does not invalidate that object's cached responses. Select id (and __typename on interfaces and unions) in mutations, or name the tags with @invalidates.`,
-      );
+    if (facts.untagged) warnUntaggedMutation(request, this.warnings);
     const tags = tagsOnce(facts);
     if (tags.length === 0) return;
     try {
@@ -361,3 +358,23 @@ const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache
 const REFUSED = { invalidated: 'invalidated', unavailable: 'store_unavailable' } as const;
 
 const FAILED: unique symbol = Symbol('failed');
+
+/**
+ * A mutation returned an object whose id it did not select: its result invalidates nothing for
+ * it. Said once per plugin, unless every root field it ran names its tags with @invalidates.
+ */
+function warnUntaggedMutation(request: ResponseRequest, warnings: OnceWarnings): void {
+  const operation = operationOfDocument(request.document, request.operationName);
+  const fields = request.schema.getMutationType()?.getFields();
+  const roots = (operation?.selectionSet.selections ?? []).filter((node) => node.kind === ('Field' as string));
+  const named = roots.every((node) => {
+    const field = fields?.[(node as FieldNode).name.value];
+    return field !== undefined && findDirective(field, 'invalidates', field.name) !== undefined;
+  });
+  if (roots.length > 0 && named) return;
+  warnings.warn(
+    'mutation-untagged',
+    'HERDCACHE_MUTATION_UNTAGGED',
+    `herdcache: the mutation ${operation?.name?.value ?? '(unnamed)'} returned an object whose id it did not select (or whose type could not be told without __typename): it does not invalidate that object's cached responses. Select id (and __typename on interfaces and unions) in mutations, or name the tags with @invalidates.`,
+  );
+}

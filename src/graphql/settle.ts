@@ -1,38 +1,41 @@
 /**
- * What a @cached field's (or entity reference's) fill is cached as: a cache holds values, never a
- * promise (a rejected one would be served on every hit; Redis would store it as `{}`) and never an
- * error. graphql-js accepts promises and Errors anywhere in a resolver's result, and reports each
- * failed one at its own path; with the cache the client gets the same answer:
+ * What a @cached field's (or entity reference's) fill is cached as: a cache holds values, never an
+ * error. graphql-js accepts promises and Errors anywhere in a resolver's result and reports each
+ * failed one at its own path; with the cache the client gets the same answer, and a result where
+ * one failed is not cached (it was: its error was served to every caller until the ttl):
  *
  * - a returned Error (or a rejected result) is the fill's error: thrown, never cached;
  * - a list is awaited item by item (`ids.map((id) => loader.load(id))`);
- * - a plain object (its prototype Object's or null) holding promises or Errors in its properties,
- *   at any depth of plain objects and arrays (`{ id, title: fetchTitle() }`), has its promises
- *   awaited and is cached with their values in their place: a copy of the containers on their
- *   paths (the resolver's object is left as it is). Class instances are not looked into. At most
- *   SCAN_MAX values are looked at: past them, the rest is cached as it is. One holding promises
- *   and a node reachable twice (shared, a cycle) is answered as it is and not cached.
+ * - a plain object or array (prototype Object's, null, Array's) is looked into, at any depth of
+ *   plain objects and arrays, for Errors and promises in its own data properties (getters are not
+ *   called): its promises (native ones: a lazy thenable, a query builder, is not started) are
+ *   awaited, and what they resolve to looked into as well. Class instances are not looked into,
+ *   and at most SCAN_MAX values are. The value is cached as the resolver returned it (its settled
+ *   promises in it: graphql-js reads their values; a Redis store writes a promise as `{}`, so
+ *   await properties there before returning them).
  *
  * A value where something failed (a rejected promise, an Error) is not cached: its fill fails with
- * a Partial, which partialOrThrow turns back into the value as the resolver returned it (its
- * settled promises and Errors included), so graphql-js answers it as without a cache: the other
- * items and fields kept, each failed one an error at its own path. Without `partial` (a list that
- * is an entity's value, not a field's) the first failed item fails the call.
+ * a Partial, which partialOrThrow turns back into the value as the resolver returned it, so
+ * graphql-js answers it as without a cache: the other items and fields kept, each failed one an
+ * error at its own path. Without `partial` (a list that is an entity's value, not a field's) the
+ * first failed item fails the call.
  */
 import { describe, isError, isThenable } from '../core/errors';
 
-/** Values of an object result looked at for promises and Errors, at most. */
+/** Values of a result looked at for promises and Errors, at most. */
 const SCAN_MAX = 1_000;
 
 /** The fill's result, settled: see the header. `partial`: a field's list (answered item by item when items fail). */
 export async function settleValue(result: unknown, partial = false): Promise<unknown> {
-  const value = await result;
+  let value = await result;
   if (isError(value)) throw value;
-  if (Array.isArray(value)) return settleList(value, partial);
-  return isPlain(value) ? settleObject(value) : value;
+  if (Array.isArray(value)) value = await settleList(value, partial);
+  else if (!isPlain(value)) return value;
+  if (await partFails(value as object)) throw new Partial(value);
+  return value;
 }
 
-async function settleList(value: unknown[], partial: boolean): Promise<unknown> {
+async function settleList(value: unknown[], partial: boolean): Promise<unknown[]> {
   if (!partial) {
     const items = value.some(isThenable) ? await Promise.all(value) : value;
     const failed = items.find(isError);
@@ -44,72 +47,52 @@ async function settleList(value: unknown[], partial: boolean): Promise<unknown> 
         item.status === 'fulfilled' ? item.value : asItemError(item.reason),
       )
     : value;
-  return items.some(isError) ? Promise.reject(new Partial(items)) : items;
+  if (items.some(isError)) throw new Partial(items);
+  return items;
 }
 
-/** Where a promise sits in an object result: the keys from the root, and the promise. */
-interface Pending {
-  readonly path: readonly (string | number)[];
-  readonly promise: PromiseLike<unknown>;
-}
-
-async function settleObject(root: object): Promise<unknown> {
-  const pending: Pending[] = [];
-  let failed = false;
-  let shared = false;
+/**
+ * Whether an Error, or a promise that rejects (or resolves to an Error, or to a value holding one),
+ * is in `root`'s own data properties, at any depth of plain objects and arrays (see the header).
+ */
+async function partFails(root: object): Promise<boolean> {
   let budget = SCAN_MAX;
   const seen = new Set<object>();
-  const scan = (node: object, path: (string | number)[]): void => {
-    if (seen.has(node)) {
-      shared = true; // a node met twice (shared, or a cycle): looked at once
-      return;
+  let nodes: object[] = [root];
+  while (nodes.length > 0) {
+    const next: object[] = [];
+    const pending: Promise<unknown>[] = [];
+    // A child: an Error fails, a promise waits, a container is looked into next.
+    const meet = (child: unknown): boolean => {
+      if (typeof child !== 'object' || child === null) return false;
+      if (isError(child)) return true;
+      if (child instanceof Promise) pending.push(child);
+      else if ((Array.isArray(child) || isPlain(child)) && !seen.has(child)) {
+        seen.add(child);
+        next.push(child);
+      }
+      return false;
+    };
+    for (const node of nodes) {
+      if (Array.isArray(node)) {
+        for (let i = 0; i < node.length && budget-- > 0; i++) if (meet(node[i])) return true;
+      } else {
+        for (const key in node) {
+          if (budget-- <= 0) break;
+          const own = Object.getOwnPropertyDescriptor(node, key);
+          if (own !== undefined && 'value' in own && meet(own.value)) return true;
+        }
+      }
+      if (budget <= 0) break;
     }
-    seen.add(node);
-    const keys = Array.isArray(node) ? node.keys() : Object.keys(node);
-    for (const key of keys) {
-      if (--budget < 0 || failed) return;
-      const child = (node as Record<string | number, unknown>)[key];
-      if (typeof child !== 'object' || child === null) continue;
-      if (isError(child)) failed = true;
-      else if (isThenable(child)) pending.push({ path: [...path, key], promise: child });
-      else if (Array.isArray(child) || isPlain(child)) scan(child, [...path, key]);
+    if (pending.length > 0) {
+      for (const outcome of await Promise.allSettled(pending)) {
+        if (outcome.status === 'rejected' || meet(outcome.value)) return true;
+      }
     }
-  };
-  scan(root, []);
-  if (failed) throw new Partial(root);
-  if (pending.length === 0) return root;
-  const settled = await Promise.allSettled(pending.map((slot) => slot.promise));
-  // A node met twice: a copy along the promises' paths would leave its other references on the
-  // original (its promises in it). Served as it is, as a failed one is, and not cached.
-  if (shared || settled.some((outcome) => outcome.status === 'rejected' || isError(outcome.value)))
-    throw new Partial(root);
-  // The containers on each promise's path copied once, the values put in the copies.
-  const copies = new Map<object, Record<string | number, unknown>>();
-  const copyOf = (node: object): Record<string | number, unknown> => {
-    let copy = copies.get(node);
-    if (copy === undefined) {
-      copy = Array.isArray(node)
-        ? (node.slice() as unknown as Record<number, unknown>)
-        : Object.getPrototypeOf(node) === null
-          ? Object.assign(Object.create(null) as Record<string, unknown>, node)
-          : { ...(node as Record<string, unknown>) }; // spread: an own `__proto__` stays a property
-      copies.set(node, copy);
-    }
-    return copy;
-  };
-  const top = copyOf(root);
-  for (let i = 0; i < pending.length; i++) {
-    const { path } = pending[i]!;
-    let original = root as Record<string | number, unknown>;
-    let copy = top;
-    for (let depth = 0; depth < path.length - 1; depth++) {
-      const next = original[path[depth]!] as Record<string | number, unknown>;
-      copy = copy[path[depth]!] = copyOf(next);
-      original = next;
-    }
-    copy[path[path.length - 1]!] = (settled[i] as PromiseFulfilledResult<unknown>).value;
+    nodes = budget > 0 ? next : [];
   }
-  return top;
+  return false;
 }
 
 function isPlain(value: unknown): value is object {

@@ -4,6 +4,7 @@
  */
 import { buildSchema, parse } from 'graphql';
 import { captureWarnings } from '../helpers';
+import { cachedDirectiveTypeDefs } from '../../src/graphql/sdl';
 import { createCache } from '../../src/core/cache';
 import {
   INCREMENTAL_RESULT,
@@ -169,10 +170,11 @@ describe('response layer: not-stored reasons (complete)', () => {
 describe("response layer: a mutation's result entities", () => {
   const warnings = captureWarnings();
   const mutationSchema = buildSchema(`
+    ${cachedDirectiveTypeDefs}
     type Query { user: User }
     type User { id: ID!, name: String }
     type Result { ok: Boolean }
-    type Mutation { rename: User, ping: Result }
+    type Mutation { rename: User, ping: Result, renameTagged(id: ID!): User @invalidates(tags: ["User:{args.id}"]) }
   `);
 
   async function invalidated(source: string, data: unknown): Promise<string[]> {
@@ -194,6 +196,13 @@ describe("response layer: a mutation's result entities", () => {
     expect(await invalidated('mutation Rename { rename { name } }', { rename: { name: 'x' } })).toEqual([]);
     expect(warnings.map((w) => w.code)).toEqual(['HERDCACHE_MUTATION_UNTAGGED']);
     expect(warnings[0]!.message).toMatch(/the mutation Rename .*Select id/);
+  });
+
+  it('its field names the tags with @invalidates: nothing said', async () => {
+    expect(await invalidated('mutation { renameTagged(id: "1") { name } }', { renameTagged: { name: 'x' } })).toEqual(
+      [],
+    );
+    expect(warnings).toEqual([]);
   });
 
   it('a result type without an id field: nothing to invalidate, nothing said', async () => {

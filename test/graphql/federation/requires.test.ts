@@ -5,10 +5,24 @@
  * `weight` was served for every other.
  */
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { graphql, parse } from 'graphql';
+import {
+  GraphQLID,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLSchema,
+  graphql,
+  parse,
+  specifiedDirectives,
+} from 'graphql';
 import { createCache } from '../../../src/core/cache';
 import { memoryStore } from '../../../src/core/memory';
-import { cachedDirectiveTransformer, cachedDirectiveTypeDefs, cachedFieldKey } from '../../../src/graphql';
+import {
+  cachedDirectiveTransformer,
+  cachedDirectiveTypeDefs,
+  cachedFieldKey,
+  herdcacheDirectives,
+} from '../../../src/graphql';
 
 function subgraph(link: string, requires: string) {
   const store = memoryStore();
@@ -83,4 +97,42 @@ it('the key: the identity and the required fields, canonical (cachedFieldKey wit
   await shipping({ dimensions: { depth: 1 }, weight: 5 });
   const identity = JSON.stringify(['1', { dimensions: { depth: 1 }, weight: 5 }]);
   expect(store.getSync(cachedFieldKey('Product.shipping', { identity }))?.value).toBe(11);
+});
+
+it('code-first: @requires in extensions.directives keys the field as SDL does', async () => {
+  let calls = 0;
+  const Product = new GraphQLObjectType({
+    name: 'Product',
+    extensions: { directives: { key: { fields: 'id' } } },
+    fields: {
+      id: { type: new GraphQLNonNull(GraphQLID) },
+      weight: { type: GraphQLInt, extensions: { directives: { external: {} } } },
+      shipping: {
+        type: GraphQLInt,
+        extensions: { directives: { cached: { ttl: 60 }, requires: { fields: 'weight' } } },
+        resolve: (product: { weight: number }) => (calls++, product.weight * 2),
+      },
+    },
+  });
+  const schema = new GraphQLSchema({
+    directives: [...specifiedDirectives, ...herdcacheDirectives],
+    query: new GraphQLObjectType({
+      name: 'Query',
+      fields: {
+        // Stands in for _entities: the representation (the id and the required weight) is the parent.
+        product: {
+          type: Product,
+          args: { weight: { type: GraphQLInt } },
+          resolve: (_root, { weight }: { weight: number }) => ({ id: '1', weight }),
+        },
+      },
+    }),
+  });
+  cachedDirectiveTransformer(schema, { cache: createCache({ store: memoryStore() }) });
+  const shipping = async (weight: number) =>
+    (await graphql({ schema, source: `{ product(weight: ${weight}) { shipping } }` })).data;
+  expect(await shipping(5)).toEqual({ product: { shipping: 10 } });
+  expect(await shipping(7)).toEqual({ product: { shipping: 14 } });
+  expect(await shipping(5)).toEqual({ product: { shipping: 10 } });
+  expect(calls).toBe(2);
 });
