@@ -9,8 +9,9 @@
  * - a plain object or array (prototype Object's, null, Array's) is looked into, at any depth of
  *   plain objects and arrays, for Errors and promises in its own data properties (getters are not
  *   called): its promises (native ones: a lazy thenable, a query builder, is not started) are
- *   awaited, and what they resolve to looked into as well. Class instances are not looked into,
- *   and at most SCAN_MAX values are. The value is cached as the resolver returned it (its settled
+ *   awaited (at most SETTLE_WAIT_MS: past it the value is served as it is, not cached), and what
+ *   they resolve to looked into as well. Class instances are not looked into, and at most
+ *   SCAN_MAX values are. The value is cached as the resolver returned it (its settled
  *   promises in it: graphql-js reads their values; a Redis store writes a promise as `{}`, so
  *   await properties there before returning them).
  *
@@ -24,6 +25,11 @@ import { describe, isError, isThenable } from '../core/errors';
 
 /** Values of a result looked at for promises and Errors, at most. */
 const SCAN_MAX = 1_000;
+/**
+ * How long a fill waits for the promises in its value (ms): one that has not settled by then (a
+ * slow or never-settling property no query selected) leaves the value served as it is, not cached.
+ */
+export const SETTLE_WAIT_MS = 1_000;
 
 /** The fill's result, settled: see the header. `partial`: a field's list (answered item by item when items fail). */
 export async function settleValue(result: unknown, partial = false): Promise<unknown> {
@@ -86,13 +92,24 @@ async function partFails(root: object): Promise<boolean> {
       if (budget <= 0) break;
     }
     if (pending.length > 0) {
-      for (const outcome of await Promise.allSettled(pending)) {
-        if (outcome.status === 'rejected' || meet(outcome.value)) return true;
-      }
+      const outcomes = await settledWithin(pending, SETTLE_WAIT_MS);
+      // Not all settled in time (one never may: a property no query selects): served as it is, not cached.
+      if (outcomes === undefined) return true;
+      for (const outcome of outcomes) if (outcome.status === 'rejected' || meet(outcome.value)) return true;
     }
     nodes = budget > 0 ? next : [];
   }
   return false;
+}
+
+/** The outcomes of `promises`, or undefined when they have not all settled within `ms`. */
+function settledWithin(promises: Promise<unknown>[], ms: number): Promise<PromiseSettledResult<unknown>[] | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, ms, undefined);
+    timer.unref?.();
+  });
+  return Promise.race([Promise.allSettled(promises), late]).finally(() => clearTimeout(timer));
 }
 
 function isPlain(value: unknown): value is object {

@@ -7,8 +7,8 @@
 import { createCache } from '../../src/core/cache';
 import { memoryStore } from '../../src/core/memory';
 import { cachedDirectiveTransformer, cachedFieldKey, herdcacheContext } from '../../src/graphql';
-import { Partial, partialOrThrow, settleValue } from '../../src/graphql/settle';
-import { deferred } from '../helpers';
+import { Partial, SETTLE_WAIT_MS, partialOrThrow, settleValue } from '../../src/graphql/settle';
+import { deferred, flush } from '../helpers';
 import { makeSchema, run } from './fixtures';
 
 const typeDefs = `
@@ -165,6 +165,26 @@ it('a PUBLIC field with sessions whose value holds promises: a joiner of another
   for (const result of await Promise.all([a, b])) {
     expect(result.errors).toBeUndefined();
     expect(result.data).toEqual({ post: { id: '1', title: 't' } });
+  }
+});
+
+it('a promise no query selects that never settles: the field is answered after SETTLE_WAIT_MS, not cached', async () => {
+  jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+  try {
+    const { schema, calls } = setup({ post: () => ({ id: '1', stream: new Promise(() => undefined) }) });
+    for (let i = 1; i <= 2; i++) {
+      let answered = false;
+      const result = run(schema, '{ post { id } }').finally(() => (answered = true));
+      await flush();
+      jest.advanceTimersByTime(SETTLE_WAIT_MS - 1);
+      await flush();
+      expect(answered).toBe(false);
+      jest.advanceTimersByTime(1);
+      expect(summary(await result)).toEqual({ data: { post: { id: '1' } }, errors: undefined });
+      expect(calls.post).toBe(i); // not cached
+    }
+  } finally {
+    jest.useRealTimers();
   }
 });
 
