@@ -67,7 +67,9 @@ it('startup burst on a Cluster client not ready yet: the loads wait for it, 1 fi
     const errors: unknown[] = [];
     const caches = fresh.map((client) =>
       createCache({
-        store: redisStore({ client, prefix: PREFIX }),
+        // A wide call budget: the first calls on a Cluster just ready (slots, scripts loaded) can
+        // take longer than 250 ms on a loaded machine; this is about waiting for readiness.
+        store: redisStore({ client, prefix: PREFIX, commandTimeout: 2_000 }),
         ttl: 600_000,
         hooks: { onStoreError: (error) => void errors.push(error) },
       }),
