@@ -9,6 +9,7 @@
  * depth is bounded).
  */
 import type { Entry } from './freshness';
+import { settledValue } from './settled';
 
 /** Nodes visited at most per value. */
 export const SIZE_WALK_NODES = 2048;
@@ -41,6 +42,7 @@ export function valueSize(value: unknown): number {
 
 function sizeOf(value: unknown, depth: number, walk: { left: number }): number {
   walk.left--;
+  if (value instanceof Promise) value = settledValue(value); // a settled one held by the value: its value's size
   switch (typeof value) {
     case 'string':
       return HEADER + value.length;

@@ -11,9 +11,9 @@
  *   called): its promises (native ones: a lazy thenable, a query builder, is not started) are
  *   awaited (at most SETTLE_WAIT_MS: past it the value is served as it is, not cached), and what
  *   they resolve to looked into as well. Class instances are not looked into, and at most
- *   SCAN_MAX values are. The value is cached as the resolver returned it (its settled
- *   promises in it: graphql-js reads their values; a Redis store writes a promise as `{}`, so
- *   await properties there before returning them).
+ *   SCAN_MAX values are. The value is cached as the resolver returned it, its settled promises
+ *   in it: graphql-js reads their values, and the memory store's size estimate and redisStore's
+ *   JSON codec take each for its value (core/settled; a codec of your own sees the promises).
  *
  * A value where something failed (a rejected promise, an Error) is not cached: its fill fails with
  * a Partial, which partialOrThrow turns back into the value as the resolver returned it, so
@@ -22,9 +22,10 @@
  * first failed item fails the call.
  */
 import { describe, isError, isThenable } from '../core/errors';
+import { noteSettled } from '../core/settled';
 
 /** Values of a result looked at for promises and Errors, at most. */
-const SCAN_MAX = 1_000;
+const SCAN_MAX = 10_000;
 /**
  * How long a fill waits for the promises in its value (ms): one that has not settled by then (a
  * slow or never-settling property no query selected) leaves the value served as it is, not cached.
@@ -96,6 +97,12 @@ async function partFails(root: object): Promise<boolean> {
       // Not all settled in time (one never may: a property no query selects): served as it is, not cached.
       if (outcomes === undefined) return true;
       for (const outcome of outcomes) if (outcome.status === 'rejected' || meet(outcome.value)) return true;
+      // Where the value is measured or written as JSON, each promise stands for its value (core/settled).
+      noteSettled(
+        root,
+        pending,
+        outcomes.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value),
+      );
     }
     nodes = budget > 0 ? next : [];
   }

@@ -5,6 +5,7 @@
  * payload (no PTTL round trip), and a payload written by another program, an older herdcache or a
  * broken writer is recognised as such and read as a miss instead of being served.
  */
+import { holdsSettled, settledReplacer } from '../core/settled';
 import type { Entry } from '../core/freshness';
 import { HerdcacheError } from '../core/errors';
 
@@ -42,7 +43,8 @@ export const jsonCodec: Codec = {
   encode(entry: Entry): string {
     let data: string | undefined;
     try {
-      data = JSON.stringify(entry.value);
+      // A value holding promises its producer awaited (a @cached field's: graphql/settle) writes their values.
+      data = holdsSettled(entry.value) ? JSON.stringify(entry.value, settledReplacer) : JSON.stringify(entry.value);
     } catch (error) {
       throw new HerdcacheError('E_STORE_ENCODE', `herdcache: value cannot be encoded as JSON (${messageOf(error)})`, {
         cause: error,

@@ -205,6 +205,12 @@ describe("response layer: a mutation's result entities", () => {
     expect(warnings).toEqual([]);
   });
 
+  it('a root fragment beside it, holding a field without @invalidates: said', async () => {
+    const source = 'mutation { renameTagged(id: "1") { name } ...F } fragment F on Mutation { rename { name } }';
+    await invalidated(source, { renameTagged: { name: 'x' }, rename: { name: 'y' } });
+    expect(warnings.map((w) => w.code)).toEqual(['HERDCACHE_MUTATION_UNTAGGED']);
+  });
+
   it('a result type without an id field: nothing to invalidate, nothing said', async () => {
     expect(await invalidated('mutation { ping { ok } }', { ping: { ok: true } })).toEqual([]);
     expect(warnings).toEqual([]);

@@ -6,6 +6,8 @@
  */
 import { createCache } from '../../src/core/cache';
 import { memoryStore } from '../../src/core/memory';
+import { valueSize } from '../../src/core/sizes';
+import { jsonCodec } from '../../src/redis/codec';
 import { cachedDirectiveTransformer, cachedFieldKey, herdcacheContext } from '../../src/graphql';
 import { Partial, SETTLE_WAIT_MS, partialOrThrow, settleValue } from '../../src/graphql/settle';
 import { deferred, flush } from '../helpers';
@@ -186,6 +188,25 @@ it('a promise no query selects that never settles: the field is answered after S
   } finally {
     jest.useRealTimers();
   }
+});
+
+it("its settled promises are written as their values by redisStore's codec, and measured as them", async () => {
+  const value = {
+    id: '1',
+    title: Promise.resolve('Hello'),
+    author: Promise.resolve({ name: Promise.resolve('Ann') }),
+    big: Promise.resolve(Array.from({ length: 10_000 }, (_, i) => `row ${i}`)),
+  };
+  expect(await settleValue(value)).toBe(value);
+  const written = jsonCodec.encode({ value, freshUntil: Date.now() + 1000, staleUntil: Date.now() + 1000 });
+  const read = jsonCodec.decode(written).value as Record<string, unknown>;
+  expect({ ...read, big: (read.big as unknown[]).length }).toEqual({
+    id: '1',
+    title: 'Hello',
+    author: { name: 'Ann' },
+    big: 10_000,
+  });
+  expect(valueSize(value)).toBeGreaterThan(100_000); // the rows, not an empty object
 });
 
 describe('settleValue', () => {
