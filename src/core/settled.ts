@@ -27,7 +27,14 @@ export function settledValue(value: unknown): unknown {
   return value instanceof Promise && values.has(value) ? values.get(value) : value;
 }
 
-/** JSON.stringify's replacer for a value that holds settled promises: each written as its value. */
-export function settledReplacer(_key: string, value: unknown): unknown {
-  return settledValue(value);
+/**
+ * JSON.stringify's replacer for a value that holds settled promises: each written as its value, as
+ * JSON writes that value in its place (its toJSON called: JSON.stringify calls it before the
+ * replacer, and not on what the replacer returns: a Date would be written `{}`).
+ */
+export function settledReplacer(key: string, value: unknown): unknown {
+  if (!(value instanceof Promise) || !values.has(value)) return value;
+  const settled = values.get(value);
+  const toJSON = (settled as { toJSON?: unknown } | null | undefined)?.toJSON;
+  return typeof toJSON === 'function' ? (toJSON as (key: string) => unknown).call(settled, key) : settled;
 }

@@ -61,56 +61,72 @@ async function settleList(value: unknown[], partial: boolean): Promise<unknown[]
 /**
  * Whether an Error, or a promise that rejects (or resolves to an Error, or to a value holding one),
  * is in `root`'s own data properties, at any depth of plain objects and arrays (see the header).
+ * Each promise is handled as soon as it is met and what it resolves to is looked into as soon as it
+ * resolves (a rejection there is never left unhandled); all of them are waited for at most
+ * SETTLE_WAIT_MS in all.
  */
 async function partFails(root: object): Promise<boolean> {
   let budget = SCAN_MAX;
-  const seen = new Set<object>();
-  let nodes: object[] = [root];
-  while (nodes.length > 0) {
-    const next: object[] = [];
-    const pending: Promise<unknown>[] = [];
-    // A child: an Error fails, a promise waits, a container is looked into next.
-    const meet = (child: unknown): boolean => {
-      if (typeof child !== 'object' || child === null) return false;
-      if (isError(child)) return true;
-      if (child instanceof Promise) pending.push(child);
-      else if ((Array.isArray(child) || isPlain(child)) && !seen.has(child)) {
-        seen.add(child);
-        next.push(child);
-      }
-      return false;
-    };
-    for (const node of nodes) {
+  let failed = false;
+  const seen = new Set<object>([root]);
+  const waits: Promise<void>[] = [];
+  const settled: Promise<unknown>[] = [];
+  const values: unknown[] = [];
+  // Containers still to look into: a stack, so that depth costs no call frames.
+  const stack: object[] = [];
+  const meet = (child: unknown): void => {
+    if (failed || typeof child !== 'object' || child === null) return;
+    if (isError(child)) failed = true;
+    else if (child instanceof Promise) {
+      waits.push(
+        child.then(
+          (value: unknown) => {
+            settled.push(child);
+            values.push(value);
+            meet(value);
+            drain();
+          },
+          () => void (failed = true),
+        ),
+      );
+    } else if ((Array.isArray(child) || isPlain(child)) && !seen.has(child)) {
+      seen.add(child);
+      stack.push(child);
+    }
+  };
+  const drain = (): void => {
+    while (stack.length > 0 && !failed && budget > 0) {
+      const node = stack.pop()!;
       if (Array.isArray(node)) {
-        for (let i = 0; i < node.length && budget-- > 0; i++) if (meet(node[i])) return true;
+        for (let i = 0; i < node.length && budget-- > 0; i++) meet(node[i]);
       } else {
         for (const key in node) {
           if (budget-- <= 0) break;
           const own = Object.getOwnPropertyDescriptor(node, key);
-          if (own !== undefined && 'value' in own && meet(own.value)) return true;
+          if (own !== undefined && 'value' in own) meet(own.value);
         }
       }
-      if (budget <= 0) break;
     }
-    if (pending.length > 0) {
-      const outcomes = await settledWithin(pending, SETTLE_WAIT_MS);
-      // Not all settled in time (one never may: a property no query selects): served as it is, not cached.
-      if (outcomes === undefined) return true;
-      for (const outcome of outcomes) if (outcome.status === 'rejected' || meet(outcome.value)) return true;
-      // Where the value is measured or written as JSON, each promise stands for its value (core/settled).
-      noteSettled(
-        root,
-        pending,
-        outcomes.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value),
-      );
-    }
-    nodes = budget > 0 ? next : [];
+  };
+  stack.push(root);
+  drain();
+  const deadline = Date.now() + SETTLE_WAIT_MS;
+  // Waited for in rounds: a promise met in what another resolved to joins the next round.
+  for (let done = 0; done < waits.length && !failed;) {
+    const round = waits.slice(done);
+    done = waits.length;
+    // Not all settled in time (one never may: a property no query selects): served as it is, not cached.
+    if ((await settledWithin(round, deadline - Date.now())) === undefined) return true;
   }
+  if (failed) return true;
+  // Where the value is measured or written as JSON, each promise stands for its value (core/settled).
+  if (settled.length > 0) noteSettled(root, settled, values);
   return false;
 }
 
 /** The outcomes of `promises`, or undefined when they have not all settled within `ms`. */
 function settledWithin(promises: Promise<unknown>[], ms: number): Promise<PromiseSettledResult<unknown>[] | undefined> {
+  if (ms <= 0) return Promise.resolve(undefined);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<undefined>((resolve) => {
     timer = setTimeout(resolve, ms, undefined);

@@ -4,6 +4,8 @@
  * value where one failed is never cached (it was, and its error was served to every caller until
  * the ttl). A value whose promises all resolve is cached as the resolver returned it.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createCache } from '../../src/core/cache';
 import { memoryStore } from '../../src/core/memory';
 import { valueSize } from '../../src/core/sizes';
@@ -12,6 +14,8 @@ import { cachedDirectiveTransformer, cachedFieldKey, herdcacheContext } from '..
 import { Partial, SETTLE_WAIT_MS, partialOrThrow, settleValue } from '../../src/graphql/settle';
 import { deferred, flush } from '../helpers';
 import { makeSchema, run } from './fixtures';
+
+const execFileAsync = promisify(execFile);
 
 const typeDefs = `
   type Query { post: Post @cached(ttl: 60), posts: [Post] @cached(ttl: 60) }
@@ -207,6 +211,54 @@ it("its settled promises are written as their values by redisStore's codec, and 
     big: 10_000,
   });
   expect(valueSize(value)).toBeGreaterThan(100_000); // the rows, not an empty object
+});
+
+it("a settled promise's value with toJSON (a Date, a money type) is written as JSON writes it", async () => {
+  const at = new Date('2024-01-02T03:04:05.000Z');
+  const value = { at: Promise.resolve(at), price: Promise.resolve({ cents: 1234, toJSON: () => '12.34 EUR' }) };
+  await settleValue(value);
+  const written = jsonCodec.encode({ value, freshUntil: Date.now() + 1000, staleUntil: Date.now() + 1000 });
+  expect(jsonCodec.decode(written).value).toEqual({ at: '2024-01-02T03:04:05.000Z', price: '12.34 EUR' });
+});
+
+it('a promise in what another resolved to, rejecting while a slower one is awaited: handled (no unhandled rejection)', async () => {
+  // In a process of its own: the test runner's own handling of rejections does not see this one.
+  const script = `
+    const { settleValue } = require(${JSON.stringify(require.resolve('../../src/graphql/settle'))});
+    process.on('unhandledRejection', (reason) => { console.log('UNHANDLED ' + reason.message); });
+    let release; const slow = new Promise((resolve) => (release = resolve));
+    let fail; const failing = new Promise((_, reject) => (fail = reject));
+    const value = { slow, author: Promise.resolve({ name: failing }) };
+    settleValue(value).then(() => console.log('cached'), (error) => console.log('not cached: ' + error.name));
+    setTimeout(() => fail(new Error('no name')), 20); // while slow is still awaited
+    setTimeout(() => release('done'), 100);
+  `;
+  const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', '-e', script]);
+  expect(stdout.trim().split('\n')).toEqual(['not cached: Partial']);
+});
+
+it('the wait is SETTLE_WAIT_MS for the whole value, not per level of promises', async () => {
+  jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+  try {
+    const later = <T>(ms: number, value: () => T) =>
+      new Promise<T>((resolve) => setTimeout(() => resolve(value()), ms));
+    const step = (SETTLE_WAIT_MS * 3) / 4;
+    // Each level's promise is made when the one above resolves, 3/4 of the wait apart.
+    const value = { a: later(step, () => ({ b: later(step, () => ({ c: later(step, () => 'deep') })) })) };
+    let outcome: unknown = 'pending';
+    void settleValue(value).then(
+      () => (outcome = 'cached'),
+      (error: unknown) => (outcome = error instanceof Partial ? 'partial' : error),
+    );
+    // Past the one wait (with a step of slack), well before a wait per level would end (1.75 of it).
+    for (let t = 0; t < SETTLE_WAIT_MS + 100; t += 50) {
+      jest.advanceTimersByTime(50);
+      await flush();
+    }
+    expect(outcome).toBe('partial'); // served as it is, not cached
+  } finally {
+    jest.useRealTimers();
+  }
 });
 
 describe('settleValue', () => {
