@@ -59,7 +59,13 @@ describe.each([
       // Both replicas read the primed value, no fill: B's older value did not land over it.
       expect(await onA.load('1')).toBe('new');
       expect(await onB.load('1')).toBe('new');
-      expect(fills).toEqual({ a: 0, b: 1 });
+      // B's older value did not land over the primed one: A never filled. A tiered B hears the
+      // prime's fence (its delete) and starts over; when its new read comes between the prime's
+      // delete and its write (a loaded machine), it fills again, from the database after the
+      // write: one more fill, of the new value.
+      expect(fills.a).toBe(0);
+      if (kind === 'tiered') expect(fills.b).toBeLessThanOrEqual(2);
+      else expect(fills.b).toBe(1);
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
