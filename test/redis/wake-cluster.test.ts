@@ -108,9 +108,9 @@ it('a batch held by one replica: the waiter on all its keys is woken by SPUBLISH
   expect(ran('spublish')).toBe(keys.length);
   expect(ran('publish')).toBe(0);
   expect(waiterStore.waitStats().polled).toBe(0);
-  // The first waits may begin before the SSUBSCRIBEs are confirmed (deaf: one per slot's channel
-  // still unconfirmed; two seen once on a loaded CI machine); their confirmation wakes them, and no
-  // poll sleep ended (above): the wake is the announcement's.
+  // The first waits may begin before the SSUBSCRIBEs are confirmed (deaf; two seen once on a loaded
+  // CI machine); their confirmation wakes them, and no poll sleep ended (above): the wake is the
+  // announcement's.
   expect(waiterStore.waitStats().deaf).toBeLessThanOrEqual(2);
   expect(waiterStore.waitStats().woken).toBeGreaterThanOrEqual(1);
   expect(waiter.metrics().total.fills).toBe(0);
