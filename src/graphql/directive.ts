@@ -38,7 +38,7 @@ import { DEFAULT_KEY_PREFIX, encodeArgs, fieldKeyAfter, fieldKeyHead, identityOf
 import { TRANSFORM_SESSION_OPTION, sessionFrom } from './session';
 import { OnceWarnings, notifyQuietly } from './warnings';
 import { type CacheScope, type CachedPolicy, buildError, literal, readCachedPolicy, withHintedScope } from './policy';
-import { privateByCacheControl } from './schema-hints';
+import { isComposite, namedType, privateByCacheControl, tagOf } from './schema-hints';
 import { type BypassReason, checkCache, operationOf } from './request';
 import { type TemplateSite, UnfilledTag, fillTags } from './tags';
 import { installed, markWrapped } from './wrapped';
@@ -298,6 +298,10 @@ function cachedResolver(
   // A field declaring no arguments is always called with none: nothing to encode per call.
   const takesArgs = field.args.length > 0;
   const isList = isListField(field.type);
+  // Only a list, an object or a custom scalar's value can come back a Partial (./settle): the
+  // built-in scalars' and enums' answers skip the unwrapping step (one promise hop less).
+  const named = namedType(field.type);
+  const partial = isList || isComposite(named) || (tagOf(named) === 'GraphQLScalarType' && !BUILT_IN.has(named.name));
   // A PUBLIC field whose callers have sessions: a failure is handed only to callers of the
   // leader's session (PRIVATE keys hold the session, so their flights never mix sessions).
   const guardFailures = !isPrivate && sessionId !== undefined;
@@ -371,7 +375,7 @@ function cachedResolver(
       const answer = answerField(cache, call, key, memoKey, resolve, parent, args, context, info, undefined, isList);
       // A value part of which failed (a list's item, an object's property: not cached) is answered
       // as it is, as without a cache (./settle).
-      return answer instanceof Promise ? answer.then(undefined, partialOrThrow) : answer;
+      return partial && answer instanceof Promise ? answer.then(undefined, partialOrThrow) : answer;
     }
     // Its failure need not: the error was built for the leader's request (its user, its
     // authorization), so callers of other sessions get a generic error instead (./failures).
@@ -382,3 +386,6 @@ function cachedResolver(
     );
   };
 }
+
+/** graphql-js's built-in scalars (their values are never plain objects or lists). */
+const BUILT_IN: ReadonlySet<string> = new Set(['String', 'Int', 'Float', 'Boolean', 'ID']);
