@@ -363,6 +363,8 @@ export async function settleStress(options: StressOptions): Promise<StressReport
         // Other tags for the same key: a caller joining another's fill adds its own (FlightTable.joinTags).
         { ttl: 1000, tags: [`T:${Number(key.slice(1)) % 3}`] },
         { ttl: 800, earlyRefresh: true },
+        // Without the fill lock: on Redis, its write is gathered with the turn's others (turn-sets.ts).
+        { ttl: 1000, lock: false },
         {},
       ]);
       track(
