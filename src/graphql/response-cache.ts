@@ -43,7 +43,8 @@ import { type StaticPolicy, operationOfDocument, operationPolicy, staticPolicy }
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
 import { resultFacts, tagsOnce } from './response-result';
-import { isUntagged, readStaleFields, toStored } from './response-stored';
+import { readStaleFields, servedOnlyReason, toStored } from './response-stored';
+import { Admission } from './response-admission';
 import { OnceWarnings } from './warnings';
 import { findDirective } from './directive-nodes';
 import type {
@@ -79,12 +80,14 @@ export class ResponseEngine {
   readonly #keys = new ResponseKeys();
   /** The contexts of the requests waiting for each key, lent to its runs apart (./response-waiting). */
   readonly #waiting = new WaitingContexts();
+  /** Which misses are stored: not all of an operation whose responses are not read (./response-admission). */
+  readonly #admission: Admission;
   /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
   readonly warnings = new OnceWarnings();
 
   constructor(cache: Cache, options: true | ResponseCacheOptions) {
     checkCache(cache); // before anything reads it: a missing cache is named as the plugin names it
-    const { sessionId, vary, enabled, maxBytes, defaultMaxAge, swr, invalidateViaMutation } =
+    const { sessionId, vary, enabled, maxBytes, defaultMaxAge, swr, invalidateViaMutation, unreadLimit } =
       checkResponseOptions(options);
     checkTagsSupported(cache, 'responseCache');
     this.#cache = cache;
@@ -95,6 +98,7 @@ export class ResponseEngine {
     this.defaultMaxAge = defaultMaxAge;
     this.#swr = swr;
     this.invalidateViaMutation = invalidateViaMutation;
+    this.#admission = new Admission(unreadLimit);
   }
 
   /** The operation's plan, or why it is not cached (not a query, no hint, disabled, no session, unkeyable variables). */
@@ -201,7 +205,7 @@ export class ResponseEngine {
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const operation = operationOf(plan.request.context);
-        const stored = this.#toStored(plan, executed, final, operation, startSeq);
+        const stored = this.#toStored(plan, executed, final, operation, startSeq, true);
         const shared = toShared(run, stored);
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
@@ -213,9 +217,7 @@ export class ResponseEngine {
           typeof stored === 'string'
             ? stored
             : stored.servedOnly
-              ? isUntagged(stored)
-                ? 'untagged'
-                : 'oversized'
+              ? servedOnlyReason(stored)
               : readStaleFields(operation) // fresh briefly: a @cached field was served stale (#toStored)
                 ? 'stale_fields'
                 : 'stored';
@@ -236,6 +238,7 @@ export class ResponseEngine {
     if (value === UNSHAREABLE)
       return again && !this.#waiting.lent(plan.request.context) ? this.#lookup(plan, executeApart, false) : NOT_SHARED;
     answered = true;
+    this.#admission.read(plan.policy);
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
   }
@@ -262,8 +265,12 @@ export class ResponseEngine {
     final: FinalPolicy | undefined,
     operation: OperationCache | undefined,
     startSeq: number,
+    miss: boolean,
   ): LateTagged<StoredResponse> | NotStoredReason {
-    const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now());
+    // A request's own miss may be left unstored (./response-admission); a refresh or re-execution
+    // apart replaces a stored or read response: always stored.
+    const admit = () => !miss || this.#admission.admit(plan.policy);
+    const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now(), admit);
     // Refused by the store step as invalidated on another replica while it ran: the requests that
     // waited on it may have come after that invalidation (a mutation returned): they execute again.
     if (typeof stored !== 'string' && (!stored.servedOnly || stored.tags.length > 0))
@@ -301,7 +308,7 @@ export class ResponseEngine {
         // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
-        return toShared(run, this.#toStored(plan, executed, final, operation, startSeq));
+        return toShared(run, this.#toStored(plan, executed, final, operation, startSeq, false));
       },
       () => undefined,
     );

@@ -15,6 +15,7 @@ const OPTIONS = optionNames<ResponseCacheOptions>({
   defaultMaxAge: true,
   swr: true,
   invalidateViaMutation: true,
+  unreadLimit: true,
 });
 
 /**
@@ -22,6 +23,9 @@ const OPTIONS = optionNames<ResponseCacheOptions>({
  * 1e15 ms). A response under a longer one could not be stored: every request would be bypassed
  * (cache_unavailable), the plugin having accepted it.
  */
+/** responseCache.unreadLimit's default (./response-admission). */
+export const UNREAD_LIMIT = 32;
+
 const MAX_SECONDS = MAX_DURATION / 1000;
 const SECONDS = 'an integer number of seconds >= 0 and at most 1e12';
 
@@ -37,6 +41,8 @@ export interface CheckedResponseOptions {
   readonly defaultMaxAge: number;
   readonly swr: number | undefined;
   readonly invalidateViaMutation: boolean;
+  /** 0: every response stored (see ./response-admission). */
+  readonly unreadLimit: number;
 }
 
 /** The options with their defaults, or the error that names the first bad one. */
@@ -54,6 +60,7 @@ export function checkResponseOptions(options: true | ResponseCacheOptions): Chec
     defaultMaxAge = 0,
     swr,
     invalidateViaMutation = true,
+    unreadLimit = UNREAD_LIMIT,
   } = given;
   if (sessionId !== undefined && typeof sessionId !== 'function')
     throw invalidOption('responseCache.sessionId', sessionId, 'a function of the context');
@@ -67,5 +74,16 @@ export function checkResponseOptions(options: true | ResponseCacheOptions): Chec
   if (swr !== undefined && !isSeconds(swr)) throw invalidOption('responseCache.swr', swr, SECONDS);
   if (typeof invalidateViaMutation !== 'boolean')
     throw invalidOption('responseCache.invalidateViaMutation', invalidateViaMutation, 'a boolean');
-  return { sessionId, vary, enabled, maxBytes, defaultMaxAge, swr, invalidateViaMutation };
+  if (unreadLimit !== false && !(Number.isSafeInteger(unreadLimit) && unreadLimit >= 1 && unreadLimit <= 1e9))
+    throw invalidOption('responseCache.unreadLimit', unreadLimit, 'false or an integer from 1 to 1e9');
+  return {
+    sessionId,
+    vary,
+    enabled,
+    maxBytes,
+    defaultMaxAge,
+    swr,
+    invalidateViaMutation,
+    unreadLimit: unreadLimit === false ? 0 : unreadLimit,
+  };
 }

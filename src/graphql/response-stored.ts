@@ -17,12 +17,9 @@ const INCREMENTAL: unique symbol = Symbol('incremental delivery');
 /** What a plugin hands to complete() for an incrementally delivered result (never stored). */
 export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };
 
-/** Results served, not stored, because an entity in them could not be tagged (ResultFacts.untagged). */
-const UNTAGGED = new WeakSet<object>();
-
-/** Whether `stored` is served only because an entity in it could not be tagged. */
-export function isUntagged(stored: object): boolean {
-  return UNTAGGED.has(stored);
+/** Why a result served only was not stored (see Response.notStored). */
+export function servedOnlyReason(stored: LateTagged<StoredResponse>): 'untagged' | 'not_admitted' | 'oversized' {
+  return stored.value instanceof ServedResponse ? stored.value.notStored : 'oversized';
 }
 
 /**
@@ -36,13 +33,52 @@ export function readStaleFields(operation: OperationCache | undefined): boolean 
   return operation !== undefined && operation.scope.stats().total.staleServed > 0;
 }
 
+/**
+ * A response to store or to share: a class, not an object literal. V8 decides per object literal
+ * in the code (its allocation site) whether to allocate it straight in the old generation, from
+ * how many of the literal's objects survived a young collection. A literal that made both stored
+ * responses (kept) and shared-only ones (their data the request's own result, gone when it ends)
+ * could be tenured: each request's result then hung from the old generation, copied by every young
+ * collection until a full one (the engine alone, nothing stored: 2 of 8 runs promoted ~210 MB
+ * against ~25 MB; with the class, 0 of 8). Class instances get no such decision.
+ */
+class Response implements StoredResponse {
+  constructor(
+    readonly data: unknown,
+    readonly maxAge: number,
+    readonly scope: StoredResponse['scope'],
+    readonly at: number,
+  ) {}
+}
+
+/**
+ * A result served to the requests waiting on it, not stored, and why: too large, an entity in it
+ * could not be tagged (ResultFacts.untagged), or its operation's responses are not read
+ * (./response-admission). Never stored, so the reason can ride along.
+ */
+class ServedResponse extends Response {
+  constructor(
+    data: unknown,
+    maxAge: number,
+    scope: StoredResponse['scope'],
+    at: number,
+    readonly notStored: 'untagged' | 'not_admitted' | 'oversized',
+  ) {
+    super(data, maxAge, scope, at);
+  }
+}
+
 /** A stored response's wrapper by the store's rules, without its data (the same for every response of a scope). */
 const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
   PUBLIC: valueSize({ data: null, maxAge: 0, scope: 'PUBLIC', at: 0 }) - SIZE_SLOT,
   PRIVATE: valueSize({ data: null, maxAge: 0, scope: 'PRIVATE', at: 0 }) - SIZE_SLOT,
 };
 
-/** What to store of `executed` (a LateTagged, maybe served only), or why nothing. `startSeq`: see older_fill. */
+/**
+ * What to store of `executed` (a LateTagged, maybe served only), or why nothing. `startSeq`: see
+ * older_fill. `admit`: false when the operation's responses are not read (./response-admission):
+ * the result, shareable, is served to the requests waiting on it without being walked or stored.
+ */
 export function toStored(
   plan: ResponsePlan,
   executed: ExecutedResult,
@@ -51,6 +87,7 @@ export function toStored(
   startSeq: number,
   maxBytes: number,
   now: () => number,
+  admit: () => boolean,
 ): LateTagged<StoredResponse> | NotStoredReason {
   if (executed.errors !== undefined && executed.errors.length > 0)
     return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
@@ -72,6 +109,12 @@ export function toStored(
       maxAge = Math.floor(final.maxAge);
     }
   }
+  // Not walked, so untagged: an invalidation of any tag while it ran abandons it (see toShared).
+  if (!admit()) {
+    return LateTagged.served<StoredResponse>(
+      new ServedResponse(executed.data, maxAge, policy.scope, now(), 'not_admitted'),
+    );
+  }
   const { request } = plan;
   const seen = operation?.tagsSeen;
   // One walk finds the entities and bounds the JSON's size: only a result that may be over
@@ -89,16 +132,15 @@ export function toStored(
     // kept, when complete: an invalidation of one elsewhere while it ran makes them execute again).
     if (size > maxBytes) {
       const tags = facts.untagged ? [] : seen === undefined ? facts.tags : [...facts.tags, ...seen];
-      return LateTagged.served({ data: executed.data, maxAge: policy.maxAge, scope: policy.scope, at: now() }, tags);
+      const served = new ServedResponse(executed.data, policy.maxAge, policy.scope, now(), 'oversized');
+      return LateTagged.served<StoredResponse>(served, tags);
     }
   }
   const data = facts.compact === undefined ? executed.data : facts.compact;
   // An entity whose type could not be told (no __typename): an invalidation of it would miss the
   // stored copy. Shared with the requests waiting on it (any invalidation while it ran abandons it), not stored.
   if (facts.untagged) {
-    const served = LateTagged.served<StoredResponse>({ data, maxAge, scope: policy.scope, at: now() });
-    UNTAGGED.add(served);
-    return served;
+    return LateTagged.served<StoredResponse>(new ServedResponse(data, maxAge, policy.scope, now(), 'untagged'));
   }
   // Each entity once (facts.distinct); the fields' tags may repeat them: then the registry dedupes.
   const tags = facts.tags;
@@ -112,7 +154,7 @@ export function toStored(
   // second at most, and the field's refreshed value in the response within a second of landing.
   const staleFields = readStaleFields(operation);
   if (staleFields) maxAge = Math.min(maxAge, STALE_FIELDS_MAX_AGE);
-  const stored: StoredResponse = { data, maxAge, scope: policy.scope, at: now() };
+  const stored = new Response(data, maxAge, policy.scope, now());
   // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
   // data (counted there as the null that stands for it) as measured.
   const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;

@@ -41,6 +41,16 @@ export interface ResponseCacheOptions<TContext = any> {
   swr?: number;
   /** A mutation's result entities (`Type:id`) invalidate the responses holding them. Default true. */
   invalidateViaMutation?: boolean;
+  /**
+   * One-hit wonders: once this many of an operation's responses were stored in a row and none of
+   * its responses was read (a hit, a stale hit, a request joining an execution), only 1 in this
+   * many of its misses is stored, until one is read again (`notStoredReason: 'not_admitted'`; the
+   * others are executed and shared with the requests waiting on them as before, not stored). An
+   * operation whose answers are each asked once (a page per id, a search) then costs its misses
+   * almost nothing more than without the response layer. `false`: every response is stored.
+   * Default 32.
+   */
+  unreadLimit?: number | false;
 }
 
 /** What an execution returns, as far as the response layer reads it. */
@@ -91,7 +101,8 @@ export type ResponseBypassReason =
  * this request contended once more, waited on a second such execution, then executed itself, and
  * its result is not stored either), or a @cached field was served stale (its swr grace) while it
  * ran (`stale_fields`: stored fresh for 1 second only, not its maxAge, so the stale value is never
- * passed off as fresh for long; see STALE_FIELDS_MAX_AGE in ./response-cache).
+ * passed off as fresh for long; see STALE_FIELDS_MAX_AGE in ./response-cache), or the operation's
+ * responses are not read (`not_admitted`: see ResponseCacheOptions.unreadLimit).
  */
 export type NotStoredReason =
   | 'errors'
@@ -103,7 +114,8 @@ export type NotStoredReason =
   | 'not_shared'
   | 'stale_fields'
   | 'older_fill'
-  | 'untagged';
+  | 'untagged'
+  | 'not_admitted';
 
 /** What became of an executed result handed to complete(). */
 export type Completion = 'stored' | 'oversized' | NotStoredReason;

@@ -1,0 +1,124 @@
+/**
+ * The response layer's admission (src/graphql/response-admission): an operation whose stored
+ * responses are never read stops paying for a store write on every miss, a read brings storing
+ * back, and what is not stored is still shared (one execution) and still fenced by invalidations.
+ * The plugins' reporting of it over HTTP: test/apollo/response-cache-options.test.ts.
+ */
+import { buildSchema, parse } from 'graphql';
+import { createCache } from '../../src/core/cache';
+import { ResponseEngine, type ResponsePlan, type ResponseRequest } from '../../src/graphql/response-cache';
+
+const schema = buildSchema(`
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
+  enum CacheControlScope { PUBLIC PRIVATE }
+  type Query { page(n: Int!): [Item!]! @cacheControl(maxAge: 60) }
+  type Item @cacheControl(maxAge: 60) { id: ID!, name: String }
+`);
+// One parsed document for every request, as a server's document cache gives: one operation.
+const PAGE = parse('query Page($n: Int!) { page(n: $n) { id name } }');
+
+const request = (n: number, document = PAGE): ResponseRequest => ({
+  schema,
+  document,
+  operationName: 'Page',
+  variables: { n },
+  context: {},
+});
+const dataOf = (n: number) => ({ page: [{ id: String(n), name: `item ${n}` }] });
+
+/** Requests page n: what the lookup answered, and (for a miss) what became of its result. */
+async function ask(engine: ResponseEngine, n: number, document = PAGE): Promise<string> {
+  const plan = engine.plan(request(n, document)) as ResponsePlan;
+  const lookup = await engine.lookup(plan, async () => ({ data: dataOf(n) }));
+  if (lookup.outcome !== 'miss') return lookup.outcome;
+  return lookup.complete!({ data: dataOf(n) });
+}
+
+describe('response layer: admission of an operation whose responses are not read', () => {
+  it('after unreadLimit unread stores, 1 in unreadLimit misses is stored; a read stores every miss again', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 4 });
+    const first: string[] = [];
+    for (let n = 0; n < 12; n++) first.push(await ask(engine, n));
+    // 4 stored, then 3 not, the 4th skipped one stored, 3 not, …
+    expect(first).toEqual([
+      'stored', 'stored', 'stored', 'stored',
+      'not_admitted', 'not_admitted', 'not_admitted', 'stored',
+      'not_admitted', 'not_admitted', 'not_admitted', 'stored',
+    ]); // prettier-ignore
+    // What was not stored is a miss again; what was stored, a hit.
+    expect(await ask(engine, 5)).toBe('not_admitted');
+    expect(await ask(engine, 7)).toBe('hit');
+    // That read ends the skipping: the next misses are stored.
+    for (let n = 100; n < 104; n++) expect(await ask(engine, n)).toBe('stored');
+    expect(await ask(engine, 104)).toBe('not_admitted');
+  });
+
+  it('per operation: another operation of the same engine is stored while the first is skipped', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    for (let n = 0; n < 2; n++) expect(await ask(engine, n)).toBe('stored');
+    expect(await ask(engine, 2)).toBe('not_admitted');
+    const other = parse('query Page($n: Int!) { page(n: $n) { name id } }');
+    expect(await ask(engine, 2, other)).toBe('stored');
+  });
+
+  it('unreadLimit: false stores every response', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: false });
+    for (let n = 0; n < 100; n++) expect(await ask(engine, n)).toBe('stored');
+  });
+
+  it('the default stores 32 in a row', async () => {
+    const engine = new ResponseEngine(createCache(), true);
+    const outcomes: string[] = [];
+    for (let n = 0; n < 33; n++) outcomes.push(await ask(engine, n));
+    expect(outcomes.slice(0, 32).every((o) => o === 'stored')).toBe(true);
+    expect(outcomes[32]).toBe('not_admitted');
+  });
+
+  it('a result not stored is still shared: concurrent identical requests, one execution; the join counts as a read', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    for (const n of [10, 11]) expect(await ask(engine, n)).toBe('stored');
+    const plan = () => engine.plan(request(1)) as ResponsePlan;
+    let apart = 0;
+    const executeApart = async () => {
+      apart++;
+      return { data: dataOf(1) };
+    };
+    const leader = await engine.lookup(plan(), executeApart);
+    const joiners = Array.from({ length: 5 }, () => engine.lookup(plan(), executeApart));
+    expect(leader.outcome).toBe('miss');
+    expect(await leader.complete!({ data: dataOf(1) })).toBe('not_admitted');
+    const joined = await Promise.all(joiners);
+    expect(joined.map((j) => j.outcome)).toEqual(Array(5).fill('coalesced'));
+    expect(joined.map((j) => j.response?.data)).toEqual(Array(5).fill(dataOf(1)));
+    expect(apart).toBe(0);
+    // The joins were reads: the next miss is stored, then read.
+    for (const n of [2, 3]) expect(await ask(engine, n)).toBe('stored');
+    expect(await ask(engine, 2)).toBe('hit');
+  });
+
+  it('a result not stored holds no tags: an invalidation of any tag while it ran sends its joiners to a re-execution', async () => {
+    const cache = createCache();
+    const engine = new ResponseEngine(cache, { unreadLimit: 2 });
+    for (const n of [10, 11]) expect(await ask(engine, n)).toBe('stored');
+    const plan = () => engine.plan(request(1)) as ResponsePlan;
+    let apart = 0;
+    const executeApart = async () => {
+      apart++;
+      return { data: { page: [{ id: '1', name: 'renamed' }] } };
+    };
+    const leader = await engine.lookup(plan(), executeApart);
+    const joiner = engine.lookup(plan(), executeApart);
+    // Not a tag of the result (Item:1 is): not walked, it holds none, so any tag fences it.
+    await cache.invalidateTags(['Item:999']);
+    expect(await leader.complete!({ data: dataOf(1) })).toBe('invalidated');
+    const joined = await joiner;
+    expect(apart).toBe(1);
+    expect(joined.response?.data).toEqual({ page: [{ id: '1', name: 'renamed' }] });
+  });
+
+  it.each([0, -1, 1.5, 2e9, '4', true, null])('unreadLimit: %p is refused, naming the option', (value) => {
+    expect(() => new ResponseEngine(createCache(), { unreadLimit: value as never })).toThrow(
+      `option "responseCache.unreadLimit" must be false or an integer from 1 to 1e9, got ${String(value === '4' ? '"4"' : value)}`,
+    );
+  });
+});
