@@ -103,6 +103,8 @@ export interface ResponseStressReport {
   inFlightAfter: number;
   /** extensions.cache.response tallies (all servers). */
   outcomes: Record<string, number>;
+  /** Misses executed and shared, not stored: their operation's responses were not read (unreadLimit). */
+  notAdmitted: number;
   /** Differences between Apollo's extensions and prom-client's herdcache_responses_total. Must be empty. */
   countMismatch: string[];
   /** Cold bursts sent with nothing else running (and not during a pause); what went wrong in them (more than one execution, an swr response waited for). */
@@ -180,6 +182,9 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     // One session never uses the layer: executed alone, even beside identical requests of others.
     enabled: (ctx: StressContext) => ctx.session !== DISABLED_SESSION,
     maxBytes: STRESS_MAX_BYTES,
+    // Small, so the stream's operations keep crossing it: misses executed and shared, not stored,
+    // then stored again once a response of theirs is read (src/graphql/response-admission).
+    unreadLimit: 2 + (seed % 3),
   };
 
   const registry = new Registry();
@@ -221,6 +226,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     unhandled: [],
     inFlightAfter: 0,
     outcomes: {},
+    notAdmitted: 0,
     countMismatch: [],
     quietBursts: 0,
     burstExtraExecutions: [],
@@ -342,6 +348,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     const body = answer.body;
     const outcome = body?.extensions?.cache?.response ?? 'none';
     report.outcomes[outcome] = (report.outcomes[outcome] ?? 0) + 1;
+    if (body?.extensions?.cache?.notStoredReason === 'not_admitted') report.notAdmitted++;
     if (kind === 'apollo') apolloOutcomes[outcome] = (apolloOutcomes[outcome] ?? 0) + 1;
     const failed = body?.errors !== undefined && body.errors.length > 0;
     if (!OUTCOMES.has(outcome)) wrong(`${what}: outcome ${outcome}`);
@@ -668,7 +675,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
 }
 
 export function responseSummary(r: ResponseStressReport): string {
-  return `${r.store} seed ${r.seed}: ${r.sent} sent, ${r.answered} answered, ${r.aborted} aborted, ${r.pending.length} pending, ${r.wrong.length} wrong, ${r.leaks} leaks, ${r.stale.length} stale (${r.crossReplicaWindow} stored across replicas, ${r.joinedAcross} more joined across, ${r.undelivered} after an invalidation Redis had not taken), ${r.unhandled.length} unhandled, ${r.inFlightAfter} in flight; outcomes ${JSON.stringify(r.outcomes)}; ${r.quietBursts} quiet bursts (${r.burstExtraExecutions.length} over one execution), ${r.burstCoalesced} coalesced in bursts, ${r.lockContended} lock waits, ${r.exemptWrites} writes exempt`;
+  return `${r.store} seed ${r.seed}: ${r.sent} sent, ${r.answered} answered, ${r.aborted} aborted, ${r.pending.length} pending, ${r.wrong.length} wrong, ${r.leaks} leaks, ${r.stale.length} stale (${r.crossReplicaWindow} stored across replicas, ${r.joinedAcross} more joined across, ${r.undelivered} after an invalidation Redis had not taken), ${r.unhandled.length} unhandled, ${r.inFlightAfter} in flight; outcomes ${JSON.stringify(r.outcomes)} (${r.notAdmitted} misses not admitted); ${r.quietBursts} quiet bursts (${r.burstExtraExecutions.length} over one execution), ${r.burstCoalesced} coalesced in bursts, ${r.lockContended} lock waits, ${r.exemptWrites} writes exempt`;
 }
 
 /** Invalidations a replica's store has not taken yet (keys, tags, a clear). */
