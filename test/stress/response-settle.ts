@@ -123,7 +123,11 @@ export interface ResponseStressReport {
 
 type Kind = 'apollo' | 'yoga';
 interface Answer {
-  body?: { data?: unknown; errors?: unknown[]; extensions?: { cache?: { response?: string; bypassReason?: string } } };
+  body?: {
+    data?: unknown;
+    errors?: unknown[];
+    extensions?: { cache?: { response?: string; bypassReason?: string; notStoredReason?: string } };
+  };
   header?: string | null;
   aborted?: boolean;
 }

@@ -1,0 +1,200 @@
+/**
+ * The response layer's admission (src/graphql/response-admission) on Apollo Server 5 over HTTP:
+ * once `unreadLimit` responses of an operation were stored in a row and none was read, only 1 in
+ * `unreadLimit` of its misses is stored (`notStoredReason: 'not_admitted'`, `response: 'miss'`),
+ * until a response of it is read (a hit, or a request joining an execution). Apollo keeps parsed
+ * documents, so one query text asked with distinct variables is one operation. The engine's own
+ * rules: test/graphql/response-admission.test.ts.
+ */
+import { ApolloServer } from '@apollo/server';
+import { startStandaloneServer } from '@apollo/server/standalone';
+import { Registry } from 'prom-client';
+import { herdcachePlugin } from '../../src/apollo/plugin';
+import { createCache } from '../../src/core/cache';
+import { RESPONSES_METRIC } from '../../src/prometheus/metrics';
+import { makeSchema } from '../graphql/fixtures';
+import { post, responseFixture, until, type Posted, type ResponseFixture } from '../graphql/response-fixture';
+import { memoryAndRedis } from '../redis/helpers';
+import { serveApollo } from './serve';
+
+/** One operation (one query text: one parsed document on the server), asked per user id. */
+const USER = 'query User($id: ID!) { user(id: $id) { id name } }';
+
+/** Users 1..200, so every id asked has an answer (and its own resolver count, `user:<id>`). */
+const manyNames = () => new Map(Array.from({ length: 200 }, (_, i) => [String(i + 1), `user ${i + 1}`]));
+
+/** What the response layer reported: `miss` (stored), `miss:not_admitted`, `hit`, `coalesced`… */
+function outcomeOf(r: Posted): string {
+  const cache = r.body.extensions?.cache as { response?: string; notStoredReason?: string } | undefined;
+  return cache?.notStoredReason === undefined ? String(cache?.response) : `${cache.response}:${cache.notStoredReason}`;
+}
+
+/** Asks user `id`, checks the answer, and returns the outcome. */
+async function ask(url: string, id: number): Promise<string> {
+  const r = await post(url, USER, { variables: { id: String(id) } });
+  expect(r.body.errors).toBeUndefined();
+  expect(r.body.data).toEqual({ user: { id: String(id), name: `user ${id}` } });
+  return outcomeOf(r);
+}
+
+const askAll = async (url: string, ids: number[]) => {
+  const outcomes: string[] = [];
+  for (const id of ids) outcomes.push(await ask(url, id));
+  return outcomes;
+};
+
+/** The main case with `unreadLimit: 2` (Apollo and Yoga alike: test/envelop/response-admission.test.ts). */
+async function expectAdmission(url: string, f: ResponseFixture): Promise<void> {
+  // 2 stored in a row, unread: then 1 in 2 misses is stored (every 2nd skipped one).
+  expect(await askAll(url, [1, 2, 3, 4, 5, 6, 7, 8])).toEqual([
+    'miss', 'miss', 'miss:not_admitted', 'miss', 'miss:not_admitted', 'miss', 'miss:not_admitted', 'miss',
+  ]); // prettier-ignore
+  for (let id = 1; id <= 8; id++) expect(f.calls[`user:${id}`]).toBe(1);
+  // Not stored: a miss again (executed again), still skipped.
+  expect(await ask(url, 3)).toBe('miss:not_admitted');
+  expect(f.calls['user:3']).toBe(2);
+  // Stored: a hit (not executed again). That read ends the skipping.
+  expect(await ask(url, 4)).toBe('hit');
+  expect(f.calls['user:4']).toBe(1);
+  // Every miss stored again, until 2 more in a row are unread.
+  expect(await askAll(url, [9, 10, 11])).toEqual(['miss', 'miss', 'miss:not_admitted']);
+  // 9 was stored (a hit: read again), so 11, skipped just before, is stored now.
+  expect(await askAll(url, [9, 11, 11])).toEqual(['hit', 'miss', 'hit']);
+  expect(f.calls['user:9']).toBe(1);
+  expect(f.calls['user:11']).toBe(2);
+}
+
+const stores = memoryAndRedis('resp-admission');
+
+describe.each(stores)('Apollo response admission (%s store)', (_name, store) => {
+  it('unreadLimit 2: after 2 unread stores, 1 in 2 misses is stored (not_admitted); a hit stores every miss again', async () => {
+    const f = responseFixture({ store: store(), names: manyNames() });
+    const { url, stop } = await serveApollo(f.schema, f.cache, { unreadLimit: 2 });
+    try {
+      await expectAdmission(url, f);
+    } finally {
+      await stop();
+    }
+  });
+});
+
+describe('Apollo response admission', () => {
+  it('unreadLimit: false stores every response: 50 distinct values, each asked again, are all hits', async () => {
+    const f = responseFixture({ names: manyNames() });
+    const { url, stop } = await serveApollo(f.schema, f.cache, { unreadLimit: false });
+    try {
+      const ids = Array.from({ length: 50 }, (_, i) => i + 1);
+      expect(await askAll(url, ids)).toEqual(Array(50).fill('miss'));
+      expect(await askAll(url, ids)).toEqual(Array(50).fill('hit'));
+      for (const id of ids) expect(f.calls[`user:${id}`]).toBe(1);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('herdcache_responses_total counts a not_admitted request as outcome "miss"', async () => {
+    const registry = new Registry();
+    const f = responseFixture({ names: manyNames() });
+    const server = new ApolloServer({
+      schema: f.schema,
+      plugins: [herdcachePlugin({ cache: f.cache, registry, extensions: true, responseCache: { unreadLimit: 2 } })],
+    });
+    const { url } = await startStandaloneServer(server, { listen: { port: 0, host: '127.0.0.1' } });
+    const counts = async () => {
+      const out: Record<string, number> = {};
+      for (const { labels, value } of (await registry.getSingleMetric(RESPONSES_METRIC)!.get()).values)
+        out[`${labels.operation}/${labels.outcome}`] = value;
+      return out;
+    };
+    try {
+      expect(await askAll(url, [1, 2, 3, 4, 5])).toEqual([
+        'miss',
+        'miss',
+        'miss:not_admitted',
+        'miss',
+        'miss:not_admitted',
+      ]);
+      expect(await counts()).toEqual({ 'User/miss': 5 });
+      // The hit ends the skipping: the next 2 misses are stored, then skipping again.
+      expect(await askAll(url, [4, 6, 7, 8])).toEqual(['hit', 'miss', 'miss', 'miss:not_admitted']);
+      expect(await counts()).toEqual({ 'User/miss': 8, 'User/hit': 1 });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('refuses unreadLimit 0, naming responseCache.unreadLimit', () => {
+    const cache = createCache();
+    expect(() => herdcachePlugin({ cache, responseCache: { unreadLimit: 0 } })).toThrow(
+      'option "responseCache.unreadLimit" must be false or an integer from 1 to 1e9, got 0',
+    );
+    for (const unreadLimit of [1, 1e9, false] as const)
+      expect(() => herdcachePlugin({ cache, responseCache: { unreadLimit } })).not.toThrow();
+  });
+});
+
+describe('Apollo response admission: concurrent identical requests while skipped', () => {
+  const typeDefs = `
+    enum CacheControlScope { PUBLIC PRIVATE }
+    directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+    type Query { page(n: Int!): Page @cacheControl(maxAge: 60) }
+    type Page { n: Int!, title: String! }
+  `;
+  const PAGE = 'query Page($n: Int!) { page(n: $n) { n title } }';
+
+  it('20 concurrent requests for a value not stored: 1 execution, 19 coalesced; the joins are reads (the next misses are stored)', async () => {
+    const calls: Record<number, number> = {};
+    let gate: Promise<void> | undefined;
+    let open = () => {};
+    const schema = makeSchema(typeDefs, {
+      Query: {
+        page: async (_p, { n }: { n: number }) => {
+          calls[n] = (calls[n] ?? 0) + 1;
+          if (gate !== undefined) await gate;
+          return { n, title: `page ${n}` };
+        },
+      },
+    });
+    const cache = createCache();
+    const joined = () => cache.metrics().sources.response?.coalesced ?? 0;
+    const { url, stop } = await serveApollo(schema, cache, { unreadLimit: 3 });
+    const askPage = async (n: number) => {
+      const r = await post(url, PAGE, { variables: { n } });
+      expect(r.body.data).toEqual({ page: { n, title: `page ${n}` } });
+      return outcomeOf(r);
+    };
+    const askPages = async (ns: number[]) => {
+      const outcomes: string[] = [];
+      for (const n of ns) outcomes.push(await askPage(n));
+      return outcomes;
+    };
+    try {
+      // 3 stored unread, 2 skipped, the 3rd skipped stored: the next miss is skipped.
+      expect(await askPages([1, 2, 3, 4, 5, 6])).toEqual([
+        'miss', 'miss', 'miss', 'miss:not_admitted', 'miss:not_admitted', 'miss',
+      ]); // prettier-ignore
+      expect(joined()).toBe(0);
+      gate = new Promise<void>((resolve) => (open = resolve));
+      const pending = Array.from({ length: 20 }, () => askPage(7));
+      await until(() => calls[7] === 1, 'the execution of page 7');
+      // Every other request joined that execution (counted as it joins) before it ends.
+      await until(() => joined() === 19, '19 requests joining the execution');
+      gate = undefined;
+      open();
+      const outcomes = await Promise.all(pending);
+      expect(calls[7]).toBe(1);
+      expect(outcomes.filter((o) => o === 'miss:not_admitted')).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'coalesced')).toHaveLength(19);
+      // The joins were reads: every miss is stored again (without them, 8 would be skipped).
+      expect(await askPages([8, 9, 10, 11])).toEqual(['miss', 'miss', 'miss', 'miss:not_admitted']);
+      // Page 7 was shared, not stored: a miss again, executed again.
+      expect(await askPage(7)).toBe('miss:not_admitted');
+      expect(calls[7]).toBe(2);
+      expect(await askPage(8)).toBe('hit');
+      expect(calls[8]).toBe(1);
+    } finally {
+      open();
+      await stop();
+    }
+  });
+});
