@@ -3,16 +3,20 @@
  * are never read (a page per product id, each asked once: "one-hit wonders") pays for its walk and
  * its write on every miss and gains nothing from them. Once `limit` of an operation's responses
  * were stored in a row and none of its responses was read meanwhile, only 1 in `limit` of its
- * misses is stored (the rest are executed, shared with the requests waiting on them, and not
- * stored: `not_admitted`), until a response of it is read again (a hit, a stale hit, or a request
- * that joined an execution): then every miss is stored again. Varnish's hit-for-miss, per
- * operation. The stored sample keeps finding out whether the operation's responses are asked
- * again: a page that turns popular is stored within `limit` misses of its operation, and a
- * concurrent identical request (it joins the execution) ends the skipping at once.
+ * misses is stored (the others are answered to the request that executed them and not stored:
+ * `not_admitted`), until a response of it is read again (a hit, a stale hit, or a request that
+ * joined an execution): then every miss is stored again. Varnish's hit-for-miss, per operation.
+ *
+ * Only a miss no other request of this process waits on can be left unstored (the engine asks
+ * this only then): one with waiters is a read already, and is stored and shared as any other, so
+ * a result is never handed to another request without being walked (its tags, its own copy).
+ * The stored sample keeps finding out whether the operation's responses are asked again: a page
+ * that turns popular is stored within `limit` misses of its operation on each replica.
  *
  * Kept per operation (its static policy, one object per parsed document and operation name while
  * the server keeps the document: Apollo's and Yoga's document caches), in a WeakMap: an operation
- * the server forgot takes its counts with it.
+ * the server forgot takes its counts with it. Only results actually stored count (one too large,
+ * or that could not be tagged, is not a store).
  */
 import type { StaticPolicy } from './response-policy';
 
@@ -32,18 +36,22 @@ export class Admission {
     this.#limit = limit;
   }
 
-  /** Whether to store the result of this miss of the operation (counted as stored when true). */
-  admit(operation: StaticPolicy): boolean {
+  /** Whether to store the result of this miss of the operation, no request waiting on it (counts the misses it skips). */
+  admits(operation: StaticPolicy): boolean {
     if (this.#limit === 0) return true;
-    let reads = this.#operations.get(operation);
-    if (reads === undefined) this.#operations.set(operation, (reads = { unread: 0, skipped: 0 }));
-    if (reads.unread < this.#limit) {
-      reads.unread++;
-      return true;
-    }
+    const reads = this.#operations.get(operation);
+    if (reads === undefined || reads.unread < this.#limit) return true;
     if (++reads.skipped < this.#limit) return false;
     reads.skipped = 0;
     return true;
+  }
+
+  /** A response of the operation was stored. */
+  stored(operation: StaticPolicy): void {
+    if (this.#limit === 0) return;
+    const reads = this.#operations.get(operation);
+    if (reads === undefined) this.#operations.set(operation, { unread: 1, skipped: 0 });
+    else reads.unread++;
   }
 
   /** A response of the operation was read: every miss of it is stored again. */

@@ -43,7 +43,7 @@ import { type StaticPolicy, operationOfDocument, operationPolicy, staticPolicy }
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
 import { resultFacts, tagsOnce } from './response-result';
-import { readStaleFields, servedOnlyReason, toStored } from './response-stored';
+import { isNotAdmitted, readStaleFields, servedOnlyReason, toStored } from './response-stored';
 import { Admission } from './response-admission';
 import { OnceWarnings } from './warnings';
 import { findDirective } from './directive-nodes';
@@ -235,7 +235,9 @@ export class ResponseEngine {
     const value = firstOutcome.value;
     // The shared execution's result could not be shared (none left to run it apart): this request executes.
     if (value === undefined) return NOT_SHARED;
-    if (value === UNSHAREABLE)
+    // A result not stored for its operation's unread responses (./response-admission) is the
+    // executing request's alone: one that joined in the moment it was handed over contends again.
+    if (value === UNSHAREABLE || isNotAdmitted(value))
       return again && !this.#waiting.lent(plan.request.context) ? this.#lookup(plan, executeApart, false) : NOT_SHARED;
     answered = true;
     this.#admission.read(plan.policy);
@@ -267,10 +269,10 @@ export class ResponseEngine {
     startSeq: number,
     miss: boolean,
   ): LateTagged<StoredResponse> | NotStoredReason {
-    // A request's own miss may be left unstored (./response-admission); a refresh or re-execution
-    // apart replaces a stored or read response: always stored.
-    const admit = () => !miss || this.#admission.admit(plan.policy);
-    const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now(), admit);
+    // A request's own miss that no other request waits on may be left unstored
+    // (./response-admission); one with waiters, a refresh or a re-execution apart is stored.
+    const admission = miss && !this.#waiting.has(plan.key) ? this.#admission : undefined;
+    const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now(), admission);
     // Refused by the store step as invalidated on another replica while it ran: the requests that
     // waited on it may have come after that invalidation (a mutation returned): they execute again.
     if (typeof stored !== 'string' && (!stored.servedOnly || stored.tags.length > 0))
@@ -356,7 +358,8 @@ const NO_TAGS: readonly string[] = [];
  */
 function toShared(run: unknown, stored: LateTagged<StoredResponse> | NotStoredReason): Shared {
   const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
-  const anyTag = shared.servedOnly && shared.tags.length === 0;
+  // Not admitted: no request waited on it, and one that joins now contends again (#lookup).
+  const anyTag = shared.servedOnly && shared.tags.length === 0 && !isNotAdmitted(shared.value);
   invalidatedLate(run, anyTag ? NO_TAGS : shared.tags, anyTag);
   return shared;
 }

@@ -9,6 +9,7 @@ import { LateTagged } from '../core/late-tags';
 import { joinedBefore } from '../core/internal';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { OperationCache } from './request';
+import type { Admission } from './response-admission';
 import { resultFacts } from './response-result';
 import type { ExecutedResult, FinalPolicy, NotStoredReason, ResponsePlan, StoredResponse } from './response-types';
 
@@ -16,6 +17,11 @@ const INCREMENTAL: unique symbol = Symbol('incremental delivery');
 
 /** What a plugin hands to complete() for an incrementally delivered result (never stored). */
 export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };
+
+/** Whether `value` is a result left unstored for its operation's unread responses (./response-admission). */
+export function isNotAdmitted(value: unknown): boolean {
+  return value instanceof ServedResponse && value.notStored === 'not_admitted';
+}
 
 /** Why a result served only was not stored (see Response.notStored). */
 export function servedOnlyReason(stored: LateTagged<StoredResponse>): 'untagged' | 'not_admitted' | 'oversized' {
@@ -76,8 +82,8 @@ const WRAPPER_SIZES: Readonly<Record<StoredResponse['scope'], number>> = {
 
 /**
  * What to store of `executed` (a LateTagged, maybe served only), or why nothing. `startSeq`: see
- * older_fill. `admit`: false when the operation's responses are not read (./response-admission):
- * the result, shareable, is served to the requests waiting on it without being walked or stored.
+ * older_fill. `admission`: given for a miss no other request waits on, which may be left unstored
+ * (not walked nor written) when its operation's responses are not read (./response-admission).
  */
 export function toStored(
   plan: ResponsePlan,
@@ -87,7 +93,7 @@ export function toStored(
   startSeq: number,
   maxBytes: number,
   now: () => number,
-  admit: () => boolean,
+  admission: Admission | undefined,
 ): LateTagged<StoredResponse> | NotStoredReason {
   if (executed.errors !== undefined && executed.errors.length > 0)
     return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
@@ -109,8 +115,9 @@ export function toStored(
       maxAge = Math.floor(final.maxAge);
     }
   }
-  // Not walked, so untagged: an invalidation of any tag while it ran abandons it (see toShared).
-  if (!admit()) {
+  // Not walked: answered to the executing request only (a request joining now contends again). A
+  // result that read a @cached field served stale goes on: stored for a second (stale_fields).
+  if (admission !== undefined && !readStaleFields(operation) && !admission.admits(plan.policy)) {
     return LateTagged.served<StoredResponse>(
       new ServedResponse(executed.data, maxAge, policy.scope, now(), 'not_admitted'),
     );
@@ -132,7 +139,9 @@ export function toStored(
     // kept, when complete: an invalidation of one elsewhere while it ran makes them execute again).
     if (size > maxBytes) {
       const tags = facts.untagged ? [] : seen === undefined ? facts.tags : [...facts.tags, ...seen];
-      const served = new ServedResponse(executed.data, policy.maxAge, policy.scope, now(), 'oversized');
+      // The walk's copy when it made one: a plugin after this one may change its own request's data.
+      const data = facts.compact === undefined ? executed.data : facts.compact;
+      const served = new ServedResponse(data, policy.maxAge, policy.scope, now(), 'oversized');
       return LateTagged.served<StoredResponse>(served, tags);
     }
   }
@@ -159,6 +168,7 @@ export function toStored(
   // data (counted there as the null that stands for it) as measured.
   const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
   const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
+  admission?.stored(policy);
   if (maxAge < policy.maxAge) tagged.freshMs = maxAge * 1000;
   return tagged;
 }

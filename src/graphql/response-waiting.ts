@@ -22,6 +22,11 @@ export class WaitingContexts {
     };
   }
 
+  /** Whether a request waits for `key` (besides those that ended their wait). */
+  has(key: string): boolean {
+    return this.#waiting.has(key);
+  }
+
   /** Keys with waiting requests (leak checks). */
   get size(): number {
     return this.#waiting.size;

@@ -6,16 +6,17 @@
  * documents, so one query text asked with distinct variables is one operation. The engine's own
  * rules: test/graphql/response-admission.test.ts.
  */
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { Registry } from 'prom-client';
 import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
+import { manualClock } from '../../src/core/freshness';
 import { RESPONSES_METRIC } from '../../src/prometheus/metrics';
 import { makeSchema } from '../graphql/fixtures';
 import { post, responseFixture, until, type Posted, type ResponseFixture } from '../graphql/response-fixture';
 import { memoryAndRedis } from '../redis/helpers';
-import { serveApollo } from './serve';
+import { serveApollo, type SessionContext } from './serve';
 
 /** One operation (one query text: one parsed document on the server), asked per user id. */
 const USER = 'query User($id: ID!) { user(id: $id) { id name } }';
@@ -63,6 +64,15 @@ async function expectAdmission(url: string, f: ResponseFixture): Promise<void> {
   expect(f.calls['user:9']).toBe(1);
   expect(f.calls['user:11']).toBe(2);
 }
+
+/** A page per n, its resolver gated in the tests that hold an execution open. */
+const typeDefs = `
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  type Query { page(n: Int!): Page @cacheControl(maxAge: 60) }
+  type Page { n: Int!, title: String! }
+`;
+const PAGE = 'query Page($n: Int!) { page(n: $n) { n title } }';
 
 const stores = memoryAndRedis('resp-admission');
 
@@ -134,15 +144,7 @@ describe('Apollo response admission', () => {
 });
 
 describe('Apollo response admission: concurrent identical requests while skipped', () => {
-  const typeDefs = `
-    enum CacheControlScope { PUBLIC PRIVATE }
-    directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
-    type Query { page(n: Int!): Page @cacheControl(maxAge: 60) }
-    type Page { n: Int!, title: String! }
-  `;
-  const PAGE = 'query Page($n: Int!) { page(n: $n) { n title } }';
-
-  it('20 concurrent requests for a value not stored: 1 execution, 19 coalesced; the joins are reads (the next misses are stored)', async () => {
+  it('20 concurrent requests while the operation is skipped: 1 execution, stored and shared (19 coalesced); the joins are reads', async () => {
     const calls: Record<number, number> = {};
     let gate: Promise<void> | undefined;
     let open = () => {};
@@ -183,15 +185,93 @@ describe('Apollo response admission: concurrent identical requests while skipped
       open();
       const outcomes = await Promise.all(pending);
       expect(calls[7]).toBe(1);
-      expect(outcomes.filter((o) => o === 'miss:not_admitted')).toHaveLength(1);
+      // Requests waited on it: stored (walked, tagged) and shared, whatever the rule said for a miss alone.
+      expect(outcomes.filter((o) => o === 'miss')).toHaveLength(1);
       expect(outcomes.filter((o) => o === 'coalesced')).toHaveLength(19);
       // The joins were reads: every miss is stored again (without them, 8 would be skipped).
       expect(await askPages([8, 9, 10, 11])).toEqual(['miss', 'miss', 'miss', 'miss:not_admitted']);
-      // Page 7 was shared, not stored: a miss again, executed again.
-      expect(await askPage(7)).toBe('miss:not_admitted');
-      expect(calls[7]).toBe(2);
+      expect(await askPage(7)).toBe('hit');
+      expect(calls[7]).toBe(1);
       expect(await askPage(8)).toBe('hit');
       expect(calls[8]).toBe(1);
+    } finally {
+      open();
+      await stop();
+    }
+  });
+});
+
+describe('Apollo response admission: a miss that read a stale @cached field', () => {
+  it('is stored for a second (stale_fields, max-age=1) even while its operation is skipped, not left unstored', async () => {
+    const clock = manualClock();
+    const f = responseFixture({ cache: createCache({ clock }), names: manyNames() });
+    const { url, stop } = await serveApollo(f.schema, f.cache, { unreadLimit: 3 });
+    const query = 'query UserTick($id: ID!) { user(id: $id) { id name } swrTick }';
+    const askTick = async (id: number) => {
+      const r = await post(url, query, { variables: { id: String(id) } });
+      expect(r.body.data).toEqual({ user: { id: String(id), name: `user ${id}` }, swrTick: 1 });
+      return r;
+    };
+    try {
+      const first: string[] = [];
+      for (const id of [1, 2, 3, 4]) first.push(outcomeOf(await askTick(id)));
+      expect(first).toEqual(['miss', 'miss', 'miss', 'miss:not_admitted']); // the next miss alone: skipped too
+      clock.advance(11_000); // swrTick past its ttl (10 s), within its swr (60 s): served stale
+      const stale = await askTick(5); // skipped alone, but it read a stale field
+      expect(outcomeOf(stale)).toBe('miss:stale_fields');
+      await until(() => f.cache.inFlight === 0, 'the field refresh');
+      // Stored for its second: a hit now, said so in its header.
+      const hit = await askTick(5);
+      expect(outcomeOf(hit)).toBe('hit');
+      expect(hit.headers.get('cache-control')).toBe('max-age=1, public');
+    } finally {
+      await stop();
+    }
+  });
+});
+
+describe("Apollo: a result shared without being stored is not the executing request's own object", () => {
+  it('too large to store: a plugin after herdcache changing its own response does not change what the joiners get', async () => {
+    let gate: Promise<void> | undefined;
+    let open = () => {};
+    let calls = 0;
+    const schema = makeSchema(typeDefs, {
+      Query: {
+        page: async (_p, { n }: { n: number }) => {
+          calls++;
+          if (gate !== undefined) await gate;
+          return { n, title: `page ${n}` };
+        },
+      },
+    });
+    // Marks the response of a signed-in viewer, in place, after herdcache handed its result over.
+    const personalise: ApolloServerPlugin<SessionContext> = {
+      async requestDidStart() {
+        return {
+          async willSendResponse({ contextValue, response }) {
+            const data = response.body.kind === 'single' ? response.body.singleResult.data : undefined;
+            const page = data?.page as { title: string } | undefined;
+            if (contextValue.session !== undefined && page !== undefined)
+              page.title += ` (seen by ${contextValue.session})`;
+          },
+        };
+      },
+    };
+    const cache = createCache();
+    const { url, stop } = await serveApollo(schema, cache, { maxBytes: 10 }, [personalise]);
+    try {
+      gate = new Promise<void>((resolve) => (open = resolve));
+      const leader = post(url, PAGE, { variables: { n: 1 }, session: 'alice' });
+      await until(() => calls === 1, 'the execution');
+      const joiners = Array.from({ length: 3 }, () => post(url, PAGE, { variables: { n: 1 } }));
+      await until(() => (cache.metrics().sources.response?.coalesced ?? 0) === 3, 'the joins');
+      open();
+      expect((await leader).body.data).toEqual({ page: { n: 1, title: 'page 1 (seen by alice)' } });
+      for (const joined of await Promise.all(joiners)) {
+        expect(outcomeOf(joined)).toBe('coalesced');
+        expect(joined.body.data).toEqual({ page: { n: 1, title: 'page 1' } });
+      }
+      expect(calls).toBe(1);
     } finally {
       open();
       await stop();

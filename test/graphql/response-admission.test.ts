@@ -74,9 +74,10 @@ describe('response layer: admission of an operation whose responses are not read
     expect(outcomes[32]).toBe('not_admitted');
   });
 
-  it('a result not stored is still shared: concurrent identical requests, one execution; the join counts as a read', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
-    for (const n of [10, 11]) expect(await ask(engine, n)).toBe('stored');
+  it('a miss other requests wait on is stored and shared whatever the rule says (one execution); the joins count as reads', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 3 });
+    for (const n of [10, 11, 12]) expect(await ask(engine, n)).toBe('stored');
+    expect(await ask(engine, 13)).toBe('not_admitted'); // skipping now: the next miss alone would not be stored either
     const plan = () => engine.plan(request(1)) as ResponsePlan;
     let apart = 0;
     const executeApart = async () => {
@@ -86,34 +87,38 @@ describe('response layer: admission of an operation whose responses are not read
     const leader = await engine.lookup(plan(), executeApart);
     const joiners = Array.from({ length: 5 }, () => engine.lookup(plan(), executeApart));
     expect(leader.outcome).toBe('miss');
-    expect(await leader.complete!({ data: dataOf(1) })).toBe('not_admitted');
+    expect(await leader.complete!({ data: dataOf(1) })).toBe('stored');
     const joined = await Promise.all(joiners);
     expect(joined.map((j) => j.outcome)).toEqual(Array(5).fill('coalesced'));
     expect(joined.map((j) => j.response?.data)).toEqual(Array(5).fill(dataOf(1)));
     expect(apart).toBe(0);
-    // The joins were reads: the next miss is stored, then read.
+    expect(await ask(engine, 1)).toBe('hit');
+    // The joins were reads: the next misses are stored again.
     for (const n of [2, 3]) expect(await ask(engine, n)).toBe('stored');
-    expect(await ask(engine, 2)).toBe('hit');
   });
 
-  it('a result not stored holds no tags: an invalidation of any tag while it ran sends its joiners to a re-execution', async () => {
-    const cache = createCache();
-    const engine = new ResponseEngine(cache, { unreadLimit: 2 });
+  it("a result not stored is the executing request's alone: a request joining as it is handed over executes itself", async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
     for (const n of [10, 11]) expect(await ask(engine, n)).toBe('stored');
     const plan = () => engine.plan(request(1)) as ResponsePlan;
-    let apart = 0;
-    const executeApart = async () => {
-      apart++;
-      return { data: { page: [{ id: '1', name: 'renamed' }] } };
-    };
+    const executeApart = async () => ({ data: dataOf(1) });
     const leader = await engine.lookup(plan(), executeApart);
-    const joiner = engine.lookup(plan(), executeApart);
-    // Not a tag of the result (Item:1 is): not walked, it holds none, so any tag fences it.
-    await cache.invalidateTags(['Item:999']);
-    expect(await leader.complete!({ data: dataOf(1) })).toBe('invalidated');
-    const joined = await joiner;
-    expect(apart).toBe(1);
-    expect(joined.response?.data).toEqual({ page: [{ id: '1', name: 'renamed' }] });
+    // Nobody waits when it completes: not stored. A lookup made in the same step joins the flight
+    // before it ends, and is handed the unstored result: it contends again and executes.
+    const completing = leader.complete!({ data: { page: [{ id: '1', name: 'the leader changed this' }] } });
+    const late = engine.lookup(plan(), executeApart);
+    expect(await completing).toBe('not_admitted');
+    const again = await late;
+    expect(again.outcome).toBe('miss');
+    expect(again.response).toBeUndefined();
+    expect(await again.complete!({ data: dataOf(1) })).toBe('stored'); // nobody waits, yet not skipped: 1 in 2
+  });
+
+  it('what was not stored counts nothing: results too large are not stores, and keep their reason', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2, maxBytes: 10 });
+    const outcomes: string[] = [];
+    for (let n = 0; n < 6; n++) outcomes.push(await ask(engine, n));
+    expect(outcomes).toEqual(Array(6).fill('oversized'));
   });
 
   it.each([0, -1, 1.5, 2e9, '4', true, null])('unreadLimit: %p is refused, naming the option', (value) => {
