@@ -109,6 +109,13 @@ export class RunBatchContext implements BatchContext {
     return run instanceof FillRun && run.lateCheck !== undefined && run.lateCheck(tags, anyTag);
   }
 
+  /** The callers waiting on the late-tagged fill given `context` (undefined: not known). */
+  static callers(context: unknown): number | undefined {
+    if (!(context instanceof RunBatchContext)) return undefined;
+    const run = context.#run;
+    return run instanceof FillRun ? run.callers?.() : undefined;
+  }
+
   /** Whether `context` is a fill's context whose run was abandoned (see FillRun.abandoned). */
   static abandoned(context: unknown): boolean {
     if (!(context instanceof RunBatchContext)) return false;

@@ -25,6 +25,8 @@ export class FillRun implements FillSignal {
    * flights): whether one of them was invalidated while it ran, its flights then abandoned.
    */
   lateCheck: ((tags: readonly string[], anyTag: boolean) => boolean) | undefined = undefined;
+  /** A late-tagged run's callers now, over its flights (whoever asked: any plugin, any path). */
+  callers: (() => number) | undefined = undefined;
 
   constructor(flights: number) {
     this.#live = flights;

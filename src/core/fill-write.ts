@@ -48,6 +48,13 @@ interface LateTags {
   unreadable?: boolean;
 }
 
+/** Callers waiting on the items' flights. */
+function callersOf(items: readonly Item[]): number {
+  let n = 0;
+  for (const item of items) n += item.flight.waiters;
+  return n;
+}
+
 export class FillWrite {
   readonly #store: Store;
   readonly #clock: Clock;
@@ -108,7 +115,10 @@ export class FillWrite {
       item.flight.run = run;
       if (item.policy.lateTags === true) late = true;
     }
-    if (late) run.lateCheck = (tags, anyTag) => this.#abandonLate(items, tags, anyTag);
+    if (late) {
+      run.lateCheck = (tags, anyTag) => this.#abandonLate(items, tags, anyTag);
+      run.callers = () => callersOf(items);
+    }
     const started = performance.now();
     const startedAt = this.#clock.now();
     // A local invalidation during the fill keeps its result out of the outage memo (#hold).
@@ -127,7 +137,7 @@ export class FillWrite {
           this.#flights.abandonLate(
             items[i]!.flight,
             result.tags,
-            result.servedOnly && result.tags.length === 0,
+            result.servedOnly && result.tags.length === 0 && !result.unfenced,
             LATE_INVALIDATED,
           );
       }

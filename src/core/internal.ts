@@ -46,6 +46,11 @@ export function invalidatedLate(context: unknown, tags: readonly string[], anyTa
   return RunBatchContext.invalidatedLate(context, tags, anyTag);
 }
 
+/** How many callers wait on the late-tagged fill given `context` (its starter included; undefined: not known). */
+export function fillCallers(context: unknown): number | undefined {
+  return RunBatchContext.callers(context);
+}
+
 /** The registry clock's time. */
 export function nowOf(cache: Cache): number {
   return cache._now();

@@ -52,6 +52,12 @@ export class LateTagged<V = unknown> {
   servedOnly = false;
 
   /**
+   * Served only, to the fill's own caller alone (nobody waited on it; one that joins as it ends
+   * starts over): no invalidation made while it ran abandons it, though its tags are not known.
+   */
+  unfenced = false;
+
+  /**
    * How long the value stays fresh when written (ms), when shorter than its policy's ttl (a
    * response built from a field served stale: fresh briefly, its grace kept). Undefined: the ttl.
    */

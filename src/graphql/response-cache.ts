@@ -22,7 +22,6 @@
  * requests waiting on it execute themselves (and report `not_shared`: UNSHAREABLE). A result too large to
  * store is shared with the requests waiting on it, not stored (LateTagged.served).
  */
-import type { FieldNode } from 'graphql';
 import type { Cache } from '../core/cache';
 import { LateTagged } from '../core/late-tags';
 import {
@@ -30,6 +29,7 @@ import {
   checkTagsSupported,
   computationOf,
   fillAbandoned,
+  fillCallers,
   flightsStarted,
   invalidatedLate,
   nowOf,
@@ -39,14 +39,14 @@ import { WaitingContexts } from './response-waiting';
 import { OutcomeSink } from './response-sink';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { OPERATION, OperationCache, checkCache, operationOf } from './request';
-import { type StaticPolicy, operationOfDocument, operationPolicy, staticPolicy } from './response-policy';
+import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
 import { resultFacts, tagsOnce } from './response-result';
 import { isNotAdmitted, readStaleFields, servedOnlyReason, toStored } from './response-stored';
 import { Admission } from './response-admission';
 import { OnceWarnings } from './warnings';
-import { findDirective } from './directive-nodes';
+import { warnUntaggedMutation } from './response-mutation';
 import type {
   Completion,
   ExecuteApart,
@@ -205,7 +205,11 @@ export class ResponseEngine {
       // response finds it.
       const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
         const operation = operationOf(plan.request.context);
-        const stored = this.#toStored(plan, executed, final, operation, startSeq, true);
+        // Nobody but this request waits on this miss (through any plugin on this cache): it may be
+        // left unstored (./response-admission), and counts as one of its operation's unread stores
+        // once it is written.
+        const alone = (fillCallers(run) ?? 2) <= 1 && !this.#waiting.has(plan.key);
+        const stored = this.#toStored(plan, executed, final, operation, startSeq, alone ? this.#admission : undefined);
         const shared = toShared(run, stored);
         release(shared);
         // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
@@ -225,8 +229,15 @@ export class ResponseEngine {
         // Abandoned by the store step (an invalidation of one of its tags in the few microtasks
         // since the check above): not written, reported so; this request's load then waits for the
         // re-execution (racing a promise of the store step's end instead cost every miss ~30 µs).
-        const settled = (): Completion =>
-          fillAbandoned(run) ? 'invalidated' : shared.refused === false ? completion : REFUSED[shared.refused];
+        const settled = (): Completion => {
+          const result = fillAbandoned(run)
+            ? 'invalidated'
+            : shared.refused === false
+              ? completion
+              : REFUSED[shared.refused];
+          if (alone && result === 'stored') this.#admission.stored(plan.policy);
+          return result;
+        };
         return loaded.then(settled, settled);
       };
       return { outcome: 'miss', complete };
@@ -267,11 +278,10 @@ export class ResponseEngine {
     final: FinalPolicy | undefined,
     operation: OperationCache | undefined,
     startSeq: number,
-    miss: boolean,
+    admission: Admission | undefined,
   ): LateTagged<StoredResponse> | NotStoredReason {
-    // A request's own miss that no other request waits on may be left unstored
+    // `admission`: a request's own miss nobody waits on, which may be left unstored
     // (./response-admission); one with waiters, a refresh or a re-execution apart is stored.
-    const admission = miss && !this.#waiting.has(plan.key) ? this.#admission : undefined;
     const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now(), admission);
     // Refused by the store step as invalidated on another replica while it ran: the requests that
     // waited on it may have come after that invalidation (a mutation returned): they execute again.
@@ -310,7 +320,7 @@ export class ResponseEngine {
         // The server's final policy (when it knows it), restricted by setResponseCacheHint's.
         const hint = responseCacheHintOf(context);
         const final = hint === undefined ? executed.final : restrictPolicy(executed.final ?? {}, hint);
-        return toShared(run, this.#toStored(plan, executed, final, operation, startSeq, false));
+        return toShared(run, this.#toStored(plan, executed, final, operation, startSeq, undefined));
       },
       () => undefined,
     );
@@ -359,7 +369,7 @@ const NO_TAGS: readonly string[] = [];
 function toShared(run: unknown, stored: LateTagged<StoredResponse> | NotStoredReason): Shared {
   const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
   // Not admitted: no request waited on it, and one that joins now contends again (#lookup).
-  const anyTag = shared.servedOnly && shared.tags.length === 0 && !isNotAdmitted(shared.value);
+  const anyTag = shared.servedOnly && shared.tags.length === 0 && !shared.unfenced;
   invalidatedLate(run, anyTag ? NO_TAGS : shared.tags, anyTag);
   return shared;
 }
@@ -368,25 +378,3 @@ const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache
 const REFUSED = { invalidated: 'invalidated', unavailable: 'store_unavailable' } as const;
 
 const FAILED: unique symbol = Symbol('failed');
-
-/**
- * A mutation returned an object whose id it did not select: its result invalidates nothing for
- * it. Said once per plugin, unless every root field it ran names its tags with @invalidates.
- */
-function warnUntaggedMutation(request: ResponseRequest, warnings: OnceWarnings): void {
-  const operation = operationOfDocument(request.document, request.operationName);
-  const fields = request.schema.getMutationType()?.getFields();
-  const roots = operation?.selectionSet.selections ?? [];
-  // Every root selection a field naming its tags (a fragment: not looked into, said).
-  const named = roots.every((node) => {
-    if (node.kind !== ('Field' as string)) return false;
-    const field = fields?.[(node as FieldNode).name.value];
-    return field !== undefined && findDirective(field, 'invalidates', field.name) !== undefined;
-  });
-  if (roots.length > 0 && named) return;
-  warnings.warn(
-    'mutation-untagged',
-    'HERDCACHE_MUTATION_UNTAGGED',
-    `herdcache: the mutation ${operation?.name?.value ?? '(unnamed)'} returned an object whose id it did not select (or whose type could not be told without __typename): it does not invalidate that object's cached responses. Select id (and __typename on interfaces and unions) in mutations, or name the tags with @invalidates.`,
-  );
-}

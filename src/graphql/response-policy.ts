@@ -112,7 +112,15 @@ export function operationPolicy(
   if (known !== undefined) return known;
   const policy = computePolicy(schema, document, operationName, defaultMaxAge);
   if (byName === undefined) bySchema.set(document, (byName = new Map()));
-  if (byName.size < 64) byName.set(memoKey, policy);
+  if (byName.size >= 64) return policy;
+  byName.set(memoKey, policy);
+  // A document's only operation runs whether or not the request names it (Yoga passes the name as
+  // given): one policy object for both, so what is kept per operation (./response-admission) is one.
+  const only = typeof policy === 'string' ? undefined : operationOfDocument(document, undefined);
+  if (only !== undefined) {
+    byName.set(`${only.name?.value ?? ''}\u0000${defaultMaxAge}`, policy);
+    byName.set(`\u0000${defaultMaxAge}`, policy);
+  }
   return policy;
 }
 

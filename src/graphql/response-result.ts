@@ -1,15 +1,11 @@
 /**
- * What an executed result holds, read in one pass when it is stored (a miss's cost, so it is
- * kept small): the entities it contains, as tags `Type:id`; a bound of its JSON's size in UTF-8
- * bytes, so that a result well under maxBytes is stored without serializing it a second time (the
- * server serializes it anyway; only one that may be over it is serialized to know); and the memory
- * store's estimate of its heap, so the store does not walk it either. graphql-js builds results
- * of dictionary-mode objects (Object.create(null)), slow to enumerate: each walk of one cost
- * about as much as JSON.stringify (a 20-item page: ~60 µs each, on the bench machine).
- *
- * Entities: every object whose type is known (its field's object type, or its `__typename` when
- * selected) and whose `id` is selected. A mutation's result entities are invalidated by the same
- * tags.
+ * What an executed result holds, read in one pass when it is stored (a miss's cost, so it is kept
+ * small): its entities as tags `Type:id` (every object whose type is known, from its field or its
+ * `__typename`, and whose `id` is selected; a mutation's result entities are invalidated by the same
+ * tags); a bound of its JSON's size in UTF-8 bytes (a result well under maxBytes is stored without
+ * serializing it a second time); the memory store's estimate of its heap; and its copy in ordinary
+ * objects. graphql-js builds results of dictionary-mode objects (Object.create(null)), slow to
+ * enumerate: each walk of one cost about as much as JSON.stringify (a 20-item page: ~60 µs).
  *
  * The walk follows the operation's selections, compiled once per operation (not per result, not
  * per object): a `Shape` is the fields one selection collects under their response keys (type
@@ -347,15 +343,20 @@ function visitObject(
     }
     if (values !== undefined && walk.copying) copy = copyOf(reading.keys, reading.make, values, count);
   } else {
-    // Another executor's objects: every enumerable key (an inherited one is counted though JSON
-    // leaves it out: a bound). Not copied.
-    walk.copying = false;
+    // Another executor's objects: every enumerable key counted (an inherited one too: a bound),
+    // copied as JSON reads them (own keys; a toJSON or a `__proto__` key: no copy, see toStored).
+    if (typeof value.toJSON === 'function') walk.copying = false;
+    const own: Record<string, unknown> | undefined = walk.copying ? {} : undefined;
     for (const key in value) {
       const item = value[key];
       if (item === undefined) continue; // left out of the JSON
       count++;
-      field(walk, key, item, reading.children[key], depth);
+      const copied = field(walk, key, item, reading.children[key], depth);
+      if (own === undefined || !walk.copying) continue;
+      if (key === '__proto__') walk.copying = false;
+      else if (Object.hasOwn(value, key)) own[key] = copied;
     }
+    if (walk.copying) copy = own;
   }
   const braces = count === 0 ? 2 : count + 1; // braces and commas
   walk.maxBytes += braces;

@@ -10,6 +10,7 @@ import { joinedBefore } from '../core/internal';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { OperationCache } from './request';
 import type { Admission } from './response-admission';
+
 import { resultFacts } from './response-result';
 import type { ExecutedResult, FinalPolicy, NotStoredReason, ResponsePlan, StoredResponse } from './response-types';
 
@@ -21,6 +22,17 @@ export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };
 /** Whether `value` is a result left unstored for its operation's unread responses (./response-admission). */
 export function isNotAdmitted(value: unknown): boolean {
   return value instanceof ServedResponse && value.notStored === 'not_admitted';
+}
+
+const UNSERIALIZABLE: unique symbol = Symbol('unserializable');
+
+/** `data` as JSON reads it, in objects of its own (UNSERIALIZABLE: JSON refuses it). */
+function jsonCopy(data: unknown): unknown {
+  try {
+    return JSON.parse(JSON.stringify(data)) as unknown;
+  } catch {
+    return UNSERIALIZABLE;
+  }
 }
 
 /** Why a result served only was not stored (see Response.notStored). */
@@ -118,9 +130,11 @@ export function toStored(
   // Not walked: answered to the executing request only (a request joining now contends again). A
   // result that read a @cached field served stale goes on: stored for a second (stale_fields).
   if (admission !== undefined && !readStaleFields(operation) && !admission.admits(plan.policy)) {
-    return LateTagged.served<StoredResponse>(
+    const served = LateTagged.served<StoredResponse>(
       new ServedResponse(executed.data, maxAge, policy.scope, now(), 'not_admitted'),
     );
+    served.unfenced = true;
+    return served;
   }
   const { request } = plan;
   const seen = operation?.tagsSeen;
@@ -139,13 +153,18 @@ export function toStored(
     // kept, when complete: an invalidation of one elsewhere while it ran makes them execute again).
     if (size > maxBytes) {
       const tags = facts.untagged ? [] : seen === undefined ? facts.tags : [...facts.tags, ...seen];
-      // The walk's copy when it made one: a plugin after this one may change its own request's data.
-      const data = facts.compact === undefined ? executed.data : facts.compact;
+      // A copy: a plugin after this one may change its own request's data in place.
+      const data = facts.compact ?? jsonCopy(executed.data);
+      if (data === UNSERIALIZABLE) return 'unserializable';
       const served = new ServedResponse(data, policy.maxAge, policy.scope, now(), 'oversized');
       return LateTagged.served<StoredResponse>(served, tags);
     }
   }
-  const data = facts.compact === undefined ? executed.data : facts.compact;
+  // What is stored or shared is never the executing request's own object (a plugin after this one
+  // may change its response in place): the walk's copy, or where it made none (a response key
+  // selected twice, another executor's objects) a JSON copy.
+  const data = facts.compact ?? jsonCopy(executed.data);
+  if (data === UNSERIALIZABLE) return 'unserializable';
   // An entity whose type could not be told (no __typename): an invalidation of it would miss the
   // stored copy. Shared with the requests waiting on it (any invalidation while it ran abandons it), not stored.
   if (facts.untagged) {
@@ -168,7 +187,6 @@ export function toStored(
   // data (counted there as the null that stands for it) as measured.
   const bytes = facts.bounded ? WRAPPER_SIZES[policy.scope] + facts.heapBytes : undefined;
   const tagged = new LateTagged<StoredResponse>(stored, tags, distinct, bytes);
-  admission?.stored(policy);
   if (maxAge < policy.maxAge) tagged.freshMs = maxAge * 1000;
   return tagged;
 }

@@ -231,6 +231,38 @@ describe('Apollo response admission: a miss that read a stale @cached field', ()
 });
 
 describe("Apollo: a result shared without being stored is not the executing request's own object", () => {
+  // Marks the response of a signed-in viewer, in place, after herdcache handed its result over.
+  const personalise: ApolloServerPlugin<SessionContext> = {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ contextValue, response }) {
+          const data = response.body.kind === 'single' ? response.body.singleResult.data : undefined;
+          const page = data?.page as { title: string } | undefined;
+          if (contextValue.session !== undefined && page !== undefined)
+            page.title += ` (seen by ${contextValue.session})`;
+        },
+      };
+    },
+  };
+
+  it("stored where the walk makes no copy (a response key selected twice): a later plugin's change does not reach the stored response", async () => {
+    const schema = makeSchema(typeDefs, { Query: { page: (_p, { n }: { n: number }) => ({ n, title: `page ${n}` }) } });
+    const cache = createCache();
+    const { url, stop } = await serveApollo(schema, cache, true, [personalise]);
+    const twice = 'query Twice($n: Int!) { page(n: $n) { n title ...F } } fragment F on Page { n }';
+    try {
+      const first = await post(url, twice, { variables: { n: 1 }, session: 'alice' });
+      expect([outcomeOf(first), first.body.data]).toEqual([
+        'miss',
+        { page: { n: 1, title: 'page 1 (seen by alice)' } },
+      ]);
+      const hit = await post(url, twice, { variables: { n: 1 } });
+      expect([outcomeOf(hit), hit.body.data]).toEqual(['hit', { page: { n: 1, title: 'page 1' } }]);
+    } finally {
+      await stop();
+    }
+  });
+
   it('too large to store: a plugin after herdcache changing its own response does not change what the joiners get', async () => {
     let gate: Promise<void> | undefined;
     let open = () => {};
@@ -244,19 +276,6 @@ describe("Apollo: a result shared without being stored is not the executing requ
         },
       },
     });
-    // Marks the response of a signed-in viewer, in place, after herdcache handed its result over.
-    const personalise: ApolloServerPlugin<SessionContext> = {
-      async requestDidStart() {
-        return {
-          async willSendResponse({ contextValue, response }) {
-            const data = response.body.kind === 'single' ? response.body.singleResult.data : undefined;
-            const page = data?.page as { title: string } | undefined;
-            if (contextValue.session !== undefined && page !== undefined)
-              page.title += ` (seen by ${contextValue.session})`;
-          },
-        };
-      },
-    };
     const cache = createCache();
     const { url, stop } = await serveApollo(schema, cache, { maxBytes: 10 }, [personalise]);
     try {

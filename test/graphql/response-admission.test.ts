@@ -61,6 +61,57 @@ describe('response layer: admission of an operation whose responses are not read
     expect(await ask(engine, 2, other)).toBe('stored');
   });
 
+  it('a request naming the only operation and one not naming it are one operation (Yoga passes the name as given)', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    for (const n of [0, 1]) expect(await ask(engine, n)).toBe('stored'); // named 'Page'
+    expect(await ask(engine, 2)).toBe('not_admitted');
+    // A nameless request reads page 0 (one key with the named one's): a read of the operation.
+    const nameless = engine.plan({ ...request(0), operationName: undefined }) as ResponsePlan;
+    expect(nameless.policy).toBe((engine.plan(request(0)) as ResponsePlan).policy);
+    expect((await engine.lookup(nameless, async () => ({ data: dataOf(0) }))).outcome).toBe('hit');
+    expect(await ask(engine, 3)).toBe('stored');
+  });
+
+  it('an invalidation while an unstored miss runs leaves it be (its own request alone gets it)', async () => {
+    const cache = createCache();
+    const engine = new ResponseEngine(cache, { unreadLimit: 2 });
+    for (const n of [10, 11]) expect(await ask(engine, n)).toBe('stored');
+    const leader = await engine.lookup(engine.plan(request(1)) as ResponsePlan, async () => ({ data: dataOf(1) }));
+    await cache.invalidateTags(['Other:1']);
+    expect(await leader.complete!({ data: dataOf(1) })).toBe('not_admitted');
+  });
+
+  it('only what was written counts: results invalidated while they ran are no stores', async () => {
+    const cache = createCache();
+    const engine = new ResponseEngine(cache, { unreadLimit: 2 });
+    for (const n of [0, 1]) {
+      const leader = await engine.lookup(engine.plan(request(n)) as ResponsePlan, async () => ({ data: dataOf(n) }));
+      await cache.invalidateTags([`Item:${n}`]);
+      expect(await leader.complete!({ data: dataOf(n) })).toBe('invalidated');
+    }
+    expect(await ask(engine, 2)).toBe('stored');
+    expect(await ask(engine, 3)).toBe('stored');
+    expect(await ask(engine, 4)).toBe('not_admitted');
+  });
+
+  it('requests waiting through another plugin on the same cache count as waiters: stored and shared, one execution', async () => {
+    const cache = createCache();
+    const a = new ResponseEngine(cache, { unreadLimit: 3 });
+    const b = new ResponseEngine(cache, { unreadLimit: 3 }); // another server on the same cache
+    for (const n of [10, 11, 12]) expect(await ask(a, n)).toBe('stored');
+    expect(await ask(a, 13)).toBe('not_admitted'); // a's operation is skipped: its next miss alone would be too
+    let apart = 0;
+    const executeApart = async () => {
+      apart++;
+      return { data: dataOf(1) };
+    };
+    const leader = await a.lookup(a.plan(request(1)) as ResponsePlan, executeApart);
+    const joiners = Array.from({ length: 3 }, () => b.lookup(b.plan(request(1)) as ResponsePlan, executeApart));
+    expect(await leader.complete!({ data: dataOf(1) })).toBe('stored');
+    expect((await Promise.all(joiners)).map((j) => j.outcome)).toEqual(['coalesced', 'coalesced', 'coalesced']);
+    expect(apart).toBe(0);
+  });
+
   it('unreadLimit: false stores every response', async () => {
     const engine = new ResponseEngine(createCache(), { unreadLimit: false });
     for (let n = 0; n < 100; n++) expect(await ask(engine, n)).toBe('stored');

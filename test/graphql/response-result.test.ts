@@ -256,15 +256,25 @@ describe('the stored copy (compact)', () => {
     expect(globalThis.Function).toBe(real);
   });
 
-  it('is not made where graphql-js may order keys otherwise (a response key selected twice, `__proto__`), nor of other objects', () => {
+  it("is not made where graphql-js may order keys otherwise (a response key selected twice, `__proto__`); other executors' objects are copied as JSON reads them", () => {
     // graphql-js orders `name` after `id` here (its first occurrence is skipped): the copy would not.
     const twice = run('query($s: Boolean!) { items { name @skip(if: $s) id name } }', { s: true });
     expect(Object.keys((twice.data as { items: object[] }).items[0]!)).toEqual(['id', 'name']);
     expect(twice.facts.compact).toBeUndefined();
     expect(run('{ item { __proto__: name id } }').facts.compact).toBeUndefined();
     const plain = { items: [{ id: '1', name: 'a' }], item: null };
-    expect(resultFacts(schema, document, undefined, plain, true)!.compact).toBeUndefined();
+    const copied = resultFacts(schema, document, undefined, plain, true)!.compact as typeof plain;
+    expect(copied).toEqual(plain);
+    expect(copied.items[0]).not.toBe(plain.items[0]); // its own objects: a later change to plain's does not reach it
     expect(resultFacts(schema, document, undefined, plain, true)!.tags).toEqual(['Item:1']);
+    // Inherited keys (JSON leaves them out) are not copied; a toJSON is JSON's to apply: no copy.
+    const inherited = { items: [Object.assign(Object.create({ name: 'inherited' }), { id: '1' })], item: null };
+    expect(resultFacts(schema, document, undefined, inherited, true)!.compact).toEqual({
+      items: [{ id: '1' }],
+      item: null,
+    });
+    const withToJSON = { items: [{ id: '1', name: 'a', toJSON: () => ({ id: '1' }) }], item: null };
+    expect(resultFacts(schema, document, undefined, withToJSON, true)!.compact).toBeUndefined();
   });
 });
 
