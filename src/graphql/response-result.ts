@@ -33,18 +33,14 @@ export interface ResultFacts {
   readonly tags: string[];
   /** Most bytes the result's JSON can have (UTF-8). */
   readonly maxBytes: number;
-  /**
-   * The memory store's estimate of the result's heap (core/sizes' rules, every node counted):
-   * measured here so the store does not walk the result again (see Entry.valueBytes).
-   */
+  /** The memory store's estimate of its heap (core/sizes' rules): the store does not walk it again (Entry.valueBytes). */
   readonly heapBytes: number;
   /** False when a value was met that the bound does not judge (a toJSON, a class, a deep custom scalar): serialize to know. */
   readonly bounded: boolean;
   /**
-   * The result again, in ordinary (fast-property) objects, the same JSON: what is stored, when
-   * made. graphql-js's dictionary-mode objects cost ~3x the heap (kept for an hour, copied by every
-   * young collection they survive) and serialize slower on each hit. Undefined: not made (another
-   * executor's objects, a response key the copy cannot hold, an order it cannot vouch for).
+   * The result again, in ordinary (fast-property) objects, the same JSON: what is stored (graphql-js's
+   * dictionary-mode objects cost ~3x the heap, serialize slower on each hit, and are its request's).
+   * Undefined: not made (a key the copy cannot hold, an order it cannot vouch for, a toJSON).
    */
   readonly compact: unknown;
   /** Whether `tags` holds each tag once (see entityTag): true unless a type's table of tags is full. */
@@ -185,16 +181,19 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
   // Each fragment collected once, as graphql-js does: followed per path, fragments each spreading the next twice cost 2^depth.
   const visited = new Set<string>();
   let repeated = false;
-  const collect = (set: SelectionSetNode): void => {
+  // Keys first selected where it may be skipped (a fragment, a directive): graphql-js may order them later.
+  const unsure = new Set<string>();
+  const collect = (set: SelectionSetNode, conditional: boolean): void => {
     for (const selection of set.selections) {
       if ((selection.kind as string) === 'Field') {
         const node = selection as FieldNode;
         const responseKey = node.alias?.value ?? node.name.value;
         const list = fields.get(responseKey);
-        if (list === undefined) fields.set(responseKey, [node]);
-        else list.push(node);
+        if (list !== undefined) list.push(node);
+        else fields.set(responseKey, [node]);
+        if (list === undefined && (conditional || (node.directives?.length ?? 0) > 0)) unsure.add(responseKey);
       } else if ((selection.kind as string) === 'InlineFragment') {
-        collect((selection as { selectionSet: SelectionSetNode }).selectionSet);
+        collect((selection as { selectionSet: SelectionSetNode }).selectionSet, true);
       } else {
         const name = (selection as { name: { value: string } }).name.value;
         const fragment = shape.fragments.get(name);
@@ -204,15 +203,16 @@ function typed(schema: GraphQLSchema, shape: Shape, type: GraphQLNamedType): Typ
         if (visited.has(name)) repeated = true;
         else {
           visited.add(name);
-          collect(fragment.selectionSet);
+          collect(fragment.selectionSet, true);
         }
       }
     }
   };
-  for (const set of shape.sets) collect(set);
+  for (const set of shape.sets) collect(set, shape.sets.length > 1); // several: which apply is known at run time
   const keys = [...fields.keys()];
   let ordered = !repeated;
-  for (const [responseKey, nodes] of fields) if (nodes.length > 1 || responseKey === '__proto__') ordered = false;
+  for (const [responseKey, nodes] of fields)
+    if ((nodes.length > 1 && unsure.has(responseKey)) || responseKey === '__proto__') ordered = false;
   const idKeys: string[] = [];
   const children: Record<string, Child | undefined> = Object.create(null) as Record<string, Child | undefined>;
   const definitions = (type as GraphQLObjectType).getFields?.();

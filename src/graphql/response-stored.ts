@@ -26,10 +26,10 @@ export function isNotAdmitted(value: unknown): boolean {
 
 const UNSERIALIZABLE: unique symbol = Symbol('unserializable');
 
-/** `data` as JSON reads it, in objects of its own (UNSERIALIZABLE: JSON refuses it). */
-function jsonCopy(data: unknown): unknown {
+/** `data` as JSON reads it, in objects of its own (UNSERIALIZABLE: JSON refuses it); `json`: its JSON, when made. */
+function jsonCopy(data: unknown, json: string | undefined): unknown {
   try {
-    return JSON.parse(JSON.stringify(data)) as unknown;
+    return JSON.parse(json ?? JSON.stringify(data)) as unknown;
   } catch {
     return UNSERIALIZABLE;
   }
@@ -142,10 +142,13 @@ export function toStored(
   // maxBytes is serialized (a second time: the server serializes what it sends) to know.
   const facts = resultFacts(request.schema, request.document, request.operationName, executed.data, true);
   if (facts === undefined) return 'unserializable';
+  // The JSON when it was made (to know the size): a copy through JSON parses it, not made again.
+  let json: string | undefined;
   if (!facts.bounded || facts.maxBytes > maxBytes) {
     let size: number;
     try {
-      size = Buffer.byteLength(JSON.stringify(executed.data));
+      json = JSON.stringify(executed.data);
+      size = Buffer.byteLength(json);
     } catch {
       return 'unserializable';
     }
@@ -154,7 +157,7 @@ export function toStored(
     if (size > maxBytes) {
       const tags = facts.untagged ? [] : seen === undefined ? facts.tags : [...facts.tags, ...seen];
       // A copy: a plugin after this one may change its own request's data in place.
-      const data = facts.compact ?? jsonCopy(executed.data);
+      const data = facts.compact ?? jsonCopy(executed.data, json);
       if (data === UNSERIALIZABLE) return 'unserializable';
       const served = new ServedResponse(data, policy.maxAge, policy.scope, now(), 'oversized');
       return LateTagged.served<StoredResponse>(served, tags);
@@ -163,7 +166,7 @@ export function toStored(
   // What is stored or shared is never the executing request's own object (a plugin after this one
   // may change its response in place): the walk's copy, or where it made none (a response key
   // selected twice, another executor's objects) a JSON copy.
-  const data = facts.compact ?? jsonCopy(executed.data);
+  const data = facts.compact ?? jsonCopy(executed.data, json);
   if (data === UNSERIALIZABLE) return 'unserializable';
   // An entity whose type could not be told (no __typename): an invalidation of it would miss the
   // stored copy. Shared with the requests waiting on it (any invalidation while it ran abandons it), not stored.

@@ -256,6 +256,32 @@ describe('the stored copy (compact)', () => {
     expect(globalThis.Function).toBe(real);
   });
 
+  it('is made where a response key selected again was first selected unconditionally (Relay repeats `id` in its fragments)', () => {
+    for (const source of [
+      '{ items { id ... on Item { id name } } }',
+      '{ items { id name ...F } } fragment F on Item { id }',
+      '{ items { id child { id } ...F } } fragment F on Item { child { name } }',
+    ]) {
+      const { data, facts } = run(source);
+      expect(facts.compact).toBeDefined();
+      expect(JSON.stringify(facts.compact)).toBe(JSON.stringify(data));
+    }
+    // First selected under a fragment or a directive: not made (graphql-js may order it later).
+    expect(run('{ items { ... on Item { name } id name } }').facts.compact).toBeUndefined();
+    expect(
+      run('query($s: Boolean!) { items { name @include(if: $s) id name } }', { s: false }).facts.compact,
+    ).toBeUndefined();
+    const nested = run(
+      'query($s: Boolean!) { items { ... @include(if: $s) { child { name id } } child { id name } } }',
+      { s: false },
+    );
+    expect(Object.keys((nested.data as { items: { child: object | null }[] }).items[1]!.child!)).toEqual([
+      'id',
+      'name',
+    ]);
+    expect(JSON.stringify(nested.facts.compact ?? nested.data)).toBe(JSON.stringify(nested.data));
+  });
+
   it("is not made where graphql-js may order keys otherwise (a response key selected twice, `__proto__`); other executors' objects are copied as JSON reads them", () => {
     // graphql-js orders `name` after `id` here (its first occurrence is skipped): the copy would not.
     const twice = run('query($s: Boolean!) { items { name @skip(if: $s) id name } }', { s: true });
