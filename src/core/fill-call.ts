@@ -19,6 +19,13 @@ export async function runGroup(source: Source, items: Item[], run: FillSignal): 
   }
 }
 
+/** Callers waiting on the items' flights. */
+export function callersOf(items: readonly Item[]): number {
+  let n = 0;
+  for (const item of items) n += item.flight.waiters;
+  return n;
+}
+
 /** A fill call as the wrapFill hook sees it (FillInfo), and the call itself. */
 export class WrappedFill implements FillInfo {
   readonly source: string;
@@ -47,9 +54,7 @@ export class WrappedFill implements FillInfo {
   }
 
   get callers(): number {
-    let n = 0;
-    for (const item of this.#items) n += item.flight.waiters;
-    return n;
+    return callersOf(this.#items);
   }
 
   /** The call, started once whoever asks first (the wrapper, or the pipeline when the wrapper did not). */

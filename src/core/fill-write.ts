@@ -16,7 +16,7 @@ import { countOn } from './metrics';
 import { storesValues } from './options';
 import type { Store, StoreWrite } from './store';
 import type { StoreCalls } from './store-calls';
-import { WrappedFill, runGroup, wrapped } from './fill-call';
+import { WrappedFill, callersOf, runGroup, wrapped } from './fill-call';
 
 /** What the fill step needs from the registry. */
 export interface FillWriteDeps {
@@ -46,13 +46,6 @@ interface LateTags {
   versions: readonly number[] | undefined;
   /** The versions (or the tag clock before the fill) could not be read: the store failed, no tag was invalidated. */
   unreadable?: boolean;
-}
-
-/** Callers waiting on the items' flights. */
-function callersOf(items: readonly Item[]): number {
-  let n = 0;
-  for (const item of items) n += item.flight.waiters;
-  return n;
 }
 
 export class FillWrite {
