@@ -43,7 +43,7 @@ import { type StaticPolicy, operationPolicy, staticPolicy } from './response-pol
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
 import { resultFacts, tagsOnce } from './response-result';
-import { isNotAdmitted, readStaleFields, servedOnlyReason, toStored } from './response-stored';
+import { readStaleFields, servedOnlyReason, toStored } from './response-stored';
 import { Admission } from './response-admission';
 import { OnceWarnings } from './warnings';
 import { warnUntaggedMutation } from './response-mutation';
@@ -246,9 +246,7 @@ export class ResponseEngine {
     const value = firstOutcome.value;
     // The shared execution's result could not be shared (none left to run it apart): this request executes.
     if (value === undefined) return NOT_SHARED;
-    // A result not stored for its operation's unread responses (./response-admission) is the
-    // executing request's alone: one that joined in the moment it was handed over contends again.
-    if (value === UNSHAREABLE || isNotAdmitted(value))
+    if (value === UNSHAREABLE)
       return again && !this.#waiting.lent(plan.request.context) ? this.#lookup(plan, executeApart, false) : NOT_SHARED;
     answered = true;
     this.#admission.read(plan.policy);
@@ -368,7 +366,9 @@ const NO_TAGS: readonly string[] = [];
  */
 function toShared(run: unknown, stored: LateTagged<StoredResponse> | NotStoredReason): Shared {
   const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
-  // Not admitted: no request waited on it, and one that joins now contends again (#lookup).
+  // Not admitted (./response-admission): nobody waited on it, and one joining now contends again:
+  // no invalidation while it ran need abandon it.
+  if (stored === 'not_admitted') shared.unfenced = true;
   const anyTag = shared.servedOnly && shared.tags.length === 0 && !shared.unfenced;
   invalidatedLate(run, anyTag ? NO_TAGS : shared.tags, anyTag);
   return shared;

@@ -19,11 +19,6 @@ const INCREMENTAL: unique symbol = Symbol('incremental delivery');
 /** What a plugin hands to complete() for an incrementally delivered result (never stored). */
 export const INCREMENTAL_RESULT: ExecutedResult = { errors: [INCREMENTAL] };
 
-/** Whether `value` is a result left unstored for its operation's unread responses (./response-admission). */
-export function isNotAdmitted(value: unknown): boolean {
-  return value instanceof ServedResponse && value.notStored === 'not_admitted';
-}
-
 const UNSERIALIZABLE: unique symbol = Symbol('unserializable');
 
 /** `data` as JSON reads it, in objects of its own (UNSERIALIZABLE: JSON refuses it); `json`: its JSON, when made. */
@@ -36,7 +31,7 @@ function jsonCopy(data: unknown, json: string | undefined): unknown {
 }
 
 /** Why a result served only was not stored (see Response.notStored). */
-export function servedOnlyReason(stored: LateTagged<StoredResponse>): 'untagged' | 'not_admitted' | 'oversized' {
+export function servedOnlyReason(stored: LateTagged<StoredResponse>): 'untagged' | 'oversized' {
   return stored.value instanceof ServedResponse ? stored.value.notStored : 'oversized';
 }
 
@@ -70,9 +65,8 @@ class Response implements StoredResponse {
 }
 
 /**
- * A result served to the requests waiting on it, not stored, and why: too large, an entity in it
- * could not be tagged (ResultFacts.untagged), or its operation's responses are not read
- * (./response-admission). Never stored, so the reason can ride along.
+ * A result served to the requests waiting on it, not stored, and why: too large, or an entity in it
+ * could not be tagged (ResultFacts.untagged). Never stored, so the reason can ride along.
  */
 class ServedResponse extends Response {
   constructor(
@@ -80,7 +74,7 @@ class ServedResponse extends Response {
     maxAge: number,
     scope: StoredResponse['scope'],
     at: number,
-    readonly notStored: 'untagged' | 'not_admitted' | 'oversized',
+    readonly notStored: 'untagged' | 'oversized',
   ) {
     super(data, maxAge, scope, at);
   }
@@ -127,15 +121,10 @@ export function toStored(
       maxAge = Math.floor(final.maxAge);
     }
   }
-  // Not walked: answered to the executing request only (a request joining now contends again). A
-  // result that read a @cached field served stale goes on: stored for a second (stale_fields).
-  if (admission !== undefined && !readStaleFields(operation) && !admission.admits(plan.policy)) {
-    const served = LateTagged.served<StoredResponse>(
-      new ServedResponse(executed.data, maxAge, policy.scope, now(), 'not_admitted'),
-    );
-    served.unfenced = true;
-    return served;
-  }
+  // Not walked nor shared: the executing request has its own result, and one joining now is
+  // handed nothing to share (it contends again). A result that read a @cached field served stale
+  // goes on: stored for a second (stale_fields).
+  if (admission !== undefined && !readStaleFields(operation) && !admission.admits(plan.policy)) return 'not_admitted';
   const { request } = plan;
   const seen = operation?.tagsSeen;
   // One walk finds the entities and bounds the JSON's size: only a result that may be over
