@@ -41,7 +41,7 @@ import { RequestScope } from './scope';
 import { Sources } from './sources';
 import { memoryStore } from './memory';
 import { isNamespacedKey, reservedKeyError } from './namespaces';
-import type { Store } from './store';
+import type { Store, StoreSlot } from './store';
 import type {
   CacheHooks,
   CacheOptions,
@@ -334,8 +334,8 @@ export class Cache implements Registry {
   }
 
   /** @internal Registry */
-  _peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined {
-    return this.#loads.peek(source, boundedKey(key), arg, policy, sink);
+  _peek(source: Source, key: string, arg: unknown, policy: Policy, sink?: Sink, slot?: StoreSlot): Entry | undefined {
+    return this.#loads.peek(source, slot === undefined ? boundedKey(key) : slot.stored, arg, policy, sink, slot);
   }
 
   /** @internal Registry */

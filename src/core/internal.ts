@@ -69,7 +69,7 @@ export function answerNow(
   memoKey: MemoKey | undefined,
 ): unknown {
   if (scope !== undefined) return memoKey === undefined ? scope._read(call, key) : scope._readKey(call, memoKey);
-  const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined);
+  const entry = cache._peek(call.source, key, NO_ARG, call.policy, undefined, memoKey);
   return entry === undefined ? LATER : entry.value;
 }
 

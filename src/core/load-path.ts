@@ -15,7 +15,7 @@ import type { Item, Source } from './item';
 import { FillPipeline, type PipelineHost } from './pipeline';
 import { Refreshes } from './refreshes';
 import { NO_ARG } from './registry';
-import type { Store } from './store';
+import type { Store, StoreSlot } from './store';
 import { DispatchQueue, nextTurn } from './tick';
 import { tagsFor } from './validity';
 import type { UnsentInvalidations } from './unsent';
@@ -31,16 +31,19 @@ export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh
   readonly maxRefreshes: number;
 }
 
+const ALL_LEFT = 'herdcache: every caller waiting on this fill aborted';
+
 export class LoadPath {
   /** The miss pipeline: store reads, fill locks, fills and writes for the keys queued here. */
   readonly #pipeline: FillPipeline;
   /** Set by the registry's close(): later misses are refused. */
   closed = false;
   readonly #store: Store;
-  /** Whether the store reads synchronously (memory, tiered L1): a load then tries a hit first. */
+  // What the store reads synchronously with: getSync (memory, tiered L1: a load then tries a hit
+  // first), peekSync (getSync leaving servedUntil to the registry's clock read), readSlot (memory).
   readonly #syncReads: boolean;
-  /** Whether it has peekSync (getSync leaving servedUntil to the registry's clock read). */
   readonly #peeks: boolean;
+  readonly #slots: boolean;
   /** A hit's clock (see LoadPathOptions.hitClock); the pipeline reads the exact one. */
   readonly #clock: Clock;
   readonly #flights: FlightTable;
@@ -60,6 +63,7 @@ export class LoadPath {
     this.#store = store;
     this.#syncReads = typeof store.getSync === 'function';
     this.#peeks = this.#syncReads && typeof store.peekSync === 'function';
+    this.#slots = this.#syncReads && typeof store.readSlot === 'function';
     this.#clock = hitClock;
     this.#flights = flights;
     this.#observers = observers;
@@ -99,11 +103,11 @@ export class LoadPath {
     return this.#miss<V>(source, key, arg, policy, signal, sink, false, own);
   }
 
-  /** The synchronous hit (see Registry._peek). */
-  peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined {
+  /** The synchronous hit (Registry._peek); read through `slot` when the store keeps slots (Store.readSlot). */
+  peek(source: Source, key: string, arg: unknown, policy: Policy, sink?: Sink, slot?: StoreSlot): Entry | undefined {
     // A coalesce-only policy (ttl 0) never reads the store: it only joins or starts a flight.
     if (!this.#syncReads || policy.ttl === 0) return undefined;
-    const entry = this.#syncRead(key);
+    const entry = this.#syncRead(key, slot);
     if (entry === undefined) return undefined;
     // A fresh entry without an early refresh to draw: a hit. Kept this small so it inlines into
     // the caller's hit path; every other case (and the clock reading it took) goes to #answer.
@@ -120,8 +124,11 @@ export class LoadPath {
   }
 
   /** The store's synchronous read; none where an invalidation the store has not taken covers it (./unsent). */
-  #syncRead(key: string): Entry | undefined {
-    const entry = this.#peeks ? this.#store.peekSync!(key) : this.#store.getSync!(key);
+  #syncRead(key: string, slot?: StoreSlot): Entry | undefined {
+    const store = this.#store;
+    let entry: Entry | undefined;
+    if (slot !== undefined && this.#slots) entry = store.readSlot!(slot);
+    else entry = this.#peeks ? store.peekSync!(key) : store.getSync!(key);
     return entry === undefined || !this.#unsent.any || !this.#unsent.covers(key, entry) ? entry : undefined;
   }
 
@@ -356,9 +363,8 @@ export class LoadPath {
   }
 
   /**
-   * A caller joins `flight`: its request notes the flight's age (RequestScope._joinedBefore), and a
-   * getOrCompute caller's own tags join the value's (a loader's are the starter's: same key, same
-   * function; FlightTable.joinTags).
+   * A caller joins `flight`: its request notes the flight's age (RequestScope._joinedBefore), and a getOrCompute
+   * caller's own tags join the value's (a loader's are the starter's: same key, same function; FlightTable.joinTags).
    */
   #joining(flight: Flight, policy: Policy, sink: Sink | undefined): void {
     sink?.joinedFlight?.(flight.seq);
@@ -367,10 +373,7 @@ export class LoadPath {
 
   /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
   readonly #abandonLeft = (flight: Flight): void =>
-    this.#flights.abandon(
-      flight,
-      new HerdcacheError('E_ABANDONED', 'herdcache: every caller waiting on this fill aborted'),
-    );
+    this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', ALL_LEFT));
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached (./refreshes). */
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void {

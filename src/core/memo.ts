@@ -7,6 +7,8 @@
  * is read and forgotten, and how a load is memoized.
  */
 import type { Entry } from './freshness';
+import { boundedKey } from './long-keys';
+import type { StoreSlot } from './store';
 import { raceAbort } from './abort-race';
 import { invalidArgument, invalidOption, isError } from './errors';
 import { checkKnownKeys, optionNames } from './options';
@@ -184,11 +186,18 @@ let memoKeys = 0;
 
 /**
  * @internal A key reused across requests (a @cached field's key, per parent identity), numbered
- * once, so a request can remember its synchronous answer for it in a SlotMemo instead of a Map.
+ * once, so a request can remember its synchronous answer for it in a SlotMemo instead of a Map;
+ * bounded once (its form in the store); and a StoreSlot, so a store that keeps slots (the memory
+ * store) answers it again without a lookup while the store is unchanged (see Store.readSlot).
  */
-export class MemoKey {
+export class MemoKey implements StoreSlot {
   readonly id = ++memoKeys;
-  constructor(readonly key: string) {}
+  readonly stored: string;
+  entry: Entry | undefined = undefined;
+  stamp = 0;
+  constructor(readonly key: string) {
+    this.stored = boundedKey(key);
+  }
 }
 
 /**

@@ -22,6 +22,16 @@
  * and its tags are checked once per invalidation at most. The notes are bounded (MAX_NOTED tags,
  * MAX_NOTED_CHARS characters): past either, every held tagged entry is checked once (the
  * invalidated ones deleted) and the notes are dropped, as no held entry predates them any more.
+ *
+ * A @cached field's key is read through its slot (readSlot): the slot keeps the entry it read
+ * and the store's stamp, and while the stamp holds (no write, delete, invalidation or clear since)
+ * the entry is answered from the slot, with no lookup: in a server, lru-cache's lookup is most of
+ * a warm field's cost over a plain resolver's (its tables are out of the CPU's caches by then).
+ * Every change takes a new stamp and empties the slots filled since the last one, so a slot never
+ * keeps alive an entry the store has dropped. Recency: a slot's answer does not move its key up in
+ * the LRU order; the first read after each change does. Entries are evicted only by writes, and
+ * every key read since the previous write was moved up then: the order among them is that of
+ * their first read after it, not their last.
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -29,7 +39,7 @@ import { checkKnownKeys, givenOr, optionNames } from './options';
 import type { Entry } from './freshness';
 import { boundedKey } from './long-keys';
 import { entrySize } from './sizes';
-import type { Store, StoreWrite } from './store';
+import type { Store, StoreSlot, StoreWrite } from './store';
 
 export interface MemoryStoreOptions {
   /**
@@ -65,6 +75,9 @@ const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
 const MAX_NOTED = 50_000;
 const MAX_NOTED_CHARS = 4 * 1024 * 1024;
 
+/** Stamps given so far: a store's stamp names the store and its state since its last change (readSlot). */
+let stamps = 0;
+
 /** A held tagged entry's tags (bounded forms), and the store's invalidation count when they were last checked. */
 interface Checked {
   readonly tags: readonly string[];
@@ -86,6 +99,11 @@ export class MemoryStore implements Store {
   #notedChars = 0;
   readonly #maxEntrySize: number;
   #oversized = 0;
+  /** This store's state (see readSlot): a new stamp at every change. */
+  #stamp = ++stamps;
+  /** The slots readSlot filled since the last change, emptied at the next; at most `max`. */
+  readonly #slots: StoreSlot[] = [];
+  readonly #max: number;
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
@@ -110,6 +128,7 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxEntrySize = maxEntrySize;
+    this.#max = max;
     this.#lru = new LRUCache<string, Entry>({
       max,
       maxSize,
@@ -131,6 +150,7 @@ export class MemoryStore implements Store {
       },
       // Evicted, deleted or overwritten (before its replacement is inserted).
       dispose: (entry, key) => {
+        this.#changed();
         if (entry.tags !== undefined) this.#tagged.delete(key);
       },
     });
@@ -165,6 +185,30 @@ export class MemoryStore implements Store {
     return this.#unlessInvalidated(key, entry);
   }
 
+  /** @internal getSync through `slot`: the entry it holds while the store is unchanged (see the header). */
+  readSlot(slot: StoreSlot): Entry | undefined {
+    const held = slot.entry;
+    if (held !== undefined && slot.stamp === this.#stamp) return held;
+    const entry = this.getSync(slot.stored);
+    if (entry === undefined) return undefined;
+    const slots = this.#slots;
+    // A slot read by two stores in turn is filled again each time: bounded, it costs a new stamp.
+    if (slots.length >= this.#max) this.#changed();
+    slot.entry = entry;
+    slot.stamp = this.#stamp; // read after getSync, which may have deleted an invalidated entry
+    slots.push(slot);
+    return entry;
+  }
+
+  /** A write, delete, invalidation or clear: a new stamp, and the slots filled since the last one emptied. */
+  #changed(): void {
+    this.#stamp = ++stamps;
+    const slots = this.#slots;
+    if (slots.length === 0) return;
+    for (const slot of slots) slot.entry = undefined;
+    slots.length = 0;
+  }
+
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
     const out = new Array<Entry | undefined>(keys.length);
     for (let i = 0; i < keys.length; i++) out[i] = this.getSync(keys[i]!);
@@ -196,6 +240,7 @@ export class MemoryStore implements Store {
   // Writes and deletes take effect synchronously, before the returned promise: the registry
   // relies on that so a value is visible to the next caller the moment its flight settles.
   setMany(writes: readonly StoreWrite[]): Promise<void> {
+    this.#changed();
     for (const w of writes) {
       const size = entrySize(w.key, w.entry);
       if (size > this.#maxEntrySize) {
@@ -214,6 +259,7 @@ export class MemoryStore implements Store {
    * in flight): each tag is noted with this call's count, and read checks do the rest (header).
    */
   invalidateTags(tags: readonly string[]): Promise<void> {
+    this.#changed();
     const at = ++this.#invalidations;
     const noted = this.#noted;
     for (const tag of tags) {
@@ -243,11 +289,13 @@ export class MemoryStore implements Store {
   }
 
   delete(keys: readonly string[]): Promise<void> {
+    this.#changed();
     for (const key of keys) this.#lru.delete(key);
     return done;
   }
 
   clear(): Promise<void> {
+    this.#changed();
     this.#lru.clear();
     // Nothing held predates the notes any more: they have nothing left to judge.
     this.#noted.clear();

@@ -4,6 +4,7 @@
  * surface is Cache's, Loader's and RequestScope's own.
  */
 import type { Entry } from './freshness';
+import type { StoreSlot } from './store';
 import type { Sink } from './metrics';
 import type { Policy } from './options';
 import type { Source } from './item';
@@ -41,9 +42,10 @@ export interface Registry {
    * @internal
    * The synchronous hit: the entry when the store holds it in process and it answers now (fresh,
    * or stale within grace with a refresh started), counted as a hit or a stale-serve; otherwise
-   * undefined, counting nothing (the caller then loads).
+   * undefined, counting nothing (the caller then loads). `slot`: the caller's slot for `key` (a
+   * MemoKey, whose `stored` form is then the key's), read through when the store keeps slots.
    */
-  _peek(source: Source, key: string, arg: unknown, policy: Policy, sink: Sink | undefined): Entry | undefined;
+  _peek(source: Source, key: string, arg: unknown, policy: Policy, sink?: Sink, slot?: StoreSlot): Entry | undefined;
   /** @internal A load that joins and starts no shared flight and never touches the store (a scope's cache: false). */
   _loadAlone<V>(
     source: Source,

@@ -147,13 +147,12 @@ export class RequestScope implements Sink {
         return signal?.aborted ? Promise.reject(signal.reason) : entry.value;
       }
     }
-    const key = memoKey.key;
     const computed = this.#keyed as Memo<unknown> | undefined;
     if (computed !== undefined) {
-      const answer = held(computed, key, this.signal, forgetAlways, true);
+      const answer = held(computed, memoKey.key, this.signal, forgetAlways, true);
       if (answer !== NOTHING) return answer;
     }
-    const entry = this.#registry._peek(computation.source, key, NO_ARG, computation.policy, this);
+    const entry = this.#registry._peek(computation.source, memoKey.key, NO_ARG, computation.policy, this, memoKey);
     if (entry === undefined) return NOTHING;
     (slots ?? (this.#slots = new SlotMemo())).set(memoKey, entry);
     return entry.value;

@@ -156,6 +156,13 @@ export interface StoreReporter {
   remoteInvalidation?(keys: readonly string[], tags: readonly string[], all: boolean): void;
 }
 
+/** @internal A caller's slot for one key (see Store.readSlot): the key's stored form, and what the store left in it. */
+export interface StoreSlot {
+  readonly stored: string;
+  entry: Entry | undefined;
+  stamp: number;
+}
+
 export interface Store {
   /** Short name for logs and metrics: "memory", "redis", "tiered". */
   readonly name: string;
@@ -169,6 +176,12 @@ export interface Store {
    * clock read: a store whose getSync reads the clock (tieredStore, for l1Until) skips that here.
    */
   peekSync?(key: string): Entry | undefined;
+  /**
+   * @internal getSync through a slot the caller keeps for one key (a @cached field's key, per
+   * parent): while the store has not changed since the slot's last read, the entry read then,
+   * with no lookup. A store that has it releases every slot it filled at its next change.
+   */
+  readSlot?(slot: StoreSlot): Entry | undefined;
   /**
    * `false` when getSync sees only part of the store (tieredStore: its in-process L1), so a getSync
    * miss must still be read with getMany before anything is filled. Default true: a getSync miss

@@ -165,6 +165,37 @@ describe('@cached: the synchronous hit', () => {
     expect(calls).toMatchObject({ detail: 2, top: 1 });
   });
 
+  it('a warm key is answered from its slot: the store is looked up once per change, not per operation', async () => {
+    const store = memoryStore();
+    const { cache, schema, calls } = setup(store);
+    const document = parse('{ items { id detail { text } } }');
+    await execute({ schema, document, contextValue: herdcacheContext({ cache }) });
+    const lookups = jest.spyOn(store, 'getSync');
+    for (let i = 0; i < 10; i++) {
+      const ctx = herdcacheContext({ cache });
+      expect(execute({ schema, document, contextValue: ctx })).not.toBeInstanceOf(Promise);
+      expect(cacheReport(ctx)!.sources['Item.detail']).toMatchObject({ hits: 2, misses: 0 });
+    }
+    expect(lookups).toHaveBeenCalledTimes(2); // items 1 and 2, by the first operation
+    await cache.getOrCompute('unrelated', async () => 1, { ttl: 60_000 }); // a write: every slot is read again
+    expect(execute({ schema, document, contextValue: herdcacheContext({ cache }) })).not.toBeInstanceOf(Promise);
+    expect(lookups.mock.calls.filter(([key]) => key.includes('Item.detail'))).toHaveLength(4);
+    expect(calls.detail).toBe(2);
+  });
+
+  it('a key answered from its slot is still judged by the clock: past its ttl, a miss', async () => {
+    const { cache, clock, field, calls } = setup();
+    const top = field('Query', 'top');
+    await top(undefined, {}, herdcacheContext({ cache }), info);
+    expect(top(undefined, {}, herdcacheContext({ cache }), info)).toBe(7);
+    expect(top(undefined, {}, herdcacheContext({ cache }), info)).toBe(7); // from the slot
+    clock.advance(60_001);
+    const expired = top(undefined, {}, herdcacheContext({ cache }), info);
+    expect(expired).toBeInstanceOf(Promise);
+    expect(await expired).toBe(7);
+    expect(calls.top).toBe(2);
+  });
+
   it('PRIVATE values stay per session on the synchronous path', async () => {
     const { cache, field, calls } = setup();
     const mine = field('Item', 'mine');
