@@ -78,7 +78,7 @@ function capture<T>(resolve: (value: T) => void, reject: (reason: unknown) => vo
 
 export class Flight<V = unknown> {
   readonly key: string;
-  /** A background refresh: no caller owns it, so callers leaving never abandon it. */
+  /** A background refresh: started for no caller (the callers that join it later may leave it: joinWithSignal). */
   readonly background: boolean;
   /**
    * Settles with the fill; rejects with RETRY when abandoned (made on first use: callers with a
@@ -239,15 +239,14 @@ export class Flight<V = unknown> {
     this.#retryContext = context;
   }
 
-  /** Joins with a signal: this caller may leave; the last one out abandons a caller-owned flight. */
+  /** Joins with a signal: the last caller out abandons the flight (a refresh too: joined, it is the fill). */
   joinWithSignal(signal: AbortSignal, abandon: (flight: Flight<V>) => void, retry: () => Promise<V>): Promise<V> {
     this.waiters++;
     return raceAbort(
       this.promise,
       signal,
       () => {
-        if (--this.waiters === 0 && (this.#state === PENDING || this.#state === DETACHED) && !this.background)
-          abandon(this);
+        if (--this.waiters === 0 && (this.#state === PENDING || this.#state === DETACHED)) abandon(this);
       },
       retry,
     );

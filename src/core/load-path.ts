@@ -82,7 +82,7 @@ export class LoadPath {
         ),
       );
     });
-    this.#refreshes = new Refreshes(flights, this.#queue, maxRefreshes);
+    this.#refreshes = new Refreshes(flights, this.#queue, maxRefreshes, options.clock);
   }
 
   /**

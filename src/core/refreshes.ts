@@ -2,30 +2,50 @@
  * Background refreshes (stale-while-revalidate, early refresh): at most one per key, at most
  * `maxRefreshes` at once (more are dropped, counted). A refresh is a flight no caller owns,
  * queued for the tick's dispatch like a miss; the entry it replaces is served meanwhile.
+ *
+ * A refresh counts towards the cap until it ends or the entry it replaces can no longer be
+ * served (its staleUntil, by the registry's clock), whichever comes first: past that it refreshes
+ * nothing, it is the key's fill (callers join it), and a fill that never ends (a hung database
+ * call) must not hold a slot for good, or no other key would be refreshed again.
  */
 import type { FlightTable } from './flight-table';
-import type { Entry } from './freshness';
+import type { Clock, Entry } from './freshness';
 import type { Item, Source } from './item';
 import type { Policy } from './options';
 import type { DispatchQueue } from './tick';
 import { tagsFor } from './validity';
 
+/** A refresh holding a slot: until it ends, or until `until` (the replaced entry's staleUntil). */
+interface Slot {
+  readonly until: number;
+}
+
 export class Refreshes {
   readonly #flights: FlightTable;
   readonly #queue: DispatchQueue<Source, Item>;
   readonly #max: number;
-  #running = 0;
+  readonly #clock: Clock;
+  /** The refreshes holding a slot. */
+  readonly #running = new Set<Slot>();
 
-  constructor(flights: FlightTable, queue: DispatchQueue<Source, Item>, max: number) {
+  constructor(flights: FlightTable, queue: DispatchQueue<Source, Item>, max: number, clock: Clock) {
     this.#flights = flights;
     this.#queue = queue;
     this.#max = max;
+    this.#clock = clock;
+  }
+
+  /** Lets go of the slots of refreshes whose replaced entry can no longer be served (see the header). */
+  #release(): void {
+    const now = this.#clock.now();
+    for (const slot of this.#running) if (!(now < slot.until)) this.#running.delete(slot);
   }
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
   start(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void {
     if (this.#flights.get(key) !== undefined) return;
-    if (this.#running >= this.#max) {
+    if (this.#running.size >= this.#max) this.#release();
+    if (this.#running.size >= this.#max) {
       // Dropped, not queued: the stale value keeps being served and a later read retries.
       source.counters.refreshesDropped++;
       return;
@@ -36,7 +56,8 @@ export class Refreshes {
     } catch {
       return; // the tags function threw: the caller that had it throw on a miss will see it
     }
-    this.#running++;
+    const slot: Slot = { until: replacing.staleUntil };
+    this.#running.add(slot);
     source.counters.refreshes++;
     const flight = this.#flights.start(key, true, tags);
     // Served to callers meanwhile only if an invalidateTags that could void it also reaches this
@@ -47,7 +68,7 @@ export class Refreshes {
     if (flight.lateTags || replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true))
       flight.replacing = replacing;
     const done = () => {
-      this.#running--;
+      this.#running.delete(slot);
     };
     flight.promise.then(done, done);
     this.#queue.enqueue({

@@ -361,7 +361,7 @@ describe('stale-while-revalidate', () => {
     expect(gates.size).toBe(4);
   });
 
-  it('a caller abort never abandons a background refresh', async () => {
+  it('a caller abort within grace leaves the background refresh running (the callers answered stale never joined it)', async () => {
     const clock = manualClock();
     const cache = createCache({ clock, ttl: 1000, swr: 500 });
     await cache.getOrCompute('k', async () => 'v1');
@@ -372,17 +372,60 @@ describe('stale-while-revalidate', () => {
       refreshSignal = signal;
       return gate.promise;
     };
-    expect(await cache.getOrCompute('k', refresh)).toBe('v1');
-    await flush();
-    clock.advance(1000); // past grace: the next caller joins the running refresh
     const controller = new AbortController();
-    const joined = cache.getOrCompute('k', refresh, { signal: controller.signal }).catch(() => 'aborted');
+    expect(await cache.getOrCompute('k', refresh, { signal: controller.signal })).toBe('v1');
     controller.abort();
-    expect(await joined).toBe('aborted');
+    await flush();
     expect(refreshSignal!.aborted).toBe(false);
     gate.resolve('v2');
     await flush();
     expect(await cache.getOrCompute('k', refresh)).toBe('v2');
+  });
+
+  it("past grace a background refresh is the key's fill: when every caller waiting on it left, it is abandoned and the next load fills anew", async () => {
+    const clock = manualClock();
+    const cache = createCache({ clock, ttl: 1000, swr: 500 });
+    await cache.getOrCompute('k', async () => 'v1');
+    clock.advance(1200); // stale, within grace
+    let refreshSignal: AbortSignal | undefined;
+    const hung = ({ signal }: { signal: AbortSignal }) => {
+      refreshSignal = signal;
+      return new Promise<string>(() => {}); // a database call that never answers
+    };
+    expect(await cache.getOrCompute('k', hung)).toBe('v1');
+    await flush();
+    clock.advance(1000); // past grace: the next caller joins the running refresh
+    const controller = new AbortController();
+    const joined = cache.getOrCompute('k', hung, { signal: controller.signal }).catch(() => 'aborted');
+    controller.abort();
+    expect(await joined).toBe('aborted');
+    expect(refreshSignal!.aborted).toBe(true); // as an ordinary fill's, once its last caller left
+    let fills = 0;
+    expect(await cache.getOrCompute('k', async () => `v${++fills + 1}`)).toBe('v2');
+    expect(fills).toBe(1);
+    expect(cache.inFlight).toBe(0);
+  });
+
+  it('a refresh that never ends lets go of its maxRefreshes slot once the entry it replaces can no longer be served', async () => {
+    const clock = manualClock();
+    const cache = createCache({ clock, ttl: 1000, swr: 500, maxRefreshes: 1 });
+    await cache.getOrCompute('a', async () => 'a1');
+    clock.advance(500);
+    await cache.getOrCompute('b', async () => 'b1');
+    clock.advance(600); // a stale (grace until 1500), b fresh
+    expect(await cache.getOrCompute('a', () => new Promise<string>(() => {}))).toBe('a1'); // its refresh hangs
+    clock.advance(500); // b stale (grace until 2000); a past its grace
+    let refreshed = 0;
+    expect(
+      await cache.getOrCompute('b', async () => {
+        refreshed++;
+        return 'b2';
+      }),
+    ).toBe('b1');
+    await flush();
+    expect(refreshed).toBe(1); // not dropped: a's refresh no longer holds the only slot
+    expect(cache.metrics().total).toMatchObject({ refreshes: 2, refreshesDropped: 0 });
+    expect(await cache.getOrCompute('b', async () => 'b3')).toBe('b2');
   });
 });
 
