@@ -37,6 +37,9 @@ export const core = require(
 export const redis = require(
   useBuild ? join(root, 'dist', 'redis.js') : join(root, 'src', 'redis'),
 ) as typeof import('../../src/redis');
+/** Where the measured herdcache's modules are (dist/ or src/): row 7 loads them afresh per schema. */
+export const moduleRoot = useBuild ? join(root, 'dist') : join(root, 'src');
+
 /** Loaded on first use: graphql is an optional peer, and only row 7's child needs it here. */
 export function graphqlEntry(): typeof import('../../src/graphql') {
   return require(
