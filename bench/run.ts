@@ -175,7 +175,11 @@ async function main(): Promise<void> {
       ),
     );
     push(await step(6, () => graphqlEndToEnd({ quick })));
-    push(await step(7, () => graphqlInProcess({ rounds: SIZES.hotRounds, roundMs: SIZES.hotRoundMs })));
+    push(
+      await step(7, () =>
+        graphqlInProcess({ rounds: SIZES.hotRounds, roundMs: SIZES.hotRoundMs, children: quick ? 1 : 5 }),
+      ),
+    );
     push(await step(8, () => batchWindow({ requests: SIZES.windowRequests, perMs: 4, keysPerRequest: 5, fillMs: 5 })));
     push(await step(9, () => responseCaches({ quick })));
   } finally {

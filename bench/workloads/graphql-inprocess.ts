@@ -25,6 +25,8 @@ import { ratio } from '../lib/stats';
 export interface GraphqlInProcessOptions {
   readonly rounds: number;
   readonly roundMs: number;
+  /** Child processes measured in turn (the row shows the median one). */
+  readonly children: number;
 }
 
 const ITEMS = 100;
@@ -156,8 +158,9 @@ async function child(options: GraphqlInProcessOptions): Promise<Record<Mode, num
   return { plain: fastest(samples.plain), dataloader: fastest(samples.dataloader), cached: fastest(samples.cached) };
 }
 
-export async function graphqlInProcess(options: GraphqlInProcessOptions): Promise<Row> {
-  const result = await new Promise<Record<Mode, number>>((resolve, reject) => {
+/** One child's measurement (see child). */
+function measureInChild(options: GraphqlInProcessOptions): Promise<Record<Mode, number>> {
+  return new Promise<Record<Mode, number>>((resolve, reject) => {
     const worker = fork(__filename, [], {
       env: { ...process.env, NODE_ENV: 'production', HERDCACHE_BENCH_INPROCESS: JSON.stringify(options) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -167,6 +170,15 @@ export async function graphqlInProcess(options: GraphqlInProcessOptions): Promis
     );
     worker.once('exit', (code) => reject(new Error(`graphql-inprocess worker exited with code ${code}`)));
   });
+}
+
+export async function graphqlInProcess(options: GraphqlInProcessOptions): Promise<Row> {
+  // Several children, one after the other: how graphql-js ends up compiled varies from process to
+  // process (each ratio is listed in the notes); the row shows the child with the median ratio.
+  const children: Record<Mode, number>[] = [];
+  for (let i = 0; i < options.children; i++) children.push(await measureInChild(options));
+  const byRatio = [...children].sort((a, b) => a.cached / a.plain - b.cached / b.plain);
+  const result = byRatio[(byRatio.length - 1) >> 1]!;
   const us = (x: number) => `${x.toFixed(0)} µs/op`;
   const vsPlain = result.cached / result.plain;
   const vsDl = result.cached / result.dataloader;
@@ -187,6 +199,7 @@ export async function graphqlInProcess(options: GraphqlInProcessOptions): Promis
       `One process (a child, NODE_ENV=production), no I/O: the query \`${QUERY}\` executed with graphql-js; each operation awaited. Timed in process CPU time (process.cpuUsage, user + system), not wall time; loop lengths calibrated to ~${(options.roundMs / 3).toFixed(0)} ms, 1 warm-up round, then ${3 * options.rounds} rounds, order rotated; each mode's fastest round (the same method for the three schemas).`,
       "Each schema runs on its own copy of graphql-js (and herdcache), loaded afresh, as in its own server: in one copy the schema timed first trains graphql-js's compiled code for itself (with one copy, swapping plain and cached moved the ratio by 0.05–0.25).",
       'plain: the child resolver returns `{ id, text }` synchronously. DataLoader: a new DataLoader per operation whose batch function maps the ids in memory. herdcache: the plain resolver under `@cached(ttl: 60)` (memory store, warm), context herdcacheContext({ cache }) per operation.',
+      `${children.length} child process(es) in turn, each measuring the three schemas as above; @cached / plain per child: ${children.map((c) => ratio(c.cached / c.plain)).join(' / ')}; the row shows the child with the median ratio.`,
       `Target: @cached / plain ≤ 1.2×: ${vsPlain <= 1.2 ? 'met' : 'missed'} (${ratio(vsPlain)}).`,
     ],
   };
