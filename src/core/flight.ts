@@ -239,7 +239,7 @@ export class Flight<V = unknown> {
     this.#retryContext = context;
   }
 
-  /** Joins with a signal: the last caller out abandons the flight (a refresh too: joined, it is the fill). */
+  /** Joins with a signal: the last caller out abandons the flight (a refresh too, once its stale value is past serving). */
   joinWithSignal(signal: AbortSignal, abandon: (flight: Flight<V>) => void, retry: () => Promise<V>): Promise<V> {
     this.waiters++;
     return raceAbort(

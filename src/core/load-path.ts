@@ -1,7 +1,6 @@
 /**
- * The load path of a registry: a hit answered from the store's synchronous read, else the key's
- * flight joined, else a flight started and queued for the tick's dispatch (the miss pipeline);
- * stale values served while one background refresh runs; every outcome counted once.
+ * The load path: a hit from the store's synchronous read, else the key's flight joined, else a flight started and
+ * queued for the tick's dispatch (the miss pipeline); stale values served while one refresh runs; outcomes counted once.
  */
 import { HerdcacheError } from './errors';
 import { Flight, fulfilled, rejected } from './flight';
@@ -345,7 +344,7 @@ export class LoadPath {
     return probe.join() ?? probe.share(join, undefined);
   }
 
-  /** A probe the store did not answer: the refresh's result (a fill running in this process: docs/redis.md), or a load anew. */
+  /** A probe the store did not answer: the refresh's result (a fill running here: docs/redis.md), or a load anew. */
   #afterProbe<V>(
     source: Source,
     key: string,
@@ -371,9 +370,10 @@ export class LoadPath {
     if (policy.tags !== undefined && policy.tags !== flight.tags) this.#flights.joinTags(flight, policy.tags);
   }
 
-  /** Every caller waiting on a flight left (aborted): nobody wants its fill any more. */
-  readonly #abandonLeft = (flight: Flight): void =>
-    this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', ALL_LEFT));
+  /** Every caller waiting on a flight left (aborted): nobody wants its fill any more (see Refreshes.serving). */
+  readonly #abandonLeft = (flight: Flight): void => {
+    if (!this.#refreshes.serving(flight)) this.#flights.abandon(flight, new HerdcacheError('E_ABANDONED', ALL_LEFT));
+  };
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached (./refreshes). */
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void {

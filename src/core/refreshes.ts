@@ -8,6 +8,7 @@
  * nothing, it is the key's fill (callers join it), and a fill that never ends (a hung database
  * call) must not hold a slot for good, or no other key would be refreshed again.
  */
+import type { Flight } from './flight';
 import type { FlightTable } from './flight-table';
 import type { Clock, Entry } from './freshness';
 import type { Item, Source } from './item';
@@ -15,18 +16,13 @@ import type { Policy } from './options';
 import type { DispatchQueue } from './tick';
 import { tagsFor } from './validity';
 
-/** A refresh holding a slot: until it ends, or until `until` (the replaced entry's staleUntil). */
-interface Slot {
-  readonly until: number;
-}
-
 export class Refreshes {
   readonly #flights: FlightTable;
   readonly #queue: DispatchQueue<Source, Item>;
   readonly #max: number;
   readonly #clock: Clock;
-  /** The refreshes holding a slot. */
-  readonly #running = new Set<Slot>();
+  /** The refreshes holding a place, with the staleUntil of the entry each replaces. */
+  readonly #running = new Map<Flight, number>();
 
   constructor(flights: FlightTable, queue: DispatchQueue<Source, Item>, max: number, clock: Clock) {
     this.#flights = flights;
@@ -35,10 +31,20 @@ export class Refreshes {
     this.#clock = clock;
   }
 
-  /** Lets go of the slots of refreshes whose replaced entry can no longer be served (see the header). */
+  /** Lets go of the places of refreshes whose replaced entry can no longer be served (see the header). */
   #release(): void {
     const now = this.#clock.now();
-    for (const slot of this.#running) if (!(now < slot.until)) this.#running.delete(slot);
+    for (const [flight, until] of this.#running) if (!(now < until)) this.#running.delete(flight);
+  }
+
+  /**
+   * Whether `flight` is a refresh whose replaced entry can still be served: callers that joined it
+   * (a coalesce-only call, a Redis read that found nothing) do not abandon it by leaving, since
+   * callers answered with that entry count on it.
+   */
+  serving(flight: Flight): boolean {
+    const until = this.#running.get(flight);
+    return until !== undefined && this.#clock.now() < until;
   }
 
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached. */
@@ -56,10 +62,9 @@ export class Refreshes {
     } catch {
       return; // the tags function threw: the caller that had it throw on a miss will see it
     }
-    const slot: Slot = { until: replacing.staleUntil };
-    this.#running.add(slot);
     source.counters.refreshes++;
     const flight = this.#flights.start(key, true, tags);
+    this.#running.set(flight, replacing.staleUntil);
     // Served to callers meanwhile only if an invalidateTags that could void it also reaches this
     // flight (abandoning it): the entry's own tags must all be among the flight's (a late-tagged
     // flight stops serving it when one of its tags is invalidated: FlightTable.abandonTagged). On a store read asynchronously, a caller reads the store
@@ -68,7 +73,7 @@ export class Refreshes {
     if (flight.lateTags || replacing.tags === undefined || replacing.tags.every((tag) => tags?.includes(tag) === true))
       flight.replacing = replacing;
     const done = () => {
-      this.#running.delete(slot);
+      this.#running.delete(flight);
     };
     flight.promise.then(done, done);
     this.#queue.enqueue({

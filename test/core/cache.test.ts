@@ -406,6 +406,34 @@ describe('stale-while-revalidate', () => {
     expect(cache.inFlight).toBe(0);
   });
 
+  it("within grace a caller that joins the refresh (coalesce-only, ttl: 0) and leaves does not abandon it: the stale value's readers count on it", async () => {
+    const clock = manualClock();
+    const cache = createCache({ clock, ttl: 1000, swr: 500 });
+    await cache.getOrCompute('k', async () => 'v1');
+    clock.advance(1200); // stale, within grace
+    const gate = deferred<string>();
+    let refreshSignal: AbortSignal | undefined;
+    let refreshes = 0;
+    const refresh = ({ signal }: { signal: AbortSignal }) => {
+      refreshes++;
+      refreshSignal = signal;
+      return gate.promise;
+    };
+    expect(await cache.getOrCompute('k', refresh)).toBe('v1');
+    await flush();
+    const controller = new AbortController();
+    const joined = cache.getOrCompute('k', refresh, { ttl: 0, signal: controller.signal }).catch(() => 'aborted');
+    controller.abort();
+    expect(await joined).toBe('aborted');
+    expect(refreshSignal!.aborted).toBe(false);
+    expect(cache.inFlight).toBe(1);
+    expect(await cache.getOrCompute('k', refresh)).toBe('v1'); // stale again: no second refresh
+    expect(refreshes).toBe(1);
+    gate.resolve('v2');
+    await flush();
+    expect(await cache.getOrCompute('k', refresh)).toBe('v2');
+  });
+
   it('a refresh that never ends lets go of its maxRefreshes slot once the entry it replaces can no longer be served', async () => {
     const clock = manualClock();
     const cache = createCache({ clock, ttl: 1000, swr: 500, maxRefreshes: 1 });
