@@ -27,6 +27,8 @@ export class FillRun implements FillSignal {
   lateCheck: ((tags: readonly string[], anyTag: boolean) => boolean) | undefined = undefined;
   /** A late-tagged run's callers now, over its flights (whoever asked: any plugin, any path). */
   callers: (() => number) | undefined = undefined;
+  /** Called once every flight it computes was abandoned (its result will not be written): see core/fill-write. */
+  onAbandoned: (() => void) | undefined = undefined;
 
   constructor(flights: number) {
     this.#live = flights;
@@ -53,5 +55,6 @@ export class FillRun implements FillSignal {
       this.#aborted = true;
       this.#reason = reason;
     }
+    this.onAbandoned?.();
   }
 }

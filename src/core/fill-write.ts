@@ -112,6 +112,14 @@ export class FillWrite {
       run.lateCheck = (tags, anyTag) => this.#abandonLate(items, tags, anyTag);
       run.callers = () => callersOf(items);
     }
+    // Its every flight abandoned (callers all left, invalidated): its result will not be written, so
+    // its locks go now, not when the fill returns (one that ignores its signal kept other replicas
+    // waiting for the lock's ttl). A release when it returns finds other tokens: fenced, a no-op.
+    const lock = this.#store.lock;
+    if (token !== undefined && lock !== undefined) {
+      const keys = items.map((item) => item.key);
+      run.onAbandoned = () => void this.#calls.call('lock.release', () => lock.release(keys, token), items);
+    }
     const started = performance.now();
     const startedAt = this.#clock.now();
     // A local invalidation during the fill keeps its result out of the outage memo (#hold).
@@ -201,7 +209,6 @@ export class FillWrite {
         );
       }
     }
-    const lock = this.#store.lock;
     const calls = this.#calls;
     if (release.length > 0 && lock !== undefined && token !== undefined) {
       void calls.call('lock.release', () => lock.release(release, token), items);
