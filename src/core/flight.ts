@@ -15,9 +15,7 @@
  *   reached through PATIENT_AFTER abandonments is, when invalidated once its fill runs, detached
  *   instead (off the table: later callers start anew; its result still not written) and its
  *   callers get its fill's result. A key invalidated faster than it fills (a write stream), or a
- *   fill that invalidates its own key, then costs each caller PATIENT_AFTER + 1 fills at most,
- *   not a fill per invalidation for ever (a fill invalidating its own key restarted itself in
- *   microtasks: the process never reached its timers again).
+ *   fill that invalidates its own key, then costs each caller PATIENT_AFTER + 1 fills at most.
  */
 import { HerdcacheError, describe, isError } from './errors';
 import type { Entry } from './freshness';
@@ -48,8 +46,7 @@ const PENDING = 0;
 const RESOLVED = 1;
 const FAILED = 2;
 const ABANDONED = 3;
-/** Abandoned for the table and the store, its callers still waiting for its run (see the header). */
-const DETACHED = 4;
+const DETACHED = 4; // abandoned for the table and the store, its callers still waiting for its run (the header)
 
 /** Abandonments a caller re-contends through; invalidated again, its flight is detached (see the header). */
 export const PATIENT_AFTER = 2;
@@ -65,8 +62,9 @@ export function flightsStarted(): number {
 }
 
 /**
- * The resolving functions of the promise being made, taken by one executor (capture) shared
- * by every flight, so a flight's promise costs no closure of its own.
+ * The resolving functions of the promise being made, taken by one executor (capture) shared by
+ * every flight, so a flight's promise costs no closure of its own. Cleared once read: kept, they
+ * held the last promise made alive, and with it its value (one value past its invalidation).
  */
 let madeResolve: ((value: unknown) => void) | undefined;
 let madeReject: ((reason: unknown) => void) | undefined;
@@ -176,6 +174,7 @@ export class Flight<V = unknown> {
       promise = new Promise<V>(capture);
       this.#resolve = madeResolve;
       this.#reject = madeReject;
+      madeResolve = madeReject = undefined;
     } else if (state === RESOLVED) promise = Promise.resolve(this.#outcome as V);
     else promise = Promise.reject(state === FAILED ? this.#outcome : RETRY);
     // A flight may fail or be abandoned with nobody waiting (all aborted, background refresh):
@@ -206,6 +205,7 @@ export class Flight<V = unknown> {
       joined = new Promise<V>(capture);
       this.#resolveJoined = madeResolve;
       this.#rejectJoined = madeReject;
+      madeResolve = madeReject = undefined;
       this.#retryWith(retry, context);
     } else if (state === RESOLVED) {
       joined = Promise.resolve(this.#outcome as V);
@@ -226,6 +226,7 @@ export class Flight<V = unknown> {
     const own = new Promise<V>(capture);
     this.#resolveOwn = madeResolve;
     this.#rejectOwn = madeReject;
+    madeResolve = madeReject = undefined;
     markOwn(own);
     this.#own = own;
     this.#retryWith(retry, context);

@@ -1,0 +1,53 @@
+/**
+ * Run by released.test.ts in a child with --expose-gc: whether values the cache no longer holds
+ * are collected. Prints one JSON line: scenario → the values still alive after GC.
+ * - invalidated: the last two values filled, both invalidated (the last promise made kept its
+ *   value alive through a module-level resolve, until the next fill);
+ * - evicted-slot: a @cached-style slot read of a value then evicted (a slot must not keep it).
+ */
+import { createCache } from '../../src/core/cache';
+import { MemoKey } from '../../src/core/memo';
+import { memoryStore } from '../../src/core/memory';
+
+const alive = new Set<string>();
+const registry = new FinalizationRegistry<string>((id) => alive.delete(id));
+function big(id: string): number[] {
+  const value = new Array<number>(100_000).fill(1);
+  alive.add(id);
+  registry.register(value, id);
+  return value;
+}
+
+async function collected(): Promise<void> {
+  for (let i = 0; i < 6; i++) {
+    global.gc!();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function main(): Promise<void> {
+  const out: Record<string, string[]> = {};
+
+  const cache = createCache({ store: memoryStore({ max: 10 }), ttl: 600_000 });
+  await cache.getOrCompute('a', async () => big('a'));
+  await cache.getOrCompute('b', async () => big('b'));
+  await cache.invalidate(['a', 'b']);
+  await collected();
+  out.invalidated = [...alive].sort();
+  alive.clear();
+
+  const store = memoryStore({ max: 1 });
+  const slot = new MemoKey('x');
+  await store.setMany([
+    { key: 'x', entry: { value: big('x'), freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity },
+  ]);
+  store.readSlot(slot);
+  await store.setMany([{ key: 'y', entry: { value: 0, freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity }]);
+  await collected();
+  out['evicted-slot'] = [...alive].sort();
+
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+  await cache.close();
+}
+
+void main();
