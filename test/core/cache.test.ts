@@ -361,37 +361,36 @@ describe('stale-while-revalidate', () => {
     expect(gates.size).toBe(4);
   });
 
-  it('a caller abort within grace leaves the background refresh running (the callers answered stale never joined it)', async () => {
+  /** Key `k` filled with 'v1', now stale within its grace (ttl 1 s, swr 0.5 s); `refresh` answers `answer()`, its calls and signal noted. */
+  async function staleKey(answer: () => Promise<string>) {
     const clock = manualClock();
     const cache = createCache({ clock, ttl: 1000, swr: 500 });
     await cache.getOrCompute('k', async () => 'v1');
-    clock.advance(1200); // stale, within grace
-    const gate = deferred<string>();
-    let refreshSignal: AbortSignal | undefined;
+    clock.advance(1200);
+    const seen = { calls: 0, signal: undefined as AbortSignal | undefined };
     const refresh = ({ signal }: { signal: AbortSignal }) => {
-      refreshSignal = signal;
-      return gate.promise;
+      seen.calls++;
+      seen.signal = signal;
+      return answer();
     };
+    return { clock, cache, refresh, seen };
+  }
+
+  it('a caller abort within grace leaves the background refresh running (the callers answered stale never joined it)', async () => {
+    const gate = deferred<string>();
+    const { cache, refresh, seen } = await staleKey(() => gate.promise);
     const controller = new AbortController();
     expect(await cache.getOrCompute('k', refresh, { signal: controller.signal })).toBe('v1');
     controller.abort();
     await flush();
-    expect(refreshSignal!.aborted).toBe(false);
+    expect(seen.signal!.aborted).toBe(false);
     gate.resolve('v2');
     await flush();
     expect(await cache.getOrCompute('k', refresh)).toBe('v2');
   });
 
   it("past grace a background refresh is the key's fill: when every caller waiting on it left, it is abandoned and the next load fills anew", async () => {
-    const clock = manualClock();
-    const cache = createCache({ clock, ttl: 1000, swr: 500 });
-    await cache.getOrCompute('k', async () => 'v1');
-    clock.advance(1200); // stale, within grace
-    let refreshSignal: AbortSignal | undefined;
-    const hung = ({ signal }: { signal: AbortSignal }) => {
-      refreshSignal = signal;
-      return new Promise<string>(() => {}); // a database call that never answers
-    };
+    const { clock, cache, refresh: hung, seen } = await staleKey(() => new Promise<string>(() => {})); // never answers
     expect(await cache.getOrCompute('k', hung)).toBe('v1');
     await flush();
     clock.advance(1000); // past grace: the next caller joins the running refresh
@@ -399,7 +398,7 @@ describe('stale-while-revalidate', () => {
     const joined = cache.getOrCompute('k', hung, { signal: controller.signal }).catch(() => 'aborted');
     controller.abort();
     expect(await joined).toBe('aborted');
-    expect(refreshSignal!.aborted).toBe(true); // as an ordinary fill's, once its last caller left
+    expect(seen.signal!.aborted).toBe(true); // as an ordinary fill's, once its last caller left
     let fills = 0;
     expect(await cache.getOrCompute('k', async () => `v${++fills + 1}`)).toBe('v2');
     expect(fills).toBe(1);
@@ -407,28 +406,18 @@ describe('stale-while-revalidate', () => {
   });
 
   it("within grace a caller that joins the refresh (coalesce-only, ttl: 0) and leaves does not abandon it: the stale value's readers count on it", async () => {
-    const clock = manualClock();
-    const cache = createCache({ clock, ttl: 1000, swr: 500 });
-    await cache.getOrCompute('k', async () => 'v1');
-    clock.advance(1200); // stale, within grace
     const gate = deferred<string>();
-    let refreshSignal: AbortSignal | undefined;
-    let refreshes = 0;
-    const refresh = ({ signal }: { signal: AbortSignal }) => {
-      refreshes++;
-      refreshSignal = signal;
-      return gate.promise;
-    };
+    const { cache, refresh, seen } = await staleKey(() => gate.promise);
     expect(await cache.getOrCompute('k', refresh)).toBe('v1');
     await flush();
     const controller = new AbortController();
     const joined = cache.getOrCompute('k', refresh, { ttl: 0, signal: controller.signal }).catch(() => 'aborted');
     controller.abort();
     expect(await joined).toBe('aborted');
-    expect(refreshSignal!.aborted).toBe(false);
+    expect(seen.signal!.aborted).toBe(false);
     expect(cache.inFlight).toBe(1);
     expect(await cache.getOrCompute('k', refresh)).toBe('v1'); // stale again: no second refresh
-    expect(refreshes).toBe(1);
+    expect(seen.calls).toBe(1);
     gate.resolve('v2');
     await flush();
     expect(await cache.getOrCompute('k', refresh)).toBe('v2');
