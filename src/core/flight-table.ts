@@ -7,10 +7,19 @@ import { Failure, Flight } from './flight';
 /** Ended flights after which a table sweeps even with pending flights left (see #remove). */
 const SWEEP_AFTER = 1024;
 
+/**
+ * What an ended flight's entry holds until the next sweep: not the flight, which holds its value
+ * and its settled promises (1,024 values past their invalidation or eviction were kept alive while
+ * any other fill ran).
+ */
+const ENDED = new Flight('', false, undefined);
+ENDED._resolve(undefined);
+
 export class FlightTable {
   /**
-   * Key → its flight. An ended flight stays (get() skips it) until its key's next flight replaces
-   * it or a sweep moves the pending ones to a new Map (none, most often: a dispatch ended them all).
+   * Key → its flight. An ended flight's entry stays, as ENDED (get() skips it), until its key's next
+   * flight replaces it or a sweep moves the pending ones to a new Map (none, most often: a dispatch
+   * ended them all).
    * A Map.delete per flight shrinks and rehashes the table as it empties (a runtime call each), and
    * V8 links each discarded table of a churning Map to its successor: one in the old generation
    * kept every later table, flights and promises alive through each young collection (3-4 MB
@@ -164,6 +173,7 @@ export class FlightTable {
     // for a newer one of its key (LoadPath starts one only once get() finds none: its rule, not ours).
     const flights = this.#flights;
     if (flights.get(flight.key) !== flight) return;
+    flights.set(flight.key, ENDED); // the key's entry stays: no delete (see #flights)
     // Swept once every entry may have ended, or the ended ones are many and at least half: a table
     // never holds more than twice its pending flights (plus SWEEP_AFTER).
     const ended = ++this.#ended;

@@ -3,7 +3,9 @@
  * are collected. Prints one JSON line: scenario → the values still alive after GC.
  * - invalidated: the last two values filled, both invalidated (the last promise made kept its
  *   value alive through a module-level resolve, until the next fill);
- * - evicted-slot: a @cached-style slot read of a value then evicted (a slot must not keep it).
+ * - evicted-slot: a @cached-style slot read of a value then evicted (a slot must not keep it);
+ * - invalidated-while-filling: 50 values filled and invalidated while another fill runs (the
+ *   flight table kept its ended flights, and their values, until every fill had ended).
  */
 import { createCache } from '../../src/core/cache';
 import { MemoKey } from '../../src/core/memo';
@@ -45,6 +47,19 @@ async function main(): Promise<void> {
   await store.setMany([{ key: 'y', entry: { value: 0, freshUntil: Infinity, staleUntil: Infinity }, ttl: Infinity }]);
   await collected();
   out['evicted-slot'] = [...alive].sort();
+
+  alive.clear();
+
+  let finish: (value: number) => void = () => {};
+  const running = cache.getOrCompute('slow', () => new Promise<number>((resolve) => (finish = resolve)));
+  // Dispatched alone: the values of keys dispatched with a fill stay reachable until it ends.
+  await new Promise((resolve) => setImmediate(resolve));
+  for (let i = 0; i < 50; i++) await cache.getOrCompute(`v${i}`, async () => big(`v${i}`));
+  await cache.invalidate(Array.from({ length: 50 }, (_, i) => `v${i}`));
+  await collected();
+  out['invalidated-while-filling'] = [...alive].sort();
+  finish(1);
+  await running;
 
   process.stdout.write(`${JSON.stringify(out)}\n`);
   await cache.close();

@@ -25,4 +25,8 @@ describe('values the cache no longer holds are collected', () => {
   it('a value evicted after a slot read it', () => {
     expect(alive['evicted-slot']).toEqual([]);
   });
+
+  it('values invalidated while another fill still runs', () => {
+    expect(alive['invalidated-while-filling']).toEqual([]);
+  });
 });
