@@ -30,7 +30,7 @@ import { answerField } from './cached-call';
 import { partialOrThrow } from './settle';
 import { defaultFieldResolver, isListField, kindOf, propertyOf } from './schema-reading';
 import { entitySite, planEntity } from './entities';
-import { requiredFields } from './federation-directives';
+import { defaultIdentity, requiredFields } from './federation-directives';
 import { cachedFieldHint, restrictCacheHint } from './hints';
 import { sharedFailureFor } from './failures';
 import { invalidatingResolver, readInvalidates } from './invalidates';
@@ -206,7 +206,9 @@ export function cachedDirectiveTransformer<S extends GraphQLSchema>(schema: S, o
         ? undefined
         : typeof id === 'function'
           ? id
-          : propertyOf(typeof id === 'string' ? id : 'id');
+          : typeof id === 'string'
+            ? propertyOf(id)
+            : defaultIdentity(schema, type as GraphQLObjectType);
       // A Federation field's @requires: its value depends on those parent fields too (sent by the
       // gateway, or by any client of the subgraph): they are part of its key.
       const required = parentIdentity === undefined ? [] : requiredFields(schema, field, coordinate);

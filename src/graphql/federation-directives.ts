@@ -15,6 +15,8 @@ import type {
   StringValueNode,
 } from 'graphql';
 import { findDirective } from './directive-nodes';
+import { encodeArgs } from './keys';
+import { propertyOf } from './schema-reading';
 
 /**
  * The names `@<directive>` goes by in `schema`: `directive`, `federation__<directive>` (a `@link`
@@ -57,6 +59,34 @@ export function keyFieldSets(type: GraphQLObjectType, names: ReadonlySet<string>
     if (top.length > 0) sets.push(top);
   }
   return sets;
+}
+
+/**
+ * How a type's objects are identified when the transform's `identity` names nothing for it: `id`,
+ * unless the type is a Federation entity whose keys need more than `id`. Then the fields of its
+ * first key with `id` (`@key(fields: "id locale")`), or of its first key when it has no `id`
+ * field, as `canonicalArgs` encodes them (`{"id":"1","locale":"en"}`): by `id` alone, the value
+ * computed for one locale was served for the others. An object lacking one of them has no
+ * identity (resolved uncached). A type keyed by other fields that also has an `id` keeps `id`.
+ */
+export function defaultIdentity(schema: GraphQLSchema, type: GraphQLObjectType): (parent: any) => unknown {
+  const keys = keyFieldSets(type, federationNames(schema, 'key'));
+  if (keys.length === 0 || keys.some((key) => key.length === 1 && key[0] === 'id')) return propertyOf('id');
+  const key = keys.find((fields) => fields.includes('id')) ?? (type.getFields().id === undefined ? keys[0] : undefined);
+  if (key === undefined) return propertyOf('id');
+  const names = [...new Set(key)].sort();
+  return (parent: Record<string, unknown>) => {
+    const values: Record<string, unknown> = {};
+    for (const name of names) {
+      const value = parent[name];
+      if (value === undefined || value === null) return undefined;
+      values[name] = value;
+    }
+    const encoded = encodeArgs(values);
+    return encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep'
+      ? undefined
+      : encoded;
+  };
 }
 
 /**
