@@ -9,7 +9,8 @@
  * and scoped, invalidate, invalidateTags, cache.clear, clock moves, new requests (some with a request signal).
  * Each load may carry a signal aborted before
  * the call, in a microtask, in a later tick or in a timer; fills answer values, Error results,
- * throw, or fail the whole batch, synchronously or after a timer. Operations are issued in bursts
+ * throw, or fail the whole batch, synchronously or after a timer, or run on until their signal fires
+ * (up to 30 ms: abandoned while running, a refresh past its grace, a Redis lock let go). Operations are issued in bursts
  * separated by a microtask, a tick or a short timer, so they overlap in every way those allow.
  *
  * 'flaky' is the memory store (the user's own store, here a stand-in) failing a fifth of its calls,
@@ -118,29 +119,44 @@ export async function settleStress(options: StressOptions): Promise<StressReport
     else if (wait < 0.8) await new Promise<void>((resolve) => setImmediate(resolve));
     else await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(random() * 3)));
   };
+  /**
+   * Sometimes a fill runs on past its callers (a slow database call): until its signal fires (then
+   * it rejects, as one that listens does) or 30 ms pass. Its callers that leave abandon it (a
+   * refresh too, past its grace), and on Redis its lock goes at once.
+   */
+  const lingering = async (signal: AbortSignal): Promise<void> => {
+    if (!chance(0.05)) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, 30);
+      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason as Error)), { once: true });
+    });
+  };
   const answer = (source: string, key: string): string | Error => {
     const plan = pick(KEY_PLANS);
     if (plan === 'throw') throw new Error(`${source} threw for ${key}`);
     if (plan === 'error') return new Error(`${source} has no ${key}`);
     return `${source}|${key}|v${++version}`;
   };
-  const batchOf = (source: string) => async (keys: readonly string[]) => {
-    await later();
-    if (chance(0.08)) throw new Error(`${source}: the whole batch failed`);
-    if (chance(0.03)) return keys.slice(1).map((key) => `${source}|${key}|short`); // wrong length: a whole-batch failure
-    const values = keys.map((key) => {
-      try {
-        return answer(source, key);
-      } catch (error) {
-        return error as Error;
-      }
-    });
-    if (!chance(0.2)) return values;
-    // A promise per key (`ids.map(async …)`), some settling later, a failed key's rejecting.
-    return values.map((value) =>
-      chance(0.5) ? value : later().then(() => (value instanceof Error ? Promise.reject(value) : value)),
-    );
-  };
+  const batchOf =
+    (source: string) =>
+    async (keys: readonly string[], { signal }: { signal: AbortSignal }) => {
+      await later();
+      await lingering(signal);
+      if (chance(0.08)) throw new Error(`${source}: the whole batch failed`);
+      if (chance(0.03)) return keys.slice(1).map((key) => `${source}|${key}|short`); // wrong length: a whole-batch failure
+      const values = keys.map((key) => {
+        try {
+          return answer(source, key);
+        } catch (error) {
+          return error as Error;
+        }
+      });
+      if (!chance(0.2)) return values;
+      // A promise per key (`ids.map(async …)`), some settling later, a failed key's rejecting.
+      return values.map((value) =>
+        chance(0.5) ? value : later().then(() => (value instanceof Error ? Promise.reject(value) : value)),
+      );
+    };
   const loadersOf = (cache: Cache): Loader<string, string>[] => [
     cache.loader<string, string>({ name: 'tick', ttl: 1000, batch: batchOf('tick') }),
     cache.loader<string, string>({
@@ -251,15 +267,18 @@ export async function settleStress(options: StressOptions): Promise<StressReport
           : scope.loader(loader, { cacheMap: new Map() });
     return { loader, scoped, label: `${loader.name}/${view}` };
   };
-  const fillFor = (key: string) => async () => {
-    await later();
-    // Sometimes the fill invalidates its own key (a repair job, a helper that writes): its callers
-    // start over at most twice, then get a detached flight's result (core/flight.ts).
-    if (chance(0.1)) await cache.invalidate(`c:${key}`);
-    const result = answer('compute', key);
-    if (result instanceof Error && chance(0.5)) throw result;
-    return result;
-  };
+  const fillFor =
+    (key: string) =>
+    async ({ signal }: { signal: AbortSignal }) => {
+      await later();
+      await lingering(signal);
+      // Sometimes the fill invalidates its own key (a repair job, a helper that writes): its callers
+      // start over at most twice, then get a detached flight's result (core/flight.ts).
+      if (chance(0.1)) await cache.invalidate(`c:${key}`);
+      const result = answer('compute', key);
+      if (result instanceof Error && chance(0.5)) throw result;
+      return result;
+    };
 
   /** A load of the peer (redis): drawn as often as two other operations, so locks are contended. */
   const peerLoad = () => {
