@@ -15,7 +15,7 @@ import type {
   StringValueNode,
 } from 'graphql';
 import { findDirective } from './directive-nodes';
-import { encodeArgs } from './keys';
+import { encodeFields } from './keys';
 import { propertyOf } from './schema-reading';
 
 /**
@@ -74,19 +74,8 @@ export function defaultIdentity(schema: GraphQLSchema, type: GraphQLObjectType):
   if (keys.length === 0 || keys.some((key) => key.length === 1 && key[0] === 'id')) return propertyOf('id');
   const key = keys.find((fields) => fields.includes('id')) ?? (type.getFields().id === undefined ? keys[0] : undefined);
   if (key === undefined) return propertyOf('id');
-  const names = [...new Set(key)].sort();
-  return (parent: Record<string, unknown>) => {
-    const values: Record<string, unknown> = {};
-    for (const name of names) {
-      const value = parent[name];
-      if (value === undefined || value === null) return undefined;
-      values[name] = value;
-    }
-    const encoded = encodeArgs(values);
-    return encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep'
-      ? undefined
-      : encoded;
-  };
+  const names = [...new Set(key)];
+  return (parent: object) => encodeFields(parent, names, true);
 }
 
 /**

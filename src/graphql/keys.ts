@@ -324,12 +324,23 @@ export function withRequired(
   return (parent) => {
     const id = identityOfParent(identityOf, parent);
     if (id === undefined) return undefined;
-    const values: Record<string, unknown> = {};
-    for (const name of names) values[name] = (parent as Record<string, unknown>)[name];
-    const encoded = encodeArgs(values);
-    if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep') return undefined;
-    return `[${JSON.stringify(id)},${encoded}]`;
+    const encoded = encodeFields(parent, names);
+    return encoded === undefined ? undefined : `[${JSON.stringify(id)},${encoded}]`;
   };
+}
+
+/**
+ * `parent`'s fields `names` as canonicalArgs encodes them, or undefined: values it cannot key, or
+ * (`whole`) a field missing or null (an entity's key: without one of them, no identity).
+ */
+export function encodeFields(parent: object, names: readonly string[], whole = false): string | undefined {
+  const values: Record<string, unknown> = {};
+  for (const name of names) {
+    const value = (parent as Record<string, unknown>)[name];
+    if (whole && (value === undefined || value === null)) return undefined;
+    values[name] = value;
+  }
+  return canonicalArgs(values);
 }
 
 /**

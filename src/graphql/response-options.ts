@@ -18,14 +18,14 @@ const OPTIONS = optionNames<ResponseCacheOptions>({
   unreadLimit: true,
 });
 
+/** responseCache.unreadLimit's default (./response-admission). */
+export const UNREAD_LIMIT = 32;
+
 /**
  * The longest defaultMaxAge or swr, in seconds: the registry's longest duration (MAX_DURATION,
  * 1e15 ms). A response under a longer one could not be stored: every request would be bypassed
  * (cache_unavailable), the plugin having accepted it.
  */
-/** responseCache.unreadLimit's default (./response-admission). */
-export const UNREAD_LIMIT = 32;
-
 const MAX_SECONDS = MAX_DURATION / 1000;
 const SECONDS = 'an integer number of seconds >= 0 and at most 1e12';
 

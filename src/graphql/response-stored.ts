@@ -10,7 +10,6 @@ import { joinedBefore } from '../core/internal';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { OperationCache } from './request';
 import type { Admission } from './response-admission';
-
 import { resultFacts } from './response-result';
 import type { ExecutedResult, FinalPolicy, NotStoredReason, ResponsePlan, StoredResponse } from './response-types';
 
