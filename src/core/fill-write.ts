@@ -252,6 +252,12 @@ export class FillWrite {
       if (result instanceof Failure) this.#flights.fail(item.flight, result.error);
       else this.#flights.resolve(item.flight, result);
     }
+    // Answered: nothing reads the fill's argument again. The dispatch holding these items may run
+    // on for a slower fill of its batch (a response layer's execution): a getOrCompute fill's
+    // closure, and the request it holds, would stay reachable until then, long enough for V8 to
+    // move them to the old generation. An abandoned flight's callers re-contend with it, on a
+    // microtask that may not have run yet: kept.
+    for (const item of items) if (!item.flight.abandoned) item.arg = undefined;
     await written;
   }
 

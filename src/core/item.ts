@@ -16,8 +16,12 @@ export interface Item {
   readonly source: Source;
   readonly key: string;
   readonly flight: Flight;
-  /** What the source's fill needs for this key: the loader's own key, or the getOrCompute fill. */
-  readonly arg: unknown;
+  /**
+   * What the source's fill needs for this key: the loader's own key, or the getOrCompute fill.
+   * Dropped once the item's flight is answered (FillWrite): a batch's items are held until its
+   * last fill ends, and a getOrCompute fill's closure holds its caller's request.
+   */
+  arg: unknown;
   readonly policy: Policy;
   /** The request scope of the caller that started the flight: fills are attributed to it. */
   readonly sink: Sink | undefined;

@@ -5,7 +5,9 @@
  *   value alive through a module-level resolve, until the next fill);
  * - evicted-slot: a @cached-style slot read of a value then evicted (a slot must not keep it);
  * - invalidated-while-filling: 50 values filled and invalidated while another fill runs (the
- *   flight table kept its ended flights, and their values, until every fill had ended).
+ *   flight table kept its ended flights, and their values, until every fill had ended);
+ * - closures-of-a-batch: 20 fills answered while a fill dispatched with them runs on (their items
+ *   kept each fill function, and what it closed over, until the batch's last fill ended).
  */
 import { createCache } from '../../src/core/cache';
 import { MemoKey } from '../../src/core/memo';
@@ -60,6 +62,23 @@ async function main(): Promise<void> {
   out['invalidated-while-filling'] = [...alive].sort();
   finish(1);
   await running;
+
+  // Fills dispatched in the same tick as one that runs on: each is answered, and what its closure
+  // holds (a request, for the response layer's fill) is let go, though the batch's dispatch waits
+  // for the slow one still.
+  alive.clear();
+  let finishSlow: (value: number) => void = () => {};
+  const slow = cache.getOrCompute('slow2', () => new Promise<number>((resolve) => (finishSlow = resolve)));
+  await Promise.all(
+    Array.from({ length: 20 }, (_, i) => {
+      const held = big(`held${i}`);
+      return cache.getOrCompute(`q${i}`, async () => held.length + i);
+    }),
+  );
+  await collected();
+  out['closures-of-a-batch'] = [...alive].sort();
+  finishSlow(1);
+  await slow;
 
   process.stdout.write(`${JSON.stringify(out)}\n`);
   await cache.close();

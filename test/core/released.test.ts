@@ -29,4 +29,8 @@ describe('values the cache no longer holds are collected', () => {
   it('values invalidated while another fill still runs', () => {
     expect(alive['invalidated-while-filling']).toEqual([]);
   });
+
+  it('what a fill closed over, once answered, while a fill of its batch still runs', () => {
+    expect(alive['closures-of-a-batch']).toEqual([]);
+  });
 });
