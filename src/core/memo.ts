@@ -188,13 +188,14 @@ let memoKeys = 0;
  * @internal A key reused across requests (a @cached field's key, per parent identity), numbered
  * once, so a request can remember its synchronous answer for it in a SlotMemo instead of a Map;
  * bounded once (its form in the store); and a StoreSlot, so a store that keeps slots (the memory
- * store) answers it again without a lookup while the store is unchanged (see Store.readSlot).
+ * store) answers it again without a lookup while its entry is unchanged (see Store.readSlot).
  */
 export class MemoKey implements StoreSlot {
   readonly id = ++memoKeys;
   readonly stored: string;
   entry: Entry | undefined = undefined;
   stamp = 0;
+  writes = 0;
   constructor(readonly key: string) {
     this.stored = boundedKey(key);
   }

@@ -23,15 +23,22 @@
  * MAX_NOTED_CHARS characters): past either, every held tagged entry is checked once (the
  * invalidated ones deleted) and the notes are dropped, as no held entry predates them any more.
  *
- * A @cached field's key is read through its slot (readSlot): the slot keeps the entry it read
- * and the store's stamp, and while the stamp holds (no write, delete, invalidation or clear since)
- * the entry is answered from the slot, with no lookup: in a server, lru-cache's lookup is most of
- * a warm field's cost over a plain resolver's (its tables are out of the CPU's caches by then).
- * Every change takes a new stamp and empties the slots filled since the last one, so a slot never
- * keeps alive an entry the store has dropped. Recency: a slot's answer does not move its key up in
- * the LRU order; the first read after each change does. Entries are evicted only by writes, and
- * every key read since the previous write was moved up then: the order among them is that of
- * their first read after it, not their last.
+ * A @cached field's key is read through its slot (readSlot): the slot keeps the entry it read,
+ * and while that key's entry stays (not written again, deleted or evicted since) and no
+ * invalidateTags or clear came, the entry is answered from the slot, with no lookup: in a server,
+ * lru-cache's lookup is most of a warm field's cost over a plain resolver's (its tables are out
+ * of the CPU's caches by then). The store keeps the filled slots by key and empties a key's slot
+ * when its entry leaves (lru-cache's dispose: overwritten, deleted, evicted), so a slot never
+ * answers, nor keeps alive, an entry the store has dropped; writes of other keys leave it be (a
+ * response layer storing its misses writes often). invalidateTags and clear take a new stamp,
+ * which every slot filled before fails.
+ *
+ * Recency: a slot's answer does not move its key up in the LRU order, and only writes evict. So
+ * that a key read only from its slot does not drift to the tail unseen, a slot answers only while
+ * at most half as many entries as the store holds were written since it was filled; its next read
+ * is then a lookup, which moves it up. A key read at least once per that many writes stays ahead
+ * of every key that was not read since (each write moves one key ahead of it; lookups move only
+ * keys being read). A store nobody writes to keeps its slots.
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -75,7 +82,7 @@ const READ: LRUCache.GetOptions<string, Entry, unknown> = {};
 const MAX_NOTED = 50_000;
 const MAX_NOTED_CHARS = 4 * 1024 * 1024;
 
-/** Stamps given so far: a store's stamp names the store and its state since its last change (readSlot). */
+/** Stamps given so far: a store's stamp names the store and its state since its last clear or invalidateTags (readSlot). */
 let stamps = 0;
 
 /** A held tagged entry's tags (bounded forms), and the store's invalidation count when they were last checked. */
@@ -99,11 +106,12 @@ export class MemoryStore implements Store {
   #notedChars = 0;
   readonly #maxEntrySize: number;
   #oversized = 0;
-  /** This store's state (see readSlot): a new stamp at every change. */
+  /** This store's state (see readSlot): a new stamp at every clear and invalidateTags. */
   #stamp = ++stamps;
-  /** The slots readSlot filled since the last change, emptied at the next; at most `max`. */
-  readonly #slots: StoreSlot[] = [];
-  readonly #max: number;
+  /** Entries written so far: how far towards eviction the LRU order moved (a slot's recency, see the header). */
+  #writes = 0;
+  /** The slot filled for each key held, emptied when the key's entry leaves (see the header). */
+  readonly #slots = new Map<string, StoreSlot>();
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') throw invalidArgument('options', options, 'an object');
@@ -128,7 +136,6 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxEntrySize = maxEntrySize;
-    this.#max = max;
     this.#lru = new LRUCache<string, Entry>({
       max,
       maxSize,
@@ -150,7 +157,11 @@ export class MemoryStore implements Store {
       },
       // Evicted, deleted or overwritten (before its replacement is inserted).
       dispose: (entry, key) => {
-        this.#changed();
+        const slot = this.#slots.get(key);
+        if (slot !== undefined) {
+          slot.entry = undefined;
+          this.#slots.delete(key);
+        }
         if (entry.tags !== undefined) this.#tagged.delete(key);
       },
     });
@@ -185,28 +196,31 @@ export class MemoryStore implements Store {
     return this.#unlessInvalidated(key, entry);
   }
 
-  /** @internal getSync through `slot`: the entry it holds while the store is unchanged (see the header). */
+  /** @internal getSync through `slot`: the entry it holds while its key's entry stays (see the header). */
   readSlot(slot: StoreSlot): Entry | undefined {
     const held = slot.entry;
-    if (held !== undefined && slot.stamp === this.#stamp) return held;
+    if (held !== undefined && slot.stamp === this.#stamp && this.#writes - slot.writes <= this.#lru.size >>> 1)
+      return held;
     const entry = this.getSync(slot.stored);
     if (entry === undefined) return undefined;
+    const key = slot.stored;
     const slots = this.#slots;
-    // A slot read by two stores in turn is filled again each time: bounded, it costs a new stamp.
-    if (slots.length >= this.#max) this.#changed();
+    const before = slots.get(key);
+    // One slot per key: another one filled for it before (a second cache on this store) is
+    // emptied, as the store will not tell it of the key's next change.
+    if (before !== slot) {
+      if (before !== undefined) before.entry = undefined;
+      slots.set(key, slot);
+    }
     slot.entry = entry;
     slot.stamp = this.#stamp; // read after getSync, which may have deleted an invalidated entry
-    slots.push(slot);
+    slot.writes = this.#writes;
     return entry;
   }
 
-  /** A write, delete, invalidation or clear: a new stamp, and the slots filled since the last one emptied. */
-  #changed(): void {
+  /** A clear or invalidateTags: a new stamp, which every slot filled before fails (see the header). */
+  #restamp(): void {
     this.#stamp = ++stamps;
-    const slots = this.#slots;
-    if (slots.length === 0) return;
-    for (const slot of slots) slot.entry = undefined;
-    slots.length = 0;
   }
 
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
@@ -240,7 +254,7 @@ export class MemoryStore implements Store {
   // Writes and deletes take effect synchronously, before the returned promise: the registry
   // relies on that so a value is visible to the next caller the moment its flight settles.
   setMany(writes: readonly StoreWrite[]): Promise<void> {
-    this.#changed();
+    this.#writes += writes.length;
     for (const w of writes) {
       const size = entrySize(w.key, w.entry);
       if (size > this.#maxEntrySize) {
@@ -259,7 +273,7 @@ export class MemoryStore implements Store {
    * in flight): each tag is noted with this call's count, and read checks do the rest (header).
    */
   invalidateTags(tags: readonly string[]): Promise<void> {
-    this.#changed();
+    this.#restamp();
     const at = ++this.#invalidations;
     const noted = this.#noted;
     for (const tag of tags) {
@@ -289,13 +303,12 @@ export class MemoryStore implements Store {
   }
 
   delete(keys: readonly string[]): Promise<void> {
-    this.#changed();
     for (const key of keys) this.#lru.delete(key);
     return done;
   }
 
   clear(): Promise<void> {
-    this.#changed();
+    this.#restamp();
     this.#lru.clear();
     // Nothing held predates the notes any more: they have nothing left to judge.
     this.#noted.clear();

@@ -160,7 +160,10 @@ export interface StoreReporter {
 export interface StoreSlot {
   readonly stored: string;
   entry: Entry | undefined;
+  /** The store and its state (clears, invalidations) when it was filled. */
   stamp: number;
+  /** The store's count of entries written when it was filled (its recency: memory.ts). */
+  writes: number;
 }
 
 export interface Store {
@@ -178,8 +181,8 @@ export interface Store {
   peekSync?(key: string): Entry | undefined;
   /**
    * @internal getSync through a slot the caller keeps for one key (a @cached field's key, per
-   * parent): while the store has not changed since the slot's last read, the entry read then,
-   * with no lookup. A store that has it releases every slot it filled at its next change.
+   * parent): while the key's entry has not changed since the slot's last read, the entry read
+   * then, with no lookup. A store that has it empties a key's slot when the key changes or leaves.
    */
   readSlot?(slot: StoreSlot): Entry | undefined;
   /**

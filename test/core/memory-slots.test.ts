@@ -1,8 +1,10 @@
 /**
  * The memory store's slots (readSlot): a @cached field's key, per parent, is answered again from
- * its slot while the store is unchanged, with no lookup; every change empties the slots, so no
- * change is missed and no dropped entry is kept alive; the LRU order still sees the first read
- * after each write. Counted in getSync calls and values, never timed.
+ * its slot while its entry stays, with no lookup; a change to the key (a write, a delete, an
+ * eviction) empties its slot, and invalidateTags and clear fail every slot, so no change is missed
+ * and no dropped entry is kept alive; writes of other keys leave it; the LRU order still moves a
+ * key read only from its slot up, once half as many entries as the store holds were written since. Counted in getSync calls
+ * and values, never timed.
  */
 import { MemoKey } from '../../src/core/memo';
 import { memoryStore, type MemoryStore } from '../../src/core/memory';
@@ -12,7 +14,7 @@ const write = (store: MemoryStore, key: string, value: unknown, tags?: string[])
   store.setMany([{ key, entry: { ...entry(value), tags }, ttl: Infinity }]);
 
 describe('memory store: slots', () => {
-  it('answers a slot again without a lookup while the store is unchanged, and looks up again after a change', async () => {
+  it('answers a slot again without a lookup while its entry stays, and looks up again after a change of its key', async () => {
     const store = memoryStore();
     await write(store, 'a', 1);
     const lookups = jest.spyOn(store, 'getSync');
@@ -22,8 +24,11 @@ describe('memory store: slots', () => {
     expect(store.readSlot(slot)).toBe(first);
     expect(store.readSlot(slot)).toBe(first);
     expect(lookups).toHaveBeenCalledTimes(1);
-    await write(store, 'other', 2); // any change: the slot is read again
+    await write(store, 'other', 2); // another key: the slot still answers
     expect(store.readSlot(slot)).toBe(first);
+    expect(lookups).toHaveBeenCalledTimes(1);
+    await write(store, 'a', 3); // its key: read again
+    expect(store.readSlot(slot)?.value).toBe(3);
     expect(lookups).toHaveBeenCalledTimes(2);
   });
 
@@ -38,33 +43,43 @@ describe('memory store: slots', () => {
     expect(store.readSlot(slot)?.value).toBe('now');
   });
 
-  const changes: [string, (store: MemoryStore) => Promise<void>, unknown][] = [
-    ['a write of the same key', (store) => write(store, 'a', 'new'), 'new'],
-    ['a write of another key', (store) => write(store, 'b', 'b'), 'old'],
-    ['a delete of the key', (store) => store.delete(['a']), undefined],
-    ['a delete of another key', (store) => store.delete(['b']), 'old'],
-    ['an invalidation of its tag', (store) => store.invalidateTags(['t']), undefined],
-    ['an invalidation of another tag', (store) => store.invalidateTags(['u']), 'old'],
-    ['a clear', (store) => store.clear(), undefined],
+  // [change, what the slot of `a` reads after it, whether the slot is read again (a lookup), whether
+  // it is emptied at once (its entry dropped by the store), whether the slot of `b` is emptied]
+  const changes: [string, (store: MemoryStore) => Promise<void>, unknown, boolean, boolean, boolean][] = [
+    ['a write of the same key', (store) => write(store, 'a', 'new'), 'new', true, true, false],
+    ['a write of another key', (store) => write(store, 'b', 'b2'), 'old', false, false, true],
+    ['a write of a third key', (store) => write(store, 'c', 'c'), 'old', false, false, false],
+    ['a delete of the key', (store) => store.delete(['a']), undefined, true, true, false],
+    ['a delete of another key', (store) => store.delete(['b']), 'old', false, false, true],
+    ['an invalidation of its tag', (store) => store.invalidateTags(['t']), undefined, true, false, false],
+    ['an invalidation of another tag', (store) => store.invalidateTags(['u']), 'old', true, false, false],
+    ['a clear', (store) => store.clear(), undefined, true, true, true],
   ];
 
-  it.each(changes)('after %s the slot holds nothing and reads what the store holds', async (_name, change, after) => {
-    const store = memoryStore();
-    await write(store, 'a', 'old', ['t']);
-    await write(store, 'b', 'b');
-    const slot = new MemoKey('a');
-    const other = new MemoKey('b');
-    expect(store.readSlot(slot)?.value).toBe('old');
-    expect(store.readSlot(other)?.value).toBe('b');
-    await change(store);
-    // Emptied at once: an entry the store dropped is not kept alive by a slot until its next read.
-    expect(slot.entry).toBeUndefined();
-    expect(other.entry).toBeUndefined();
-    expect(store.readSlot(slot)?.value).toBe(after);
-    expect(store.getSync('a')?.value).toBe(after);
-  });
+  it.each(changes)(
+    'after %s the slot reads what the store holds',
+    async (_name, change, after, readAgain, emptied, otherEmptied) => {
+      const store = memoryStore();
+      // Twenty entries more: the few writes here stay within a slot's recency window.
+      for (let i = 0; i < 20; i++) await write(store, `filler${i}`, i);
+      await write(store, 'a', 'old', ['t']);
+      await write(store, 'b', 'b');
+      const slot = new MemoKey('a');
+      const other = new MemoKey('b');
+      expect(store.readSlot(slot)?.value).toBe('old');
+      expect(store.readSlot(other)?.value).toBe('b');
+      await change(store);
+      // Emptied at once when the store dropped its entry: not kept alive by the slot until its next read.
+      expect(slot.entry === undefined).toBe(emptied);
+      expect(other.entry === undefined).toBe(otherEmptied);
+      const lookups = jest.spyOn(store, 'getSync');
+      expect(store.readSlot(slot)?.value).toBe(after);
+      expect(lookups).toHaveBeenCalledTimes(readAgain ? 1 : 0);
+      expect(store.getSync('a')?.value).toBe(after);
+    },
+  );
 
-  it('an eviction empties the slots: the evicted entry is not answered, nor kept', async () => {
+  it('an eviction empties the slot of the key evicted: its entry is not answered, nor kept', async () => {
     const store = memoryStore({ max: 2 });
     await write(store, 'a', 'a');
     await write(store, 'b', 'b');
@@ -77,16 +92,50 @@ describe('memory store: slots', () => {
     expect(store.size).toBe(2);
   });
 
-  it('LRU order: the first read through a slot after a write moves its key up, so it outlives keys not read', async () => {
-    const store = memoryStore({ max: 2 });
-    await write(store, 'a', 'a');
-    await write(store, 'b', 'b'); // b is the most recent
+  it('LRU order: a key read only from its slot is moved up once half the store was written since, so it outlives keys not read', async () => {
+    const store = memoryStore({ max: 4 });
+    for (const key of ['a', 'b', 'c', 'd']) await write(store, key, key); // d the most recent, a the least
     const slot = new MemoKey('a');
-    expect(store.readSlot(slot)?.value).toBe('a'); // a is now
-    expect(store.readSlot(slot)?.value).toBe('a'); // from the slot
-    await write(store, 'c', 'c'); // evicts the least recent: b
-    expect(store.getSync('b')).toBeUndefined();
+    const lookups = jest.spyOn(store, 'getSync');
+    expect(store.readSlot(slot)?.value).toBe('a'); // a lookup: a is the most recent
+    await write(store, 'e', 'e'); // evicts the least recent: b
+    expect(store.readSlot(slot)?.value).toBe('a'); // one write since (4 entries: up to 2): from the slot
+    await write(store, 'f', 'f'); // evicts c
+    expect(store.readSlot(slot)?.value).toBe('a'); // two: from the slot
+    expect(lookups).toHaveBeenCalledTimes(1);
+    await write(store, 'g', 'g'); // evicts d; a is now the least recent
+    expect(store.readSlot(slot)?.value).toBe('a'); // three: a lookup, which moves a up
+    expect(lookups).toHaveBeenCalledTimes(2);
+    await write(store, 'h', 'h'); // evicts e (a, never moved up by its slot, would have gone)
     expect(store.readSlot(slot)?.value).toBe('a');
+    lookups.mockRestore();
+    expect(['b', 'c', 'd', 'e'].map((key) => store.getSync(key))).toEqual([undefined, undefined, undefined, undefined]);
+    expect(store.readSlot(slot)?.value).toBe('a');
+    expect(store.size).toBe(4);
+  });
+
+  it('lookups of other keys leave a slot be: a store nobody writes to keeps answering from its slots', async () => {
+    const store = memoryStore({ max: 4 });
+    for (const key of ['a', 'b', 'c', 'd']) await write(store, key, key);
+    const slot = new MemoKey('a');
+    expect(store.readSlot(slot)?.value).toBe('a');
+    for (let i = 0; i < 100; i++) for (const key of ['b', 'c', 'd', 'absent']) store.getSync(key);
+    const lookups = jest.spyOn(store, 'getSync');
+    expect(store.readSlot(slot)?.value).toBe('a');
+    expect(lookups).not.toHaveBeenCalled();
+  });
+
+  it('a second slot for the same key (another cache on the store) empties the first: neither answers an old entry', async () => {
+    const store = memoryStore();
+    await write(store, 'k', 1);
+    const one = new MemoKey('k');
+    const two = new MemoKey('k');
+    expect(store.readSlot(one)?.value).toBe(1);
+    expect(store.readSlot(two)?.value).toBe(1);
+    expect(one.entry).toBeUndefined();
+    await write(store, 'k', 2);
+    expect(store.readSlot(one)?.value).toBe(2);
+    expect(store.readSlot(two)?.value).toBe(2);
   });
 
   it('a slot read by two stores in turn answers each store its own entry', async () => {
