@@ -35,10 +35,12 @@
  *
  * Recency: a slot's answer does not move its key up in the LRU order, and only writes evict. So
  * that a key read only from its slot does not drift to the tail unseen, a slot answers only while
- * at most half as many entries as the store holds were written since it was filled; its next read
- * is then a lookup, which moves it up. A key read at least once per that many writes stays ahead
- * of every key that was not read since (each write moves one key ahead of it; lookups move only
- * keys being read). A store nobody writes to keeps its slots.
+ * less than a quarter of `max` entries and a quarter of `maxSize` bytes (the two summed as
+ * fractions) were written since it was filled; its next read is then a lookup, which moves it up.
+ * A key read at least that often always has less than half of `max` and of `maxSize` written past
+ * it, so writes alone never evict it (an entry of at most half of maxSize): only if lookups (a
+ * loader's, a getOrCompute's) moved more keys past it than half the store since it last moved up.
+ * A store nobody writes to keeps its slots.
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -108,8 +110,13 @@ export class MemoryStore implements Store {
   #oversized = 0;
   /** This store's state (see readSlot): a new stamp at every clear and invalidateTags. */
   #stamp = ++stamps;
-  /** Entries written so far: how far towards eviction the LRU order moved (a slot's recency, see the header). */
-  #writes = 0;
+  /**
+   * How far writes moved the LRU order towards eviction: each write adds 4 / max and 4 / maxSize
+   * per byte, so 1 is a quarter of the store written (a slot's recency, see the header).
+   */
+  #progress = 0;
+  readonly #perWrite: number;
+  readonly #perByte: number;
   /** The slot filled for each key held, emptied when the key's entry leaves (see the header). */
   readonly #slots = new Map<string, StoreSlot>();
 
@@ -136,6 +143,8 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxEntrySize = maxEntrySize;
+    this.#perWrite = 4 / max;
+    this.#perByte = 4 / maxSize;
     this.#lru = new LRUCache<string, Entry>({
       max,
       maxSize,
@@ -199,8 +208,7 @@ export class MemoryStore implements Store {
   /** @internal getSync through `slot`: the entry it holds while its key's entry stays (see the header). */
   readSlot(slot: StoreSlot): Entry | undefined {
     const held = slot.entry;
-    if (held !== undefined && slot.stamp === this.#stamp && this.#writes - slot.writes <= this.#lru.size >>> 1)
-      return held;
+    if (held !== undefined && slot.stamp === this.#stamp && this.#progress - slot.progress < 1) return held;
     const entry = this.getSync(slot.stored);
     if (entry === undefined) return undefined;
     const key = slot.stored;
@@ -214,7 +222,7 @@ export class MemoryStore implements Store {
     }
     slot.entry = entry;
     slot.stamp = this.#stamp; // read after getSync, which may have deleted an invalidated entry
-    slot.writes = this.#writes;
+    slot.progress = this.#progress;
     return entry;
   }
 
@@ -254,9 +262,9 @@ export class MemoryStore implements Store {
   // Writes and deletes take effect synchronously, before the returned promise: the registry
   // relies on that so a value is visible to the next caller the moment its flight settles.
   setMany(writes: readonly StoreWrite[]): Promise<void> {
-    this.#writes += writes.length;
     for (const w of writes) {
       const size = entrySize(w.key, w.entry);
+      this.#progress += this.#perWrite + size * this.#perByte;
       if (size > this.#maxEntrySize) {
         // Not stored, and an older entry of the key is not kept either: it would be older than this.
         this.#oversized++;

@@ -162,8 +162,8 @@ export interface StoreSlot {
   entry: Entry | undefined;
   /** The store and its state (clears, invalidations) when it was filled. */
   stamp: number;
-  /** The store's count of entries written when it was filled (its recency: memory.ts). */
-  writes: number;
+  /** How far the store's writes had moved its LRU order when it was filled (its recency: memory.ts). */
+  progress: number;
 }
 
 export interface Store {

@@ -3,7 +3,7 @@
  * its slot while its entry stays, with no lookup; a change to the key (a write, a delete, an
  * eviction) empties its slot, and invalidateTags and clear fail every slot, so no change is missed
  * and no dropped entry is kept alive; writes of other keys leave it; the LRU order still moves a
- * key read only from its slot up, once half as many entries as the store holds were written since. Counted in getSync calls
+ * key read only from its slot up, once a quarter of the store was written since. Counted in getSync calls
  * and values, never timed.
  */
 import { MemoKey } from '../../src/core/memo';
@@ -92,26 +92,68 @@ describe('memory store: slots', () => {
     expect(store.size).toBe(2);
   });
 
-  it('LRU order: a key read only from its slot is moved up once half the store was written since, so it outlives keys not read', async () => {
-    const store = memoryStore({ max: 4 });
-    for (const key of ['a', 'b', 'c', 'd']) await write(store, key, key); // d the most recent, a the least
+  it('LRU order: a key read only from its slot is moved up once a quarter of max was written since, so writes never evict it', async () => {
+    const store = memoryStore({ max: 8 }); // a quarter: 2 writes
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    for (const key of keys) await write(store, key, key); // a the least recent
     const slot = new MemoKey('a');
     const lookups = jest.spyOn(store, 'getSync');
     expect(store.readSlot(slot)?.value).toBe('a'); // a lookup: a is the most recent
-    await write(store, 'e', 'e'); // evicts the least recent: b
-    expect(store.readSlot(slot)?.value).toBe('a'); // one write since (4 entries: up to 2): from the slot
-    await write(store, 'f', 'f'); // evicts c
-    expect(store.readSlot(slot)?.value).toBe('a'); // two: from the slot
-    expect(lookups).toHaveBeenCalledTimes(1);
-    await write(store, 'g', 'g'); // evicts d; a is now the least recent
-    expect(store.readSlot(slot)?.value).toBe('a'); // three: a lookup, which moves a up
-    expect(lookups).toHaveBeenCalledTimes(2);
-    await write(store, 'h', 'h'); // evicts e (a, never moved up by its slot, would have gone)
-    expect(store.readSlot(slot)?.value).toBe('a');
+    const read: boolean[] = [];
+    for (const key of ['i', 'j', 'k', 'l', 'm', 'n', 'o', 'p']) {
+      await write(store, key, key); // evicts the least recent other key: b, c, … h, then i
+      const before = lookups.mock.calls.length;
+      expect(store.readSlot(slot)?.value).toBe('a');
+      read.push(lookups.mock.calls.length > before);
+    }
+    // From its slot after one write, a lookup (moving it up) after the second: never moved up, a
+    // would have been evicted by the eighth write.
+    expect(read).toEqual([false, true, false, true, false, true, false, true]);
     lookups.mockRestore();
-    expect(['b', 'c', 'd', 'e'].map((key) => store.getSync(key))).toEqual([undefined, undefined, undefined, undefined]);
-    expect(store.readSlot(slot)?.value).toBe('a');
-    expect(store.size).toBe(4);
+    expect(['b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].filter((key) => store.getSync(key) !== undefined)).toEqual([]);
+    expect(store.size).toBe(8);
+  });
+
+  it.each([
+    [2, 4],
+    [4, 4],
+    [6, 4],
+    [100, 4],
+    [4, 2],
+    [100, 2],
+    [101, 2],
+  ])(
+    'max %i: a key read from its slot once per 1/%i of max written is never evicted, however long',
+    async (max, part) => {
+      const store = memoryStore({ max });
+      const slot = new MemoKey('hot');
+      await write(store, 'hot', 'hot');
+      const every = Math.max(1, Math.floor(max / part));
+      let evicted = 0;
+      for (let i = 0; i < 50 * every; i++) {
+        await write(store, `cold${i}`, i);
+        if ((i + 1) % every === 0 && store.readSlot(slot) === undefined) {
+          evicted++;
+          await write(store, 'hot', 'hot');
+        }
+      }
+      // max 2: a quarter is under one write, so it is read after every write and still kept.
+      expect(evicted).toBe(0);
+    },
+  );
+
+  it('maxSize: large writes do not evict a key read from its slot after each of them', async () => {
+    // 200 small entries, then entries of ~9,000 bytes into 40,000: each evicts many small ones.
+    const store = memoryStore({ maxSize: 40_000, maxEntrySize: 10_000 });
+    for (let i = 0; i < 200; i++) await write(store, `small${i}`, i);
+    await write(store, 'hot', 'hot');
+    const slot = new MemoKey('hot');
+    expect(store.readSlot(slot)?.value).toBe('hot');
+    for (let i = 0; i < 12; i++) {
+      await write(store, `big${i}`, 'x'.repeat(4_400)); // ~9,000 bytes (two per character)
+      expect(store.readSlot(slot)?.value).toBe('hot');
+    }
+    expect(store.getSync('small0')).toBeUndefined();
   });
 
   it('lookups of other keys leave a slot be: a store nobody writes to keeps answering from its slots', async () => {
