@@ -195,7 +195,6 @@ export class MemoKey implements StoreSlot {
   readonly stored: string;
   entry: Entry | undefined = undefined;
   stamp = 0;
-  progress = 0;
   constructor(readonly key: string) {
     this.stored = boundedKey(key);
   }

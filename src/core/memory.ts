@@ -34,13 +34,13 @@
  * which every slot filled before fails.
  *
  * Recency: a slot's answer does not move its key up in the LRU order, and only writes evict. So
- * that a key read only from its slot does not drift to the tail unseen, a slot answers only while
- * less than a quarter of `max` entries and a quarter of `maxSize` bytes (the two summed as
- * fractions) were written since it was filled; its next read is then a lookup, which moves it up.
- * A key read at least that often always has less than half of `max` and of `maxSize` written past
- * it, so writes alone never evict it (an entry of at most half of maxSize): only if lookups (a
- * loader's, a getOrCompute's) moved more keys past it than half the store since it last moved up.
- * A store nobody writes to keeps its slots.
+ * that a key read only from its slot does not drift to the tail unseen, the store also takes a
+ * new stamp each time an eighth of `max` entries or of `maxSize` bytes (the two summed as
+ * fractions) was written: every slot's next read is then a lookup, which moves its key up. A key
+ * read at least once per such eighth has at most two of them written past it (under half the
+ * store: an entry is at most maxEntrySize, an eighth of maxSize by default), so writes alone never
+ * evict it; lookups of other keys (a loader's, a getOrCompute's) between its moves still move
+ * those past it. A store nobody writes to keeps its slots.
  */
 import { LRUCache } from 'lru-cache';
 import { invalidArgument, invalidOption } from './errors';
@@ -111,8 +111,8 @@ export class MemoryStore implements Store {
   /** This store's state (see readSlot): a new stamp at every clear and invalidateTags. */
   #stamp = ++stamps;
   /**
-   * How far writes moved the LRU order towards eviction: each write adds 4 / max and 4 / maxSize
-   * per byte, so 1 is a quarter of the store written (a slot's recency, see the header).
+   * How far writes moved the LRU order since the last stamp: each write adds 8 / max and 8 /
+   * maxSize per byte; at 1 (an eighth of the store written) a new stamp (see the header).
    */
   #progress = 0;
   readonly #perWrite: number;
@@ -143,8 +143,8 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxEntrySize = maxEntrySize;
-    this.#perWrite = 4 / max;
-    this.#perByte = 4 / maxSize;
+    this.#perWrite = 8 / max;
+    this.#perByte = 8 / maxSize;
     this.#lru = new LRUCache<string, Entry>({
       max,
       maxSize,
@@ -208,7 +208,7 @@ export class MemoryStore implements Store {
   /** @internal getSync through `slot`: the entry it holds while its key's entry stays (see the header). */
   readSlot(slot: StoreSlot): Entry | undefined {
     const held = slot.entry;
-    if (held !== undefined && slot.stamp === this.#stamp && this.#progress - slot.progress < 1) return held;
+    if (held !== undefined && slot.stamp === this.#stamp) return held;
     const entry = this.getSync(slot.stored);
     if (entry === undefined) return undefined;
     const key = slot.stored;
@@ -222,13 +222,13 @@ export class MemoryStore implements Store {
     }
     slot.entry = entry;
     slot.stamp = this.#stamp; // read after getSync, which may have deleted an invalidated entry
-    slot.progress = this.#progress;
     return entry;
   }
 
-  /** A clear or invalidateTags: a new stamp, which every slot filled before fails (see the header). */
+  /** A clear, an invalidateTags, an eighth of the store written: a new stamp, which every slot filled before fails (see the header). */
   #restamp(): void {
     this.#stamp = ++stamps;
+    this.#progress = 0;
   }
 
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
@@ -264,7 +264,7 @@ export class MemoryStore implements Store {
   setMany(writes: readonly StoreWrite[]): Promise<void> {
     for (const w of writes) {
       const size = entrySize(w.key, w.entry);
-      this.#progress += this.#perWrite + size * this.#perByte;
+      if ((this.#progress += this.#perWrite + size * this.#perByte) >= 1) this.#restamp();
       if (size > this.#maxEntrySize) {
         // Not stored, and an older entry of the key is not kept either: it would be older than this.
         this.#oversized++;

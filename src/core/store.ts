@@ -160,10 +160,8 @@ export interface StoreReporter {
 export interface StoreSlot {
   readonly stored: string;
   entry: Entry | undefined;
-  /** The store and its state (clears, invalidations) when it was filled. */
+  /** The store and its state (clears, invalidations, recency: memory.ts) when it was filled. */
   stamp: number;
-  /** How far the store's writes had moved its LRU order when it was filled (its recency: memory.ts). */
-  progress: number;
 }
 
 export interface Store {

@@ -3,7 +3,7 @@
  * its slot while its entry stays, with no lookup; a change to the key (a write, a delete, an
  * eviction) empties its slot, and invalidateTags and clear fail every slot, so no change is missed
  * and no dropped entry is kept alive; writes of other keys leave it; the LRU order still moves a
- * key read only from its slot up, once a quarter of the store was written since. Counted in getSync calls
+ * key read only from its slot up each time an eighth of the store was written. Counted in getSync calls
  * and values, never timed.
  */
 import { MemoKey } from '../../src/core/memo';
@@ -92,26 +92,26 @@ describe('memory store: slots', () => {
     expect(store.size).toBe(2);
   });
 
-  it('LRU order: a key read only from its slot is moved up once a quarter of max was written since, so writes never evict it', async () => {
-    const store = memoryStore({ max: 8 }); // a quarter: 2 writes
-    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
-    for (const key of keys) await write(store, key, key); // a the least recent
-    const slot = new MemoKey('a');
+  it('LRU order: every eighth of the store written, a key read from its slot is moved up (a lookup), so writes never evict it', async () => {
+    const store = memoryStore({ max: 16 }); // an eighth: 2 writes
+    const first = Array.from({ length: 16 }, (_, i) => `k${i}`);
+    for (const key of first) await write(store, key, key); // k0 the least recent
+    const slot = new MemoKey('k0');
     const lookups = jest.spyOn(store, 'getSync');
-    expect(store.readSlot(slot)?.value).toBe('a'); // a lookup: a is the most recent
-    const read: boolean[] = [];
-    for (const key of ['i', 'j', 'k', 'l', 'm', 'n', 'o', 'p']) {
-      await write(store, key, key); // evicts the least recent other key: b, c, … h, then i
+    expect(store.readSlot(slot)?.value).toBe('k0'); // a lookup: k0 is the most recent
+    const looked: boolean[] = [];
+    for (let i = 0; i < 16; i++) {
+      await write(store, `new${i}`, i); // evicts the least recent other key: k1, k2, …
       const before = lookups.mock.calls.length;
-      expect(store.readSlot(slot)?.value).toBe('a');
-      read.push(lookups.mock.calls.length > before);
+      expect(store.readSlot(slot)?.value).toBe('k0');
+      looked.push(lookups.mock.calls.length > before);
     }
-    // From its slot after one write, a lookup (moving it up) after the second: never moved up, a
-    // would have been evicted by the eighth write.
-    expect(read).toEqual([false, true, false, true, false, true, false, true]);
+    // From its slot after one write, a lookup (moving it up) after the second. Never moved up, k0
+    // would have been evicted by the sixteenth write.
+    expect(looked).toEqual(Array.from({ length: 16 }, (_, i) => i % 2 === 1));
     lookups.mockRestore();
-    expect(['b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].filter((key) => store.getSync(key) !== undefined)).toEqual([]);
-    expect(store.size).toBe(8);
+    expect(first.slice(1).filter((key) => store.getSync(key) !== undefined)).toEqual([]);
+    expect(store.size).toBe(16);
   });
 
   it.each([
