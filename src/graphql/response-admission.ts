@@ -2,16 +2,23 @@
  * Which misses the response layer stores (./response-cache): an operation whose stored responses
  * are never read (a page per product id, each asked once: "one-hit wonders") pays for its walk and
  * its write on every miss and gains nothing from them. Once `limit` of an operation's responses
- * were stored in a row and none of its responses was read meanwhile, only 1 in `limit` of its
- * misses is stored (the others are answered to the request that executed them and not stored:
- * `not_admitted`), until a response of it is read again (a hit, a stale hit, or a request that
- * joined an execution): then every miss is stored again. Varnish's hit-for-miss, per operation.
+ * were stored in a row and none of its responses was read meanwhile, its misses are stored only
+ * when asked a second time, or 1 in `limit` of them (the others are answered to the request that
+ * executed them and not stored: `not_admitted`), until a response of it is read again (a hit, a
+ * stale hit, or a request that joined an execution): then every miss is stored again. Varnish's
+ * hit-for-miss, per operation, with a doorkeeper.
+ *
+ * The second ask: the keys of the last 2,048 to 4,096 misses left unstored are remembered (as
+ * 32-bit digests, in two generations of sets), and a miss of one of them is stored. So a page
+ * asked again among one-off pages is stored at its second miss, whatever the order of the
+ * requests (a fixed 1-in-`limit` sample alone never stored a page asked every second request: the
+ * sample fell on the one-off pages each time). A digest collision stores a miss that need not
+ * have been: harmless. The 1-in-`limit` sample keeps finding out whether the operation's responses
+ * are asked again when its pages come back only after the remembered ones.
  *
  * Only a miss no other request of this process waits on can be left unstored (the engine asks
  * this only then): one with waiters is a read already, and is stored and shared as any other, so
  * a result is never handed to another request without being walked (its tags, its own copy).
- * The stored sample keeps finding out whether the operation's responses are asked again: a page
- * that turns popular is stored within `limit` misses of its operation on each replica.
  *
  * Kept per operation (its static policy, one object per parsed document and operation name while
  * the server keeps the document: Apollo's and Yoga's document caches), in a WeakMap: an operation
@@ -27,23 +34,38 @@ interface Reads {
   skipped: number;
 }
 
+/** Digests of unstored misses remembered per generation (two generations: see the module). */
+const REMEMBERED = 2048;
+
 export class Admission {
   readonly #limit: number;
   readonly #operations = new WeakMap<StaticPolicy, Reads>();
+  /** Digests of the keys of recent misses left unstored: this generation's and the last. */
+  #recent = new Set<number>();
+  #older = new Set<number>();
 
   /** `limit`: see the module; 0 stores every response. */
   constructor(limit: number) {
     this.#limit = limit;
   }
 
-  /** Whether to store the result of this miss of the operation, no request waiting on it (counts the misses it skips). */
-  admits(operation: StaticPolicy): boolean {
+  /** Whether to store the result of this miss of `key`, no request waiting on it (counts the misses it skips). */
+  admits(operation: StaticPolicy, key: string): boolean {
     if (this.#limit === 0) return true;
     const reads = this.#operations.get(operation);
     if (reads === undefined || reads.unread < this.#limit) return true;
-    if (++reads.skipped < this.#limit) return false;
-    reads.skipped = 0;
-    return true;
+    const digest = digestOf(key);
+    if (this.#recent.has(digest) || this.#older.has(digest)) return true; // asked again: stored
+    if (++reads.skipped >= this.#limit) {
+      reads.skipped = 0;
+      return true;
+    }
+    if (this.#recent.size >= REMEMBERED) {
+      this.#older = this.#recent;
+      this.#recent = new Set();
+    }
+    this.#recent.add(digest);
+    return false;
   }
 
   /** A response of the operation was stored. */
@@ -62,4 +84,11 @@ export class Admission {
       reads.skipped = 0;
     }
   }
+}
+
+/** FNV-1a over the key's UTF-16 code units, 32 bits. */
+function digestOf(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return hash | 0;
 }

@@ -123,7 +123,8 @@ export function toStored(
   // Not walked nor shared: the executing request has its own result, and one joining now is
   // handed nothing to share (it contends again). A result that read a @cached field served stale
   // goes on: stored for a second (stale_fields).
-  if (admission !== undefined && !readStaleFields(operation) && !admission.admits(plan.policy)) return 'not_admitted';
+  if (admission !== undefined && !readStaleFields(operation) && !admission.admits(plan.policy, plan.key))
+    return 'not_admitted';
   const { request } = plan;
   const seen = operation?.tagsSeen;
   // One walk finds the entities and bounds the JSON's size: only a result that may be over

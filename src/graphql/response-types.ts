@@ -43,10 +43,11 @@ export interface ResponseCacheOptions<TContext = any> {
   invalidateViaMutation?: boolean;
   /**
    * One-hit wonders: once this many of an operation's responses were stored in a row and none of
-   * its responses was read (a hit, a stale hit, a request joining an execution), only 1 in this
-   * many of its misses is stored, until one is read again (`notStoredReason: 'not_admitted'`: the
-   * others are answered to the request that executed them alone; a miss other requests wait on is
-   * always stored and shared, a wait being a read). An
+   * its responses was read (a hit, a stale hit, a request joining an execution), a miss of it is
+   * stored only when its key was asked before among the last few thousand misses left unstored (a
+   * second ask), or as 1 in this many, until one is read again (`notStoredReason: 'not_admitted'`:
+   * the others are answered to the request that executed them alone; a miss other requests wait
+   * on is always stored and shared, a wait being a read). An
    * operation whose answers are each asked once (a page per id, a search) then costs its misses
    * almost nothing more than without the response layer. `false`: every response is stored.
    * Default 32.

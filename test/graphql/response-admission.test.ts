@@ -45,12 +45,40 @@ describe('response layer: admission of an operation whose responses are not read
       'not_admitted', 'not_admitted', 'not_admitted', 'stored',
       'not_admitted', 'not_admitted', 'not_admitted', 'stored',
     ]); // prettier-ignore
-    // What was not stored is a miss again; what was stored, a hit.
-    expect(await ask(engine, 5)).toBe('not_admitted');
+    // What was not stored is a miss again, stored this time (asked a second time); what was stored, a hit.
+    expect(await ask(engine, 5)).toBe('stored');
     expect(await ask(engine, 7)).toBe('hit');
     // That read ends the skipping: the next misses are stored.
     for (let n = 100; n < 104; n++) expect(await ask(engine, n)).toBe('stored');
     expect(await ask(engine, 104)).toBe('not_admitted');
+  });
+
+  it.each([2, 3, 4, 8])(
+    'a page asked once in every %i requests, among pages asked once, is stored at its second miss, then read',
+    async (period) => {
+      const engine = new ResponseEngine(createCache(), { unreadLimit: 4 });
+      for (let n = 0; n < 4; n++) expect(await ask(engine, n)).toBe('stored');
+      const popular: string[] = [];
+      let once = 100;
+      for (let i = 0; i < 40; i++) {
+        if (i % period === 0) popular.push(await ask(engine, 1000));
+        else await ask(engine, once++);
+      }
+      // A fixed 1-in-4 sample alone fell on the one-off pages every time for periods 2 and 4.
+      expect(popular.slice(0, 3)).toEqual(['not_admitted', 'stored', 'hit']);
+      expect(popular.slice(2).every((outcome) => outcome === 'hit')).toBe(true);
+    },
+  );
+
+  it('among 5,000 pages asked once, 1 in unreadLimit is still stored (the sample), and a read stores every miss again', async () => {
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    const outcomes: string[] = [];
+    for (let n = 0; n < 5000; n++) outcomes.push(await ask(engine, n));
+    expect(outcomes.filter((outcome) => outcome === 'stored').length).toBe(2 + Math.floor(4998 / 2));
+    // n = 0 and 1 were stored: a hit (a read) stores every miss again.
+    expect(await ask(engine, 1)).toBe('hit');
+    expect(await ask(engine, 4)).toBe('stored'); // an even n past 1 was left unstored
+    expect(await ask(engine, 4)).toBe('hit');
   });
 
   it('per operation: another operation of the same engine is stored while the first is skipped', async () => {
