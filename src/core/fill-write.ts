@@ -116,10 +116,17 @@ export class FillWrite {
     // its locks go now, not when the fill returns (one that ignores its signal kept other replicas
     // waiting for the lock's ttl). A release when it returns finds other tokens: fenced, a no-op.
     const lock = this.#store.lock;
-    if (token !== undefined && lock !== undefined) {
-      const keys = items.map((item) => item.key);
-      run.onAbandoned = () => void this.#calls.call('lock.release', () => lock.release(keys, token), items);
-    }
+    if (token !== undefined && lock !== undefined)
+      run.onAbandoned = () =>
+        void this.#calls.call(
+          'lock.release',
+          () =>
+            lock.release(
+              items.map((item) => item.key),
+              token,
+            ),
+          items,
+        );
     const started = performance.now();
     const startedAt = this.#clock.now();
     // A local invalidation during the fill keeps its result out of the outage memo (#hold).
