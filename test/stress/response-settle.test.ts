@@ -33,18 +33,23 @@ afterAll(() => {
 const REQUESTS = 250;
 
 describe('the response layer under a seeded random mix: every request answers, never a wrong answer', () => {
-  const cases: [ResponseStressOptions['store'], number[]][] = [
+  const cases: [ResponseStressOptions['store'], number[], number | undefined][] = [
     // 11 and 67: a run apart after an invalidation there reads a per-request memo (StressContext.memo)
     // filled before it, unless each context is lent to one run apart and never the executed one's.
-    ['memory', replay !== undefined ? [replay] : [...seeds(1), 11, 67]],
-    ['redis', seeds(101)],
+    ['memory', replay !== undefined ? [replay] : [...seeds(1), 11, 67], undefined],
+    // A store of 12 entries: responses and @cached fields evict each other, and the fields' slots
+    // are emptied and restamped (core/memory.ts) amid the aborts and invalidations.
+    ['memory', replay !== undefined ? [] : seeds(301), 12],
+    ['redis', seeds(101), undefined],
   ];
-  for (const [store, storeSeeds] of cases) {
-    it.each(storeSeeds)(`${store}, seed %i`, async (seed) => {
+  for (const [store, storeSeeds, memoryMax] of cases) {
+    if (storeSeeds.length === 0) continue;
+    it.each(storeSeeds)(`${store}${memoryMax === undefined ? '' : ` (max ${memoryMax})`}, seed %i`, async (seed) => {
       const report = await responseStress({
         seed,
         requests: REQUESTS,
         store,
+        memoryMax,
         redisUrl: redis.url,
         // One seed pauses the Redis server mid-run (past the command timeout): the requests still answer.
         pause: store === 'redis' && seed === 102 ? { pid: redis.pid, at: REQUESTS / 3, ms: 400 } : undefined,
@@ -82,6 +87,11 @@ describe('the response layer under a seeded random mix: every request answers, n
       disabled += report.disabled;
       expect(report.aborted).toBeGreaterThan(0);
       if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
+      // The small store did evict: more keys written than it holds, and it full.
+      if (memoryMax !== undefined) {
+        expect(report.keysWritten).toBeGreaterThan(2 * memoryMax);
+        expect(report.storeSize).toBe(memoryMax);
+      }
     });
   }
 });

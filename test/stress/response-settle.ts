@@ -32,7 +32,7 @@ import { createYoga, useExecutionCancellation } from 'graphql-yoga';
 import Redis from 'ioredis';
 import { Registry } from 'prom-client';
 import { herdcachePlugin } from '../../src/apollo';
-import { createCache, type Cache } from '../../src/core';
+import { createCache, memoryStore, type Cache } from '../../src/core';
 import { useHerdcache } from '../../src/envelop';
 import { redisStore } from '../../src/redis';
 import { randomPrefix } from '../redis/helpers';
@@ -58,6 +58,11 @@ export interface ResponseStressOptions {
   store: 'memory' | 'redis';
   /** For 'redis': the server's URL. */
   redisUrl?: string;
+  /**
+   * For 'memory': the store's `max` (default 10,000, never reached here). A small one evicts and
+   * restamps the @cached fields' slots (core/memory.ts) all through the run.
+   */
+  memoryMax?: number;
   /** For 'redis': pause this redis-server (SIGSTOP) for `ms` once `at` requests were issued. */
   pause?: { pid: number; at: number; ms: number };
   deadlineMs?: number;
@@ -101,6 +106,9 @@ export interface ResponseStressReport {
   undelivered: number;
   unhandled: string[];
   inFlightAfter: number;
+  /** Memory store: distinct keys written (past `memoryMax`, entries were evicted) and the entries held at the end. */
+  keysWritten: number;
+  storeSize: number;
   /** extensions.cache.response tallies (all servers). */
   outcomes: Record<string, number>;
   /** Misses executed and shared, not stored: their operation's responses were not read (unreadLimit). */
@@ -154,9 +162,16 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     return client;
   };
   const prefix = randomPrefix(`response-settle:${seed}`);
+  const store = memoryStore({ max: options.memoryMax });
+  const keysWritten = new Set<string>();
+  const setMany = store.setMany.bind(store);
+  store.setMany = (writes) => {
+    for (const write of writes) keysWritten.add(write.key);
+    return setMany(writes);
+  };
   const makeCache = async (): Promise<Cache> =>
     options.store === 'memory'
-      ? createCache({ clock })
+      ? createCache({ clock, store })
       : createCache({ clock, store: redisStore({ client: await connect(), subscriber: await connect(), prefix }) });
   const apolloCache = await makeCache();
   const yogaCache = options.store === 'memory' ? apolloCache : await makeCache();
@@ -229,6 +244,8 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     joinedAcross: 0,
     unhandled: [],
     inFlightAfter: 0,
+    keysWritten: 0,
+    storeSize: 0,
     outcomes: {},
     notAdmitted: 0,
     countMismatch: [],
@@ -601,6 +618,8 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     const inFlight = () => caches.reduce((sum, cache) => sum + cache.inFlight, 0);
     while (inFlight() > 0 && Date.now() < deadline) await sleep(5);
     report.inFlightAfter = inFlight();
+    report.keysWritten = keysWritten.size;
+    report.storeSize = store.size;
     // A stale answer shows what an execution on one replica read before a write on the other
     // replica completed, while that execution ran: joined while it ran (allowed), or stored (the gap).
     for (const stale of staleAnswers) {
