@@ -48,6 +48,9 @@ interface LateTags {
   unreadable?: boolean;
 }
 
+/** Per item of a fill, its LateTags (undefined: its result was not LateTagged). */
+type LateTagList = (LateTags | undefined)[];
+
 export class FillWrite {
   readonly #store: Store;
   readonly #clock: Clock;
@@ -149,9 +152,9 @@ export class FillWrite {
             LATE_INVALIDATED,
           );
       }
-    const lateTags = results.some((result) => result instanceof LateTagged)
-      ? await this.#lateTags(items, results)
-      : undefined;
+    let lateTags = results.some((result) => result instanceof LateTagged) ? this.#lateTags(items, results) : undefined;
+    // Versions to read (a tag-versioned store) make it a promise; otherwise no step is awaited.
+    if (lateTags instanceof Promise) lateTags = await lateTags;
     const now = this.#clock.now();
     const writes: StoreWrite[] = [];
     const release: string[] = [];
@@ -288,10 +291,11 @@ export class FillWrite {
   /**
    * Unwraps the LateTagged results of a fill in place (`results[i]` becomes the value) and returns,
    * per position, the entry's tags (the item's own plus the late ones) with their versions: the
-   * item's read before the fill, the late ones read now in one call (see late-tags).
+   * item's read before the fill, the late ones read now in one call (see late-tags): a promise only
+   * then (a store without tag versions, the memory store, is answered in the same step).
    */
-  async #lateTags(items: Item[], results: unknown[]): Promise<(LateTags | undefined)[]> {
-    const out: (LateTags | undefined)[] = [];
+  #lateTags(items: Item[], results: unknown[]): LateTagList | Promise<LateTagList> {
+    const out: LateTagList = [];
     const store = this.#store;
     // The late tags' versions are read only from a tag-versioned store (memory: none to read).
     const fresh = store.tagVersions === undefined ? undefined : new Set<string>();
@@ -320,7 +324,12 @@ export class FillWrite {
       out[i] = { from: result, tags: tags.length > 0 ? tags : undefined, versions: undefined };
     }
     if (store.tagVersions === undefined || fresh === undefined || fresh.size === 0) return out;
-    const unique = [...fresh];
+    return this.#readLateVersions(items, out, [...fresh]);
+  }
+
+  /** #lateTags' read of the late tags' versions (`unique`), into `out`. */
+  async #readLateVersions(items: Item[], out: LateTagList, unique: string[]): Promise<LateTagList> {
+    const store = this.#store;
     // With a tag clock: a late tag invalidated since the earliest clock of these fills reads NaN.
     const clocked = hasTagClock(store);
     let since = Infinity;

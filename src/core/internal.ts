@@ -18,6 +18,10 @@ export { flightsStarted } from './flight';
 export function joinedBefore(scope: RequestScope, seq: number): boolean {
   return scope._joinedBefore(seq);
 }
+/** How many of `scope`'s loads were served stale so far (RequestScope._total). */
+export function servedStale(scope: RequestScope): number {
+  return scope._total('staleServed');
+}
 export type { Computation } from './registry';
 
 /** What answerNow returns when the answer needs a load (then call answerLater). */

@@ -214,6 +214,13 @@ export class RequestCounters implements Sink {
     return counts;
   }
 
+  /** One counter summed over the sources, without a snapshot. */
+  total(counter: CounterName): number {
+    let sum = this.#first?.[counter] ?? 0;
+    if (this.#others !== undefined) for (const counts of this.#others.values()) sum += counts[counter] ?? 0;
+    return sum;
+  }
+
   snapshot(): MetricsSnapshot {
     const total = zeroCounters();
     const sources: Record<string, Counters> = {};

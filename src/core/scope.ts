@@ -176,6 +176,12 @@ export class RequestScope implements Sink {
     return (this.#stats ??= new RequestCounters()).snapshot();
   }
 
+  /** @internal stats().total[counter], without the snapshot (the response layer asks it of every miss). */
+  _total(counter: CounterName): number {
+    if (this.#joins !== undefined) this.#joins = countJoins(this.#joins, this);
+    return this.#stats === undefined ? 0 : this.#stats.total(counter);
+  }
+
   /** @internal Sink */
   count(source: string, counter: CounterName, n: number): void {
     (this.#stats ??= new RequestCounters()).count(source, counter, n);

@@ -90,5 +90,5 @@ export class Admission {
 function digestOf(key: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-  return hash | 0;
+  return hash >> 1; // 31 bits: a small integer to V8, kept in the Sets without a heap number each
 }

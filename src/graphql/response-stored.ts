@@ -6,7 +6,7 @@
  * (./response-result) finds its entities, bounds its size and makes the stored copy.
  */
 import { LateTagged } from '../core/late-tags';
-import { joinedBefore } from '../core/internal';
+import { joinedBefore, servedStale } from '../core/internal';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { OperationCache } from './request';
 import type { Admission } from './response-admission';
@@ -42,7 +42,7 @@ export const STALE_FIELDS_MAX_AGE = 1;
 
 /** Whether the execution read a @cached field served stale (its swr grace): stored fresh for STALE_FIELDS_MAX_AGE only. */
 export function readStaleFields(operation: OperationCache | undefined): boolean {
-  return operation !== undefined && operation.scope.stats().total.staleServed > 0;
+  return operation !== undefined && servedStale(operation.scope) > 0;
 }
 
 /**
