@@ -324,6 +324,9 @@ export class FillWrite {
       out[i] = { from: result, tags: tags.length > 0 ? tags : undefined, versions: undefined };
     }
     if (store.tagVersions === undefined || fresh === undefined || fresh.size === 0) return out;
+    // From the moment the read is sent, a caller joining may come after an invalidation elsewhere
+    // that the read does not see: it starts a flight of its own instead (FlightTable.seal).
+    for (let i = 0; i < items.length; i++) if (out[i]?.tags !== undefined) this.#flights.seal(items[i]!.flight);
     return this.#readLateVersions(items, out, [...fresh]);
   }
 

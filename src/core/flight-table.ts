@@ -28,6 +28,8 @@ export class FlightTable {
   #flights = new Map<string, Flight>();
   /** Detached flights whose fill has not delivered yet (see Flight's header): close() reaches them here. */
   readonly #detached = new Set<Flight>();
+  /** Sealed flights not ended yet (see seal): out of the Map, still reached by invalidations. */
+  readonly #sealed = new Set<Flight>();
   /** Flights ended as their key's entry since the last sweep (a replaced one still counts). */
   #ended = 0;
 
@@ -51,6 +53,19 @@ export class FlightTable {
     const flight = new Flight(key, background, tags);
     this.#flights.set(key, flight);
     return flight;
+  }
+
+  /**
+   * Closes a pending flight to new callers: they start a flight of their own (which reads the
+   * store, maybe after this one's write), while its callers so far still get its result and
+   * invalidations still reach it. For a late-tagged fill whose tags' versions are read now: a
+   * caller joining after the read was sent may come after an invalidation on another replica that
+   * the read missed (its store call landed first), and must not be handed the older result.
+   */
+  seal(flight: Flight): void {
+    if (flight.ended || this.#flights.get(flight.key) !== flight) return;
+    this.#sealed.add(flight);
+    this.#vacate(flight);
   }
 
   /** Hands the value to every waiter and frees the key. */
@@ -162,23 +177,35 @@ export class FlightTable {
     if (!patient) for (const flight of [...this.#detached]) this.abandon(flight, reason, false);
   }
 
+  /** The pending flights: those in the Map, and the sealed ones. */
   #pending(): Flight[] {
+    const pending = this.#inMap();
+    for (const flight of this.#sealed) if (!flight.ended) pending.push(flight);
+    return pending;
+  }
+
+  #inMap(): Flight[] {
     const pending: Flight[] = [];
     for (const flight of this.#flights.values()) if (!flight.ended) pending.push(flight);
     return pending;
   }
 
   #remove(flight: Flight): void {
-    // Only our own entry: loadAlone's flights are not in the Map, and an ending flight never stands
-    // for a newer one of its key (LoadPath starts one only once get() finds none: its rule, not ours).
+    if (this.#sealed.size > 0) this.#sealed.delete(flight);
+    // Only our own entry: loadAlone's and sealed flights are not in the Map, and an ending flight
+    // never stands for a newer one of its key (LoadPath starts one only once get() finds none).
+    if (this.#flights.get(flight.key) === flight) this.#vacate(flight);
+  }
+
+  /** Lets go of the key's entry, `flight` (ended or sealed). */
+  #vacate(flight: Flight): void {
     const flights = this.#flights;
-    if (flights.get(flight.key) !== flight) return;
     flights.set(flight.key, ENDED); // the key's entry stays: no delete (see #flights)
     // Swept once every entry may have ended, or the ended ones are many and at least half: a table
     // never holds more than twice its pending flights (plus SWEEP_AFTER).
     const ended = ++this.#ended;
     if (ended < flights.size && (ended < SWEEP_AFTER || 2 * ended < flights.size)) return;
-    const pending = this.#pending();
+    const pending = this.#inMap();
     this.#flights = pending.length === 0 ? new Map() : new Map(pending.map((kept) => [kept.key, kept]));
     this.#ended = 0;
   }

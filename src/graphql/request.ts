@@ -252,6 +252,21 @@ export function attachOperation(
   return { operation, created: true };
 }
 
+/**
+ * @internal The operation state of a run apart (the response layer's re-execution or refresh) on
+ * `context`, a copy of a waiting request's: a new one, and when that request's context came from
+ * herdcacheContext, its own `scope` and `loaders` too, so that what it loads through them tags its
+ * response (and is memoized for it alone), not the lent request's.
+ */
+export function operationApart(context: Record<string | symbol, unknown>, cache: Cache): OperationCache {
+  const existing = operationOf(context);
+  const operation = new OperationCache(cache);
+  context[OPERATION] = operation;
+  const recipe = existing === undefined ? undefined : made.get(existing);
+  if (recipe !== undefined && existing!.cache === cache) ownScope(context, existing!, operation, recipe);
+  return operation;
+}
+
 function ownScope(
   context: Record<string, unknown>,
   existing: OperationCache,

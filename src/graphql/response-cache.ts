@@ -38,7 +38,7 @@ import { ResponseKeys } from './response-key';
 import { WaitingContexts } from './response-waiting';
 import { OutcomeSink } from './response-sink';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
-import { OPERATION, OperationCache, checkCache, operationOf } from './request';
+import { type OperationCache, checkCache, operationApart, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
@@ -299,12 +299,11 @@ export class ResponseEngine {
     executeApart: ExecuteApart,
     run: unknown,
   ): Promise<Shared | undefined> {
-    const context: object =
+    const context: Record<string | symbol, unknown> =
       given !== null && typeof given === 'object'
         ? Object.assign(Object.create(Object.getPrototypeOf(given)), given)
         : {};
-    const operation = new OperationCache(this.#cache);
-    (context as { [OPERATION]?: OperationCache })[OPERATION] = operation;
+    const operation = operationApart(context, this.#cache);
     operation.collectTags();
     const startSeq = flightsStarted();
     let running: Promise<ExecutedResult & { readonly final?: FinalPolicy }>;

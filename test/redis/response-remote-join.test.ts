@@ -92,3 +92,75 @@ it('a request joining after another replica invalidated an entity of the running
 
 it('the same for a response too large to store (served to its waiters only): the joiner after the mutation gets a fresh answer', () =>
   joinAfterRemoteMutation({ maxBytes: 10 }));
+
+/**
+ * The window the check above does not cover: the execution ended and its tags' versions are being
+ * read when the other replica's mutation returns, and the read (sent before it) sees nothing. A
+ * request sent after the mutation must not join the execution then: it reads the store (the
+ * result written with the versions read before the mutation is a miss) and executes again.
+ */
+async function joinDuringVersionRead(responseCache: true | { maxBytes: number }): Promise<void> {
+  const prefix = randomPrefix('remote-join-read');
+  const store = redisStore({ client, prefix });
+  let onRead: (() => Promise<void>) | undefined;
+  const readVersions = store.tagVersionsSince!.bind(store);
+  store.tagVersionsSince = async (tags, since) => {
+    const versions = await readVersions(tags, since);
+    const hook = onRead;
+    onRead = undefined;
+    if (hook !== undefined) await hook(); // the reply is in, not yet handed back: the window
+    return versions;
+  };
+  const caches = [createCache({ store }), createCache({ store: redisStore({ client, prefix }) })];
+  const names = new Map([['1', 'old']]);
+  let executions = 0;
+  const schema = makeSchema(typeDefs, {
+    Query: {
+      user: (_p: unknown, { id }: { id: string }) => {
+        executions++;
+        return { id, name: names.get(id)! };
+      },
+    },
+  });
+  const server = new ApolloServer({
+    schema,
+    plugins: [herdcachePlugin({ cache: caches[0]!, extensions: true, responseCache })],
+  });
+  await server.start();
+  const ask = async () =>
+    (
+      (await server.executeOperation({ query: '{ user(id: "1") { id name } }' })).body as unknown as {
+        singleResult: Result;
+      }
+    ).singleResult;
+  try {
+    let late: Promise<Result> | undefined;
+    onRead = async () => {
+      // The mutation, on the other replica, returns; then a request is sent to this one.
+      names.set('1', 'new');
+      await caches[1]!.invalidateTags(['User:1']);
+      late = ask();
+      await new Promise((resolve) => setTimeout(resolve, 20)); // it joins now, or starts its own load
+    };
+    const leader = await ask();
+    expect(leader.data.user.name).toBe('old');
+    expect(late).toBeDefined();
+    const answer = await late!;
+    expect(answer.data.user.name).toBe('new');
+    expect(answer.extensions.cache.response).not.toBe('coalesced');
+    expect(executions).toBe(2);
+    // And what the store holds is not the older response either.
+    const again = await ask();
+    expect(again.data.user.name).toBe('new');
+  } finally {
+    onRead = undefined;
+    await server.stop();
+    for (const cache of caches) await cache.close();
+  }
+}
+
+it('a request sent after another replica invalidated an entity while the execution reads its tags’ versions does not join it', () =>
+  joinDuringVersionRead(true));
+
+it('the same for a response too large to store, shared with its waiters only', () =>
+  joinDuringVersionRead({ maxBytes: 10 }));

@@ -91,9 +91,10 @@ export interface ResponseStressReport {
    */
   crossReplicaWindow: number;
   /**
-   * Stale answers of the same kind that joined that execution while it ran (coalesced): the
-   * consistency model's one exception (a read joining a fill already running in its own process
-   * gets its result; a store without invalidation news cannot tell it). Counted, not failed.
+   * Stale answers of the same kind that joined that execution while it ran (coalesced). Must be 0:
+   * a join before the execution's tags' versions are read is told by the read (its waiters execute
+   * again), and none joins after the read is sent (core/flight-table's seal). Counted apart, and
+   * listed in `stale` too.
    */
   joinedAcross: number;
   /**
@@ -664,9 +665,11 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
         (w) => w.entity === stale.entity && w.version > stale.version && w.end < stale.asked,
       );
       const undelivered = newer.length > 0 && newer.every((w) => w.unsent && w.replica !== stale.replica);
-      if ((gap || joined) && stale.outcome === 'coalesced') report.joinedAcross++;
-      else if (undelivered) report.undelivered++;
-      else if (gap) {
+      if (undelivered) report.undelivered++;
+      else if ((gap || joined) && stale.outcome === 'coalesced') {
+        report.joinedAcross++;
+        if (report.stale.length < 20) report.stale.push(`${stale.text} (joined across replicas)`);
+      } else if (gap) {
         report.crossReplicaWindow++;
         if (report.stale.length < 20) report.stale.push(`${stale.text} (stored across replicas)`);
       } else if (report.stale.length < 20) report.stale.push(stale.text);
