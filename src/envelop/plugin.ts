@@ -57,7 +57,10 @@ const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the default envelop's own plugins use (useMaskedErrors, useResponseCache)
 export function useHerdcache<TContext extends Record<string, any> = {}>(
   options: UseHerdcacheOptions<TContext>,
-): Plugin<TContext> & { onResponse?(payload: YogaResponsePayload): void } {
+): Plugin<TContext> & {
+  onResponse?(payload: YogaResponsePayload): void;
+  onExecutionResult?(payload: { context: unknown }): void;
+} {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
   const engine =
     options.responseCache === undefined || options.responseCache === false
@@ -65,7 +68,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
       : new ResponseEngine(options.cache, options.responseCache);
   // Yoga only (its onResponse hook): the response layer's Cache-Control header, as Apollo's.
   const headers = engine === undefined ? undefined : new CacheControlHeaders();
-  // Yoga only (its onResponse hook): executions never handed over are, as failed (see ./unfinished).
+  // Yoga only (its onExecutionResult and onResponse hooks): executions never handed over are, as failed (see ./unfinished).
   const unfinished = engine === undefined ? undefined : new Unfinished();
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({
@@ -89,6 +92,9 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
     ...(headers === undefined
       ? {}
       : {
+          onExecutionResult: ({ context }: { context: unknown }) => {
+            if (context !== null && typeof context === 'object') unfinished!.end(context);
+          },
           onResponse: (payload: YogaResponsePayload) => {
             unfinished!.end(payload.request);
             headers.write(payload);

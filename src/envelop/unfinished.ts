@@ -4,8 +4,12 @@
  * the catch of its execute wrapper); until then every request waiting on the key waits. Two things
  * outside herdcache skip both: a plugin listed before it whose onExecuteDone throws (Envelop stops
  * the chain), and one listed after it that replaces the execute function with one that throws.
- * The key then stayed in flight for good. Yoga's onResponse runs for every response, a 500 too: an
- * execution not handed over by then is handed over as failed, so its waiters contend again.
+ * The key then stayed in flight for good. So an execution not handed over when its operation's
+ * result is ready (Yoga's onExecutionResult, once per operation, a batch's each, an error result
+ * too) is handed over as failed then, and its waiters contend again; Yoga's onResponse does the
+ * same for the whole HTTP request, last. The operation's own hook matters for a batch: its response
+ * leaves only once every operation of it has its result, and another operation of the same batch
+ * may be waiting on this one's key.
  */
 import type { Completion, ExecutedResult, FinalPolicy } from '../graphql/response-cache';
 import { requestOf } from './cache-control';
@@ -18,29 +22,39 @@ const NEVER_HANDED_OVER: ExecutedResult = {
 };
 
 export class Unfinished {
-  readonly #byRequest = new WeakMap<object, Set<() => void>>();
+  /** By operation context, and by HTTP request: the hand-overs as failed of what each has pending. */
+  readonly #pending = new WeakMap<object, Set<() => void>>();
 
-  /** `complete`, made to run once, and tracked under the HTTP request of `context` until it has. */
+  /**
+   * `complete`, made to run once, and tracked under the operation's context and its HTTP request
+   * until it has.
+   */
   track(context: unknown, complete: Complete): Complete {
     let done: Promise<Completion> | undefined;
     const once: Complete = (executed, final) => (done ??= complete(executed, final));
     const request = requestOf(context);
-    if (request === undefined) return once; // not Yoga: no onResponse to hand it over
-    let pending = this.#byRequest.get(request);
-    if (pending === undefined) this.#byRequest.set(request, (pending = new Set()));
+    if (request === undefined) return once; // not Yoga: no hook to hand it over
     const abandon = () => void once(NEVER_HANDED_OVER).catch(() => {});
-    pending.add(abandon);
+    const sets = [this.#setOf(request)];
+    if (context !== request) sets.push(this.#setOf(context as object));
+    for (const set of sets) set.add(abandon);
     return (executed, final) => {
-      pending.delete(abandon);
+      for (const set of sets) set.delete(abandon);
       return once(executed, final);
     };
   }
 
-  /** The request's response is leaving: what it never handed over is handed over as failed. */
-  end(request: object): void {
-    const pending = this.#byRequest.get(request);
+  /** The operation's result is ready, or the request's response is leaving: what it never handed over is handed over as failed. */
+  end(key: object): void {
+    const pending = this.#pending.get(key);
     if (pending === undefined) return;
-    this.#byRequest.delete(request);
+    this.#pending.delete(key);
     for (const abandon of pending) abandon();
+  }
+
+  #setOf(key: object): Set<() => void> {
+    let set = this.#pending.get(key);
+    if (set === undefined) this.#pending.set(key, (set = new Set()));
+    return set;
   }
 }

@@ -2,15 +2,17 @@
  * On Yoga 5, an execution that never reaches useHerdcache's own hooks (a plugin before it whose
  * onExecuteDone throws: Envelop stops the chain; a plugin after it that replaces the execute
  * function with one that throws) is handed over as failed when its response leaves (Yoga's
- * onResponse). Before, its key stayed in flight for good: every request for it waited forever.
- * Counted: every request answers, and the key works again at once.
+ * onResponse; for an operation of a batch, when its own result is ready: onExecutionResult). Before,
+ * its key stayed in flight for good: every request for it waited forever; in a batch, the batch
+ * itself did (its other operations waited on the key, and its response waited on them). Counted:
+ * every request answers, and the key works again at once.
  */
 import { buildSchema } from 'graphql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import { createCache } from '../../src/core/cache';
 import { useHerdcache } from '../../src/envelop/plugin';
 
-function yogaWith(plugins: (herd: Plugin) => Plugin[]) {
+function yogaWith(plugins: (herd: Plugin) => Plugin[], batching = false) {
   const schema = buildSchema(`
     directive @cacheControl(maxAge: Int) on FIELD_DEFINITION
     type Query { a: String @cacheControl(maxAge: 30) }
@@ -23,7 +25,7 @@ function yogaWith(plugins: (herd: Plugin) => Plugin[]) {
   };
   const cache = createCache();
   const herd = useHerdcache({ cache, extensions: true, responseCache: true }) as Plugin;
-  const yoga = createYoga({ schema, logging: false, plugins: plugins(herd) });
+  const yoga = createYoga({ schema, logging: false, batching, plugins: plugins(herd) });
   const ask = async () => {
     const response = await yoga.fetch('http://localhost/graphql', {
       method: 'POST',
@@ -38,7 +40,16 @@ function yogaWith(plugins: (herd: Plugin) => Plugin[]) {
       cacheControl: response.headers.get('cache-control'),
     };
   };
-  return { ask, executions: () => executions, cache };
+  /** `n` identical operations in one batched HTTP request: their answers (`a`, or undefined when it failed). */
+  const askBatch = async (n: number) => {
+    const response = await yoga.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(Array.from({ length: n }, () => ({ query: '{ a }' }))),
+    });
+    return ((await response.json()) as { data?: { a: string } }[]).map((body) => body.data?.a);
+  };
+  return { ask, askBatch, executions: () => executions, cache };
 }
 
 /** Every answer within a bound (a hang fails the test rather than timing it out). */
@@ -118,4 +129,55 @@ it('a later plugin whose onExecuteDone throws: the 500 says no-store, not the po
   const [next] = await answered([ask()]);
   expect(next).toMatchObject({ status: 200, a: 'A', cacheControl: 'max-age=30, public' });
   await cache.close();
+});
+
+describe('in a batched request (Yoga batching), two identical operations', () => {
+  it.each(['an earlier plugin whose onExecuteDone throws', 'a later plugin whose execute function throws'])(
+    '%s: the batch answers, and the key works again',
+    async (what) => {
+      let fail = true;
+      const buggy: Plugin = what.startsWith('an earlier')
+        ? {
+            onExecute: () => ({
+              onExecuteDone: () => {
+                if (fail) {
+                  fail = false;
+                  throw new Error('logger bug');
+                }
+              },
+            }),
+          }
+        : {
+            onExecute: ({ executeFn, setExecuteFn }) => {
+              setExecuteFn(async (args) => {
+                if (fail) {
+                  fail = false;
+                  throw new Error('execute blew up');
+                }
+                return executeFn(args);
+              });
+            },
+          };
+      const { ask, askBatch, cache } = yogaWith(
+        (herd) => (what.startsWith('an earlier') ? [buggy, herd] : [herd, buggy]),
+        true,
+      );
+      const [batch] = await answered([askBatch(2)]);
+      // The operation whose plugin failed fails; the one that waited on it executes again.
+      expect(batch!.filter((a) => a === 'A')).toHaveLength(1);
+      const [later] = await answered([ask()]);
+      expect(later!.a).toBe('A');
+      await cache.close();
+    },
+  );
+
+  it('without a failure, each operation of the batch is handed over by its own hooks: one execution, stored', async () => {
+    const { ask, askBatch, executions, cache } = yogaWith((herd) => [herd], true);
+    const [batch] = await answered([askBatch(3)]);
+    expect(batch).toEqual(['A', 'A', 'A']);
+    expect(executions()).toBe(1);
+    const [next] = await answered([ask()]);
+    expect(next).toMatchObject({ a: 'A', response: 'hit' });
+    await cache.close();
+  });
 });
