@@ -14,7 +14,7 @@ import { countOn } from './metrics';
 import { DEFAULTS, type LockTiming } from './options';
 import type { FillLock, LockAttempt, LockWatch, Store } from './store';
 import type { StoreCalls } from './store-calls';
-import { ownTagVersions, usable } from './validity';
+import { ownTagVersions, readTagVersions, usable } from './validity';
 import { readClock } from './late-tags';
 
 /**
@@ -151,6 +151,8 @@ export class LockWait {
       const next: Item[] = [];
       /** Keys whose lock call failed alone (a Cluster master down): filled without the lock. */
       let lost: Item[] | undefined;
+      /** Tagged items won after a wait, with the entry found: their versions are read again first. */
+      let stale: [Item, Entry | undefined][] | undefined;
       let current = ownTagVersions(
         this.#store,
         calls,
@@ -179,7 +181,12 @@ export class LockWait {
           if (result.won) release.push(item.key);
           this.#flights.resolve(item.flight, entry.value);
         } else if (result.won) {
-          won.push(item);
+          // Won after waiting: its tags' versions were read before the wait, and an invalidation
+          // meanwhile (the holder's fill abandoned and filled again) would make the entry found
+          // look stale and this fill's write outdated at once (a wasted fill, twice): read anew.
+          if (attempt > 0 && item.tags !== undefined && this.#store.tagVersions !== undefined)
+            (stale ??= []).push([item, entry]);
+          else won.push(item);
         } else if (item.flight.background && entry !== undefined) {
           // Another process refreshes this key: keep serving the stale value it replaces.
           if (attempt === 0) countOn(source, 'lockContended', item.sink);
@@ -191,6 +198,21 @@ export class LockWait {
             if (result.holder === undefined) holders.delete(item.key);
             else holders.set(item.key, result.holder);
           }
+        }
+      }
+      if (stale !== undefined) {
+        await readTagVersions(
+          this.#store,
+          calls,
+          stale.map(([item]) => item),
+        );
+        const read = this.#clock.now();
+        for (const [item, entry] of stale) {
+          if (item.flight.abandoned) release.push(item.key);
+          else if (entry !== undefined && usable(item, entry, read, current)) {
+            release.push(item.key); // written since, at the versions now current: answered
+            this.#flights.resolve(item.flight, entry.value);
+          } else won.push(item);
         }
       }
       if (release.length > 0) void calls.call('lock.release', () => lock.release(release, token), waiting);
