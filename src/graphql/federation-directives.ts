@@ -20,13 +20,22 @@ import { propertyOf } from './schema-reading';
 
 /**
  * The names `@<directive>` goes by in `schema`: `directive`, `federation__<directive>` (a `@link`
- * that does not import it), and an alias a `@link(import: [{ name: "@…", as: "@…" }])` gives it.
+ * that does not import it), `<as>__<directive>` when the Federation `@link` renames its namespace
+ * (`@link(url: "https://specs.apollo.dev/federation/v2.3", as: "fed")`: `@fed__key`), and an alias
+ * a `@link(import: [{ name: "@…", as: "@…" }])` gives it.
  */
 export function federationNames(schema: GraphQLSchema, directive: 'key' | 'requires'): Set<string> {
   const names = new Set([directive, `federation__${directive}`]);
   for (const node of [schema.astNode, ...schema.extensionASTNodes]) {
     for (const link of node?.directives ?? []) {
       if (link.name.value !== 'link') continue;
+      const argument = (name: string) => {
+        const value = link.arguments?.find((given) => given.name.value === name)?.value;
+        return value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
+      };
+      const namespace = argument('as');
+      if (namespace !== undefined && /\/federation\/v\d/.test(argument('url') ?? ''))
+        names.add(`${namespace}__${directive}`);
       const imports = link.arguments?.find((argument) => argument.name.value === 'import')?.value;
       if (imports?.kind !== ('ListValue' as string)) continue;
       for (const item of (imports as ConstListValueNode).values) {

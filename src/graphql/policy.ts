@@ -2,7 +2,7 @@
  * @cached's arguments, read and validated once at schema build: what a field's or an entity's
  * directive says, in milliseconds. Errors name the coordinate and quote the value as written.
  */
-import type { ConstArgumentNode, ConstValueNode } from 'graphql';
+import { type ConstArgumentNode, type ConstValueNode, print } from 'graphql';
 import { HerdcacheError } from '../core/errors';
 import { MAX_DURATION } from '../core/options';
 import { type Annotated, findDirective } from './directive-nodes';
@@ -104,9 +104,12 @@ export function literal(node: ConstArgumentNode | ConstValueNode): string {
   const value = (node.kind as string) === 'Argument' ? (node as ConstArgumentNode).value : (node as ConstValueNode);
   const loc = value.loc;
   if (loc !== undefined) return loc.source.body.slice(loc.start, loc.end);
-  const raw = (value as { value?: unknown }).value;
-  if ((value.kind as string) === 'StringValue') return JSON.stringify(raw);
-  return raw === undefined ? value.kind : String(raw);
+  // Made in code (extensions.directives): printed as SDL would show it (`null`, `{a: 1}`, `[5]`).
+  try {
+    return print(value);
+  } catch {
+    return value.kind;
+  }
 }
 
 export function buildError(message: string): HerdcacheError {

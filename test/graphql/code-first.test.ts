@@ -162,6 +162,15 @@ describe('@cached in extensions.directives', () => {
     [{ cached: { ttl: '60' } }, '@cached(ttl:) on Query.user must be a positive integer number of seconds, got "60"'],
     [{ cached: { ttl: 60, scope: 'SHARED' } }, '@cached(scope:) on Query.user must be PUBLIC or PRIVATE, got "SHARED"'],
     [{ cached: { ttl: 60, tags: [1] } }, '@cached(tags:) on Query.user: each tag must be a string, got 1'],
+    // Values printed as SDL shows them, not as the kind of their syntax node (was: got ObjectValue).
+    [
+      { cached: { ttl: { a: 1 } } },
+      '@cached(ttl:) on Query.user must be a positive integer number of seconds, got {a: 1}',
+    ],
+    [{ cached: { ttl: [5] } }, '@cached(ttl:) on Query.user must be a positive integer number of seconds, got [5]'],
+    [{ cached: { ttl: null } }, '@cached(ttl:) on Query.user must be a positive integer number of seconds, got null'],
+    [{ cached: { ttl: 60, tags: [null] } }, '@cached(tags:) on Query.user: each tag must be a string, got null'],
+    [{ cached: { ttl: 60, tags: [['x']] } }, '@cached(tags:) on Query.user: each tag must be a string, got ["x"]'],
     [{ cached: { swr: 5 } }, '@cached on Query.user needs ttl'],
     [{ cached: { ttl: 60, tll: 5 } }, '@cached on Query.user has an unknown argument "tll"'],
     [{ cached: 60 }, '@cached on Query.user: extensions.directives.cached must be an object of arguments, got 60'],

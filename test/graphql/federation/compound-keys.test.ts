@@ -15,13 +15,15 @@ import {
 } from '../../../src/graphql';
 
 const LINK = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])';
+/** Federation's namespace renamed (`as: "fed"`): its directives are `@fed__key`, … */
+const RENAMED = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", as: "fed", import: [])';
 
-function subgraph(keys: string, fields = 'id: ID!, locale: String!') {
+function subgraph(keys: string, fields = 'id: ID!, locale: String!', link = LINK) {
   const store = memoryStore();
   const cache = createCache({ store });
   let calls = 0;
   const schema = buildSubgraphSchema({
-    typeDefs: parse(`${LINK}
+    typeDefs: parse(`${link}
       ${cachedDirectiveTypeDefs}
       type Translation ${keys} { ${fields}, text: String @cached(ttl: 60) }
       type Query { translation(id: ID!, locale: String!): Translation }`),
@@ -52,19 +54,25 @@ function subgraph(keys: string, fields = 'id: ID!, locale: String!') {
 }
 
 describe('@cached fields of an entity with a compound @key', () => {
-  it('are keyed with the fields of the key: each locale its own value, each computed once', async () => {
-    const { entities, root, calls } = subgraph('@key(fields: "id locale")');
-    expect(
-      await entities([
-        { id: '1', locale: 'en' },
-        { id: '1', locale: 'fr' },
-      ]),
-    ).toEqual(['1 in en', '1 in fr']);
-    expect(await root('1', 'de')).toBe('1 in de');
-    expect(await entities([{ id: '1', locale: 'fr' }])).toEqual(['1 in fr']);
-    expect(await root('1', 'en')).toBe('1 in en');
-    expect(calls()).toBe(3);
-  });
+  it.each([
+    ['@key', LINK, '@key(fields: "id locale")'],
+    ['@fed__key (the namespace renamed with @link(as:))', RENAMED, '@fed__key(fields: "id locale")'],
+  ])(
+    'are keyed with the fields of the key (%s): each locale its own value, each computed once',
+    async (_name, link, key) => {
+      const { entities, root, calls } = subgraph(key, undefined, link);
+      expect(
+        await entities([
+          { id: '1', locale: 'en' },
+          { id: '1', locale: 'fr' },
+        ]),
+      ).toEqual(['1 in en', '1 in fr']);
+      expect(await root('1', 'de')).toBe('1 in de');
+      expect(await entities([{ id: '1', locale: 'fr' }])).toEqual(['1 in fr']);
+      expect(await root('1', 'en')).toBe('1 in en');
+      expect(calls()).toBe(3);
+    },
+  );
 
   it("the identity is the key's fields as canonicalArgs encodes them (cachedFieldKey with it finds the value)", async () => {
     const { root, store } = subgraph('@key(fields: "id locale")');

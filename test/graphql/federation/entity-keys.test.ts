@@ -60,6 +60,7 @@ it('a representation without the key fields is resolved without the cache, each 
 
 it.each([
   ['namespaced', 'import: []', '@federation__key(fields: "id")'],
+  ['in a renamed namespace', 'as: "fed", import: []', '@fed__key(fields: "id")'],
   ['renamed', 'import: [{ name: "@key", as: "@primaryKey" }]', '@primaryKey(fields: "id")'],
   ['compound', 'import: ["@key"]', '@key(fields: "id sku")'],
 ])('@key %s: found, and its representations cached', async (_label, link, key) => {

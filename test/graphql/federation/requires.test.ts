@@ -78,6 +78,11 @@ describe.each([
     'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key", "@external", { name: "@requires", as: "@needs" }])',
     '@needs',
   ],
+  [
+    'in a renamed namespace',
+    'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", as: "fed", import: ["@key", "@external"])',
+    '@fed__requires',
+  ],
 ])('@requires (%s)', (_name, link, requires) => {
   it('is keyed with the fields it requires: each weight its own value, each computed once', async () => {
     const { shipping, calls } = subgraph(link, requires);
