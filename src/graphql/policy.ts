@@ -2,7 +2,7 @@
  * @cached's arguments, read and validated once at schema build: what a field's or an entity's
  * directive says, in milliseconds. Errors name the coordinate and quote the value as written.
  */
-import { type ConstArgumentNode, type ConstValueNode, print } from 'graphql';
+import type { ConstArgumentNode, ConstValueNode } from 'graphql';
 import { HerdcacheError } from '../core/errors';
 import { MAX_DURATION } from '../core/options';
 import { type Annotated, findDirective } from './directive-nodes';
@@ -104,12 +104,22 @@ export function literal(node: ConstArgumentNode | ConstValueNode): string {
   const value = (node.kind as string) === 'Argument' ? (node as ConstArgumentNode).value : (node as ConstValueNode);
   const loc = value.loc;
   if (loc !== undefined) return loc.source.body.slice(loc.start, loc.end);
-  // Made in code (extensions.directives): printed as SDL would show it (`null`, `{a: 1}`, `[5]`).
-  try {
-    return print(value);
-  } catch {
-    return value.kind;
+  return printed(value); // made in code (extensions.directives)
+}
+
+/** A value node as SDL shows it (`null`, `{a: 1}`, `[5]`, `"x"`), without loading graphql (a peer). */
+function printed(node: ConstValueNode): string {
+  const kind = node.kind as string;
+  if (kind === 'NullValue') return 'null';
+  if (kind === 'StringValue') return JSON.stringify((node as { value: string }).value);
+  if (kind === 'ListValue')
+    return `[${(node as { values: readonly ConstValueNode[] }).values.map(printed).join(', ')}]`;
+  if (kind === 'ObjectValue') {
+    const fields = (node as { fields: readonly { name: { value: string }; value: ConstValueNode }[] }).fields;
+    return `{${fields.map((field) => `${field.name.value}: ${printed(field.value)}`).join(', ')}}`;
   }
+  const raw = (node as { value?: unknown }).value;
+  return raw === undefined ? kind : String(raw);
 }
 
 export function buildError(message: string): HerdcacheError {
