@@ -89,15 +89,16 @@ describe('a read whose reply is still arriving', () => {
     await proxy.close();
   });
 
-  it('is waited for while bytes keep coming: 6 MiB at 16 KiB per 2 ms read with commandTimeout 250 ms is a hit', async () => {
+  it('is waited for while bytes keep coming: 6 MiB at 16 KiB per 4 ms read with commandTimeout 500 ms is a hit', async () => {
     const prefix = randomPrefix('big-read');
     await client.set(`${prefix}{k}`, jsonCodec.encode(entry('r'.repeat(6 * MiB))), 'PX', 60_000);
     const errors = recorder();
-    // The proxy needs 768 ms or more to forward the reply (384 ticks of 2 ms at least): more than
-    // 3 slices of 250 ms, which a fixed budget cannot pass; each slice is far longer than a
-    // scheduling gap on a loaded machine. The whole wait is bounded by 250 + 16 MiB / 4 KiB ms.
+    // The proxy needs 1.5 s or more to forward the reply (384 ticks of 4 ms at least): 3 slices of
+    // 500 ms, which a fixed budget cannot pass; each slice is far longer than a scheduling gap on a
+    // loaded machine (250 ms was not, once, beside six CPU-bound processes on 2 cores). The whole
+    // wait is bounded by 500 + 16 MiB / 4 KiB ms.
     const cache = createCache({
-      store: redisStore({ client: slow, prefix, commandTimeout: 250, subscriber: false }),
+      store: redisStore({ client: slow, prefix, commandTimeout: 500, subscriber: false }),
       ttl: 60_000,
       hooks: { onStoreError: errors.onStoreError },
     });
@@ -151,7 +152,7 @@ async function throttledProxy(target: URL): Promise<ThrottledProxy> {
       downstream.write(head.subarray(0, 16 * 1024));
       if (head.length > 16 * 1024) queue[0] = head.subarray(16 * 1024);
       else queue.shift();
-    }, 2);
+    }, 4);
     upstream.on('data', (chunk: Buffer) => {
       queue.push(chunk);
     });
