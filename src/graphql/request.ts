@@ -267,18 +267,31 @@ export function operationApart(context: Record<string | symbol, unknown>, cache:
   return operation;
 }
 
+/**
+ * Gives `context` (a copy of `existing`'s) a scope and loaders of its own, made as herdcacheContext
+ * made them, and notes how, so that a copy of this copy (a run apart lent this operation's context:
+ * the 2nd operation of an Apollo batch) gets its own in turn.
+ */
 function ownScope(
   context: Record<string, unknown>,
   existing: OperationCache,
   operation: OperationCache,
-  { loaders, scoped: first }: Recipe,
+  recipe: Recipe,
 ): void {
+  const { loaders, scoped: first } = recipe;
   if (context.scope === existing.scope) context.scope = operation.scope;
-  if (loaders === undefined || context.loaders !== first) return;
-  const scoped: Record<string, ScopedLoader<unknown, unknown>> = {};
-  for (const [name, loader] of Object.entries(loaders))
-    scoped[name] = operation.scope.loader(loader as Loader<unknown, unknown>);
-  context.loaders = scoped;
+  let scoped: Record<string, ScopedLoader<unknown, unknown>> | undefined;
+  if (loaders !== undefined && context.loaders === first) {
+    scoped = {};
+    for (const [name, loader] of Object.entries(loaders))
+      scoped[name] = operation.scope.loader(loader as Loader<unknown, unknown>);
+    context.loaders = scoped;
+  }
+  made.set(operation, {
+    loaders: scoped === undefined ? undefined : loaders,
+    scoped: scoped ?? {},
+    signal: recipe.signal,
+  });
 }
 
 /** Operation states in use by a running operation. */

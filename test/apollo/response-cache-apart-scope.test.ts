@@ -6,7 +6,7 @@
  * left it served (a hit with the older value until its maxAge ended). The copy now gets a scope and
  * loaders of its own, made as herdcacheContext made them.
  */
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, HeaderMap } from '@apollo/server';
 import { herdcachePlugin } from '../../src/apollo';
 import { createCache } from '../../src/core';
 import { type HerdcacheContext, herdcacheContext } from '../../src/graphql';
@@ -91,3 +91,69 @@ it.each(['scope.getOrCompute', 'loaders'] as const)(
     }
   },
 );
+
+it('the same when the waiting request is the 2nd operation of an Apollo batch (its context a copy already)', async () => {
+  const cache = createCache({ ttl: 60_000 });
+  let version = 1;
+  const read = async () => ({ version });
+  const profiles = cache.loader({
+    name: 'profile',
+    batch: async (ids: readonly string[]) => Promise.all(ids.map(read)),
+    tags: () => ['Profile:1'],
+  });
+  type Context = HerdcacheContext<{ profile: typeof profiles }>;
+  let executions = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const schema = makeSchema(`${typeDefs} extend type Query { ping: Int }`, {
+    Query: {
+      ping: () => 1,
+      profile: async (_p: unknown, _a: unknown, ctx: Context) => {
+        const execution = ++executions;
+        const profile = await ctx.loaders.profile.load('1');
+        if (execution === 1) await gate;
+        return profile;
+      },
+    },
+  });
+  const server = new ApolloServer<Context>({
+    schema,
+    allowBatchedHttpRequests: true,
+    plugins: [herdcachePlugin<Context>({ cache, extensions: true, responseCache: true })],
+  });
+  await server.start();
+  const post = async (body: unknown) => {
+    const response = await server.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: {
+        method: 'POST',
+        headers: new HeaderMap([['content-type', 'application/json']]),
+        search: '',
+        body,
+      },
+      context: async () => herdcacheContext({ cache, loaders: { profile: profiles } }),
+    });
+    if (response.body.kind !== 'complete') throw new Error('expected a complete body');
+    return JSON.parse(response.body.string) as Result | Result[];
+  };
+  const Q = { query: '{ profile { version } }' };
+  try {
+    const first = post(Q);
+    await until(() => executions === 1, 'the first execution');
+    const batch = post([{ query: '{ ping }' }, Q]); // its Q waits on the first execution
+    await until(() => cache.metrics().total.coalesced >= 1, 'the batched operation joining');
+    version = 2;
+    await cache.invalidateTags(['Profile:1']);
+    open();
+    const [, answers] = await Promise.all([first, batch]);
+    expect((answers as Result[])[1]!.data.profile.version).toBe(2); // re-executed apart on its context
+    await until(() => cache.inFlight === 0, 'the re-execution');
+    version = 3;
+    await cache.invalidateTags(['Profile:1']);
+    const after = (await post(Q)) as Result;
+    expect(after.data.profile.version).toBe(3);
+  } finally {
+    open();
+    await server.stop();
+    await cache.close();
+  }
+});
