@@ -54,11 +54,27 @@ const PLUGIN_OPTIONS = optionNames<UseHerdcacheOptions>({
   responseCache: true,
 });
 
+/** Yoga's onParams payload, the part used (only types come from graphql-yoga, an optional peer). */
+type YogaParamsHandler = (payload: { context: unknown; [more: string]: unknown }) => unknown;
+interface YogaParamsPayload {
+  paramsHandler: YogaParamsHandler;
+  setParamsHandler(handler: YogaParamsHandler): void;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the default envelop's own plugins use (useMaskedErrors, useResponseCache)
 export function useHerdcache<TContext extends Record<string, any> = {}>(
   options: UseHerdcacheOptions<TContext>,
 ): Plugin<TContext> & {
   onResponse?(payload: YogaResponsePayload): void;
+  onParams?(payload: YogaParamsPayload): void;
   onExecutionResult?(payload: { context: unknown }): void;
 } {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
@@ -92,6 +108,33 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
     ...(headers === undefined
       ? {}
       : {
+          // The operation's handling (parse … execute, an error turned into a result) has ended:
+          // first of the three (a plugin's hook before this one that throws cannot skip it).
+          onParams: ({ paramsHandler, setParamsHandler }: YogaParamsPayload) => {
+            setParamsHandler((payload) => {
+              const ended = () => {
+                if (payload.context !== null && typeof payload.context === 'object') unfinished!.end(payload.context);
+              };
+              let handled: unknown;
+              try {
+                handled = paramsHandler(payload);
+              } catch (error) {
+                ended();
+                throw error;
+              }
+              if (!isThenable(handled)) {
+                ended();
+                return handled;
+              }
+              return handled.then(
+                (result) => (ended(), result),
+                (error: unknown) => {
+                  ended();
+                  throw error;
+                },
+              );
+            });
+          },
           onExecutionResult: ({ context }: { context: unknown }) => {
             if (context !== null && typeof context === 'object') unfinished!.end(context);
           },

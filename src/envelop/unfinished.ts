@@ -5,9 +5,10 @@
  * outside herdcache skip both: a plugin listed before it whose onExecuteDone throws (Envelop stops
  * the chain), and one listed after it that replaces the execute function with one that throws.
  * The key then stayed in flight for good. So an execution not handed over when its operation's
- * result is ready (Yoga's onExecutionResult, once per operation, a batch's each, an error result
- * too) is handed over as failed then, and its waiters contend again; Yoga's onResponse does the
- * same for the whole HTTP request, last. The operation's own hook matters for a batch: its response
+ * handling ends (useHerdcache wraps Yoga's params handler: once per operation, a batch's each, an
+ * error turned into a result too; then Yoga's onExecutionResult, which a plugin before it that
+ * throws skips) is handed over as failed then, and its waiters contend again; Yoga's onResponse
+ * does the same for the whole HTTP request, last. The operation's own hook matters for a batch: its response
  * leaves only once every operation of it has its result, and another operation of the same batch
  * may be waiting on this one's key.
  */

@@ -171,6 +171,36 @@ describe('in a batched request (Yoga batching), two identical operations', () =>
     },
   );
 
+  it("and an earlier plugin's onExecutionResult throws too (for the failed operation): the batch answers", async () => {
+    let failExecute = true;
+    let failResult = true;
+    const auditor = {
+      onExecutionResult: ({ result }: { result?: { errors?: unknown } }) => {
+        if (result?.errors !== undefined && failResult) {
+          failResult = false;
+          throw new Error('auditor bug');
+        }
+      },
+    } as Plugin;
+    const flaky: Plugin = {
+      onExecute: ({ executeFn, setExecuteFn }) => {
+        setExecuteFn(async (args) => {
+          if (failExecute) {
+            failExecute = false;
+            throw new Error('execute blew up');
+          }
+          return executeFn(args);
+        });
+      },
+    };
+    const { ask, askBatch, cache } = yogaWith((herd) => [auditor, herd, flaky], true);
+    const [batch] = await answered([askBatch(2)]);
+    expect(batch!.filter((a) => a === 'A')).toHaveLength(1);
+    const [later] = await answered([ask()]);
+    expect(later!.a).toBe('A');
+    await cache.close();
+  });
+
   it('without a failure, each operation of the batch is handed over by its own hooks: one execution, stored', async () => {
     const { ask, askBatch, executions, cache } = yogaWith((herd) => [herd], true);
     const [batch] = await answered([askBatch(3)]);
