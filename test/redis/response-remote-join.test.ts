@@ -7,9 +7,10 @@
  * for two replicas.
  */
 import { ApolloServer } from '@apollo/server';
+import type { GraphQLSchema } from 'graphql';
 import type Redis from 'ioredis';
 import { herdcachePlugin } from '../../src/apollo';
-import { createCache } from '../../src/core';
+import { type Cache, createCache } from '../../src/core';
 import { redisStore } from '../../src/redis';
 import { makeSchema } from '../graphql/fixtures';
 import { until } from '../graphql/response-fixture';
@@ -34,6 +35,19 @@ type Result = {
   extensions: { cache: { response: string; notStoredReason?: string } };
 };
 
+/** Replica A's Apollo server over `cache`, and a request for user 1 to it. */
+async function replicaA(schema: GraphQLSchema, cache: Cache, responseCache: true | { maxBytes: number }) {
+  const server = new ApolloServer({ schema, plugins: [herdcachePlugin({ cache, extensions: true, responseCache })] });
+  await server.start();
+  const ask = async () =>
+    (
+      (await server.executeOperation({ query: '{ user(id: "1") { id name } }' })).body as unknown as {
+        singleResult: Result;
+      }
+    ).singleResult;
+  return { server, ask };
+}
+
 /** Replica A executes; B's mutation returns; a request sent to A then joins A's execution: it must get the new value. */
 async function joinAfterRemoteMutation(responseCache: true | { maxBytes: number }): Promise<void> {
   const prefix = randomPrefix('remote-join');
@@ -55,17 +69,7 @@ async function joinAfterRemoteMutation(responseCache: true | { maxBytes: number 
       },
     },
   });
-  const server = new ApolloServer({
-    schema,
-    plugins: [herdcachePlugin({ cache: caches[0]!, extensions: true, responseCache })],
-  });
-  await server.start();
-  const ask = async () =>
-    (
-      (await server.executeOperation({ query: '{ user(id: "1") { id name } }' })).body as unknown as {
-        singleResult: Result;
-      }
-    ).singleResult;
+  const { server, ask } = await replicaA(schema, caches[0]!, responseCache);
   try {
     const first = ask();
     await until(() => executions === 1, 'the first execution');
@@ -122,17 +126,7 @@ async function joinDuringVersionRead(responseCache: true | { maxBytes: number })
       },
     },
   });
-  const server = new ApolloServer({
-    schema,
-    plugins: [herdcachePlugin({ cache: caches[0]!, extensions: true, responseCache })],
-  });
-  await server.start();
-  const ask = async () =>
-    (
-      (await server.executeOperation({ query: '{ user(id: "1") { id name } }' })).body as unknown as {
-        singleResult: Result;
-      }
-    ).singleResult;
+  const { server, ask } = await replicaA(schema, caches[0]!, responseCache);
   try {
     let late: Promise<Result> | undefined;
     onRead = async () => {
