@@ -8,9 +8,9 @@
  * handling ends (useHerdcache wraps Yoga's params handler: once per operation, a batch's each, an
  * error turned into a result too; then Yoga's onExecutionResult, which a plugin before it that
  * throws skips) is handed over as failed then, and its waiters contend again; Yoga's onResponse
- * does the same for the whole HTTP request, last. The operation's own hook matters for a batch: its response
- * leaves only once every operation of it has its result, and another operation of the same batch
- * may be waiting on this one's key.
+ * does the same for the whole HTTP request, last. The operation's own hook matters for a batch:
+ * its response leaves only once every operation of it has its result, and another operation of
+ * the same batch may be waiting on this one's key.
  */
 import type { Completion, ExecutedResult, FinalPolicy } from '../graphql/response-cache';
 import { requestOf } from './cache-control';
