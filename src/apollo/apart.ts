@@ -11,6 +11,7 @@
  * only when that policy is what its key was made for. The user's schema is not changed.
  */
 import type { DocumentNode, GraphQLFieldResolver, GraphQLSchema } from 'graphql';
+import { isThenable } from '../core/errors';
 import type { ExecutedResult, FinalPolicy, ResponseRequest } from '../graphql/response-types';
 import { copySchema } from './schema-copy';
 
@@ -157,25 +158,17 @@ function withFieldHook(resolve: GraphQLFieldResolver<unknown, unknown>): GraphQL
 
 /** Calls `done` once `result` (a value, a promise, a list of them) is there, as Apollo's pipeline does. */
 function whenFinished(result: unknown, done: (error: unknown, result?: unknown) => void): void {
-  if (isPromise(result)) {
+  if (isThenable(result)) {
     result.then(
       (value) => whenFinished(value, done),
       (error: unknown) => done(error),
     );
-  } else if (Array.isArray(result) && result.some(isPromise)) {
+  } else if (Array.isArray(result) && result.some(isThenable)) {
     Promise.all(result).then(
       (values) => done(null, values),
       (error: unknown) => done(error),
     );
   } else done(null, result);
-}
-
-function isPromise(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }
 
 interface Hint {

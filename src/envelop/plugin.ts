@@ -14,6 +14,7 @@ import type { Plugin } from '@envelop/core';
 import type { DocumentNode, ExecutionArgs, ExecutionResult } from 'graphql';
 import type { Cache } from '../core/cache';
 import { type MetricsRegistry, OperationReporting, checkPluginOptions } from '../graphql/reporting';
+import { isThenable } from '../core/errors';
 import { optionNames } from '../core/options';
 import { operationRecorder } from '../prometheus/metrics';
 import {
@@ -61,21 +62,12 @@ interface YogaParamsPayload {
   setParamsHandler(handler: YogaParamsHandler): void;
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
-
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the default envelop's own plugins use (useMaskedErrors, useResponseCache)
 export function useHerdcache<TContext extends Record<string, any> = {}>(
   options: UseHerdcacheOptions<TContext>,
 ): Plugin<TContext> & {
   onResponse?(payload: YogaResponsePayload): void;
   onParams?(payload: YogaParamsPayload): void;
-  onExecutionResult?(payload: { context: unknown }): void;
 } {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
   const engine =
@@ -84,7 +76,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
       : new ResponseEngine(options.cache, options.responseCache);
   // Yoga only (its onResponse hook): the response layer's Cache-Control header, as Apollo's.
   const headers = engine === undefined ? undefined : new CacheControlHeaders();
-  // Yoga only (its onExecutionResult and onResponse hooks): executions never handed over are, as failed (see ./unfinished).
+  // Yoga only (its onParams and onResponse hooks): executions never handed over are, as failed (see ./unfinished).
   const unfinished = engine === undefined ? undefined : new Unfinished();
   const recorder = operationRecorder(options);
   const reporting = new OperationReporting({
@@ -108,8 +100,9 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
     ...(headers === undefined
       ? {}
       : {
-          // The operation's handling (parse … execute, an error turned into a result) has ended:
-          // first of the three (a plugin's hook before this one that throws cannot skip it).
+          // The operation's handling (parse … execute, an error turned into a result) has ended: its
+          // execution not handed over is, as failed (a batch's operations each; no plugin's hook
+          // that throws can skip this, and one that replaces the handler bypasses the execution too).
           onParams: ({ paramsHandler, setParamsHandler }: YogaParamsPayload) => {
             setParamsHandler((payload) => {
               const ended = () => {
@@ -134,9 +127,6 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
                 },
               );
             });
-          },
-          onExecutionResult: ({ context }: { context: unknown }) => {
-            if (context !== null && typeof context === 'object') unfinished!.end(context);
           },
           onResponse: (payload: YogaResponsePayload) => {
             unfinished!.end(payload.request);

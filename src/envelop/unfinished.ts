@@ -6,11 +6,10 @@
  * the chain), and one listed after it that replaces the execute function with one that throws.
  * The key then stayed in flight for good. So an execution not handed over when its operation's
  * handling ends (useHerdcache wraps Yoga's params handler: once per operation, a batch's each, an
- * error turned into a result too; then Yoga's onExecutionResult, which a plugin before it that
- * throws skips) is handed over as failed then, and its waiters contend again; Yoga's onResponse
- * does the same for the whole HTTP request, last. The operation's own hook matters for a batch:
- * its response leaves only once every operation of it has its result, and another operation of
- * the same batch may be waiting on this one's key.
+ * error turned into a result too, whatever another plugin's hooks throw) is handed over as failed
+ * then, and its waiters contend again; Yoga's onResponse does the same for the whole HTTP request,
+ * last. The operation's own end matters for a batch: its response leaves only once every operation
+ * of it has its result, and another operation of the same batch may be waiting on this one's key.
  */
 import type { Completion, ExecutedResult, FinalPolicy } from '../graphql/response-cache';
 import { requestOf } from './cache-control';
@@ -45,7 +44,7 @@ export class Unfinished {
     };
   }
 
-  /** The operation's result is ready, or the request's response is leaving: what it never handed over is handed over as failed. */
+  /** The operation's handling ended, or the request's response is leaving: what it never handed over is handed over as failed. */
   end(key: object): void {
     const pending = this.#pending.get(key);
     if (pending === undefined) return;

@@ -9,6 +9,7 @@ import type {
   ConstDirectiveNode,
   ConstListValueNode,
   ConstObjectValueNode,
+  ConstValueNode,
   GraphQLField,
   GraphQLObjectType,
   GraphQLSchema,
@@ -29,27 +30,29 @@ export function federationNames(schema: GraphQLSchema, directive: 'key' | 'requi
   for (const node of [schema.astNode, ...schema.extensionASTNodes]) {
     for (const link of node?.directives ?? []) {
       if (link.name.value !== 'link') continue;
-      const argument = (name: string) => {
-        const value = link.arguments?.find((given) => given.name.value === name)?.value;
-        return value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
-      };
-      const namespace = argument('as');
-      if (namespace !== undefined && /\/federation\/v\d/.test(argument('url') ?? ''))
+      const namespace = stringNamed(link.arguments, 'as');
+      if (namespace !== undefined && /\/federation\/v\d/.test(stringNamed(link.arguments, 'url') ?? ''))
         names.add(`${namespace}__${directive}`);
       const imports = link.arguments?.find((argument) => argument.name.value === 'import')?.value;
       if (imports?.kind !== ('ListValue' as string)) continue;
       for (const item of (imports as ConstListValueNode).values) {
         if (item.kind !== ('ObjectValue' as string)) continue;
-        const text = (field: string) => {
-          const value = (item as ConstObjectValueNode).fields.find((f) => f.name.value === field)?.value;
-          return value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
-        };
-        const as = text('as');
-        if (text('name') === `@${directive}` && as?.startsWith('@') === true) names.add(as.slice(1));
+        const fields = (item as ConstObjectValueNode).fields;
+        const as = stringNamed(fields, 'as');
+        if (stringNamed(fields, 'name') === `@${directive}` && as?.startsWith('@') === true) names.add(as.slice(1));
       }
     }
   }
   return names;
+}
+
+/** The string given as `name` among a directive's arguments or an object's fields, if a string. */
+function stringNamed(
+  given: readonly { readonly name: { readonly value: string }; readonly value: ConstValueNode }[] | undefined,
+  name: string,
+): string | undefined {
+  const value = given?.find((one) => one.name.value === name)?.value;
+  return value?.kind === ('StringValue' as string) ? (value as StringValueNode).value : undefined;
 }
 
 /** The top-level field names of each @key on `type` (`"id"` → ["id"], `"id org { id }"` → ["id", "org"]). */

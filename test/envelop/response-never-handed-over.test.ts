@@ -2,7 +2,7 @@
  * On Yoga 5, an execution that never reaches useHerdcache's own hooks (a plugin before it whose
  * onExecuteDone throws: Envelop stops the chain; a plugin after it that replaces the execute
  * function with one that throws) is handed over as failed when its response leaves (Yoga's
- * onResponse; for an operation of a batch, when its own result is ready: onExecutionResult). Before,
+ * onResponse; for an operation of a batch, when its own handling ends: onParams' wrapper). Before,
  * its key stayed in flight for good: every request for it waited forever; in a batch, the batch
  * itself did (its other operations waited on the key, and its response waited on them). Counted:
  * every request answers, and the key works again at once.
