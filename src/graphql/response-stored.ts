@@ -123,8 +123,8 @@ export function toStored(
   // Not walked nor shared: the executing request has its own result, and one joining now is
   // handed nothing to share (it contends again). A result that read a @cached field served stale
   // goes on: stored for a second (stale_fields).
-  if (admission !== undefined && !readStaleFields(operation) && !admission.admits(plan.policy, plan.key))
-    return 'not_admitted';
+  const staleFields = readStaleFields(operation);
+  if (admission !== undefined && !staleFields && !admission.admits(plan.policy, plan.key)) return 'not_admitted';
   const { request } = plan;
   const seen = operation?.tagsSeen;
   // One walk finds the entities and bounds the JSON's size: only a result that may be over
@@ -172,7 +172,6 @@ export function toStored(
   // field stays stale (its backend down: each execution asks it again). So it is stored fresh for
   // STALE_FIELDS_MAX_AGE only (its grace kept, its header max-age as short): one execution a
   // second at most, and the field's refreshed value in the response within a second of landing.
-  const staleFields = readStaleFields(operation);
   if (staleFields) maxAge = Math.min(maxAge, STALE_FIELDS_MAX_AGE);
   const stored = new Response(data, maxAge, policy.scope, now());
   // The store's size estimate, from the walk above: the wrapper by the store's own rules, its
