@@ -23,6 +23,7 @@ import type { Counted, Sink } from './metrics';
 import type { FillRun } from './fill-run';
 import { RETRY, raceAbort } from './abort-race';
 import { markOwn, markRejected, markValue, recordOutcome, rejected, rejections } from './outcome';
+import { type Reading, endRead } from './read-window';
 
 export { PENDING_OR_UNKNOWN, Rejection, fulfilled, outcomeOf, rejected } from './outcome';
 
@@ -139,10 +140,7 @@ export class Flight<V = unknown> {
    * that value at once instead of waiting for the refresh: stale-while-revalidate means nobody waits.
    */
   replacing: Entry | undefined = undefined;
-  /**
-   * How a caller joining now is counted, once the store read told what this flight does; until
-   * then joiners are only noted (below) and counted in one pass when it is known (LoadPath).
-   */
+  /** How a caller joining now is counted, once its store read told (till then: noted below, counted at once). */
   joinedAs: JoinOutcome | undefined = undefined;
   /**
    * The first noted joiner's source, and how many of its joiners were noted (without a sink, or
@@ -152,6 +150,8 @@ export class Flight<V = unknown> {
   joins = 0;
   /** The other noted joiners (a request scope's, or another source's), flat: source, sink, … */
   joiners: (Counted | Sink | undefined)[] | undefined = undefined;
+  /** A store read of it under way, sent before a caller arriving now (./read-window). */
+  reading: Reading | undefined = undefined;
   #state = PENDING;
   /** The value or error it ended with (for a `promise` made after it ended). */
   #outcome: unknown = undefined;
@@ -330,7 +330,7 @@ export class Flight<V = unknown> {
       !this.lateTags &&
       !this.background
     ) {
-      this.#state = DETACHED;
+      this.#state = DETACHED; // its fill runs: no read of it is under way
       return true;
     }
     this.#state = ABANDONED;
@@ -379,12 +379,11 @@ export class Flight<V = unknown> {
   }
 
   #dropJoiner(): void {
-    this.joinerSource = undefined;
-    this.joinerArg = undefined;
-    this.joinerPolicy = undefined;
+    this.joinerSource = this.joinerArg = this.joinerPolicy = undefined;
   }
 
   #releaseCallers(): void {
+    endRead(this); // its read's waiting callers load: it ended
     this.#resolve = undefined;
     this.#reject = undefined;
     this.#resolveJoined = undefined;

@@ -4,6 +4,7 @@
  */
 import { HerdcacheError } from './errors';
 import { Flight, fulfilled, rejected } from './flight';
+import { afterRead } from './read-window';
 import type { FlightTable } from './flight-table';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import { type Observers, notify } from './hooks';
@@ -20,12 +21,8 @@ import { tagsFor } from './validity';
 import type { UnsentInvalidations } from './unsent';
 
 export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
-  readonly store: Store;
-  readonly clock: Clock;
   /** What a hit's freshness is judged by: the registry's CoarseClock by default, else `clock` itself. */
   readonly hitClock: Clock;
-  readonly flights: FlightTable;
-  readonly observers: Observers;
   /** Most background refreshes at once; more are dropped. */
   readonly maxRefreshes: number;
 }
@@ -85,8 +82,8 @@ export class LoadPath {
   }
 
   /**
-   * A load: hit, else join the key's flight, else start one. With a synchronous store a hit costs
-   * one map lookup, one clock read and no allocation: the entry's settled promise is made once.
+   * A load: hit, else join the key's flight, else start one. With a synchronous store a hit costs one map lookup,
+   * one clock read and no allocation: the entry's settled promise is made once.
    */
   load<V>(
     source: Source,
@@ -131,10 +128,7 @@ export class LoadPath {
     return entry === undefined || !this.#unsent.any || !this.#unsent.covers(key, entry) ? entry : undefined;
   }
 
-  /**
-   * Answers from an entry found by a synchronous read: fresh → hit; stale within grace → served
-   * at once and one background refresh scheduled; expired → undefined (a miss, not counted here).
-   */
+  /** A synchronous read's entry: fresh → hit; stale within grace → served, one refresh started; else undefined. */
   #answer(
     source: Source,
     key: string,
@@ -221,6 +215,11 @@ export class LoadPath {
           return fulfilled(replacing) as Promise<V>;
         }
       }
+      if (flight.reading !== undefined) {
+        // A store read of it under way was sent before this caller came: it loads once the read is answered.
+        const load = () => this.#miss<V>(source, key, arg, policy, signal, sink, counted, own, restarts);
+        return afterRead(flight, load, signal);
+      }
       if (!counted) joined(this.#observers, flight, source, key, sink);
       this.#joining(flight, policy, sink);
       if (restarts > flight.restarts) flight.restarts = restarts;
@@ -266,9 +265,8 @@ export class LoadPath {
   }
 
   /**
-   * One load that neither joins nor starts a shared flight and never touches the store
-   * (a scoped loader with `cache: false`, as DataLoader's): its key reaches the batch function,
-   * batched with the tick's other keys, even when the same key is already in flight.
+   * One load that neither joins nor starts a shared flight and never touches the store (a scoped loader with
+   * `cache: false`, as DataLoader's): its key reaches the batch function even when the key is already in flight.
    */
   loadAlone<V>(
     source: Source,
@@ -356,6 +354,8 @@ export class LoadPath {
     const flight = this.#flights.get(key);
     if (flight === undefined || flight.replacing === undefined)
       return this.#again<V>(source, key, arg, policy, signal, sink, 0);
+    if (flight.reading !== undefined)
+      return afterRead(flight, () => this.#afterProbe<V>(source, key, arg, policy, signal, sink), signal);
     this.#joining(flight, policy, sink);
     if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink);
     return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);

@@ -14,6 +14,7 @@ import { countOn } from './metrics';
 import { DEFAULTS, type LockTiming } from './options';
 import type { FillLock, LockAttempt, LockWatch, Store } from './store';
 import type { StoreCalls } from './store-calls';
+import { beginReads, endReads } from './read-window';
 import { ownTagVersions, readTagVersions, usable } from './validity';
 import { readClock } from './late-tags';
 
@@ -110,6 +111,9 @@ export class LockWait {
     // which precedes their fill (late-tags): no round trip of its own.
     let clockRead = readClock(this.#store, calls, items);
     for (let attempt = 0; ; attempt++) {
+      // Each attempt reads the key: a caller coming meanwhile waits for its answer (./read-window).
+      const polled = waiting;
+      beginReads(polled);
       let attempts: (LockAttempt | undefined)[] | undefined;
       if (attempt === 0 && begun !== undefined) {
         // The read's attempts, and one acquire for the items it did not try.
@@ -138,6 +142,7 @@ export class LockWait {
           // script may still have run late and taken locks under our token: release them (compare
           // and delete), or other replicas would wait on them until lockTtl.
           void calls.call('lock.release', () => lock.release(keys, token), waiting);
+          endReads(polled);
           fills.push(this.#fills.fill(waiting, undefined, 'failed'));
           break;
         }
@@ -215,6 +220,7 @@ export class LockWait {
           } else won.push(item);
         }
       }
+      endReads(polled);
       if (release.length > 0) void calls.call('lock.release', () => lock.release(release, token), waiting);
       if (won.length > 0) fills.push(this.#fills.fill(won, token, 'won'));
       if (lost !== undefined) fills.push(this.#fills.fill(lost, undefined, 'failed'));
@@ -257,7 +263,10 @@ export class LockWait {
     }
     if (announced === undefined || entries === undefined) return waiting;
     let current = ownTagVersions(this.#store, this.#calls, announced, entries);
-    if (current instanceof Promise) current = await current;
+    if (current instanceof Promise) {
+      beginReads(announced); // a caller coming during this read waits for its answer (./read-window)
+      current = await current;
+    }
     const now = this.#clock.now();
     let answered: Set<Item> | undefined;
     for (let i = 0; i < announced.length; i++) {
@@ -268,6 +277,7 @@ export class LockWait {
       this.#flights.resolve(item.flight, entry.value);
       (answered ??= new Set()).add(item);
     }
+    endReads(announced);
     if (answered === undefined) return waiting;
     return waiting.filter((item) => !answered.has(item) && !item.flight.abandoned);
   }

@@ -23,6 +23,7 @@ import type { LockAttempt, Store } from './store';
 import type { StoreCalls } from './store-calls';
 import { ownTagVersions, readTagVersions, tagsValid, usable } from './validity';
 import { hasTagClock } from './late-tags';
+import { beginReads, endReads } from './read-window';
 
 /**
  * What the pipeline needs from the registry that owns it: its parts, and two calls to the load
@@ -55,6 +56,8 @@ export class FillPipeline {
   readonly #locks: LockWait;
   /** The store has a tag clock: late-tagged fills read it before they start (late-tags). */
   readonly #clocked: boolean;
+  /** Its reads take a round trip (not a getSync seeing the whole store): a caller may come during one. */
+  readonly #readsAsync: boolean;
 
   constructor(host: PipelineHost) {
     this.#host = host;
@@ -66,6 +69,7 @@ export class FillPipeline {
     this.#fills = new FillWrite(host);
     this.#locks = new LockWait(host, this.#fills);
     this.#clocked = hasTagClock(host.store);
+    this.#readsAsync = this.#getSync === undefined || host.store.getSyncComplete === false;
   }
 
   /**
@@ -100,6 +104,9 @@ export class FillPipeline {
     // records them, so an invalidation landing during the fill makes its write a miss.
     // Without tag versions to read, the read is awaited alone (no Promise.all: its array, promises
     // and the turns it takes, on every warm read of untagged keys).
+    // A caller coming while the read is under way waits for its end, then joins or reads anew (./read-window).
+    const windowed = this.#readsAsync;
+    if (windowed) beginReads(items);
     const read = versioned
       ? (await Promise.all([this.#read(items), readTagVersions(store, this.#calls, items)]))[0]
       : await this.#read(items);
@@ -113,6 +120,7 @@ export class FillPipeline {
       this.#answer(items, entries, now, current, toFill, tally, failed);
     } finally {
       tally.flush();
+      if (windowed) endReads(items);
     }
     if (begun !== undefined) this.#releaseDropped(begun, items);
     if (unstored !== undefined) toFill.push(...unstored);

@@ -158,3 +158,60 @@ it('a request sent after another replica invalidated an entity while the executi
 
 it('the same for a response too large to store, shared with its waiters only', () =>
   joinDuringVersionRead({ maxBytes: 10 }));
+
+/**
+ * A request sent after another replica's mutation returned, while an identical request's read of
+ * the stored response is under way (its versions read sent before the mutation; the reply held here): it does not
+ * take what that read found. It reads again once the read is answered (core/read-window) and
+ * executes; the request whose read it was is answered with the stored response (it came first).
+ */
+it('a request sent after another replica invalidated, during an identical request’s read of the stored response, does not take that read’s answer', async () => {
+  const prefix = randomPrefix('remote-join-lookup');
+  const store = redisStore({ client, prefix });
+  let hold: (() => Promise<void>) | undefined;
+  const held =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const reply = await call(...args);
+      const next = hold;
+      hold = undefined;
+      if (next !== undefined) await next(); // the reply is in, not yet handed back
+      return reply;
+    };
+  // The read's last step: the current versions of the stored response's tags (read after the entry).
+  store.tagVersions = held(store.tagVersions!.bind(store));
+  const caches = [createCache({ store }), createCache({ store: redisStore({ client, prefix }) })];
+  const names = new Map([['1', 'old']]);
+  let executions = 0;
+  const schema = makeSchema(typeDefs, {
+    Query: {
+      user: (_p: unknown, { id }: { id: string }) => {
+        executions++;
+        return { id, name: names.get(id)! };
+      },
+    },
+  });
+  const { server, ask } = await replicaA(schema, caches[0]!, true);
+  try {
+    expect((await ask()).extensions.cache.response).toBe('miss'); // stored
+    let late: Promise<Result> | undefined;
+    hold = async () => {
+      names.set('1', 'new');
+      await caches[1]!.invalidateTags(['User:1']);
+      late = ask();
+      await new Promise((resolve) => setTimeout(resolve, 20)); // it reaches the cache now
+    };
+    const first = await ask();
+    expect(first.data.user.name).toBe('old'); // its read was sent before the mutation
+    expect(first.extensions.cache.response).toBe('hit');
+    expect(late).toBeDefined();
+    const answer = await late!;
+    expect(answer.data.user.name).toBe('new');
+    expect(answer.extensions.cache.response).toBe('miss');
+    expect(executions).toBe(2);
+  } finally {
+    hold = undefined;
+    await server.stop();
+    for (const cache of caches) await cache.close();
+  }
+});

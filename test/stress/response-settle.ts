@@ -19,11 +19,9 @@
  * and is never one a runtime hint made unshareable; the outcomes Apollo reports in
  * extensions.cache are the ones prom-client counted; a cold burst sent with nothing else running
  * is executed once (on Redis: once across both replicas) and then a hit; an expired swr response
- * is served stale, never waited for. On a shared Redis store, an answer that joined an execution
- * already running in its own process, which started before a write on the other replica, may show
- * what that execution read (the consistency model's one exception, never stored): told apart and
- * counted (joinedAcross); a stored one is the cross-replica gap the tag clock closed
- * (crossReplicaWindow, must be 0; test/apollo/response-cache-replicas.test.ts).
+ * is served stale, never waited for. On a shared Redis store, a stale answer is told apart by how
+ * it came (joinedAcross: it joined a load under way on its replica across a write on the other;
+ * crossReplicaWindow: stored across replicas, the gap the tag clock closed), and fails all the same.
  */
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -93,9 +91,9 @@ export interface ResponseStressReport {
   /**
    * Stale answers of the same kind that joined, on their replica, a load under way across a write
    * on the other (coalesced): a read, or a wait for the other replica's fill lock, that began before
-   * the write (docs/response-cache.md, the tag clock's window). Counted, not failed. A join of the
-   * execution itself after its tags' versions were read is closed (core/flight-table's seal; tested
-   * in test/redis/response-remote-join).
+   * the write. Failed, as any stale answer: a caller coming during a read under way waits for its
+   * answer and reads again (core/read-window), and one joining an execution after its tags' versions
+   * were read starts its own (core/flight-table's seal); both tested in test/redis/response-remote-join.
    */
   joinedAcross: number;
   /**
@@ -623,7 +621,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     report.keysWritten = keysWritten.size;
     report.storeSize = store.size;
     // A stale answer shows what an execution on one replica read before a write on the other
-    // replica completed, while that execution ran: joined while it ran (allowed), or stored (the gap).
+    // replica completed, while that execution ran: joined while it ran, or stored (the gap).
     for (const stale of staleAnswers) {
       const gap =
         options.store === 'redis' &&
@@ -666,8 +664,10 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
         (w) => w.entity === stale.entity && w.version > stale.version && w.end < stale.asked,
       );
       const undelivered = newer.length > 0 && newer.every((w) => w.unsent && w.replica !== stale.replica);
-      if ((gap || joined) && stale.outcome === 'coalesced') report.joinedAcross++;
-      else if (undelivered) report.undelivered++;
+      if ((gap || joined) && stale.outcome === 'coalesced') {
+        report.joinedAcross++;
+        if (report.stale.length < 20) report.stale.push(`${stale.text} (joined across replicas)`);
+      } else if (undelivered) report.undelivered++;
       else if (gap) {
         report.crossReplicaWindow++;
         if (report.stale.length < 20) report.stale.push(`${stale.text} (stored across replicas)`);
