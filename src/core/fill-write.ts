@@ -210,6 +210,11 @@ export class FillWrite {
           tagVersions: tagged === undefined ? item.versions : tagged.versions,
           valueBytes: tagged?.from.valueBytes,
         });
+        if (tagged !== undefined && this.#store.keeps?.(item.key, entry) === false) {
+          tagged.from.refused = 'oversized'; // larger than the store keeps: served, not written
+          if (token !== undefined) release.push(item.key);
+          continue;
+        }
         // Without the lock nothing fences this write: `since` lets the store refuse it when the
         // key was invalidated after this fill started (the lockless gap).
         writes.push(

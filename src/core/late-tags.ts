@@ -38,9 +38,10 @@ export class LateTagged<V = unknown> {
   /**
    * Set by the registry when it served the value without storing it because a late tag's version
    * could not be vouched for: 'invalidated' (a tag invalidated elsewhere while it was computed),
-   * 'unavailable' (the versions or the tag clock could not be read: the store failed).
+   * 'unavailable' (the versions or the tag clock could not be read: the store failed); 'oversized'
+   * (larger than the store keeps: Store.keeps), served to the fill's waiters as it is.
    */
-  refused: false | 'invalidated' | 'unavailable' = false;
+  refused: false | 'invalidated' | 'unavailable' | 'oversized' = false;
 
   /**
    * What the fill's callers get instead of `value` when the registry refuses it as 'invalidated'

@@ -259,6 +259,12 @@ export class MemoryStore implements Store {
     return false;
   }
 
+  keeps(key: string, entry: Entry): boolean {
+    if (entrySize(key, entry) <= this.#maxEntrySize) return true;
+    this.#oversized++; // a write not made, counted as setMany counts one it skips
+    return false;
+  }
+
   // Writes and deletes take effect synchronously, before the returned promise: the registry
   // relies on that so a value is visible to the next caller the moment its flight settles.
   setMany(writes: readonly StoreWrite[]): Promise<void> {

@@ -205,6 +205,13 @@ export interface Store {
    * handed to the connection, or undefined when none wait (as FillLock.sent). Never rejects.
    */
   writesSent?(): Promise<void> | undefined;
+  /**
+   * @internal Whether a write of `entry` under `key` would be kept, not skipped as larger than the
+   * store takes (memoryStore's maxEntrySize, redisStore's maxValueBytes). Asked before writing a
+   * value computed to be stored whole (a response): one it would skip is served, not written, and
+   * reported so (LateTagged.refused). A store that encodes may keep the payload for the write.
+   */
+  keeps?(key: string, entry: Entry): boolean;
   /** Removes keys and, where the store has fill locks, their locks too (fences older fills). */
   delete(keys: readonly string[], options?: DeleteOptions): Promise<void>;
   /** Removes every entry this store owns (Redis: only under its prefix). */

@@ -373,7 +373,8 @@ function toShared(run: unknown, stored: LateTagged<StoredResponse> | NotStoredRe
   return shared;
 }
 const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache_unavailable' };
-// Why the store step refused a result: a tag invalidated while it ran, or unreadable (the store down).
-const REFUSED = { invalidated: 'invalidated', unavailable: 'store_unavailable' } as const;
+// Why the store step refused a result: a tag invalidated while it ran, unreadable (the store down),
+// or larger than the store keeps (a memory store's maxEntrySize, a Redis store's maxValueBytes).
+const REFUSED = { invalidated: 'invalidated', unavailable: 'store_unavailable', oversized: 'oversized' } as const;
 
 const FAILED: unique symbol = Symbol('failed');

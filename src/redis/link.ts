@@ -190,6 +190,8 @@ export class RedisLink {
    * the value is still answered to its callers.
    */
   encode(write: StoreWrite): string | Buffer | undefined {
+    const kept = this.#kept.get(write.entry);
+    if (kept !== undefined) return kept;
     let payload: string | Buffer;
     try {
       payload = this.codec.encode(write.entry);
@@ -197,6 +199,30 @@ export class RedisLink {
       report(this.reporter, 'encodeError', write.key, error);
       return undefined;
     }
+    return this.#capped(write.key, payload);
+  }
+
+  /**
+   * Store.keeps: whether the entry's payload is within maxValueBytes (skipped, it is reported as
+   * encode does). The payload is kept for the write that follows at once (encode), not made twice.
+   */
+  keeps(key: string, entry: Entry): boolean {
+    let payload: string | Buffer;
+    try {
+      payload = this.codec.encode(entry);
+    } catch {
+      return true; // the write reports it (encodeErrors), as for any value
+    }
+    const capped = this.#capped(key, payload);
+    if (capped === undefined) return false;
+    this.#kept.set(entry, capped);
+    return true;
+  }
+
+  /** The payloads keeps() made, for their entries' writes (gone with the entry). */
+  readonly #kept = new WeakMap<Entry, string | Buffer>();
+
+  #capped(key: string, payload: string | Buffer): string | Buffer | undefined {
     const cap = this.#maxValueBytes;
     // UTF-8 takes at most 3 bytes per UTF-16 unit: only a string that could pass the cap is counted.
     const length = payload.length;
@@ -207,7 +233,7 @@ export class RedisLink {
         'E_VALUE_TOO_LARGE',
         `herdcache: redis value not stored: its payload is ${bytes} bytes, more than maxValueBytes (${cap})`,
       );
-      report(this.reporter, 'encodeError', write.key, error);
+      report(this.reporter, 'encodeError', key, error);
       return undefined;
     }
     return payload;

@@ -239,6 +239,10 @@ class RedisStoreImpl implements RedisStore {
     });
   }
 
+  keeps(key: string, entry: Entry): boolean {
+    return this.#link.keeps(key, entry);
+  }
+
   /**
    * Unlocked fills' writes (each with `since`) go with those of the other fills ending in this
    * turn, in one pipeline (turn-sets.ts; the fenced writes issued before them first); others (a

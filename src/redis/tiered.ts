@@ -282,6 +282,11 @@ class TieredStoreImpl implements TieredStore {
 
   // ── writes and invalidations: L2 first, then L1, then the other replicas ─────────────────
 
+  /** What Redis keeps (an entry L1 would not hold is still read from Redis). */
+  keeps(key: string, entry: Entry): boolean {
+    return this.#l2.keeps?.(key, entry) ?? true;
+  }
+
   async setMany(writes: readonly StoreWrite[]): Promise<void> {
     if (writes.length === 0) return;
     const keys = writes.map((write) => write.key);

@@ -12,6 +12,7 @@ import { createYoga } from 'graphql-yoga';
 import type Redis from 'ioredis';
 import { herdcachePlugin } from '../../src/apollo/plugin';
 import { createCache } from '../../src/core/cache';
+import { memoryStore } from '../../src/core';
 import { manualClock } from '../../src/core/freshness';
 import { useHerdcache } from '../../src/envelop/plugin';
 import type { ResponseCacheOptions } from '../../src/graphql/response-cache';
@@ -366,6 +367,59 @@ describe.each(['apollo', 'yoga'] as Server[])('%s: an oversized response', (kind
       expect(text).toContain('herdcache_responses_total{operation="Big",outcome="hit"} 1');
     } finally {
       await stop();
+    }
+  });
+});
+
+/**
+ * A response under maxBytes that the store itself would skip (over a memory store's maxEntrySize, a
+ * Redis store's maxValueBytes): before, it was reported a plain miss (stored, to the reader), never
+ * written, and executed again by every request. Now it is reported and counted as oversized, and
+ * still shared with the requests waiting on it.
+ */
+describe.each([
+  ['apollo', 'memory'],
+  ['yoga', 'memory'],
+  ['apollo', 'redis'],
+  ['yoga', 'redis'],
+] as [Server, 'memory' | 'redis'][])('%s on a %s store: a response larger than the store keeps', (kind, storeKind) => {
+  it('is served, reported and counted as oversized, and shared with its waiters', async () => {
+    const { Registry } = await import('prom-client');
+    const registry = new Registry();
+    const client = storeKind === 'redis' ? await connect() : undefined;
+    const store =
+      client === undefined
+        ? memoryStore({ maxEntrySize: 4096 })
+        : redisStore({ client, prefix: randomPrefix('store-limit'), maxValueBytes: 4096 });
+    const f = responseFixture({ store });
+    const { url, stop } = await serve(kind, f, { maxBytes: 1024 * 1024 }, registry);
+    try {
+      const big = 'query Big($size: Int!) { big(size: $size) }';
+      for (let i = 0; i < 2; i++) {
+        const response = await post(url, big, { variables: { size: 10_000 } });
+        expect(response.body.data.big).toHaveLength(10_000);
+        expect(response.body.extensions?.cache?.response).toBe('oversized');
+      }
+      expect(f.calls.big).toBe(2);
+      expect(await registry.metrics()).toContain('herdcache_responses_total{operation="Big",outcome="oversized"} 2');
+      // Concurrent identical requests share one execution still.
+      const query = '{ slowBig(size: 10000) }';
+      const pending = Array.from({ length: 8 }, () => post(url, query));
+      await until(() => f.calls.slowBig === 1, 'the execution');
+      await until(() => joined(f) === 7, 'every request joined the execution');
+      f.gate.open();
+      const responses = await Promise.all(pending);
+      for (const response of responses) expect(response.body.data.slowBig).toHaveLength(10_000);
+      const outcomes = responses.map((response) => response.body.extensions?.cache?.response).sort();
+      expect(outcomes).toEqual([...Array(7).fill('coalesced'), 'oversized']);
+      expect(f.calls.slowBig).toBe(1);
+      // A small one is stored.
+      await post(url, big, { variables: { size: 10 } });
+      expect((await post(url, big, { variables: { size: 10 } })).body.extensions?.cache?.response).toBe('hit');
+    } finally {
+      await stop();
+      await f.cache.close();
+      await client?.quit();
     }
   });
 });
