@@ -24,8 +24,11 @@ let oversized = 0;
 let partialLists = 0;
 /** Answers to the session responseCache.enabled disables, bypassed (`disabled`), across the runs. */
 let disabled = 0;
+/** Yoga batches answered across the runs (the same operation twice in some). */
+let batches = 0;
 afterAll(() => {
   if (replay === undefined) expect(disabled).toBeGreaterThan(0);
+  if (replay === undefined) expect(batches).toBeGreaterThan(0);
   if (replay === undefined) expect(oversized).toBeGreaterThan(0);
   if (replay === undefined) expect(partialLists).toBeGreaterThan(0);
 });
@@ -85,6 +88,7 @@ describe('the response layer under a seeded random mix: every request answers, n
       oversized += report.outcomes.oversized ?? 0;
       partialLists += report.partialLists;
       disabled += report.disabled;
+      batches += report.batches;
       expect(report.aborted).toBeGreaterThan(0);
       if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
       // The small store did evict: more keys written than it holds, and it full.

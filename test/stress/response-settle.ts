@@ -120,6 +120,8 @@ export interface ResponseStressReport {
   burstExtraExecutions: string[];
   /** Answers shared from a burst's one execution. */
   burstCoalesced: number;
+  /** Yoga batches answered (each operation of one checked as a read). */
+  batches: number;
   /** flakyList answers whose middle item failed (answered item by item). */
   partialLists: number;
   /** Answers to the session responseCache.enabled turns the layer off for (DISABLED_SESSION): bypassed, `disabled`. */
@@ -224,6 +226,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     },
     logging: false,
     maskedErrors: false,
+    batching: { limit: 8 },
   });
   const http: Server = createServer((req, res) => void yoga(req, res));
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
@@ -252,6 +255,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     quietBursts: 0,
     burstExtraExecutions: [],
     burstCoalesced: 0,
+    batches: 0,
     partialLists: 0,
     disabled: 0,
     lockContended: 0,
@@ -333,6 +337,42 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
       if (controller.signal.aborted) return { aborted: true };
       throw error;
     }
+  };
+
+  /**
+   * A batch of read operations to Yoga over HTTP (its `batching`), from one client and session: the
+   * same operation twice sometimes (one waits on the other's execution), and the client may leave.
+   * Each operation's answer is checked as a read's is (no Cache-Control check: one header for all).
+   */
+  const readBatch = (qs: StressQuery[], session: string | undefined, abort: boolean): void => {
+    const asked = new Map(committed);
+    const start = ++now;
+    const what = `yoga batch [${qs.map((q) => `${q.label} ${JSON.stringify(q.variables ?? {})}`).join(', ')}] session:${session ?? '-'}${abort ? ' (may abort)' : ''}`;
+    const controller = new AbortController();
+    if (abort) setTimeout(() => controller.abort(), Math.floor(random() * 4));
+    const sent = (async (): Promise<Answer[] | undefined> => {
+      try {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(session === undefined ? {} : { 'x-session': session }) },
+          body: JSON.stringify(qs.map((q) => ({ query: q.query, variables: q.variables }))),
+          signal: controller.signal,
+        });
+        const bodies = (await response.json()) as Answer['body'][];
+        return bodies.map((body) => ({ body }));
+      } catch (error) {
+        if (controller.signal.aborted) return undefined;
+        throw error;
+      }
+    })();
+    void track(what, sent).then((answers) => {
+      if (answers === undefined) return void report.aborted++;
+      report.batches++;
+      if (answers.length !== qs.length) return void wrong(`${what}: ${answers.length} answers`);
+      report.answered += answers.length;
+      const end = ++now;
+      for (let i = 0; i < qs.length; i++) check(qs[i]!, 'yoga', session, { asked, start, end }, answers[i]!, what);
+    });
   };
 
   /** Sends one query and checks its answer against the model. */
@@ -519,6 +559,20 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
           void read(q, pick(['apollo', 'yoga'] as const), session());
       },
     ],
+    // A Yoga batch of reads, the same operation twice at times.
+    [
+      6,
+      () => {
+        const qs: StressQuery[] = [];
+        for (let i = 2 + Math.floor(random() * 3); i > 0; i--) {
+          let q = nextQuery();
+          while (q.apolloOnly) q = nextQuery();
+          qs.push(q);
+          if (chance(0.3)) qs.push(q);
+        }
+        readBatch(qs, anySession(), chance(0.15));
+      },
+    ],
     [12, () => mutate(pick(['apollo', 'yoga'] as const))],
     [8, invalidate],
     [
@@ -700,7 +754,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
 }
 
 export function responseSummary(r: ResponseStressReport): string {
-  return `${r.store} seed ${r.seed}: ${r.sent} sent, ${r.answered} answered, ${r.aborted} aborted, ${r.pending.length} pending, ${r.wrong.length} wrong, ${r.leaks} leaks, ${r.stale.length} stale (${r.crossReplicaWindow} stored across replicas, ${r.joinedAcross} more joined across, ${r.undelivered} after an invalidation Redis had not taken), ${r.unhandled.length} unhandled, ${r.inFlightAfter} in flight; outcomes ${JSON.stringify(r.outcomes)} (${r.notAdmitted} misses not admitted); ${r.quietBursts} quiet bursts (${r.burstExtraExecutions.length} over one execution), ${r.burstCoalesced} coalesced in bursts, ${r.lockContended} lock waits, ${r.exemptWrites} writes exempt`;
+  return `${r.store} seed ${r.seed}: ${r.sent} sent, ${r.answered} answered, ${r.aborted} aborted, ${r.pending.length} pending, ${r.wrong.length} wrong, ${r.leaks} leaks, ${r.stale.length} stale (${r.crossReplicaWindow} stored across replicas, ${r.joinedAcross} more joined across, ${r.undelivered} after an invalidation Redis had not taken), ${r.unhandled.length} unhandled, ${r.inFlightAfter} in flight; outcomes ${JSON.stringify(r.outcomes)} (${r.notAdmitted} misses not admitted); ${r.quietBursts} quiet bursts (${r.burstExtraExecutions.length} over one execution), ${r.burstCoalesced} coalesced in bursts, ${r.batches} Yoga batches, ${r.lockContended} lock waits, ${r.exemptWrites} writes exempt`;
 }
 
 /** Invalidations a replica's store has not taken yet (keys, tags, a clear). */
