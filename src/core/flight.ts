@@ -152,6 +152,8 @@ export class Flight<V = unknown> {
   joiners: (Counted | Sink | undefined)[] | undefined = undefined;
   /** A store read of it under way, sent before a caller arriving now (./read-window). */
   reading: Reading | undefined = undefined;
+  /** A caller joined since its last store read was sent: a value announced by another replica does not answer it. */
+  joinedSinceRead = false;
   #state = PENDING;
   /** The value or error it ended with (for a `promise` made after it ended). */
   #outcome: unknown = undefined;

@@ -9,7 +9,7 @@ import type { FlightTable } from './flight-table';
 import { type Clock, type Entry, refreshEarly } from './freshness';
 import { type Observers, notify } from './hooks';
 import { joined, record, settled } from './load-counts';
-import type { Sink, Tally } from './metrics';
+import type { Sink } from './metrics';
 import type { Policy } from './options';
 import type { Item, Source } from './item';
 import { FillPipeline, type PipelineHost } from './pipeline';
@@ -66,7 +66,7 @@ export class LoadPath {
     this.#unsent = options.storeCalls.unsent;
     this.#pipeline = new FillPipeline({
       ...options,
-      settled: (item, counter, tally) => this.settled(item, counter, tally),
+      settled: (item, counter, tally) => settled(observers, item, counter, tally),
       refresh: (source, key, arg, policy, replacing) => this.refresh(source, key, arg, policy, replacing),
     });
     this.#queue = new DispatchQueue((items) => {
@@ -216,8 +216,12 @@ export class LoadPath {
         }
       }
       if (flight.reading !== undefined) {
-        // A store read of it under way was sent before this caller came: it loads once the read is answered.
-        const load = () => this.#miss<V>(source, key, arg, policy, signal, sink, counted, own, restarts);
+        // A store read of it under way was sent before this caller came: it loads once the read is
+        // answered; left meanwhile, it counts as a caller of an abandoned flight does (a miss).
+        const load = () =>
+          signal?.aborted === true && !counted
+            ? (this.record(source, 'misses', key, sink), rejected<V>(signal.reason))
+            : this.#miss<V>(source, key, arg, policy, signal, sink, counted, own, restarts);
         return afterRead(flight, load, signal);
       }
       if (!counted) joined(this.#observers, flight, source, key, sink);
@@ -366,6 +370,7 @@ export class LoadPath {
    * caller's own tags join the value's (a loader's are the starter's: same key, same function; FlightTable.joinTags).
    */
   #joining(flight: Flight, policy: Policy, sink: Sink | undefined): void {
+    flight.joinedSinceRead = true; // an announced value, written before it came, does not answer it (./read-window)
     sink?.joinedFlight?.(flight.seq);
     if (policy.tags !== undefined && policy.tags !== flight.tags) this.#flights.joinTags(flight, policy.tags);
   }
@@ -378,11 +383,6 @@ export class LoadPath {
   /** Starts one background refresh of a stale key, unless one runs or the cap is reached (./refreshes). */
   refresh(source: Source, key: string, arg: unknown, policy: Policy, replacing: Entry): void {
     if (!this.closed) this.#refreshes.start(source, key, arg, policy, replacing);
-  }
-
-  /** The outcome of a flight's store read (see ./load-counts, settled). */
-  settled(item: Item, counter: 'hits' | 'staleServed' | 'misses', tally?: Tally): void {
-    settled(this.#observers, item, counter, tally);
   }
 
   /** #record for a hit, kept small so it inlines into the hit path (a named counter: a keyed one costs ~30 ns). */

@@ -255,7 +255,9 @@ export class LockWait {
     let entries: Entry[] | undefined;
     for (const item of waiting) {
       const holder = holders.get(item.key);
-      if (holder === undefined) continue;
+      // A caller joined since the last read: the value, announced when written, may predate an
+      // invalidation that returned before it came. The next attempt reads (./read-window).
+      if (holder === undefined || item.flight.joinedSinceRead) continue;
       const entry = watch.take!(item.key, holder);
       if (entry === undefined) continue;
       (announced ??= []).push(item);

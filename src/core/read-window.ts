@@ -28,6 +28,7 @@ class ReadEnd {
 
 interface Reads {
   reading: Reading | undefined;
+  joinedSinceRead: boolean;
 }
 
 /** Notes a read sent for each of `items`' flights (call it in the step that sends the read). */
@@ -35,6 +36,7 @@ export function beginReads(items: readonly { readonly flight: Reads }[]): void {
   for (let i = 0; i < items.length; i++) {
     const flight = items[i]!.flight;
     if (flight.reading === undefined) flight.reading = READING;
+    flight.joinedSinceRead = false;
   }
 }
 

@@ -148,6 +148,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
           operationName: args.operationName,
           variables: args.variableValues,
           context: args.contextValue,
+          signal: requestSignal(args),
         };
         const plan = engine.plan(request);
         if (typeof plan === 'string') reason = { bypassReason: plan };
@@ -273,4 +274,15 @@ function isAsyncIterable(result: unknown): boolean {
     typeof result === 'object' &&
     typeof (result as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function'
   );
+}
+
+/**
+ * The request's abort signal: the execution's (Yoga's useExecutionCancellation sets it), else the
+ * one of the Fetch request Yoga puts in the context (a plugin listed later sets it on the execution).
+ */
+function requestSignal(args: ExecutionArgs): AbortSignal | undefined {
+  const signal =
+    (args as { signal?: unknown }).signal ??
+    (args.contextValue as { request?: { signal?: unknown } } | null)?.request?.signal;
+  return signal instanceof AbortSignal ? signal : undefined;
 }

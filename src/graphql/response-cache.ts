@@ -246,8 +246,12 @@ export class ResponseEngine {
     const value = firstOutcome.value;
     // The shared execution's result could not be shared (none left to run it apart): this request executes.
     if (value === undefined) return NOT_SHARED;
+    // Its client gone (a batch whose other operation led, cancelled with it), it does not contend
+    // again: the execution it would lead for the others would be cancelled as well.
     if (value === UNSHAREABLE)
-      return again && !this.#waiting.lent(plan.request.context) ? this.#lookup(plan, executeApart, false) : NOT_SHARED;
+      return again && !this.#waiting.lent(plan.request.context) && plan.request.signal?.aborted !== true
+        ? this.#lookup(plan, executeApart, false)
+        : NOT_SHARED;
     answered = true;
     this.#admission.read(plan.policy);
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';

@@ -137,6 +137,11 @@ export interface ResponseRequest {
   readonly operationName: string | null | undefined;
   readonly variables: Record<string, unknown> | null | undefined;
   readonly context: unknown;
+  /**
+   * Fired when the request's client has gone (Yoga: the request's signal): such a request does not
+   * contend again for an execution it would lead, whose result it could not wait for.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface ResponsePlan {

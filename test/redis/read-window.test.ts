@@ -160,6 +160,71 @@ it('a caller coming during a lock wait’s poll does not take the value the poll
   expect(await late).toEqual({ version: 2 });
 });
 
+/**
+ * A replica waiting on another's fill lock whose wait the holder's announcement ends (it carries
+ * the value written): a caller that joined the wait after a third replica's invalidate of the key
+ * returned does not take that value, written before it; the wait reads again instead.
+ */
+it('a caller joining a lock wait after another replica’s invalidate returned does not take the value announced before it', async () => {
+  const prefix = randomPrefix('read-window-announced');
+  const store = redisStore({ client, prefix, commandTimeout: 10_000 });
+  const hold: { wake?: () => Promise<void>; woken: number } = { woken: 0 };
+  // The wake of a lock wait (the holder's announcement) is held while `hold.wake` runs.
+  const lock = store.lock!;
+  const heldWake = <W extends { wait(sleep: Promise<void>): Promise<void> } | undefined>(watch: W): W => {
+    if (watch === undefined) return watch;
+    const wait = watch.wait.bind(watch);
+    watch.wait = async (sleep) => {
+      await wait(sleep);
+      const wake = hold.wake;
+      hold.wake = undefined;
+      if (wake !== undefined) {
+        hold.woken++;
+        await wake();
+      }
+    };
+    return watch;
+  };
+  const watch = lock.watch!.bind(lock);
+  lock.watch = (keys) => heldWake(watch(keys));
+  const readOrAcquire = lock.readOrAcquire!.bind(lock);
+  lock.readOrAcquire = async (...args: Parameters<typeof readOrAcquire>) => {
+    const read = await readOrAcquire(...args);
+    heldWake(read.watch);
+    return read;
+  };
+  const a = replica(store, { lockPollInterval: 5_000, lockWaitTimeout: 20_000 });
+  const holderReplica = replica(redisStore({ client, prefix }));
+  const b = replica(redisStore({ client, prefix }));
+  let version = 1;
+  let fills = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const fill = async () => {
+    const call = ++fills;
+    const value = { version };
+    if (call === 1) await gate; // the holder's fill, under the lock
+    return value;
+  };
+  const holder = holderReplica.getOrCompute('item:3', fill);
+  expect(await eventually(() => fills === 1, 5_000)).toBe(true);
+  const waiter = a.getOrCompute('item:3', fill);
+  expect(await eventually(() => a.metrics().total.lockContended === 1, 5_000)).toBe(true);
+  let late: Promise<unknown> | undefined;
+  hold.wake = async () => {
+    // The holder wrote and announced; another replica's invalidate returns; then a caller joins the wait.
+    version = 2;
+    await b.invalidate('item:3');
+    late = a.getOrCompute('item:3', fill);
+    await tick();
+  };
+  open();
+  expect(await holder).toEqual({ version: 1 });
+  await waiter;
+  expect(hold.woken).toBe(1);
+  expect(await late).toEqual({ version: 2 });
+});
+
 it('a caller aborting while it waits for a read’s end leaves at once; the others are answered', async () => {
   const prefix = randomPrefix('read-window-abort');
   const { store, hold } = heldStore(prefix);
@@ -179,4 +244,7 @@ it('a caller aborting while it waits for a read’s end leaves at once; the othe
   expect(await a.getOrCompute('k', () => Promise.resolve('v'))).toBe('v');
   await release;
   expect(await staying).toBe('v');
+  // Each load counted once: the one that left as a caller of an abandoned flight is (a miss).
+  const { hits, misses, coalesced, staleServed } = a.metrics().total;
+  expect({ loads: hits + misses + coalesced + staleServed, misses }).toEqual({ loads: 3, misses: 2 });
 });
