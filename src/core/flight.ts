@@ -152,7 +152,7 @@ export class Flight<V = unknown> {
   joiners: (Counted | Sink | undefined)[] | undefined = undefined;
   /** A store read of it under way, sent before a caller arriving now (./read-window). */
   reading: Reading | undefined = undefined;
-  /** A caller joined since its last store read was sent: a value announced by another replica does not answer it. */
+  /** A caller joined since its last store read (of its tags' versions, when tagged) was sent: see ./read-window. */
   joinedSinceRead = false;
   #state = PENDING;
   /** The value or error it ended with (for a `promise` made after it ended). */

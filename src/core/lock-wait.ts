@@ -113,7 +113,7 @@ export class LockWait {
     for (let attempt = 0; ; attempt++) {
       // Each attempt reads the key: a caller coming meanwhile waits for its answer (./read-window).
       const polled = waiting;
-      beginReads(polled);
+      beginReads(polled, false);
       let attempts: (LockAttempt | undefined)[] | undefined;
       if (attempt === 0 && begun !== undefined) {
         // The read's attempts, and one acquire for the items it did not try.
@@ -156,8 +156,11 @@ export class LockWait {
       const next: Item[] = [];
       /** Keys whose lock call failed alone (a Cluster master down): filled without the lock. */
       let lost: Item[] | undefined;
-      /** Tagged items won after a wait, with the entry found: their versions are read again first. */
-      let stale: [Item, Entry | undefined][] | undefined;
+      /**
+       * Tagged items whose versions are read again first, with the entry found and the attempt:
+       * won after a wait, or with an entry found when a caller joined after they were read.
+       */
+      let stale: [Item, Entry | undefined, LockAttempt][] | undefined;
       let current = ownTagVersions(
         this.#store,
         calls,
@@ -182,15 +185,21 @@ export class LockWait {
         } else if (item.flight.abandoned) {
           if (result.won) release.push(item.key);
         } else if (entry !== undefined && usable(item, entry, now, current)) {
-          // Re-check after acquiring: another process wrote it since our read.
-          if (result.won) release.push(item.key);
-          this.#flights.resolve(item.flight, entry.value);
+          // Re-check after acquiring: another process wrote it since our read. Judged by the tags'
+          // versions read before the wait: a caller that joined since may have come after an
+          // invalidation they predate (another replica's), so they are read again first.
+          if (item.flight.joinedSinceRead && item.tags !== undefined && this.#store.tagVersions !== undefined)
+            (stale ??= []).push([item, entry, result]);
+          else {
+            if (result.won) release.push(item.key);
+            this.#flights.resolve(item.flight, entry.value);
+          }
         } else if (result.won) {
           // Won after waiting: its tags' versions were read before the wait, and an invalidation
           // meanwhile (the holder's fill abandoned and filled again) would make the entry found
           // look stale and this fill's write outdated at once (a wasted fill, twice): read anew.
           if (attempt > 0 && item.tags !== undefined && this.#store.tagVersions !== undefined)
-            (stale ??= []).push([item, entry]);
+            (stale ??= []).push([item, entry, result]);
           else won.push(item);
         } else if (item.flight.background && entry !== undefined) {
           // Another process refreshes this key: keep serving the stale value it replaces.
@@ -206,18 +215,24 @@ export class LockWait {
         }
       }
       if (stale !== undefined) {
-        await readTagVersions(
-          this.#store,
-          calls,
-          stale.map(([item]) => item),
-        );
+        const items = stale.map(([item]) => item);
+        for (const item of items) item.flight.joinedSinceRead = false; // its callers so far came before this read
+        await readTagVersions(this.#store, calls, items);
         const read = this.#clock.now();
-        for (const [item, entry] of stale) {
-          if (item.flight.abandoned) release.push(item.key);
-          else if (entry !== undefined && usable(item, entry, read, current)) {
-            release.push(item.key); // written since, at the versions now current: answered
+        for (const [item, entry, result] of stale) {
+          if (item.flight.abandoned) {
+            if (result.won) release.push(item.key);
+          } else if (entry !== undefined && usable(item, entry, read, current)) {
+            if (result.won) release.push(item.key); // written since, at the versions now current: answered
             this.#flights.resolve(item.flight, entry.value);
-          } else won.push(item);
+          } else if (result.won) won.push(item);
+          else {
+            next.push(item); // held elsewhere (filled anew after the invalidation): waited for
+            if (holders !== undefined) {
+              if (result.holder === undefined) holders.delete(item.key);
+              else holders.set(item.key, result.holder);
+            }
+          }
         }
       }
       endReads(polled);
@@ -266,7 +281,7 @@ export class LockWait {
     if (announced === undefined || entries === undefined) return waiting;
     let current = ownTagVersions(this.#store, this.#calls, announced, entries);
     if (current instanceof Promise) {
-      beginReads(announced); // a caller coming during this read waits for its answer (./read-window)
+      beginReads(announced, false); // a caller coming during this read waits for its answer (./read-window)
       current = await current;
     }
     const now = this.#clock.now();

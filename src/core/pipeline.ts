@@ -106,7 +106,7 @@ export class FillPipeline {
     // and the turns it takes, on every warm read of untagged keys).
     // A caller coming while the read is under way waits for its end, then joins or reads anew (./read-window).
     const windowed = this.#readsAsync;
-    if (windowed) beginReads(items);
+    if (windowed) beginReads(items, versioned);
     const read = versioned
       ? (await Promise.all([this.#read(items), readTagVersions(store, this.#calls, items)]))[0]
       : await this.#read(items);

@@ -31,12 +31,20 @@ interface Reads {
   joinedSinceRead: boolean;
 }
 
-/** Notes a read sent for each of `items`' flights (call it in the step that sends the read). */
-export function beginReads(items: readonly { readonly flight: Reads }[]): void {
+/**
+ * Notes a read sent for each of `items`' flights (call it in the step that sends the read). Its
+ * callers so far came before it (Flight.joinedSinceRead): for an item with tags, only when the
+ * read reads their versions too (`versions`), which judge what it finds.
+ */
+export function beginReads(
+  items: readonly { readonly flight: Reads; readonly tags: readonly string[] | undefined }[],
+  versions: boolean,
+): void {
   for (let i = 0; i < items.length; i++) {
-    const flight = items[i]!.flight;
+    const item = items[i]!;
+    const flight = item.flight;
     if (flight.reading === undefined) flight.reading = READING;
-    flight.joinedSinceRead = false;
+    if (versions || item.tags === undefined) flight.joinedSinceRead = false;
   }
 }
 

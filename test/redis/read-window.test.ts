@@ -225,6 +225,44 @@ it('a caller joining a lock wait after another replica’s invalidate returned d
   expect(await late).toEqual({ version: 2 });
 });
 
+/**
+ * A tagged key's lock wait judges the holder's write by the tags' versions read before the wait. A
+ * caller that joined the wait after another replica's invalidateTags returned is not given a value
+ * computed before it (the holder's): the versions are read again first, and the wait fills anew.
+ */
+it('a caller joining a tagged key’s lock wait after another replica’s invalidateTags returned gets a value computed after it', async () => {
+  const prefix = randomPrefix('read-window-tagged-wait');
+  const a = replica(redisStore({ client, prefix, subscriber: false }), {
+    lockPollInterval: 20,
+    lockWaitTimeout: 20_000,
+  });
+  const holderReplica = replica(redisStore({ client, prefix }));
+  const b = replica(redisStore({ client, prefix }));
+  const tags = ['Item:4'];
+  let version = 1;
+  let fills = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const fill = async () => {
+    const call = ++fills;
+    const value = { version };
+    if (call === 1) await gate; // the holder's fill, under the lock, read the data before the write below
+    return value;
+  };
+  const holder = holderReplica.getOrCompute('item:4', fill, { tags });
+  expect(await eventually(() => fills === 1, 5_000)).toBe(true);
+  const waiter = a.getOrCompute('item:4', fill, { tags });
+  expect(await eventually(() => a.metrics().total.lockContended === 1, 5_000)).toBe(true);
+  version = 2;
+  await b.invalidateTags(tags); // the write, then its invalidation, returned
+  const late = a.getOrCompute('item:4', fill, { tags }); // joins the wait
+  open();
+  expect(await holder).toEqual({ version: 1 });
+  expect(await late).toEqual({ version: 2 });
+  expect(await waiter).toEqual({ version: 2 }); // the same flight: filled anew
+  expect(fills).toBe(2);
+});
+
 it('a caller aborting while it waits for a read’s end leaves at once; the others are answered', async () => {
   const prefix = randomPrefix('read-window-abort');
   const { store, hold } = heldStore(prefix);

@@ -91,7 +91,7 @@ describe('the response layer under a seeded random mix: every request answers, n
       batches += report.batches;
       expect(report.aborted).toBeGreaterThan(0);
       if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
-      // The small store did evict: more keys written than it holds, and it full.
+      // The small store did evict: more keys written than it holds, and it was full.
       if (memoryMax !== undefined) {
         expect(report.keysWritten).toBeGreaterThan(2 * memoryMax);
         expect(report.storeSize).toBe(memoryMax);

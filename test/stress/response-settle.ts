@@ -108,6 +108,7 @@ export interface ResponseStressReport {
   inFlightAfter: number;
   /** Memory store: distinct keys written (past `memoryMax`, entries were evicted) and the entries held at the end. */
   keysWritten: number;
+  /** The most entries the memory store held after a write (an invalidation may leave it less full at the end). */
   storeSize: number;
   /** extensions.cache.response tallies (all servers). */
   outcomes: Record<string, number>;
@@ -167,9 +168,13 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
   const store = memoryStore({ max: options.memoryMax });
   const keysWritten = new Set<string>();
   const setMany = store.setMany.bind(store);
+  /** The most entries the store held after a write: full (its max) once it had to evict. */
+  let fullest = 0;
   store.setMany = (writes) => {
     for (const write of writes) keysWritten.add(write.key);
-    return setMany(writes);
+    const written = setMany(writes);
+    fullest = Math.max(fullest, store.size);
+    return written;
   };
   const makeCache = async (): Promise<Cache> =>
     options.store === 'memory'
@@ -673,7 +678,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     while (inFlight() > 0 && Date.now() < deadline) await sleep(5);
     report.inFlightAfter = inFlight();
     report.keysWritten = keysWritten.size;
-    report.storeSize = store.size;
+    report.storeSize = fullest;
     // A stale answer shows what an execution on one replica read before a write on the other
     // replica completed, while that execution ran: joined while it ran, or stored (the gap).
     for (const stale of staleAnswers) {
