@@ -17,7 +17,7 @@
  */
 import type { GraphQLField, GraphQLFieldResolver, ConstArgumentNode, ConstValueNode } from 'graphql';
 import type { Cache } from '../core/cache';
-import { HerdcacheError, isError } from '../core/errors';
+import { HerdcacheError, isError, isThenable } from '../core/errors';
 import { findDirective } from './directive-nodes';
 import { type TagTemplate, type TemplateSite, UnfilledTag, fillTemplate, templatesOf } from './tags';
 import { notifyQuietly } from './warnings';
@@ -73,13 +73,18 @@ export function invalidatingResolver(
     notifyQuietly(onInvalidationError, coordinate, error, context);
   };
 
+  // The paths `{result…}` placeholders read: promises on them are awaited before the tags are filled.
+  const paths = templates.flatMap((template) =>
+    template.placeholders.filter((placeholder) => placeholder.root === 'result').map((placeholder) => placeholder.path),
+  );
   return async function invalidatingResolve(parent, args, context, info) {
     // A throw propagates from here, before anything is invalidated.
     const result: unknown = await resolve(parent, args, context, info);
     if (isError(result)) return result;
+    const read = paths.length === 0 ? result : await settledAlong(result, paths);
     const tags = new Set<string>();
     for (const template of templates) {
-      const filled = fillTemplate(template, { args, result });
+      const filled = fillTemplate(template, { args, result: read });
       if (filled instanceof UnfilledTag) {
         // The other templates are still invalidated: dropping them too would only keep more stale values.
         report(
@@ -103,6 +108,34 @@ export function invalidatingResolver(
     }
     return result;
   };
+}
+
+/**
+ * `value` as graphql-js answers it along `paths`: a promised field, and a list of promises at a
+ * path's end, awaited (a mutation may return `ids.map(async …)` or `{ id: promise }`). A copy
+ * along those paths only (its other properties read through its prototype, the value itself);
+ * a rejected promise reads as nothing (that placeholder is then reported unfilled).
+ */
+async function settledAlong(value: unknown, paths: readonly (readonly string[])[]): Promise<unknown> {
+  let settled = value;
+  try {
+    if (isThenable(settled)) settled = await settled;
+    if (Array.isArray(settled) && paths.some((path) => path.length === 0) && settled.some(isThenable))
+      settled = await Promise.all(settled);
+  } catch {
+    return undefined;
+  }
+  if (settled === null || typeof settled !== 'object' || Array.isArray(settled)) return settled;
+  const deeper = new Map<string, string[][]>();
+  for (const path of paths)
+    if (path.length > 0) (deeper.get(path[0]!) ?? deeper.set(path[0]!, []).get(path[0]!)!).push(path.slice(1));
+  if (deeper.size === 0) return settled;
+  const copy = Object.create(settled) as Record<string, unknown>;
+  for (const [name, rest] of deeper) {
+    const child = await settledAlong((settled as Record<string, unknown>)[name], rest);
+    Object.defineProperty(copy, name, { value: child, enumerable: true, configurable: true, writable: true });
+  }
+  return copy;
 }
 
 function buildError(message: string): HerdcacheError {

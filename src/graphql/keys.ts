@@ -141,9 +141,12 @@ function encodeObject(value: object, out: KeyWriter, path: object[]): UnkeyableA
   const proto = Object.getPrototypeOf(value) as object | null;
   if (proto !== Object.prototype && proto !== null) {
     // Custom scalars (Date, Decimal…) say what they are through toJSON; anything else (Map, Set,
-    // a class) would encode as {} and collide, so it is refused.
+    // a class) would encode as {} and collide, so it is refused. So is one whose toJSON says
+    // nothing (an invalid Date's null would be the key of an argument set to null).
     const toJSON = (value as { toJSON?: unknown }).toJSON;
-    return typeof toJSON === 'function' ? encode(toJSON.call(value), out, path) : 'unkeyable_args';
+    if (typeof toJSON !== 'function') return 'unkeyable_args';
+    const json: unknown = toJSON.call(value);
+    return json === null || json === undefined ? 'unkeyable_args' : encode(json, out, path);
   }
   const record = value as Record<string, unknown>;
   const keys = Object.keys(record);

@@ -417,3 +417,54 @@ describe('@invalidates: schema build errors name the field', () => {
     expect(schema.getMutationType()!.getFields().m!.resolve).toBe(before);
   });
 });
+
+/**
+ * A mutation's result read by `{result}` / `{result.id}` may hold promises, as graphql-js allows
+ * (a list of promises, a promised field): they are awaited before the tags are filled. Before,
+ * the placeholder read the promise itself, nothing was invalidated (onInvalidationError only),
+ * and the next reads were stale.
+ */
+it('{result} and {result.id} read through promises in the mutation’s result', async () => {
+  const versions = new Map([
+    ['1', 0],
+    ['2', 0],
+  ]);
+  const cache = createCache();
+  const errors: string[] = [];
+  const schema = makeSchema(
+    `
+    type Item { id: ID!, version: Int! }
+    type Query { item(id: ID!): Item @cached(ttl: 60, tags: ["Item:{args.id}"]) }
+    type Mutation {
+      bumpAll(ids: [ID!]!): [ID!]! @invalidates(tags: ["Item:{result}"])
+      bumpLazy(id: ID!): Item @invalidates(tags: ["Item:{result.id}"])
+    }
+  `,
+    {
+      Query: { item: (_p, { id }) => ({ id, version: versions.get(id) }) },
+      Mutation: {
+        bumpAll: (_p, { ids }: { ids: string[] }) =>
+          ids.map(async (id) => {
+            versions.set(id, versions.get(id)! + 1);
+            return id;
+          }),
+        bumpLazy: (_p, { id }: { id: string }) => {
+          versions.set(id, versions.get(id)! + 1);
+          return { id: Promise.resolve(id), version: Promise.resolve(versions.get(id)) };
+        },
+      },
+    },
+  );
+  cachedDirectiveTransformer(schema, { cache, onInvalidationError: (_c, error) => errors.push(error.message) });
+  const read = async (id: string) =>
+    ((await run(schema, `{ item(id: "${id}") { version } }`)).data as { item: { version: number } }).item.version;
+  expect([await read('1'), await read('2')]).toEqual([0, 0]);
+  expect((await run(schema, 'mutation { bumpAll(ids: ["1", "2"]) }')).data).toEqual({ bumpAll: ['1', '2'] });
+  expect([await read('1'), await read('2')]).toEqual([1, 1]);
+  expect((await run(schema, 'mutation { bumpLazy(id: "1") { id version } }')).data).toEqual({
+    bumpLazy: { id: '1', version: 2 },
+  });
+  expect(await read('1')).toBe(2);
+  expect(errors).toEqual([]);
+  await cache.close();
+});

@@ -118,6 +118,14 @@ describe('canonicalArgs', () => {
     expect(canonicalArgs(Object.assign(Object.create(null), { b: 1, a: 2 }))).toBe('{"a":2,"b":1}');
   });
 
+  it('refuses a custom scalar value whose toJSON says nothing: an invalid Date is not the key of null', () => {
+    // A lenient DateTime scalar (parseValue: v => new Date(v)) given "garbage": before, its key was
+    // {"since":null}, and the answer to it was served for since: null.
+    expect(canonicalArgs({ since: new Date('garbage') })).toBeUndefined();
+    expect(canonicalArgs({ since: { toJSON: () => undefined } })).toBeUndefined();
+    expect(canonicalArgs({ since: null })).toBe('{"since":null}');
+  });
+
   it('refuses what it cannot encode faithfully', () => {
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
