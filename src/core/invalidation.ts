@@ -114,7 +114,7 @@ export class Invalidation {
     if (this.#store.invalidateTags === undefined) {
       throw new HerdcacheError(
         'E_UNSUPPORTED',
-        `herdcache: option "${option}" needs a store with invalidateTags (memoryStore, redisStore, tieredStore); "${this.#store.name}" has none`,
+        `herdcache: ${option.startsWith('@') ? option : `option "${option}"`} needs a store with invalidateTags (memoryStore, redisStore, tieredStore); "${this.#store.name}" has none`,
       );
     }
   }
