@@ -67,6 +67,23 @@ function replica(store: Store, options: Parameters<typeof createCache>[0] = {}):
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 10));
 
+/**
+ * A fill returning `{ version }` as read when it starts; its first call (the lock holder's) waits
+ * for `open()` after reading it. `state.version`: the data's version from now on.
+ */
+function gatedFill() {
+  const state = { version: 1, fills: 0 };
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const fill = async () => {
+    const call = ++state.fills;
+    const value = { version: state.version };
+    if (call === 1) await gate;
+    return value;
+  };
+  return { fill, open, state };
+}
+
 describe.each([
   ['invalidateTags', true],
   ['invalidate', false],
@@ -129,18 +146,9 @@ it('a caller coming during a lock wait’s poll does not take the value the poll
   const b = replica(redisStore({ client, prefix }));
   const c = replica(redisStore({ client, prefix }));
   const tags = ['Item:2'];
-  let version = 1;
-  let fills = 0;
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const fill = async () => {
-    const call = ++fills;
-    const value = { version };
-    if (call === 1) await gate; // b's fill holds the lock
-    return value;
-  };
+  const { fill, open, state } = gatedFill();
   const holder = b.getOrCompute('item:2', fill, { tags });
-  expect(await eventually(() => fills === 1, 5_000)).toBe(true);
+  expect(await eventually(() => state.fills === 1, 5_000)).toBe(true);
   const waiter = a.getOrCompute('item:2', fill, { tags });
   expect(await eventually(() => a.metrics().total.lockContended === 1, 5_000)).toBe(true);
   let late: Promise<unknown> | undefined;
@@ -148,7 +156,7 @@ it('a caller coming during a lock wait’s poll does not take the value the poll
   hold.when = (reply) => Array.isArray(reply) && reply.some((attempt) => attempt?.entry !== undefined);
   hold.next = async () => {
     // This poll's reply carries b's write; c's invalidation returns, then a caller comes to a.
-    version = 2;
+    state.version = 2;
     await c.invalidateTags(tags);
     late = a.getOrCompute('item:2', fill, { tags });
     await tick();
@@ -196,24 +204,15 @@ it('a caller joining a lock wait after another replica’s invalidate returned d
   const a = replica(store, { lockPollInterval: 5_000, lockWaitTimeout: 20_000 });
   const holderReplica = replica(redisStore({ client, prefix }));
   const b = replica(redisStore({ client, prefix }));
-  let version = 1;
-  let fills = 0;
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const fill = async () => {
-    const call = ++fills;
-    const value = { version };
-    if (call === 1) await gate; // the holder's fill, under the lock
-    return value;
-  };
+  const { fill, open, state } = gatedFill();
   const holder = holderReplica.getOrCompute('item:3', fill);
-  expect(await eventually(() => fills === 1, 5_000)).toBe(true);
+  expect(await eventually(() => state.fills === 1, 5_000)).toBe(true);
   const waiter = a.getOrCompute('item:3', fill);
   expect(await eventually(() => a.metrics().total.lockContended === 1, 5_000)).toBe(true);
   let late: Promise<unknown> | undefined;
   hold.wake = async () => {
     // The holder wrote and announced; another replica's invalidate returns; then a caller joins the wait.
-    version = 2;
+    state.version = 2;
     await b.invalidate('item:3');
     late = a.getOrCompute('item:3', fill);
     await tick();
@@ -239,28 +238,19 @@ it('a caller joining a tagged key’s lock wait after another replica’s invali
   const holderReplica = replica(redisStore({ client, prefix }));
   const b = replica(redisStore({ client, prefix }));
   const tags = ['Item:4'];
-  let version = 1;
-  let fills = 0;
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const fill = async () => {
-    const call = ++fills;
-    const value = { version };
-    if (call === 1) await gate; // the holder's fill, under the lock, read the data before the write below
-    return value;
-  };
+  const { fill, open, state } = gatedFill();
   const holder = holderReplica.getOrCompute('item:4', fill, { tags });
-  expect(await eventually(() => fills === 1, 5_000)).toBe(true);
+  expect(await eventually(() => state.fills === 1, 5_000)).toBe(true);
   const waiter = a.getOrCompute('item:4', fill, { tags });
   expect(await eventually(() => a.metrics().total.lockContended === 1, 5_000)).toBe(true);
-  version = 2;
+  state.version = 2;
   await b.invalidateTags(tags); // the write, then its invalidation, returned
   const late = a.getOrCompute('item:4', fill, { tags }); // joins the wait
   open();
   expect(await holder).toEqual({ version: 1 });
   expect(await late).toEqual({ version: 2 });
   expect(await waiter).toEqual({ version: 2 }); // the same flight: filled anew
-  expect(fills).toBe(2);
+  expect(state.fills).toBe(2);
 });
 
 it('a caller aborting while it waits for a read’s end leaves at once; the others are answered', async () => {

@@ -48,6 +48,21 @@ async function replicaA(schema: GraphQLSchema, cache: Cache, responseCache: true
   return { server, ask };
 }
 
+/** The schema over user names (user 1 'old'), counting its executions. */
+function countingSchema() {
+  const names = new Map([['1', 'old']]);
+  let count = 0;
+  const schema = makeSchema(typeDefs, {
+    Query: {
+      user: (_p: unknown, { id }: { id: string }) => {
+        count++;
+        return { id, name: names.get(id)! };
+      },
+    },
+  });
+  return { names, schema, executions: () => count };
+}
+
 /** Replica A executes; B's mutation returns; a request sent to A then joins A's execution: it must get the new value. */
 async function joinAfterRemoteMutation(responseCache: true | { maxBytes: number }): Promise<void> {
   const prefix = randomPrefix('remote-join');
@@ -116,16 +131,7 @@ async function joinDuringVersionRead(responseCache: true | { maxBytes: number })
     return versions;
   };
   const caches = [createCache({ store }), createCache({ store: redisStore({ client, prefix }) })];
-  const names = new Map([['1', 'old']]);
-  let executions = 0;
-  const schema = makeSchema(typeDefs, {
-    Query: {
-      user: (_p: unknown, { id }: { id: string }) => {
-        executions++;
-        return { id, name: names.get(id)! };
-      },
-    },
-  });
+  const { names, schema, executions } = countingSchema();
   const { server, ask } = await replicaA(schema, caches[0]!, responseCache);
   try {
     let late: Promise<Result> | undefined;
@@ -142,7 +148,7 @@ async function joinDuringVersionRead(responseCache: true | { maxBytes: number })
     const answer = await late!;
     expect(answer.data.user.name).toBe('new');
     expect(answer.extensions.cache.response).not.toBe('coalesced');
-    expect(executions).toBe(2);
+    expect(executions()).toBe(2);
     // And what the store holds is not the older response either.
     const again = await ask();
     expect(again.data.user.name).toBe('new');
@@ -181,16 +187,7 @@ it('a request sent after another replica invalidated, during an identical reques
   // The read's last step: the current versions of the stored response's tags (read after the entry).
   store.tagVersions = held(store.tagVersions!.bind(store));
   const caches = [createCache({ store }), createCache({ store: redisStore({ client, prefix }) })];
-  const names = new Map([['1', 'old']]);
-  let executions = 0;
-  const schema = makeSchema(typeDefs, {
-    Query: {
-      user: (_p: unknown, { id }: { id: string }) => {
-        executions++;
-        return { id, name: names.get(id)! };
-      },
-    },
-  });
+  const { names, schema, executions } = countingSchema();
   const { server, ask } = await replicaA(schema, caches[0]!, true);
   try {
     expect((await ask()).extensions.cache.response).toBe('miss'); // stored
@@ -208,7 +205,7 @@ it('a request sent after another replica invalidated, during an identical reques
     const answer = await late!;
     expect(answer.data.user.name).toBe('new');
     expect(answer.extensions.cache.response).toBe('miss');
-    expect(executions).toBe(2);
+    expect(executions()).toBe(2);
   } finally {
     hold = undefined;
     await server.stop();
