@@ -247,15 +247,25 @@ export class ResponseEngine {
     // The shared execution's result could not be shared (none left to run it apart): this request executes.
     if (value === undefined) return NOT_SHARED;
     // Its client gone (a batch whose other operation led, cancelled with it), it does not contend
-    // again: the execution it would lead for the others would be cancelled as well.
-    if (value === UNSHAREABLE)
-      return again && !this.#waiting.lent(plan.request.context) && plan.request.signal?.aborted !== true
+    // again: the execution it would lead for the others would be cancelled as well. Nor does a
+    // signed-in viewer after a result made stricter at run time (a viewer's answer made PRIVATE):
+    // leading, it would make that one unshareable too; the anonymous waiters share one execution.
+    if (value === UNSHAREABLE || value === STRICTER)
+      return again &&
+        !this.#waiting.lent(plan.request.context) &&
+        plan.request.signal?.aborted !== true &&
+        (value === UNSHAREABLE || !this.#signedIn(plan.request.context))
         ? this.#lookup(plan, executeApart, false)
         : NOT_SHARED;
     answered = true;
     this.#admission.read(plan.policy);
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
+  }
+
+  /** Whether `sessionId` gives the request a session (or fails: not known to be anonymous). */
+  #signedIn(context: unknown): boolean {
+    return this.#sessionId !== undefined && sessionPart(this.#sessionId, context, this.warnings) !== undefined;
   }
 
   /** Invalidates the entities of a mutation's result, or of one of its payloads (before it leaves). */
@@ -349,10 +359,12 @@ export class ResponseEngine {
  * stored: it is served only): they execute themselves, and report `not_shared`.
  */
 const UNSHAREABLE: unique symbol = Symbol('herdcache.unshareable');
+/** UNSHAREABLE for a result a runtime hint made stricter than its key (`stricter_hint`). */
+const STRICTER: unique symbol = Symbol('herdcache.stricter');
 const NOT_SHARED: Lookup = { outcome: 'miss', notStoredReason: 'not_shared' };
 
 /** What a lookup reads from the registry: a response, or that the execution it waited for had none to share. */
-type Answer = StoredResponse | typeof UNSHAREABLE;
+type Answer = StoredResponse | typeof UNSHAREABLE | typeof STRICTER;
 /** What an execution hands to the registry. */
 type Shared = LateTagged<Answer>;
 
@@ -368,7 +380,10 @@ const NO_TAGS: readonly string[] = [];
  * moment before it ended.
  */
 function toShared(run: unknown, stored: LateTagged<StoredResponse> | NotStoredReason): Shared {
-  const shared = typeof stored === 'string' ? LateTagged.served<Answer>(UNSHAREABLE) : stored;
+  const shared =
+    typeof stored === 'string'
+      ? LateTagged.served<Answer>(stored === 'stricter_hint' ? STRICTER : UNSHAREABLE)
+      : stored;
   // Not admitted (./response-admission): nobody waited on it, and one joining now contends again:
   // no invalidation while it ran need abandon it.
   if (stored === 'not_admitted') shared.unfenced = true;
