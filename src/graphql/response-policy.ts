@@ -37,6 +37,7 @@ import {
   mayBePrivate,
   namedType,
   possibleTypes,
+  privateByCacheControl,
   privateImplementation,
   typeHint,
 } from './schema-hints';
@@ -188,7 +189,10 @@ function computePolicy(
         if (
           typeHints.scope === 'PRIVATE' ||
           (isAbstract(target) && mayBePrivate(schema, target)) ||
-          (isAbstract(parent) && privateImplementation(schema, parent, node.name.value))
+          (isAbstract(parent) && privateImplementation(schema, parent, node.name.value)) ||
+          // A @cached field whose value @cacheControl says is the viewer's (a PRIVATE field in it):
+          // PRIVATE in the field layer, so a response holding it is too (Yoga has no run-time hint).
+          (own.cached === true && privateByCacheControl(schema, field, node.name.value) !== undefined)
         )
           scope = 'PRIVATE';
       }
@@ -207,7 +211,14 @@ function computePolicy(
           const hint = fieldHint(implementation);
           if (hint.swr !== undefined) swr = Math.min(swr, hint.swr);
           const narrower = namedType(implementation.type);
-          if (hint.scope === undefined && isComposite(narrower) && typeHint(narrower).scope === 'PRIVATE')
+          // The implementation's field resolves it, its own hints win (Apollo reads them at run time),
+          // whatever the interface's field says; left out, its type's, or what @cached reads.
+          if (hint.scope === 'PRIVATE') scope = 'PRIVATE';
+          else if (
+            hint.scope === undefined &&
+            ((isComposite(narrower) && typeHint(narrower).scope === 'PRIVATE') ||
+              (hint.cached === true && privateByCacheControl(schema, implementation, node.name.value) !== undefined))
+          )
             scope = 'PRIVATE';
           if (narrower !== target && node.selectionSet !== undefined && !(targets ??= []).includes(narrower))
             targets.push(narrower);

@@ -138,6 +138,8 @@ export interface Hint {
   scope?: 'PUBLIC' | 'PRIVATE';
   inheritMaxAge?: boolean;
   swr?: number;
+  /** The field has @cached (its scope, left out, is read as the field layer reads it: privateByCacheControl). */
+  cached?: boolean;
 }
 
 /**
@@ -195,6 +197,7 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
   for (const directive of directives ?? []) {
     const name = directive.name.value;
     if (name !== 'cacheControl' && name !== 'cached') continue;
+    if (name === 'cached') hint.cached = true;
     for (const arg of directive.arguments ?? []) {
       const value = arg.value as { kind: string; value?: string };
       const argName = arg.name.value;

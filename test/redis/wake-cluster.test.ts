@@ -128,8 +128,12 @@ it('50 cold siblings across slots: one lock script and one write script per slot
     await Promise.all(siblings.map((key, i) => cache.getOrCompute(key, async () => (await Promise.resolve(), i))));
     await store.getMany(['sibling:0']); // the writes leave right after the answers: let them land
   });
-  // EVAL the first time a script meets a node's connection, EVALSHA after.
-  expect((commands.evalsha ?? 0) + (commands.eval ?? 0)).toBe(2 * slots);
+  // EVAL the first time a script meets a node's connection, EVALSHA after. Counted when every
+  // store call answered in time: on an overloaded machine (a CI run beside other loads once sent
+  // 168 for 100) a call past its timeout is filled without the lock and its lock released, by design.
+  const { storeErrors } = cache.metrics().total;
+  if (storeErrors === 0) expect((commands.evalsha ?? 0) + (commands.eval ?? 0)).toBe(2 * slots);
+  else expect((commands.evalsha ?? 0) + (commands.eval ?? 0)).toBeGreaterThanOrEqual(2 * slots);
   // Nobody waits on these fills: no message at all (each script reads the keys' waiters marker).
   expect(commands.spublish).toBeUndefined();
 });
