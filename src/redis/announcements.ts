@@ -141,6 +141,16 @@ export class FillAnnouncements implements WaitOwner {
   };
 
   /**
+   * Before each reconnection of our own connection: the user's client closed meanwhile without an
+   * 'end' (ioredis 5's disconnect() while it was itself reconnecting leaves it 'reconnecting', its
+   * retries stopped): ours stops too, or its retries alone would keep the process alive.
+   */
+  readonly #onReconnecting = (): void => {
+    const client = this.#link.client as unknown as { status?: string; manuallyClosing?: boolean };
+    if (client.status === 'end' || client.manuallyClosing === true) this.close();
+  };
+
+  /**
    * `subscriber`: the user's connection, used as given (subscribed now: the first stampede is
    * heard); undefined: the store opens its own, `client.duplicate()` (a Cluster: with sharded
    * subscribers), the first time a wait needs it, and closes it on close() or when the user's
@@ -195,6 +205,7 @@ export class FillAnnouncements implements WaitOwner {
       : (client as Redis).duplicate();
     // Its failures show in its status (deaf waits poll, counted): not an unhandled 'error' event.
     opened.on('error', noop);
+    this.#unlisten.push(listen(opened, 'reconnecting', this.#onReconnecting));
     this.#attach(opened);
     if (!this.#sharded) this.#subscribe(this.#standaloneChannel);
     return opened;

@@ -11,6 +11,7 @@ import { createCache } from '../../src/core/cache';
 import { redisStore } from '../../src/redis/redis-store';
 import { deferred } from '../helpers';
 import { connect, eventually, randomPrefix, stuckClock, within } from './helpers';
+import { freePort } from '../setup/redis-server';
 
 const connections: Redis[] = [];
 let admin: Redis;
@@ -159,4 +160,35 @@ it('cache.close() while the own subscriber is mid-handshake: it is disconnected 
   // The failed ready check comes right after the socket closes: a few event-loop turns.
   for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
   expect(disconnects).toEqual([[]]);
+});
+
+/**
+ * ioredis 5's disconnect() on a client that is itself reconnecting (Redis down) stops its retries
+ * but emits no 'end': the store's own subscriber, reconnecting too, kept retrying, and its timer
+ * kept a process that had quit its client (without cache.close()) alive for good. Before its next
+ * retry it now sees the user's client closed and closes itself.
+ */
+it('the user’s client disconnected while Redis is down: the store’s own subscriber stops retrying', async () => {
+  const port = await freePort(); // nothing listens there
+  const Ioredis = (await import('ioredis')).default;
+  const client = new Ioredis({ port, host: '127.0.0.1', retryStrategy: () => 20, maxRetriesPerRequest: 0 });
+  client.on('error', () => {});
+  connections.push(client);
+  let subscriber: Redis | undefined;
+  const closing = () => (subscriber as unknown as { manuallyClosing?: boolean }).manuallyClosing === true;
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (...args: Parameters<Redis['duplicate']>) => (subscriber = duplicate(...args));
+  const store = redisStore({ client });
+  store.lock!.watch!(['k']).close(); // the first wait opens the store's own subscriber
+  expect(subscriber).toBeDefined();
+  subscriber!.on('error', () => {});
+  connections.push(subscriber!);
+  expect(await eventually(() => client.status === 'reconnecting', 5_000)).toBe(true);
+  client.disconnect();
+  // Its next retry finds the user's client closed: it is disconnected (no retry left pending).
+  let retried = 0;
+  subscriber!.on('reconnecting', () => retried++);
+  expect(await eventually(() => retried > 0 || closing(), 5_000)).toBe(true);
+  expect(await eventually(closing, 5_000)).toBe(true);
+  await store.close?.();
 });
