@@ -164,14 +164,13 @@ export class ResponseEngine {
     // call (the flight was abandoned by an invalidation while this request executed, and its load
     // re-contended: this request's result predates the invalidation and is not to be handed over).
     let run: unknown;
-    // The flights started before this request's execution (see #toStored's older_fill).
-    let startSeq = 0;
+    let startSeq = 0; // the flights started before this request's execution (#toStored's older_fill)
     const fill = (given?: unknown): Promise<Shared | undefined> | undefined => {
       // A stale response's refresh runs with this request's context (its request executes nothing),
       // once; a re-execution after an invalidation never with it: it executed before the
       // invalidation, and what it holds per request (a DataLoader's memo) is what it read then.
       if (answered || ++fills > 1) {
-        const context = this.#waiting.lend(plan.key, answered ? plan.request.context : undefined);
+        const context = this.#waiting.lend(plan.key, answered ? plan.request.context : undefined, this.#anonymous);
         if (context === undefined || (!answered && context === plan.request.context)) return undefined;
         return this.#executeApart(plan, context, executeApart, given);
       }
@@ -267,6 +266,8 @@ export class ResponseEngine {
   #signedIn(context: unknown): boolean {
     return this.#sessionId !== undefined && sessionPart(this.#sessionId, context, this.warnings) !== undefined;
   }
+  /** A run apart's preferred lender (WaitingContexts.lend): one without a session. */
+  readonly #anonymous = (context: unknown): boolean => !this.#signedIn(context);
 
   /** Invalidates the entities of a mutation's result, or of one of its payloads (before it leaves). */
   async afterMutation(request: ResponseRequest, data: unknown): Promise<void> {

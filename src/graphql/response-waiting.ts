@@ -40,21 +40,30 @@ export class WaitingContexts {
   /**
    * A context for one run apart, never lent before: `own` (a stale-served request's), else the
    * context of a request waiting for the key, taken: each re-execution (one per invalidation that
-   * abandoned the last) takes another waiter's. Undefined: none left to lend.
+   * abandoned the last) takes another waiter's, the first `preferred` one if any (an anonymous
+   * viewer's: a signed-in viewer's run may be made PRIVATE, shared with nobody). Undefined: none left to lend.
    */
-  lend(key: string, own: unknown): unknown {
+  lend(key: string, own: unknown, preferred?: (context: unknown) => boolean): unknown {
     let context = own;
     if (context === undefined || this.#lent.has(context as object)) {
       context = undefined;
       const waiters = this.#waiting.get(key);
       if (waiters !== undefined) {
-        for (const candidate of waiters) {
-          waiters.delete(candidate);
-          if (!this.#lent.has(candidate as object)) {
-            context = candidate;
-            break;
+        if (preferred !== undefined)
+          for (const candidate of waiters)
+            if (!this.#lent.has(candidate as object) && preferred(candidate)) {
+              context = candidate;
+              waiters.delete(candidate);
+              break;
+            }
+        if (context === undefined)
+          for (const candidate of waiters) {
+            waiters.delete(candidate);
+            if (!this.#lent.has(candidate as object)) {
+              context = candidate;
+              break;
+            }
           }
-        }
         if (waiters.size === 0) this.#waiting.delete(key); // its waiters' own ends find nothing left
       }
       if (context === undefined) return undefined;

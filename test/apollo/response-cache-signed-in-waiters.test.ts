@@ -85,3 +85,68 @@ it('signed-in waiters first in line: they execute for themselves, the anonymous 
     await cache.close();
   }
 });
+
+/**
+ * The shared execution invalidated while it runs: its waiters' re-execution runs apart, on a
+ * waiting request's context. Lent a signed-in viewer's, it was made PRIVATE and shared with nobody
+ * (6 executions for 11 requests in a review, when a signed-in waiter was first in line); an
+ * anonymous waiter's context is lent first now: one re-execution, shared with all.
+ */
+it('an invalidation during the shared execution: the re-execution runs on an anonymous waiter’s context', async () => {
+  let executions = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const schema = makeSchema(
+    `
+    enum CacheControlScope { PUBLIC PRIVATE }
+    directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
+    type Query { hello: Hello @cacheControl(maxAge: 60) }
+    type Hello @cacheControl(maxAge: 60) { id: ID!, text: String }
+  `,
+    {
+      Query: {
+        hello: async (_p: unknown, _a: unknown, context: Context, info: unknown) => {
+          const execution = ++executions;
+          if (context.session !== undefined) (info as Info).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
+          if (execution === 1) await gate;
+          return { id: '1', text: context.session === undefined ? 'hello' : `hello ${context.session}` };
+        },
+      },
+    },
+  );
+  const cache = createCache();
+  const server = new ApolloServer<Context>({
+    schema,
+    plugins: [
+      herdcachePlugin<Context>({ cache, extensions: true, responseCache: { sessionId: (context) => context.session } }),
+    ],
+  });
+  await server.start();
+  const ask = async (session?: string) => {
+    const response = await server.executeOperation(
+      { query: '{ hello { id text } }' },
+      { contextValue: session === undefined ? {} : { session } },
+    );
+    const result = (response.body as unknown as { singleResult: { data: { hello: { text: string } } } }).singleResult;
+    return result.data.hello.text;
+  };
+  try {
+    const leader = ask();
+    await until(() => executions === 1, 'the anonymous leader executing');
+    const waiting = [
+      ...['bob', 'cid', 'dee'].map((session) => ask(session)),
+      ...Array.from({ length: 7 }, () => ask()),
+    ];
+    await until(() => cache.metrics().total.coalesced === 10, 'every other request waiting on it');
+    await cache.invalidateTags(['Hello:1']); // while it runs: its result predates this
+    open();
+    expect(await leader).toBe('hello');
+    const answers = await Promise.all(waiting);
+    for (const answer of answers) expect(answer).toBe('hello'); // the key is PUBLIC: the anonymous answer, for all
+    expect(executions).toBe(2);
+  } finally {
+    open();
+    await server.stop();
+    await cache.close();
+  }
+});
