@@ -1,10 +1,11 @@
 /**
- * A response's key: the operation document (hashed), its name, the variables it declares in
- * canonical form, the session (PRIVATE only) and the `vary` parts, under herdcache's reserved
- * response namespace. The parts are encoded so they cannot run into each other.
+ * A response's key: the schema (a fingerprint of its types), the operation document (hashed), its
+ * name, the variables it declares in canonical form, the session (PRIVATE only) and the `vary`
+ * parts, under herdcache's reserved response namespace. The parts are encoded so they cannot run
+ * into each other.
  */
 import { createHash } from 'node:crypto';
-import type { DocumentNode, OperationDefinitionNode } from 'graphql';
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { canonicalArgs } from './keys';
 import type { ResponseRequest } from './response-types';
@@ -20,6 +21,7 @@ const NOT_ONE: unique symbol = Symbol('not one operation');
 /** One engine's key maker, with its memos (documents hashed once, name parts made once). */
 export class ResponseKeys {
   readonly #documents = new WeakMap<DocumentNode, string>();
+  readonly #schemas = new WeakMap<GraphQLSchema, string>();
   readonly #nameParts = new Map<string | null, string>();
   /** Per document, the name of its only operation (null: anonymous; NOT_ONE: none or several). */
   readonly #onlyOperations = new WeakMap<DocumentNode, string | null | typeof NOT_ONE>();
@@ -42,7 +44,7 @@ export class ResponseKeys {
     // (sha256 of its AST without locations: whitespace and comments do not matter), once per document.
     const name = this.#operationName(request);
     const parts = session === null && vary === null ? this.#namePart(name) : JSON.stringify([name, session, vary]);
-    return `${RESPONSE_KEY_HEAD}${this.#documentHash(request.document)}:${parts}:${variables}`;
+    return `${RESPONSE_KEY_HEAD}${this.#schemaHash(request.schema)}${this.#documentHash(request.document)}:${parts}:${variables}`;
   }
 
   /**
@@ -75,6 +77,34 @@ export class ResponseKeys {
       if (this.#nameParts.size < 1024) this.#nameParts.set(name, part);
     }
     return part;
+  }
+
+  /**
+   * What tells schemas apart (two servers on one cache: a public and an admin API answer the same
+   * query differently): a sha256 of every type's name, fields, their types and arguments, members
+   * and values, the same on every replica serving that schema. Made once per schema.
+   */
+  #schemaHash(schema: GraphQLSchema): string {
+    let hash = this.#schemas.get(schema);
+    if (hash === undefined) {
+      const digest = createHash('sha256');
+      const types = schema.getTypeMap();
+      for (const name of Object.keys(types).sort()) {
+        const type = types[name] as unknown as Shape;
+        digest.update(`\n${name}`);
+        const fields = type.getFields?.();
+        if (fields !== undefined)
+          for (const [field, { type: of, args }] of Object.entries(fields))
+            digest.update(
+              `,${field}:${String(of)}(${(args ?? []).map((arg) => `${arg.name}:${String(arg.type)}`).join(',')})`,
+            );
+        for (const member of type.getTypes?.() ?? []) digest.update(`|${member.name}`);
+        for (const value of type.getValues?.() ?? []) digest.update(`=${value.name}`);
+      }
+      hash = `${digest.digest('base64url').slice(0, 16)}:`;
+      this.#schemas.set(schema, hash);
+    }
+    return hash;
   }
 
   #documentHash(document: DocumentNode): string {
@@ -116,4 +146,11 @@ function declaredOnly(
         configurable: true,
       });
   return kept;
+}
+
+/** What #schemaHash reads of a named type (no graphql import: it is an optional peer). */
+interface Shape {
+  getFields?(): Record<string, { readonly type: unknown; readonly args?: readonly { name: string; type: unknown }[] }>;
+  getTypes?(): readonly { name: string }[];
+  getValues?(): readonly { name: string }[];
 }
