@@ -49,21 +49,15 @@ export class WaitingContexts {
       context = undefined;
       const waiters = this.#waiting.get(key);
       if (waiters !== undefined) {
-        if (preferred !== undefined)
-          for (const candidate of waiters)
-            if (!this.#lent.has(candidate as object) && preferred(candidate)) {
-              context = candidate;
-              waiters.delete(candidate);
-              break;
-            }
-        if (context === undefined)
-          for (const candidate of waiters) {
-            waiters.delete(candidate);
-            if (!this.#lent.has(candidate as object)) {
-              context = candidate;
-              break;
-            }
+        for (const candidate of waiters) if (this.#lent.has(candidate as object)) waiters.delete(candidate);
+        for (const candidate of waiters) {
+          context ??= candidate; // the first, unless a preferred one comes
+          if (preferred === undefined || preferred(candidate)) {
+            context = candidate;
+            break;
           }
+        }
+        if (context !== undefined) waiters.delete(context);
         if (waiters.size === 0) this.#waiting.delete(key); // its waiters' own ends find nothing left
       }
       if (context === undefined) return undefined;

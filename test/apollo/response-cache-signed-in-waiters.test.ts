@@ -15,85 +15,12 @@ import { until } from '../graphql/response-fixture';
 type Context = { session?: string };
 type Info = { cacheControl?: { setCacheHint(hint: object): void } };
 
-it('signed-in waiters first in line: they execute for themselves, the anonymous share one execution', async () => {
-  let executions = 0;
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const schema = makeSchema(
-    `
-    enum CacheControlScope { PUBLIC PRIVATE }
-    directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
-    type Query { greeting: String @cacheControl(maxAge: 60) }
-  `,
-    {
-      Query: {
-        greeting: async (_p: unknown, _a: unknown, context: Context, info: unknown) => {
-          const execution = ++executions;
-          if (context.session !== undefined) (info as Info).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
-          if (execution === 1) await gate;
-          return context.session === undefined ? 'hello' : `hello ${context.session}`;
-        },
-      },
-    },
-  );
-  const cache = createCache();
-  const server = new ApolloServer<Context>({
-    schema,
-    plugins: [
-      herdcachePlugin<Context>({
-        cache,
-        extensions: true,
-        responseCache: { sessionId: (context) => context.session },
-      }),
-    ],
-  });
-  await server.start();
-  const ask = async (session?: string) => {
-    const response = await server.executeOperation(
-      { query: '{ greeting }' },
-      { contextValue: session === undefined ? {} : { session } },
-    );
-    const result = (
-      response.body as unknown as {
-        singleResult: {
-          data: { greeting: string };
-          extensions: { cache: { response: string; notStoredReason?: string } };
-        };
-      }
-    ).singleResult;
-    return { greeting: result.data.greeting, response: result.extensions.cache.response };
-  };
-  try {
-    const leader = ask('ann');
-    await until(() => executions === 1, 'the signed-in leader executing');
-    const signedIn = ['bob', 'cid', 'dee'].map((session) => ask(session)); // first in line
-    const anonymous = Array.from({ length: 10 }, () => ask());
-    await until(() => cache.metrics().total.coalesced === 13, 'every other request waiting on it');
-    open();
-    expect((await leader).greeting).toBe('hello ann');
-    const signedAnswers = await Promise.all(signedIn);
-    expect(signedAnswers.map((answer) => answer.greeting)).toEqual(['hello bob', 'hello cid', 'hello dee']);
-    const anonymousAnswers = await Promise.all(anonymous);
-    for (const answer of anonymousAnswers) expect(answer.greeting).toBe('hello');
-    const outcomes = anonymousAnswers.map((answer) => answer.response).sort();
-    expect(outcomes).toEqual([...Array(9).fill('coalesced'), 'miss']);
-    expect(executions).toBe(5); // ann, bob, cid, dee, and one for the anonymous
-    expect((await ask()).response).toBe('hit'); // stored
-  } finally {
-    open();
-    await server.stop();
-    await cache.close();
-  }
-});
-
 /**
- * The shared execution invalidated while it runs: its waiters' re-execution runs apart, on a
- * waiting request's context. Lent a signed-in viewer's, it was made PRIVATE and shared with nobody
- * (6 executions for 11 requests in a review, when a signed-in waiter was first in line); an
- * anonymous waiter's context is lent first now: one re-execution, shared with all.
+ * An Apollo server whose one root field (`hello: Hello`, entity `Hello:1`) makes a signed-in
+ * viewer's answer PRIVATE at run time; its first execution waits for `open()`.
  */
-it('an invalidation during the shared execution: the re-execution runs on an anonymous waiter’s context', async () => {
-  let executions = 0;
+async function helloServer() {
+  const state = { executions: 0 };
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   const schema = makeSchema(
@@ -106,7 +33,7 @@ it('an invalidation during the shared execution: the re-execution runs on an ano
     {
       Query: {
         hello: async (_p: unknown, _a: unknown, context: Context, info: unknown) => {
-          const execution = ++executions;
+          const execution = ++state.executions;
           if (context.session !== undefined) (info as Info).cacheControl?.setCacheHint({ scope: 'PRIVATE' });
           if (execution === 1) await gate;
           return { id: '1', text: context.session === undefined ? 'hello' : `hello ${context.session}` };
@@ -122,17 +49,61 @@ it('an invalidation during the shared execution: the re-execution runs on an ano
     ],
   });
   await server.start();
+  /** The answer's text and its `extensions.cache.response`. */
   const ask = async (session?: string) => {
     const response = await server.executeOperation(
       { query: '{ hello { id text } }' },
       { contextValue: session === undefined ? {} : { session } },
     );
-    const result = (response.body as unknown as { singleResult: { data: { hello: { text: string } } } }).singleResult;
-    return result.data.hello.text;
+    const result = (
+      response.body as unknown as {
+        singleResult: { data: { hello: { text: string } }; extensions: { cache: { response: string } } };
+      }
+    ).singleResult;
+    return { text: result.data.hello.text, response: result.extensions.cache.response };
   };
+  const stop = async () => {
+    open();
+    await server.stop();
+    await cache.close();
+  };
+  return { state, open, cache, ask, stop };
+}
+
+it('signed-in waiters first in line: they execute for themselves, the anonymous share one execution', async () => {
+  const { state, open, cache, ask, stop } = await helloServer();
+  try {
+    const leader = ask('ann');
+    await until(() => state.executions === 1, 'the signed-in leader executing');
+    const signedIn = ['bob', 'cid', 'dee'].map((session) => ask(session)); // first in line
+    const anonymous = Array.from({ length: 10 }, () => ask());
+    await until(() => cache.metrics().total.coalesced === 13, 'every other request waiting on it');
+    open();
+    expect((await leader).text).toBe('hello ann');
+    const signedAnswers = await Promise.all(signedIn);
+    expect(signedAnswers.map((answer) => answer.text)).toEqual(['hello bob', 'hello cid', 'hello dee']);
+    const anonymousAnswers = await Promise.all(anonymous);
+    for (const answer of anonymousAnswers) expect(answer.text).toBe('hello');
+    const outcomes = anonymousAnswers.map((answer) => answer.response).sort();
+    expect(outcomes).toEqual([...Array(9).fill('coalesced'), 'miss']);
+    expect(state.executions).toBe(5); // ann, bob, cid, dee, and one for the anonymous
+    expect((await ask()).response).toBe('hit'); // stored
+  } finally {
+    await stop();
+  }
+});
+
+/**
+ * The shared execution invalidated while it runs: its waiters' re-execution runs apart, on a
+ * waiting request's context. Lent a signed-in viewer's, it was made PRIVATE and shared with nobody
+ * (6 executions for 11 requests in a review, when a signed-in waiter was first in line); an
+ * anonymous waiter's context is lent first now: one re-execution, shared with all.
+ */
+it('an invalidation during the shared execution: the re-execution runs on an anonymous waiter’s context', async () => {
+  const { state, open, cache, ask, stop } = await helloServer();
   try {
     const leader = ask();
-    await until(() => executions === 1, 'the anonymous leader executing');
+    await until(() => state.executions === 1, 'the anonymous leader executing');
     const waiting = [
       ...['bob', 'cid', 'dee'].map((session) => ask(session)),
       ...Array.from({ length: 7 }, () => ask()),
@@ -140,13 +111,11 @@ it('an invalidation during the shared execution: the re-execution runs on an ano
     await until(() => cache.metrics().total.coalesced === 10, 'every other request waiting on it');
     await cache.invalidateTags(['Hello:1']); // while it runs: its result predates this
     open();
-    expect(await leader).toBe('hello');
+    expect((await leader).text).toBe('hello');
     const answers = await Promise.all(waiting);
-    for (const answer of answers) expect(answer).toBe('hello'); // the key is PUBLIC: the anonymous answer, for all
-    expect(executions).toBe(2);
+    for (const answer of answers) expect(answer.text).toBe('hello'); // the key is PUBLIC: the anonymous answer, for all
+    expect(state.executions).toBe(2);
   } finally {
-    open();
-    await server.stop();
-    await cache.close();
+    await stop();
   }
 });
