@@ -141,7 +141,8 @@ export class OperationReporting {
    */
   end(active: ActiveOperation, operationName: string | null | undefined, executed: boolean): CacheReport | undefined {
     detachOperation(active.context, active.operation, active.created);
-    if (!executed) return undefined;
+    // Nobody to read it (no metrics, no extensions): not made (a snapshot per source, per operation).
+    if (!executed || (this.#loadRecorder === undefined && !this.extensions)) return undefined;
     const report = active.operation.report();
     const recorder = this.#recorder;
     if (recorder !== undefined) this.#record(() => recorder.recordOperation(operationName, report));

@@ -109,19 +109,22 @@ export class ResponseEngine {
       const enabled = enabledPart(this.#enabled, request.context, this.warnings);
       if (enabled !== true) return enabled === false ? 'disabled' : 'enabled_failed';
     }
-    let session: string | null = null;
+    // PRIVATE: keyed by the session. PUBLIC, given a `sessionId`: keyed by whether the request has
+    // one (`true`), as Apollo's response cache keys them (NoSession, AuthenticatedPublic): a
+    // signed-in viewer's answer may differ from an anonymous one's (a resolver reading the viewer,
+    // a runtime hint), and neither is given the other's.
+    let session: string | true | null = null;
+    const id = this.#sessionId === undefined ? undefined : sessionPart(this.#sessionId, request.context, this.warnings);
+    if (id === PART_FAILED) return 'session_failed';
     if (policy.scope === 'PRIVATE') {
-      const id =
-        this.#sessionId === undefined ? undefined : sessionPart(this.#sessionId, request.context, this.warnings);
       if (id === undefined) return 'no_session';
-      if (id === PART_FAILED) return 'session_failed';
       session = id;
-    }
+    } else if (id !== undefined) session = true;
     const variables = this.#keys.variables(request.variables, policy.variables);
     if (variables === undefined) return 'unkeyable_variables';
     const vary = this.#vary === undefined ? null : varyPart(this.#vary, request.context, this.warnings);
     if (vary === PART_FAILED) return 'vary_failed';
-    return { request, policy, key: this.#keys.key(request, session, vary, variables) };
+    return { request, policy, key: this.#keys.key(request, session, vary, variables), signedIn: session !== null };
   }
 
   /** The operation's static policy (undefined: not a cacheable query), whether or not it has a plan: the HTTP header's. */
@@ -170,7 +173,7 @@ export class ResponseEngine {
       // once; a re-execution after an invalidation never with it: it executed before the
       // invalidation, and what it holds per request (a DataLoader's memo) is what it read then.
       if (answered || ++fills > 1) {
-        const context = this.#waiting.lend(plan.key, answered ? plan.request.context : undefined, this.#anonymous);
+        const context = this.#waiting.lend(plan.key, answered ? plan.request.context : undefined);
         if (context === undefined || (!answered && context === plan.request.context)) return undefined;
         return this.#executeApart(plan, context, executeApart, given);
       }
@@ -253,7 +256,7 @@ export class ResponseEngine {
       return again &&
         !this.#waiting.lent(plan.request.context) &&
         plan.request.signal?.aborted !== true &&
-        (value === UNSHAREABLE || !this.#signedIn(plan.request.context))
+        (value === UNSHAREABLE || !plan.signedIn)
         ? this.#lookup(plan, executeApart, false)
         : NOT_SHARED;
     answered = true;
@@ -261,13 +264,6 @@ export class ResponseEngine {
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
   }
-
-  /** Whether `sessionId` gives the request a session (or fails: not known to be anonymous). */
-  #signedIn(context: unknown): boolean {
-    return this.#sessionId !== undefined && sessionPart(this.#sessionId, context, this.warnings) !== undefined;
-  }
-  /** A run apart's preferred lender (WaitingContexts.lend): one without a session. */
-  readonly #anonymous = (context: unknown): boolean => !this.#signedIn(context);
 
   /** Invalidates the entities of a mutation's result, or of one of its payloads (before it leaves). */
   async afterMutation(request: ResponseRequest, data: unknown): Promise<void> {

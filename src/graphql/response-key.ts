@@ -1,6 +1,7 @@
 /**
  * A response's key: the schema (a fingerprint of its types), the operation document (hashed), its
- * name, the variables it declares in canonical form, the session (PRIVATE only) and the `vary`
+ * name, the variables it declares in canonical form, the session (PRIVATE: the session id; PUBLIC:
+ * `true` for a request `sessionId` gives one, so signed-in and anonymous viewers never share) and the `vary`
  * parts, under herdcache's reserved response namespace. The parts are encoded so they cannot run
  * into each other.
  */
@@ -36,7 +37,7 @@ export class ResponseKeys {
 
   key(
     request: ResponseRequest,
-    session: string | null,
+    session: string | true | null,
     vary: string | readonly string[] | null,
     variables: string,
   ): string {

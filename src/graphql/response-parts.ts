@@ -41,7 +41,7 @@ export function sessionPart(
     warnings.warn(
       'sessionId:throws',
       SESSION_ID_WARNING,
-      `herdcache: option ${SESSION_OPTION} threw (${messageOf(error)}): the PRIVATE operations it was asked about are executed without the response cache (bypassReason "session_failed").`,
+      `herdcache: option ${SESSION_OPTION} threw (${messageOf(error)}): the operations it was asked about are executed without the response cache (bypassReason "session_failed").`,
     );
     return PART_FAILED;
   }

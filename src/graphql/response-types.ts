@@ -148,6 +148,8 @@ export interface ResponsePlan {
   readonly request: ResponseRequest;
   readonly policy: StaticPolicy;
   readonly key: string;
+  /** `sessionId` gave the request a session: its key is a signed-in viewer's (PRIVATE: its own; PUBLIC: shared by signed-in viewers). */
+  readonly signedIn: boolean;
 }
 
 export interface FinalPolicy {

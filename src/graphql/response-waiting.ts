@@ -40,24 +40,21 @@ export class WaitingContexts {
   /**
    * A context for one run apart, never lent before: `own` (a stale-served request's), else the
    * context of a request waiting for the key, taken: each re-execution (one per invalidation that
-   * abandoned the last) takes another waiter's, the first `preferred` one if any (an anonymous
-   * viewer's: a signed-in viewer's run may be made PRIVATE, shared with nobody). Undefined: none left to lend.
+   * abandoned the last) takes another waiter's. Undefined: none left to lend.
    */
-  lend(key: string, own: unknown, preferred?: (context: unknown) => boolean): unknown {
+  lend(key: string, own: unknown): unknown {
     let context = own;
     if (context === undefined || this.#lent.has(context as object)) {
       context = undefined;
       const waiters = this.#waiting.get(key);
       if (waiters !== undefined) {
-        for (const candidate of waiters) if (this.#lent.has(candidate as object)) waiters.delete(candidate);
         for (const candidate of waiters) {
-          context ??= candidate; // the first, unless a preferred one comes
-          if (preferred === undefined || preferred(candidate)) {
+          waiters.delete(candidate);
+          if (!this.#lent.has(candidate as object)) {
             context = candidate;
             break;
           }
         }
-        if (context !== undefined) waiters.delete(context);
         if (waiters.size === 0) this.#waiting.delete(key); // its waiters' own ends find nothing left
       }
       if (context === undefined) return undefined;

@@ -1,10 +1,10 @@
 /**
- * A PUBLIC operation whose resolver makes a signed-in viewer's answer PRIVATE (a runtime hint): a
- * signed-in viewer's execution cannot be shared, and its waiters contend once more. Before, the
- * first in line led that second round; when it was signed in too, its answer could not be shared
- * either, and every other waiter executed for itself, storing nothing (31 executions for 31
- * requests in a tarball review, decided by arrival order). Now the signed-in waiters execute for
- * themselves (their answers are their own), and the anonymous ones share one execution, stored.
+ * A PUBLIC operation whose resolver makes a signed-in viewer's answer PRIVATE (a runtime hint), with
+ * `sessionId`: signed-in and anonymous requests have keys of their own (Apollo's AuthenticatedPublic
+ * and NoSession), so neither is given the other's answer. A signed-in viewer's execution cannot be
+ * shared: the signed-in requests waiting on it execute for themselves (their answers are their own;
+ * leading another round, each would be made PRIVATE too: 31 executions for 31 requests in a tarball
+ * review, before); the anonymous ones share one execution, stored.
  */
 import { ApolloServer } from '@apollo/server';
 import { herdcachePlugin } from '../../src/apollo/plugin';
@@ -70,24 +70,26 @@ async function helloServer() {
   return { state, open, cache, ask, stop };
 }
 
-it('signed-in waiters first in line: they execute for themselves, the anonymous share one execution', async () => {
+it('signed-in waiters execute for themselves; the anonymous ones share one execution of their own key', async () => {
   const { state, open, cache, ask, stop } = await helloServer();
   try {
     const leader = ask('ann');
     await until(() => state.executions === 1, 'the signed-in leader executing');
-    const signedIn = ['bob', 'cid', 'dee'].map((session) => ask(session)); // first in line
-    const anonymous = Array.from({ length: 10 }, () => ask());
-    await until(() => cache.metrics().total.coalesced === 13, 'every other request waiting on it');
+    const signedIn = ['bob', 'cid', 'dee'].map((session) => ask(session)); // waiting on ann's execution
+    await until(() => cache.metrics().total.coalesced === 3, 'the signed-in requests waiting on it');
+    const anonymous = Array.from({ length: 10 }, () => ask()); // another key: one of them executes
+    const anonymousAnswers = await Promise.all(anonymous);
+    for (const answer of anonymousAnswers) expect(answer.text).toBe('hello');
+    expect(anonymousAnswers.map((answer) => answer.response).sort()).toEqual([...Array(9).fill('coalesced'), 'miss']);
+    expect(state.executions).toBe(2);
     open();
     expect((await leader).text).toBe('hello ann');
     const signedAnswers = await Promise.all(signedIn);
     expect(signedAnswers.map((answer) => answer.text)).toEqual(['hello bob', 'hello cid', 'hello dee']);
-    const anonymousAnswers = await Promise.all(anonymous);
-    for (const answer of anonymousAnswers) expect(answer.text).toBe('hello');
-    const outcomes = anonymousAnswers.map((answer) => answer.response).sort();
-    expect(outcomes).toEqual([...Array(9).fill('coalesced'), 'miss']);
-    expect(state.executions).toBe(5); // ann, bob, cid, dee, and one for the anonymous
-    expect((await ask()).response).toBe('hit'); // stored
+    expect(state.executions).toBe(5); // ann, the anonymous ones, bob, cid, dee
+    expect((await ask()).response).toBe('hit'); // the anonymous answer, stored
+    const again = await ask('bob');
+    expect(again).toEqual({ text: 'hello bob', response: 'miss' }); // never the anonymous answer
   } finally {
     await stop();
   }
@@ -95,26 +97,25 @@ it('signed-in waiters first in line: they execute for themselves, the anonymous 
 
 /**
  * The shared execution invalidated while it runs: its waiters' re-execution runs apart, on a
- * waiting request's context. Lent a signed-in viewer's, it was made PRIVATE and shared with nobody
- * (6 executions for 11 requests in a review, when a signed-in waiter was first in line); an
- * anonymous waiter's context is lent first now: one re-execution, shared with all.
+ * waiting request's context. Waiters of an anonymous key are all anonymous: one re-execution,
+ * shared with all of them; the signed-in requests, on their own key, each get their own answer.
  */
-it('an invalidation during the shared execution: the re-execution runs on an anonymous waiter’s context', async () => {
+it('an invalidation during the shared execution: one re-execution for its anonymous waiters; signed-in requests get their own', async () => {
   const { state, open, cache, ask, stop } = await helloServer();
   try {
     const leader = ask();
     await until(() => state.executions === 1, 'the anonymous leader executing');
-    const waiting = [
-      ...['bob', 'cid', 'dee'].map((session) => ask(session)),
-      ...Array.from({ length: 7 }, () => ask()),
-    ];
-    await until(() => cache.metrics().total.coalesced === 10, 'every other request waiting on it');
+    const anonymous = Array.from({ length: 7 }, () => ask());
+    await until(() => cache.metrics().total.coalesced === 7, 'the anonymous requests waiting on it');
     await cache.invalidateTags(['Hello:1']); // while it runs: its result predates this
+    const signedIn = await Promise.all(['bob', 'cid', 'dee'].map((session) => ask(session)));
+    expect(signedIn.map((answer) => answer.text)).toEqual(['hello bob', 'hello cid', 'hello dee']);
     open();
     expect((await leader).text).toBe('hello');
-    const answers = await Promise.all(waiting);
-    for (const answer of answers) expect(answer.text).toBe('hello'); // the key is PUBLIC: the anonymous answer, for all
-    expect(state.executions).toBe(2);
+    for (const answer of await Promise.all(anonymous)) expect(answer.text).toBe('hello');
+    // The leader, one re-execution for the anonymous waiters, and bob's (cid and dee waited on it,
+    // then executed for themselves: a signed-in answer is never shared).
+    expect(state.executions).toBe(5);
   } finally {
     await stop();
   }

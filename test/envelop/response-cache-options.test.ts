@@ -70,8 +70,25 @@ it.each<[string, ResponseCacheOptions, string, string, string]>([
 
 describe('a PUBLIC field with a PRIVATE runtime hint for signed-in viewers (docs/response-cache.md, Runtime hints)', () => {
   // recommendations: @cacheControl(maxAge: 60); hints PRIVATE for a signed-in viewer, answers `picked for <session>`.
-  it('alone: once an anonymous answer is stored, a signed-in viewer is given it (the hint only keeps its own answer out)', async () => {
+  it('with sessionId: a signed-in viewer is never given the anonymous answer (keyed apart, as by Apollo), each gets its own', async () => {
     const { url, stop } = await serve({ sessionId: (ctx) => ctx.session });
+    try {
+      expect((await post(url, '{ recommendations }')).body.data).toEqual({ recommendations: 'popular' });
+      expect((await post(url, '{ recommendations }')).body.extensions?.cache?.response).toBe('hit');
+      for (const session of ['a', 'b', 'a']) {
+        const r = await post(url, '{ recommendations }', { session });
+        expect(r.body.data).toEqual({ recommendations: `picked for ${session}` });
+        expect(r.body.extensions?.cache).toMatchObject({ response: 'miss', notStoredReason: 'stricter_hint' });
+        expect(r.headers.get('cache-control')).toBe('max-age=60, private');
+      }
+      expect((await post(url, '{ recommendations }')).body.extensions?.cache?.response).toBe('hit');
+    } finally {
+      await stop();
+    }
+  });
+
+  it('without sessionId: no request is known to be signed in, so once an anonymous answer is stored a signed-in viewer is given it', async () => {
+    const { url, stop } = await serve({});
     try {
       expect((await post(url, '{ recommendations }')).body.data).toEqual({ recommendations: 'popular' });
       const signedIn = await post(url, '{ recommendations }', { session: 'a' });

@@ -68,7 +68,7 @@ describe('responseCache.vary', () => {
 });
 
 describe('responseCache.sessionId', () => {
-  it('a throw: the PRIVATE request is bypassed (session_failed), warned of once with the error', () => {
+  it('a throw: the request is bypassed (session_failed), PUBLIC too (its key says whether it is signed in), warned of once with the error', () => {
     const engine = engineWith({
       sessionId: () => {
         throw new Error('token expired');
@@ -76,10 +76,25 @@ describe('responseCache.sessionId', () => {
     });
     expect(engine.plan(request('{ me }'))).toBe('session_failed');
     expect(engine.plan(request('{ me }'))).toBe('session_failed');
-    expect(typeof engine.plan(request('{ a }'))).toBe('object'); // PUBLIC: sessionId is not asked
+    expect(engine.plan(request('{ a }'))).toBe('session_failed');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ code: 'HERDCACHE_SESSION_ID' });
     expect(warnings[0]!.message).toMatch(/option "responseCache.sessionId" threw \(token expired\)/);
+  });
+
+  it('PUBLIC: keyed by whether the request has a session (Apollo’s NoSession, AuthenticatedPublic), not by which', () => {
+    const engine = engineWith({ sessionId: (ctx: { user?: string }) => ctx.user });
+    const keyOf = (user?: string) => {
+      const plan = engine.plan(request('{ a }', user === undefined ? {} : { user }));
+      if (typeof plan === 'string') throw new Error(plan);
+      return plan.key;
+    };
+    expect(keyOf('a')).toBe(keyOf('b'));
+    expect(keyOf('a')).not.toBe(keyOf());
+    const anonymous = engineWith({}).plan(request('{ a }', { user: 'a' }));
+    if (typeof anonymous === 'string') throw new Error(anonymous);
+    expect(anonymous.key).toBe(keyOf()); // without sessionId, every request is anonymous
+    expect(warnings).toEqual([]);
   });
 
   it("async (Apollo's response cache signature): no session, as before, but warned of once", () => {
