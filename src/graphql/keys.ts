@@ -278,8 +278,8 @@ export interface CachedFieldKeyOptions {
    * filled in (`user(id: ID!, locale: String = "en")` is keyed with `locale: "en"` when absent).
    */
   args?: Record<string, unknown>;
-  /** The session, for PRIVATE fields. */
-  session?: string;
+  /** The session, for PRIVATE fields: what `sessionId` answered (a number or bigint is read as its string, as there). */
+  session?: string | number | bigint;
   /** The transform's keyPrefix. Default "gql:". */
   keyPrefix?: string;
 }
@@ -303,6 +303,21 @@ export function cachedFieldKey(coordinate: string, options: CachedFieldKeyOption
   // A misspelt `args` would give the key of the call without arguments: an invalidation that misses.
   checkKnownKeys('cachedFieldKey()', options, CACHED_FIELD_KEY_OPTIONS);
   const { identity, args = {}, session, keyPrefix = DEFAULT_KEY_PREFIX } = options;
+  // Each checked as the directive reads it: a key it never builds would invalidate nothing.
+  if (typeof keyPrefix !== 'string')
+    throw invalidOption('keyPrefix', keyPrefix, 'a string (the transform’s keyPrefix)');
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    throw invalidOption('args', args, 'an object of the field’s arguments');
+  let sessionPart: string | undefined;
+  if (session !== undefined) {
+    sessionPart = identityString(session);
+    if (sessionPart === undefined)
+      throw invalidOption(
+        'session',
+        session,
+        'a non-empty string, a finite number or a bigint (what sessionId answered)',
+      );
+  }
   const encoded = encodeArgs(args);
   if (encoded === 'unkeyable_args' || encoded === 'args_too_large' || encoded === 'args_too_deep') {
     // The directive resolves such calls without the cache: there is nothing to invalidate.
@@ -313,7 +328,7 @@ export function cachedFieldKey(coordinate: string, options: CachedFieldKeyOption
     id = identityString(identity);
     if (id === undefined) throw invalidOption('identity', identity, 'a non-empty string or a finite number');
   }
-  return fieldKey(keyPrefix, coordinate, id, encoded, session);
+  return fieldKey(keyPrefix, coordinate, id, encoded, sessionPart);
 }
 
 /**

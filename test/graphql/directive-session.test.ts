@@ -8,7 +8,13 @@
 import { parse } from 'graphql';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { createCache } from '../../src/core/cache';
-import { cacheReport, cachedDirectiveTransformer, cachedDirectiveTypeDefs, herdcacheContext } from '../../src/graphql';
+import {
+  cacheReport,
+  cachedDirectiveTransformer,
+  cachedDirectiveTypeDefs,
+  cachedFieldKey,
+  herdcacheContext,
+} from '../../src/graphql';
 import { makeSchema, run } from './fixtures';
 import { captureWarnings } from '../helpers';
 
@@ -16,6 +22,49 @@ const warnings = captureWarnings();
 
 describe('@cached transform: sessionId', () => {
   const privateDefs = 'type Query { me: String @cached(ttl: 60, scope: PRIVATE) }';
+
+  it.each<[string, number | bigint | string]>([
+    ['a number', 7],
+    ['a bigint', 7n],
+    ['a string', '7'],
+  ])(
+    'cachedFieldKey with the session as %s: the key the directive uses (its invalidation reaches it)',
+    async (_l, session) => {
+      const cache = createCache({ ttl: Infinity });
+      let calls = 0;
+      const schema = makeSchema(privateDefs, { Query: { me: () => ++calls } });
+      cachedDirectiveTransformer(schema, { cache, sessionId: () => 7 });
+      const me = async () => (await run(schema, '{ me }', herdcacheContext({ cache }))).data;
+      expect(await me()).toEqual({ me: '1' });
+      expect(await me()).toEqual({ me: '1' });
+      await cache.invalidate(cachedFieldKey('Query.me', { session }));
+      expect(await me()).toEqual({ me: '2' });
+    },
+  );
+
+  it.each<[string, object, RegExp]>([
+    ['session: {}', { session: {} }, /"session".*object/],
+    ['session: true', { session: true }, /"session".*true/],
+    ['session: NaN', { session: NaN }, /"session".*NaN/],
+    ['session: ""', { session: '' }, /"session"/],
+    ['keyPrefix: 5', { keyPrefix: 5 }, /"keyPrefix".*5/],
+    ['keyPrefix: null', { keyPrefix: null }, /"keyPrefix".*null/],
+    ['args: "x"', { args: 'x' }, /"args".*x/],
+    ['args: null', { args: null }, /"args".*null/],
+    ['args: []', { args: [] }, /"args"/],
+  ])(
+    'cachedFieldKey refuses %s, naming it (a key the directive never builds would invalidate nothing)',
+    (_l, options, message) => {
+      let error: unknown;
+      try {
+        cachedFieldKey('Query.me', options as never);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toMatchObject({ code: 'E_INVALID_OPTION' });
+      expect((error as Error).message).toMatch(message);
+    },
+  );
 
   it.each<[string, (ctx: { user: string }) => unknown, RegExp]>([
     ['async', async (ctx) => ctx.user, /returned a Promise: it must return the session id synchronously/],
