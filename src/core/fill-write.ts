@@ -34,6 +34,9 @@ const LATE_INVALIDATED = new HerdcacheError(
 );
 
 /** An item's tag clock as a number: NaN when it has none (never read, or the read failed). */
+const isLateTagged = (result: unknown): boolean => result instanceof LateTagged;
+const NOTHING: Promise<void> = Promise.resolve();
+
 function clock(item: Item): number {
   return item.clock ?? NaN;
 }
@@ -83,9 +86,16 @@ export class FillWrite {
    * Runs each source's function for its items (in its groups), writes what succeeded, settles
    * all. `token`: the fill lock held for these keys (the write is fenced by it and releases it).
    */
-  async fill(all: Item[], token: string | undefined, lock: LockOutcome): Promise<void> {
+  fill(all: Item[], token: string | undefined, lock: LockOutcome): Promise<void> {
     // A flight abandoned before its fill starts is not filled (the only such path is a failed lock
     // call, where no lock is held; with a token, callers pass flights checked in this very step).
+    // One item (a single cold key, a response's execution): its own group, nothing to sort out.
+    if (all.length !== 1) return this.#fillMany(all, token, lock);
+    const item = all[0]!;
+    return item.flight.abandoned ? NOTHING : this.#fillGroup(item.source, [item], token, lock);
+  }
+
+  async #fillMany(all: Item[], token: string | undefined, lock: LockOutcome): Promise<void> {
     const items = all.filter((item) => !item.flight.abandoned);
     if (items.length === 0) return;
     const bySource = new Map<Source, Item[]>();
@@ -152,7 +162,7 @@ export class FillWrite {
             LATE_INVALIDATED,
           );
       }
-    let lateTags = results.some((result) => result instanceof LateTagged) ? this.#lateTags(items, results) : undefined;
+    let lateTags = results.some(isLateTagged) ? this.#lateTags(items, results) : undefined;
     // Versions to read (a tag-versioned store) make it a promise; otherwise no step is awaited.
     if (lateTags instanceof Promise) lateTags = await lateTags;
     const now = this.#clock.now();
@@ -163,7 +173,8 @@ export class FillWrite {
       const result = results[i];
       const failed = result instanceof Failure;
       countOn(source, failed ? 'fillFailures' : 'fills', item.sink);
-      notify(this.#observers.current.onFill, [item.key, source.name, duration, failed ? result.error : undefined]);
+      const onFill = this.#observers.current.onFill;
+      if (onFill !== undefined) notify(onFill, [item.key, source.name, duration, failed ? result.error : undefined]);
       if (item.flight.abandoned || failed || result === undefined) {
         // Abandoned (invalidated or cleared while filling: the result may be stale), failed
         // (errors are never cached: the next caller retries), or nothing to cache.

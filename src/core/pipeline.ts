@@ -127,11 +127,16 @@ export class FillPipeline {
     const locking = store.lock !== undefined && toFill.length > 0 ? toFill.filter(locks) : [];
     if (locking.length === 0) begun?.watch?.close();
     if (toFill.length === 0) return;
-    const unlocked =
-      locking.length === toFill.length ? [] : locking.length === 0 ? toFill : toFill.filter((item) => !locks(item));
+    // One step or both (no array nor Promise.all for one: a memory store's fills never lock).
+    if (locking.length === 0) return this.#fills.fill(toFill, undefined, 'none');
+    if (locking.length === toFill.length) return this.#locks.lockAndFill(locking, begun);
     await Promise.all([
-      this.#fills.fill(unlocked, undefined, 'none'),
-      locking.length > 0 ? this.#locks.lockAndFill(locking, begun) : undefined,
+      this.#fills.fill(
+        toFill.filter((item) => !locks(item)),
+        undefined,
+        'none',
+      ),
+      this.#locks.lockAndFill(locking, begun),
     ]);
   }
 
