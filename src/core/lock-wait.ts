@@ -173,7 +173,6 @@ export class LockWait {
         const item = waiting[i]!;
         const source = item.source;
         const result: LockAttempt | undefined = attempts[i];
-        if (result?.won) source.counters.lockAcquired++;
         // An entry an invalidation the store has not taken yet covers is none (./unsent).
         const entry =
           result?.entry !== undefined && !calls.unsent.covers(item.key, result.entry) ? result.entry : undefined;
@@ -183,7 +182,10 @@ export class LockWait {
           if (!item.flight.abandoned) (lost ??= []).push(item);
           release.push(item.key);
         } else if (item.flight.abandoned) {
-          if (result.won) release.push(item.key);
+          if (result.won) {
+            source.counters.lockAcquired++; // won, its flight gone meanwhile (as the read step counts one)
+            release.push(item.key);
+          }
         } else if (entry !== undefined && usable(item, entry, now, current)) {
           // Re-check after acquiring: another process wrote it since our read. Judged by the tags'
           // versions read before the wait: a caller that joined since may have come after an
@@ -200,7 +202,10 @@ export class LockWait {
           // look stale and this fill's write outdated at once (a wasted fill, twice): read anew.
           if (attempt > 0 && item.tags !== undefined && this.#store.tagVersions !== undefined)
             (stale ??= []).push([item, entry, result]);
-          else won.push(item);
+          else {
+            source.counters.lockAcquired++;
+            won.push(item);
+          }
         } else if (item.flight.background && entry !== undefined) {
           // Another process refreshes this key: keep serving the stale value it replaces.
           if (attempt === 0) countOn(source, 'lockContended', item.sink);
@@ -221,12 +226,17 @@ export class LockWait {
         const read = this.#clock.now();
         for (const [item, entry, result] of stale) {
           if (item.flight.abandoned) {
-            if (result.won) release.push(item.key);
+            if (result.won) {
+              item.source.counters.lockAcquired++;
+              release.push(item.key);
+            }
           } else if (entry !== undefined && usable(item, entry, read, current)) {
             if (result.won) release.push(item.key); // written since, at the versions now current: answered
             this.#flights.resolve(item.flight, entry.value);
-          } else if (result.won) won.push(item);
-          else {
+          } else if (result.won) {
+            item.source.counters.lockAcquired++;
+            won.push(item);
+          } else {
             next.push(item); // held elsewhere (filled anew after the invalidation): waited for
             if (holders !== undefined) {
               if (result.holder === undefined) holders.delete(item.key);

@@ -57,12 +57,13 @@ export class StoreCalls {
     return value;
   }
 
+  /**
+   * One failed call counts once (the sources' counters sum to the calls that failed): against the
+   * source of the first key it carried when it carried several sources' keys (a tick's read).
+   */
   #countError(operation: string, error: unknown, affected: Source | readonly Item[] | undefined): void {
-    if (affected === undefined) this.#fallback.storeErrors++;
-    else if (!Array.isArray(affected)) (affected as Source).counters.storeErrors++;
-    else
-      for (const source of new Set((affected as readonly Item[]).map((item) => item.source)))
-        source.counters.storeErrors++;
+    const first = Array.isArray(affected) ? (affected as readonly Item[])[0]?.source : (affected as Source | undefined);
+    (first === undefined ? this.#fallback : first.counters).storeErrors++;
     notify(this.#observers.current.onStoreError, [error, operation]);
   }
 }

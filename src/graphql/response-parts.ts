@@ -1,19 +1,19 @@
 /**
- * The parts of a response key that come from the application's callbacks: the session of a
- * PRIVATE operation (`responseCache.sessionId`) and the request parts that vary the answer
- * (`responseCache.vary`); and whether the request uses the layer at all (`responseCache.enabled`).
- * They run on every cacheable request, after the plugin was created, so a mistake in them cannot
- * be refused up front; and at request time the cache never fails a request.
- * So an answer that cannot be used, or a throw, makes that request `bypassed` (executed without the
- * response cache: `session_failed`, `vary_failed`, or `no_session` for an answer that is no
- * session), and is said once (process.emitWarning, naming the option and what it returned).
+ * The parts of a response key that come from the application's callbacks: the session
+ * (`responseCache.sessionId`: a PRIVATE operation's own, whether a PUBLIC one's request is signed
+ * in) and the request parts that vary the answer (`responseCache.vary`); and whether the request
+ * uses the layer at all (`responseCache.enabled`). They run on every cacheable request, after the
+ * plugin was created, so a mistake in them cannot be refused up front; and at request time the
+ * cache never fails a request. So an answer that cannot be used, or a throw, makes that request
+ * `bypassed` (executed without the response cache: `session_failed`, `vary_failed`), and is said
+ * once (process.emitWarning, naming the option and what it returned).
  *
  * `vary` answers a string, an iterable (an array) of strings, or null/undefined (no parts). Nothing
  * else is turned into a string: two tenants' objects would both read "[object Object]" and share
  * their answers.
  */
 import { describe } from '../core/errors';
-import { SESSION_ID_WARNING, sessionFrom } from './session';
+import { SESSION_ID_WARNING, isNoSession, sessionFrom } from './session';
 import { type OnceWarnings, ignoreRejection, isThenable } from './warnings';
 import type { ResponseCacheOptions } from './response-types';
 
@@ -23,6 +23,9 @@ export const VARY_WARNING = 'HERDCACHE_VARY';
 export const ENABLED_WARNING = 'HERDCACHE_ENABLED';
 
 const SESSION_OPTION = '"responseCache.sessionId"';
+/** What an unusable sessionId answer does to a request, as its warning says it (see sessionPart). */
+const UNUSABLE_SESSION =
+  'the operations it is asked about are executed without the response cache (bypassReason "session_failed"): whether the request is signed in is part of their key';
 const VARY_OPTION = '"responseCache.vary"';
 const ENABLED_OPTION = '"responseCache.enabled"';
 
@@ -36,7 +39,11 @@ export function sessionPart(
   warnings: OnceWarnings,
 ): string | undefined | typeof PART_FAILED {
   try {
-    return sessionFrom(sessionId(context), SESSION_OPTION, warnings);
+    const answer = sessionId(context);
+    const id = sessionFrom(answer, SESSION_OPTION, warnings, UNUSABLE_SESSION);
+    // Not known to be signed in or not (a Promise, an object…: a mistake, warned of): its key could
+    // be neither a signed-in viewer's nor an anonymous one's, so it is not looked up at all.
+    return id === undefined && !isNoSession(answer) ? PART_FAILED : id;
   } catch (error) {
     warnings.warn(
       'sessionId:throws',

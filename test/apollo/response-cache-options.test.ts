@@ -44,7 +44,7 @@ describe('Apollo: callbacks that throw or answer something unusable', () => {
       '{ me { id } }',
       'session_failed',
     ],
-    ['sessionId is async', { sessionId: (async () => 'a') as never }, '{ me { id } }', 'no_session'],
+    ['sessionId is async', { sessionId: (async () => 'a') as never }, '{ me { id } }', 'session_failed'],
   ])(
     '%s: answered (200, executed), bypassed with its reason, warned of once',
     async (_label, options, query, reason) => {

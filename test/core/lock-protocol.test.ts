@@ -32,6 +32,8 @@ describe('fill lock protocol', () => {
     expect(new Set(await Promise.all([...fromA, ...fromB]))).toEqual(new Set(['v']));
     expect(fills).toBe(1);
     expect(a.metrics().total.lockAcquired).toBe(1);
+    // b's poll took the free lock only to find a's value (released at once): no fill, not counted.
+    expect(b.metrics().total).toMatchObject({ lockAcquired: 0, fills: 0 });
     expect(store.locks.size).toBe(0); // released by the fenced write
     expect(clock.sleeps.length).toBeGreaterThan(0); // b really polled
   });

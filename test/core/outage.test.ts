@@ -233,3 +233,28 @@ describe('what the memo holds answers a tagged load only under the same tags', (
     expect(await cache.getOrCompute('k', async () => version, { tags: ['B'] })).toBe('new');
   });
 });
+
+it('one failed store call counts once, whatever sources its keys came from (the sources sum to the calls)', async () => {
+  const { store, state } = flakyStore();
+  const cache = createCache({ store, ttl: 60_000 });
+  const failed: string[] = [];
+  cache.observe({ onStoreError: (_error, operation) => failed.push(operation) });
+  const users = cache.loader<string, string>({ name: 'user', batch: async (keys) => keys.map((k) => `u${k}`) });
+  const posts = cache.loader<string, string>({ name: 'post', batch: async (keys) => keys.map((k) => `p${k}`) });
+  state.down = true;
+  // One tick: the keys of three sources read in one store call, which fails.
+  await Promise.all([
+    users.load('1'),
+    users.load('2'),
+    posts.load('1'),
+    cache.getOrCompute('a', async () => 'a'),
+    cache.getOrCompute('b', async () => 'b', { label: 'L' }),
+  ]);
+  const reads = failed.filter((operation) => operation.startsWith('getMany')).length;
+  expect(reads).toBe(1);
+  const { total, sources } = cache.metrics();
+  const bySource = Object.values(sources).reduce((sum, counters) => sum + counters.storeErrors, 0);
+  expect(total.storeErrors).toBe(failed.length); // each failed call once (the writes too)
+  expect(bySource).toBe(total.storeErrors);
+  await cache.close();
+});

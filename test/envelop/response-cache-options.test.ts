@@ -46,7 +46,7 @@ it.each<[string, ResponseCacheOptions, string, string, string]>([
     'sessionId is async',
     { sessionId: (async () => 'a') as never },
     '{ me { id } }',
-    'no_session',
+    'session_failed',
     'HERDCACHE_SESSION_ID',
   ],
 ])(

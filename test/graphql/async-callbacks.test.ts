@@ -23,7 +23,7 @@ const { unhandled, settled: settle } = watchUnhandledRejections();
 
 describe('response layer over HTTP (Apollo 5)', () => {
   it.each<[string, ResponseCacheOptions<{ session?: string }>, string, string]>([
-    ['sessionId', { sessionId: rejecting('sessionId') as never }, '{ me { id } }', 'no_session'],
+    ['sessionId', { sessionId: rejecting('sessionId') as never }, '{ me { id } }', 'session_failed'],
     ['vary', { vary: rejecting('vary') as never }, '{ products { id } }', 'vary_failed'],
     ['enabled', { enabled: rejecting('enabled') as never }, '{ products { id } }', 'enabled_failed'],
   ])('an async %s that rejects: answered (200), bypassed, the server lives', async (_label, options, query, reason) => {

@@ -97,25 +97,30 @@ describe('responseCache.sessionId', () => {
     expect(warnings).toEqual([]);
   });
 
-  it("async (Apollo's response cache signature): no session, as before, but warned of once", () => {
+  it("async (Apollo's response cache signature): not known to be signed in or not, so bypassed (session_failed), PUBLIC too, warned of once", () => {
     const engine = engineWith({ sessionId: (async (ctx: { user: string }) => ctx.user) as never });
-    expect(engine.plan(request('{ me }', { user: 'a' }))).toBe('no_session');
-    expect(engine.plan(request('{ me }', { user: 'b' }))).toBe('no_session');
+    expect(engine.plan(request('{ me }', { user: 'a' }))).toBe('session_failed');
+    expect(engine.plan(request('{ a }', { user: 'b' }))).toBe('session_failed'); // never the anonymous key
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.code).toBe('HERDCACHE_SESSION_ID');
     expect(warnings[0]!.message).toMatch(
       /"responseCache.sessionId" returned a Promise: it must return the session id synchronously/,
     );
+    expect(warnings[0]!.message).toMatch(/executed without the response cache \(bypassReason "session_failed"\)/);
   });
 
-  it('an object: no session, warned of once; null, undefined, "" and false: no session, silent', () => {
+  it('an object, true, NaN: bypassed (session_failed), warned of once; null, undefined, "" and false: no session, silent', () => {
     const engine = engineWith({ sessionId: (ctx: { user: unknown }) => ctx.user as string });
-    for (const none of [null, undefined, '', false])
+    for (const none of [null, undefined, '', false]) {
       expect(engine.plan(request('{ me }', { user: none }))).toBe('no_session');
+      expect(typeof engine.plan(request('{ a }', { user: none }))).toBe('object'); // anonymous
+    }
     expect(warnings).toEqual([]);
-    expect(engine.plan(request('{ me }', { user: { id: 'a' } }))).toBe('no_session');
-    expect(engine.plan(request('{ me }', { user: { id: 'b' } }))).toBe('no_session');
-    expect(warnings).toHaveLength(1);
+    for (const unusable of [{ id: 'a' }, { id: 'b' }, true, NaN]) {
+      expect(engine.plan(request('{ me }', { user: unusable }))).toBe('session_failed');
+      expect(engine.plan(request('{ a }', { user: unusable }))).toBe('session_failed');
+    }
+    expect(warnings).toHaveLength(1); // once per kind of mistake: an object's warning (true, NaN: the same key)
     expect(warnings[0]!.message).toMatch(
       /"responseCache.sessionId" returned object \[object Object\]: a session id is/,
     );
