@@ -33,10 +33,11 @@ const LATE_INVALIDATED = new HerdcacheError(
   'herdcache: a tag of the value was invalidated while it was computed',
 );
 
-/** An item's tag clock as a number: NaN when it has none (never read, or the read failed). */
 const isLateTagged = (result: unknown): boolean => result instanceof LateTagged;
+/** What fill() returns when there is nothing to fill. */
 const NOTHING: Promise<void> = Promise.resolve();
 
+/** An item's tag clock as a number: NaN when it has none (never read, or the read failed). */
 function clock(item: Item): number {
   return item.clock ?? NaN;
 }
