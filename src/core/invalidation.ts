@@ -18,35 +18,12 @@ import type { CounterSet } from './metrics';
 import { type Policy, checkTags, storesValues } from './options';
 import type { Store } from './store';
 import type { StoreCalls } from './store-calls';
-import type { UnsentInvalidations } from './unsent';
+import { RETRY_FIRST_MS, RETRY_MAX_MS, type UnsentInvalidations } from './unsent';
+import type { PrimeInFlight } from './prime-in-flight';
 
 /** Invalidations kept for a retry at most, keys and tags each (beyond, the oldest are replaced by a clear: ./unsent). */
 export const MAX_PENDING_INVALIDATIONS = 10_000;
-/**
- * The first retry's delay (ms); it doubles while the store still fails, up to RETRY_MAX_MS: a
- * replica that makes no other store call (a mutation worker) learns that the store answers again
- * by its retry only. A retry against a store whose breaker is open fails without a round trip.
- */
-const RETRY_FIRST_MS = 250;
-const RETRY_MAX_MS = 1_000;
 const RESENT = 'an invalidation was sent again while this fill ran';
-
-/**
- * A prime between its start and its write (it awaits the tag versions and the fence first): an
- * invalidation of its key or of one of its tags, a clear, or a later prime of its key meanwhile
- * supersedes it, and it writes nothing (the next load fills). Without this, on a store that does
- * not fence the write itself (the memory store; any store's clear), the primed value would land
- * after the invalidation and stay for its ttl.
- */
-interface PrimeInFlight {
-  readonly key: string;
-  readonly tags: readonly string[] | undefined;
-  superseded: boolean;
-  /** Its value is known (a promise's, once settled): it fences the key, and writes unless superseded. */
-  valueKnown: boolean;
-  /** Settles when it has fenced (and written): a later prime of the key writes after it. */
-  readonly done: Promise<void>;
-}
 
 export class Invalidation {
   readonly #store: Store;
@@ -105,8 +82,19 @@ export class Invalidation {
     const before = this.#unsent.seq;
     const bumped = await this.#bump(tags);
     this.#sweep([], tags, false, since, why);
-    if (bumped) this.#unsent.retire([], tags, false, before);
-    else this.#keep([], 0, tags, false);
+    if (bumped === true) this.#unsent.retire([], tags, false, before);
+    else if (bumped === false) this.#keep([], 0, tags, false);
+    else {
+      // Part taken (a Cluster master down: its slots' tags failed, the others were bumped): only
+      // the rest goes again (bumping the others again would invalidate their entries again).
+      this.#unsent.retire(
+        [],
+        tags.filter((tag) => !bumped.has(tag)),
+        false,
+        before,
+      );
+      this.#keep([], 0, [...bumped], false);
+    }
   }
 
   /** Refuses option `option` (tags) when the store cannot invalidate tags. */
@@ -241,8 +229,14 @@ export class Invalidation {
     return this.#took('delete', () => this.#store.delete(keys, { at }));
   }
 
-  #bump(tags: readonly string[]): Promise<boolean> {
-    return this.#took('invalidateTags', () => this.#store.invalidateTags!(tags));
+  /** The tags' bumps the store took: all (true), none (false), or all but these (a Cluster master down). */
+  async #bump(tags: readonly string[]): Promise<boolean | ReadonlySet<string>> {
+    const took = await this.#storeCalls.callParts(
+      'invalidateTags',
+      () => this.#store.invalidateTags!(tags),
+      tags.length,
+    );
+    return typeof took === 'boolean' ? took : new Set(took.map((i) => tags[i]!));
   }
 
   #clear(): Promise<boolean> {
@@ -317,14 +311,15 @@ export class Invalidation {
     ]);
     this.#sending = false;
     unsent.taken(sent, deleted, bumped, cleared);
+    const bumpedTags = bumped === true ? tags : bumped === false ? [] : tags.filter((tag) => !bumped.has(tag));
     // The loads of what it covers still reading the store (or waiting on a lock) read it before it
     // landed; judged after taken(), what they read would no longer be refused: abandoned. Those
     // filling were judged misses while it waited and compute from the source: kept.
     if (this.#store.invalidatesAtOnce !== true)
-      this.#abandonFlights(deleted ? keys : [], bumped ? tags : [], sent.clear !== 0 && cleared, RESENT, true, 0, true);
+      this.#abandonFlights(deleted ? keys : [], bumpedTags, sent.clear !== 0 && cleared, RESENT, true, 0, true);
     // A part taken (a half-open breaker lets one call through): the store answers, so the rest
     // goes again after the first delay, not a doubled one.
-    const none = (sent.clear === 0 || !cleared) && (keys.length === 0 || !deleted) && (tags.length === 0 || !bumped);
+    const none = (sent.clear === 0 || !cleared) && (keys.length === 0 || !deleted) && bumpedTags.length === 0;
     this.#retryDelay = none ? Math.min(2 * this.#retryDelay, RETRY_MAX_MS) : RETRY_FIRST_MS;
     if (unsent.any) this.#schedule(this.#retryDelay); // failed, or failed again while this one was sending
   }

@@ -58,6 +58,22 @@ export class StoreCalls {
   }
 
   /**
+   * A call over `n` parts (tags, keys) a store may take some of and fail the others (a Cluster
+   * master down): true (all taken), false (none), or the positions it failed (the others taken).
+   */
+  async callParts(operation: string, work: () => unknown, n: number): Promise<boolean | readonly number[]> {
+    let failedAt: readonly number[] | undefined;
+    const took = await this.call(
+      operation,
+      async () => (await work(), true),
+      undefined,
+      (at) => (failedAt = at),
+    );
+    if (took === true) return true;
+    return failedAt !== undefined && failedAt.length > 0 && failedAt.length < n ? failedAt : false;
+  }
+
+  /**
    * One failed call counts once (the sources' counters sum to the calls that failed): against the
    * source of the first key it carried when it carried several sources' keys (a tick's read).
    */

@@ -11,6 +11,15 @@
  */
 import type { Entry } from './freshness';
 
+/**
+ * The first retry's delay (ms) of an invalidation the store failed to take (./invalidation); it
+ * doubles while the store still fails, up to RETRY_MAX_MS: a replica that makes no other store
+ * call (a mutation worker) learns that the store answers again by its retry only. A retry against
+ * a store whose breaker is open fails without a round trip.
+ */
+export const RETRY_FIRST_MS = 250;
+export const RETRY_MAX_MS = 1_000;
+
 export class UnsentInvalidations {
   /** Key → [the latest time it was invalidated at, its sequence number]. */
   readonly keys = new Map<string, readonly [at: number, seq: number]>();
@@ -57,10 +66,15 @@ export class UnsentInvalidations {
     return { keys: new Map(this.keys), at, tags: new Map(this.tags), clear: this.clear };
   }
 
-  /** Removes what the store took of a snapshot (unless invalidated again since: a newer sequence number). */
-  taken(sent: UnsentSnapshot, keys: boolean, tags: boolean, clear: boolean): void {
+  /**
+   * Removes what the store took of a snapshot (unless invalidated again since: a newer sequence
+   * number). `tags`: taken or not, or the set of those it did not take (a partial failure).
+   */
+  taken(sent: UnsentSnapshot, keys: boolean, tags: boolean | ReadonlySet<string>, clear: boolean): void {
     if (keys) for (const [key, [, seq]] of sent.keys) if (this.keys.get(key)?.[1] === seq) this.keys.delete(key);
-    if (tags) for (const [tag, seq] of sent.tags) if (this.tags.get(tag) === seq) this.tags.delete(tag);
+    if (tags !== false)
+      for (const [tag, seq] of sent.tags)
+        if (this.tags.get(tag) === seq && (tags === true || !tags.has(tag))) this.tags.delete(tag);
     if (clear && this.clear === sent.clear) this.clear = 0;
     this.any = this.clear !== 0 || this.keys.size > 0 || this.tags.size > 0;
   }

@@ -158,8 +158,14 @@ function encodeObject(value: object, out: KeyWriter, path: object[]): UnkeyableA
   let first = true;
   for (const key of keys) {
     const field = record[key];
-    // An absent argument and one set to undefined are the same call (graphql-js never sets undefined).
-    if (field === undefined) continue;
+    // An absent argument and one set to undefined are the same call (graphql-js never sets one, and
+    // omits an input object's unset fields). Deeper, inside a custom scalar's value (a JSON
+    // scalar's `{ a: $unset }` is `{ a: undefined }`), a resolver can tell it from `{}` (`'a' in v`):
+    // nothing faithful to write.
+    if (field === undefined) {
+      if (path.length > 1) return 'unkeyable_args';
+      continue;
+    }
     if (!first && !out.write(',')) return 'args_too_large';
     first = false;
     if (!out.fits(key.length + 3) || !out.write(JSON.stringify(key)) || !out.write(':')) return 'args_too_large';

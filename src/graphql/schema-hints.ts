@@ -74,8 +74,10 @@ function privateInside(schema: GraphQLSchema, type: GraphQLNamedType, seen: Set<
       return `type ${object.name} (which ${type.name} may return)`;
     for (const field of Object.values(object.getFields()) as GraphQLField<unknown, unknown>[]) {
       const hint = fieldHint(field);
+      // A field that resolves itself (a resolver of its own, or @cached: the transform gives it
+      // one) is not read from the cached object: its hint is about its own value, not this one.
+      if (hint.scope === 'PUBLIC' || field.resolve !== undefined || hint.cached === true) continue;
       if (hint.scope === 'PRIVATE') return `field ${object.name}.${field.name}`;
-      if (hint.scope === 'PUBLIC' || field.resolve !== undefined) continue;
       const target = namedType(field.type);
       if (isComposite(target) && typeHint(target).scope === 'PRIVATE') return `type ${target.name}`;
       const inside = privateInside(schema, target, seen);

@@ -319,7 +319,14 @@ class TieredStoreImpl implements TieredStore {
   async invalidateTags(tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return;
     this.#l1.dropTags(tags);
-    await this.#l2.invalidateTags(tags);
+    try {
+      await this.#l2.invalidateTags(tags);
+    } catch (error) {
+      // Part taken (a Cluster master down): the other replicas drop their copies of what was bumped
+      // now (the registry sends only the failed part again), then the failure is told.
+      if (error instanceof StorePartialError) await this.#replicas.publish({ op: 'tags', tags }).catch(() => {});
+      throw error;
+    }
     this.#l1.dropTags(tags);
     await this.#replicas.publish({ op: 'tags', tags });
   }

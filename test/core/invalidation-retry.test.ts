@@ -9,6 +9,7 @@ import { MAX_PENDING_INVALIDATIONS } from '../../src/core/invalidation';
 import { memoryStore } from '../../src/core/memory';
 import type { Store } from '../../src/core/store';
 import { StoreCalls } from '../../src/core/store-calls';
+import { StorePartialError } from '../../src/core/errors';
 import { Observers } from '../../src/core/hooks';
 import type { Counters } from '../../src/core/types';
 import { flush } from '../helpers';
@@ -377,4 +378,44 @@ it('a throw from the retry scheduling never turns a store call that succeeded in
   };
   expect(await calls.call('getMany', async () => ['value'])).toEqual(['value']);
   expect(counters.storeErrors).toBe(0);
+});
+
+it('a partly taken invalidateTags (a Cluster master down: its tags failed) sends only the failed tags again', async () => {
+  const inner = memoryStore();
+  const down = new Set<string>(['T:down']); // the tags of the master that is down
+  const bumps: string[][] = [];
+  const store: Store = {
+    name: 'partial',
+    getSync: inner.getSync.bind(inner),
+    getMany: inner.getMany.bind(inner),
+    setMany: inner.setMany.bind(inner),
+    delete: inner.delete.bind(inner),
+    clear: inner.clear.bind(inner),
+    async invalidateTags(tags) {
+      bumps.push([...tags]);
+      const failedAt = tags.flatMap((tag, i) => (down.has(tag) ? [i] : []));
+      const taken = tags.filter((tag) => !down.has(tag));
+      if (taken.length > 0) await inner.invalidateTags(taken);
+      if (failedAt.length > 0)
+        throw new StorePartialError(new Error('master down'), undefined, 'part of invalidateTags failed', failedAt);
+    },
+  };
+  const cache = createCache({ store, ttl: 60_000 });
+  let fills = 0;
+  const healthy = () => cache.getOrCompute('h', () => (fills++, 'v'), { tags: ['T:up'] });
+  await healthy();
+  await cache.invalidateTags(['T:up', 'T:down']);
+  expect(cache.pendingInvalidations).toEqual({ keys: 0, tags: 1, clear: false }); // T:down only
+  await healthy(); // T:up's bump landed: one fill
+  for (let i = 0; i < 4; i++) {
+    await advance(1_000); // retries: T:down alone, never T:up again
+    await healthy();
+  }
+  expect(bumps.slice(1).every((tags) => tags.length === 1 && tags[0] === 'T:down')).toBe(true);
+  expect(bumps.length).toBeGreaterThan(2);
+  expect(fills).toBe(2); // before: every retry bumped T:up again, a fill after each
+  down.clear();
+  await advance(1_000);
+  expect(cache.pendingInvalidations).toEqual({ keys: 0, tags: 0, clear: false });
+  await cache.close();
 });

@@ -106,6 +106,43 @@ describe('@cached and @cacheControl(scope: PRIVATE)', () => {
     );
   });
 
+  it.each([
+    ['@cached(scope: PRIVATE)', '@cached(ttl: 60, scope: PRIVATE)'],
+    ['@cacheControl(scope: PRIVATE) and a resolver of its own', '@cacheControl(scope: PRIVATE)'],
+  ])(
+    'a field of its type that resolves itself (%s) is not read from the cached value: it stays PUBLIC, shared',
+    async (_why, hint) => {
+      const counter = callCounter();
+      const schema = makeSchema(
+        `${CACHE_CONTROL}
+        type Query { book: Book @cached(ttl: 60) }
+        type Book { title: String, mine: String ${hint} }`,
+        {
+          Query: { book: () => (counter.count('book'), { title: 'T' }) },
+          Book: { mine: (_p: unknown, _a: unknown, ctx: { user: string }) => `${ctx.user}'s` },
+        },
+      );
+      const cache = createCache();
+      cachedDirectiveTransformer(schema, { cache, sessionId: session });
+      const names = await asEach(schema, '{ book { title mine } }', cache);
+      expect(names).toEqual([
+        '{"book":{"title":"T","mine":"alice\'s"}}',
+        '{"book":{"title":"T","mine":"bob\'s"}}',
+        '{"book":{"title":"T","mine":"alice\'s"}}',
+      ]);
+      expect(counter.calls.book).toBe(1); // one value for every viewer
+      // No sessionId needed for Query.book (before: a build error naming a @cacheControl not there).
+      const again = makeSchema(
+        `${CACHE_CONTROL} type Query { book: Book @cached(ttl: 60) } type Book { mine: String ${hint} }`,
+        {
+          Book: { mine: () => 'x' },
+        },
+      );
+      if (hint.startsWith('@cached')) expect(() => cachedDirectiveTransformer(again, { cache })).toThrow(/Book\.mine/);
+      else expect(() => cachedDirectiveTransformer(again, { cache })).not.toThrow();
+    },
+  );
+
   it("the field's own @cacheControl(scope: PUBLIC) keeps it shared, as Apollo's rule does", async () => {
     const { schema, calls } = viewerSchema('me: User @cached(ttl: 60) @cacheControl(scope: PUBLIC)');
     cachedDirectiveTransformer(schema, { cache: createCache() });
