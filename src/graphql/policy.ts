@@ -66,7 +66,7 @@ export function withHintedScope(
   if (scoped.scope === 'PRIVATE' && !hasSession) {
     throw buildError(
       hinted
-        ? `@cached on ${where} is PRIVATE: @cacheControl(scope: PRIVATE) on ${privateBy} says its value is the viewer's. It needs the "sessionId" option (a function of the context returning the viewer's session id), or @cached(scope: PUBLIC) if the value is the same for every viewer`
+        ? `@cached on ${where} is PRIVATE: ${privateBy} says its value is the viewer's. It needs the "sessionId" option (a function of the context returning the viewer's session id), or @cached(scope: PUBLIC) if the value is the same for every viewer`
         : `@cached(scope: PRIVATE) on ${where} needs the "sessionId" option (a function of the context returning the viewer's session id)`,
     );
   }

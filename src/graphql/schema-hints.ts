@@ -71,15 +71,16 @@ function privateInside(schema: GraphQLSchema, type: GraphQLNamedType, seen: Set<
   for (const object of objects) {
     // A type an interface or union inside the value may return, PRIVATE by its own hint.
     if (object !== type && typeHint(object).scope === 'PRIVATE')
-      return `type ${object.name} (which ${type.name} may return)`;
+      return `${CACHE_CONTROL_PRIVATE} on type ${object.name} (which ${type.name} may return)`;
     for (const field of Object.values(object.getFields()) as GraphQLField<unknown, unknown>[]) {
       const hint = fieldHint(field);
-      // A field that resolves itself (a resolver of its own, or @cached: the transform gives it
-      // one) is not read from the cached object: its hint is about its own value, not this one.
-      if (hint.scope === 'PUBLIC' || field.resolve !== undefined || hint.cached === true) continue;
-      if (hint.scope === 'PRIVATE') return `field ${object.name}.${field.name}`;
+      // PRIVATE even with a resolver of its own (or @cached): it may read the cached object (a
+      // trivial `(user) => user.email`, the default resolver under @cached), so the value is the viewer's.
+      if (hint.scope === 'PRIVATE') return `${said(hint)} on field ${object.name}.${field.name}`;
+      if (hint.scope === 'PUBLIC' || field.resolve !== undefined) continue;
       const target = namedType(field.type);
-      if (isComposite(target) && typeHint(target).scope === 'PRIVATE') return `type ${target.name}`;
+      if (isComposite(target) && typeHint(target).scope === 'PRIVATE')
+        return `${CACHE_CONTROL_PRIVATE} on type ${target.name}`;
       const inside = privateInside(schema, target, seen);
       if (inside !== undefined) return inside;
     }
@@ -99,13 +100,14 @@ export function privateByCacheControl(
   coordinate: string,
 ): string | undefined {
   const own = fieldHint(field).scope;
-  if (own === 'PRIVATE') return `field ${coordinate}`;
+  if (own === 'PRIVATE') return `${CACHE_CONTROL_PRIVATE} on field ${coordinate}`;
   if (own === 'PUBLIC') return undefined; // @cacheControl(scope: PUBLIC) on the field: the author's word
   const target = namedType(field.type);
-  if (isComposite(target) && typeHint(target).scope === 'PRIVATE') return `type ${target.name}`;
+  if (isComposite(target) && typeHint(target).scope === 'PRIVATE')
+    return `${CACHE_CONTROL_PRIVATE} on type ${target.name}`;
   if (isAbstract(target)) {
     const possible = privatePossibleType(schema, target);
-    if (possible !== undefined) return `type ${possible} (which ${target.name} may return)`;
+    if (possible !== undefined) return `${CACHE_CONTROL_PRIVATE} on type ${possible} (which ${target.name} may return)`;
   }
   // The cached value is the object the resolver returned: the fields read from it are in it.
   return privateInside(schema, target, new Set());
@@ -122,7 +124,7 @@ export function privateTypeHint(type: GraphQLNamedType): boolean {
  * not PRIVATE by its hints.
  */
 export function privateEntityHint(schema: GraphQLSchema, type: GraphQLObjectType): string | undefined {
-  if (typeHint(type).scope === 'PRIVATE') return `type ${type.name}`;
+  if (typeHint(type).scope === 'PRIVATE') return `${CACHE_CONTROL_PRIVATE} on type ${type.name}`;
   return privateInside(schema, type, new Set());
 }
 
@@ -142,6 +144,15 @@ export interface Hint {
   swr?: number;
   /** The field has @cached (its scope, left out, is read as the field layer reads it: privateByCacheControl). */
   cached?: boolean;
+  /** Which directive said PRIVATE (for messages). */
+  privateBy?: 'cacheControl' | 'cached';
+}
+
+const CACHE_CONTROL_PRIVATE = '@cacheControl(scope: PRIVATE)';
+
+/** The directive that made `hint` PRIVATE, as a message names it. */
+function said(hint: Hint): string {
+  return hint.privateBy === 'cached' ? '@cached(scope: PRIVATE)' : CACHE_CONTROL_PRIVATE;
 }
 
 /**
@@ -207,8 +218,10 @@ function hintOf(directives: readonly DirectiveNode[] | undefined): Hint {
       else if (argName === 'ttl' && value.kind === 'IntValue') hint.ttl = Number(value.value);
       else if (argName === 'swr' && value.kind === 'IntValue') hint.swr = Number(value.value);
       // An enum in SDL; a string in extensions.directives (its internal value: see directive-nodes).
-      else if (argName === 'scope' && isName(value) && value.value === 'PRIVATE') hint.scope = 'PRIVATE';
-      else if (argName === 'scope' && isName(value) && value.value === 'PUBLIC') hint.scope ??= 'PUBLIC';
+      else if (argName === 'scope' && isName(value) && value.value === 'PRIVATE') {
+        hint.privateBy ??= name;
+        hint.scope = 'PRIVATE';
+      } else if (argName === 'scope' && isName(value) && value.value === 'PUBLIC') hint.scope ??= 'PUBLIC';
       else if (
         argName === 'inheritMaxAge' &&
         value.kind === 'BooleanValue' &&
