@@ -517,7 +517,7 @@ async function fleet(url: string, replicas: number): Promise<void> {
     );
     console.log(`
   local single-flight only: each replica fills once per batch of keys (lock: false).
-  redis fill lock: one replica fills each key; the others poll Redis for its value.`);
+  redis fill lock: one replica fills each key; the others wait for its value (woken by its announcement).`);
     const cleanup = await connectRedis(url);
     const stale = await scanKeys(cleanup, `${run}:*`);
     if (stale.length > 0) await cleanup.unlink(...stale);
