@@ -27,6 +27,19 @@ export interface YogaResponsePayload {
 
 export class CacheControlHeaders {
   readonly #byRequest = new WeakMap<object, Noted>();
+  /** Operation contexts that noted a policy (see ended), and how many per HTTP request. */
+  readonly #noted = new WeakSet<object>();
+  readonly #operations = new WeakMap<object, number>();
+  /** A batch's operations by request (see expect). */
+  readonly #expected = new WeakMap<object, number>();
+
+  /**
+   * The request holds a batch of `n` operations (Yoga's parsed params): one Yoga turns away before
+   * its handling (an entry that is no object) notes nothing, and the batch is then not cacheable.
+   */
+  expect(request: object, n: number): void {
+    this.#expected.set(request, n);
+  }
 
   /**
    * Notes one operation's policy (undefined: not cacheable) for the HTTP request of `context`;
@@ -39,10 +52,23 @@ export class CacheControlHeaders {
   ): void {
     const request = requestOf(context);
     if (request === undefined) return;
+    if (!this.#noted.has(context as object)) {
+      this.#noted.add(context as object);
+      this.#operations.set(request, (this.#operations.get(request) ?? 0) + 1);
+    }
     const noted: Noted =
       policy === undefined || !(policy.maxAge > 0) ? 'no-store' : { maxAge: policy.maxAge, scope: policy.scope, age };
     const before = this.#byRequest.get(request);
     this.#byRequest.set(request, before === undefined ? noted : strictest(before, noted));
+  }
+
+  /**
+   * One operation's handling ended (Yoga's params handler): one that noted nothing never reached
+   * its execution (a syntax or validation error, an unknown operation name, a subscription, a
+   * malformed entry of a batch), and its result is never cacheable: a batch holding it is not.
+   */
+  ended(context: unknown): void {
+    if (context !== null && typeof context === 'object' && !this.#noted.has(context)) this.note(context, undefined);
   }
 
   /** Writes the header for the request's operations, unless one is set already. */
@@ -55,7 +81,8 @@ export class CacheControlHeaders {
     // A response that failed after its operations noted their policies (a plugin that threw
     // after the execution: Yoga answers 500) is never cacheable, whatever they allowed.
     const status = response.status;
-    if (noted === 'no-store' || (status !== undefined && (status < 200 || status > 299))) {
+    const short = (this.#operations.get(request) ?? 0) < (this.#expected.get(request) ?? 0);
+    if (noted === 'no-store' || short || (status !== undefined && (status < 200 || status > 299))) {
       headers.set('cache-control', 'no-store');
       return;
     }

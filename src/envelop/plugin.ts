@@ -67,6 +67,9 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
   options: UseHerdcacheOptions<TContext>,
 ): Plugin<TContext> & {
   onResponse?(payload: YogaResponsePayload): void;
+  onRequestParse?(payload: { request: object }): {
+    onRequestParseDone(payload: { requestParserResult: unknown }): void;
+  };
   onParams?(payload: YogaParamsPayload): void;
 } {
   checkPluginOptions(options, 'useHerdcache', PLUGIN_OPTIONS);
@@ -107,6 +110,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
             setParamsHandler((payload) => {
               const ended = () => {
                 if (payload.context !== null && typeof payload.context === 'object') unfinished!.end(payload.context);
+                headers.ended(payload.context);
               };
               let handled: unknown;
               try {
@@ -128,6 +132,12 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
               );
             });
           },
+          // A batch: how many operations its response holds (see CacheControlHeaders.expect).
+          onRequestParse: ({ request }: { request: object }) => ({
+            onRequestParseDone: ({ requestParserResult }: { requestParserResult: unknown }) => {
+              if (Array.isArray(requestParserResult)) headers.expect(request, requestParserResult.length);
+            },
+          }),
           onResponse: (payload: YogaResponsePayload) => {
             unfinished!.end(payload.request);
             headers.write(payload);
