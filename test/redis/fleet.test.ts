@@ -95,8 +95,10 @@ it(`${REPLICAS} processes x 500 concurrent loads of one cold key: exactly one fi
     expect(result.metrics.lockTimeouts).toBe(0);
   }
   expect(results.reduce((sum, r) => sum + r.metrics.fills!, 0)).toBe(1);
-  // In each process, 500 loads became one flight: 499 coalesced at least.
-  for (const result of results) expect(result.metrics.coalesced).toBeGreaterThanOrEqual(499);
+  // In each process, 500 loads became one flight (499 coalesced at least), or, for a replica that
+  // started them after the fill landed (a starved process: CI beside two CPU hogs), were answered
+  // by the stored value: never a fill of their own.
+  for (const result of results) expect(result.metrics.coalesced! + result.metrics.hits!).toBeGreaterThanOrEqual(499);
   // The replicas really raced: at least one found the lock held by another and waited for its value.
   expect(results.reduce((sum, r) => sum + r.metrics.lockContended!, 0)).toBeGreaterThanOrEqual(1);
 }, 60_000);
