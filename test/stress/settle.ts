@@ -32,6 +32,7 @@ import {
   type Store,
 } from '../../src/core';
 import { redisStore, tieredStore } from '../../src/redis';
+import { StorePartialError } from '../../src/core/errors';
 
 export type StressStore = 'memory' | 'redis' | 'tiered' | 'flaky';
 
@@ -406,7 +407,11 @@ export async function settleStress(options: StressOptions): Promise<StressReport
         'invalidate',
         cache.invalidate(chance(0.5) ? `c:${keyOf()}` : [pick(loaders).storeKey(keyOf()), `c:${keyOf()}`]),
       ),
-    () => track('invalidateTags', cache.invalidateTags([`T:${Math.floor(random() * 3)}`])),
+    () => {
+      // One tag, or two (which the flaky store may take only in part: a Cluster master down).
+      const tag = Math.floor(random() * 3);
+      track('invalidateTags', cache.invalidateTags(chance(0.5) ? [`T:${tag}`] : [`T:${tag}`, `T:${(tag + 1) % 3}`]));
+    },
     () => {
       // Rarely: a whole clear, abandoning every fill in flight (on the flaky store, maybe retried).
       if (chance(0.2)) track('clear', cache.clear());
@@ -487,7 +492,21 @@ function flaky(inner: Store, failures: { on: boolean; random: () => number }): S
     getMany: (keys) => maybe('getMany', () => inner.getMany(keys)),
     setMany: (writes) => maybe('setMany', () => inner.setMany(writes)),
     delete: (keys, options) => maybe('delete', () => inner.delete(keys, options)),
-    invalidateTags: (tags) => maybe('invalidateTags', () => inner.invalidateTags!(tags)),
+    // Several tags: sometimes only the first taken, the rest failed (StorePartialError, as a
+    // Cluster whose master of the others is down): the registry sends the failed part again.
+    invalidateTags: async (tags) => {
+      if (failures.on && tags.length > 1 && failures.random() < 0.1) {
+        await inner.invalidateTags!(tags.slice(0, 1));
+        const failedAt = tags.slice(1).map((_, i) => i + 1);
+        throw new StorePartialError(
+          new Error('flaky store: part of invalidateTags failed'),
+          undefined,
+          'partial',
+          failedAt,
+        );
+      }
+      return maybe('invalidateTags', () => inner.invalidateTags!(tags));
+    },
     clear: () => maybe('clear', () => inner.clear()),
   };
 }
