@@ -76,12 +76,14 @@ export class CacheControlHeaders {
     const noted = this.#byRequest.get(request);
     if (noted === undefined) return;
     this.#byRequest.delete(request);
+    const short = (this.#operations.get(request) ?? 0) < (this.#expected.get(request) ?? 0);
+    this.#operations.delete(request);
+    this.#expected.delete(request);
     const headers = response.headers;
     if (headers.has('cache-control')) return;
     // A response that failed after its operations noted their policies (a plugin that threw
     // after the execution: Yoga answers 500) is never cacheable, whatever they allowed.
     const status = response.status;
-    const short = (this.#operations.get(request) ?? 0) < (this.#expected.get(request) ?? 0);
     if (noted === 'no-store' || short || (status !== undefined && (status < 200 || status > 299))) {
       headers.set('cache-control', 'no-store');
       return;

@@ -251,7 +251,7 @@ export class ResponseEngine {
     // Its client gone (a batch whose other operation led, cancelled with it), it does not contend
     // again: the execution it would lead for the others would be cancelled as well. Nor does a
     // signed-in viewer after a result made stricter at run time (a viewer's answer made PRIVATE):
-    // leading, it would make that one unshareable too; the anonymous waiters share one execution.
+    // its key's waiters are all signed in, and each one leading would be made PRIVATE too.
     if (value === UNSHAREABLE || value === STRICTER)
       return again &&
         !this.#waiting.lent(plan.request.context) &&

@@ -99,8 +99,9 @@ export function privateByCacheControl(
   field: GraphQLField<unknown, unknown>,
   coordinate: string,
 ): string | undefined {
-  const own = fieldHint(field).scope;
-  if (own === 'PRIVATE') return `${CACHE_CONTROL_PRIVATE} on field ${coordinate}`;
+  const hint = fieldHint(field);
+  const own = hint.scope;
+  if (own === 'PRIVATE') return `${said(hint)} on field ${coordinate}`;
   if (own === 'PUBLIC') return undefined; // @cacheControl(scope: PUBLIC) on the field: the author's word
   const target = namedType(field.type);
   if (isComposite(target) && typeHint(target).scope === 'PRIVATE')

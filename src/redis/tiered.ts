@@ -324,7 +324,10 @@ class TieredStoreImpl implements TieredStore {
     } catch (error) {
       // Part taken (a Cluster master down): the other replicas drop their copies of what was bumped
       // now (the registry sends only the failed part again), then the failure is told.
-      if (error instanceof StorePartialError) await this.#replicas.publish({ op: 'tags', tags }).catch(() => {});
+      if (error instanceof StorePartialError) {
+        this.#l1.dropTags(tags); // what a read copied from L2 meanwhile, as after a bump taken whole
+        await this.#replicas.publish({ op: 'tags', tags }).catch(() => {});
+      }
       throw error;
     }
     this.#l1.dropTags(tags);
