@@ -49,27 +49,37 @@ export async function startLocalCluster(label: string, options: LocalClusterOpti
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    for (let i = 0; i < 3 * (1 + replicas); i++) {
+    // A free port (or bus port) can be taken by another process between freePort() and the
+    // server's bind (other suites start servers in parallel): then the node starts again on others.
+    const startNode = async (): Promise<RedisServer> => {
       const port = await freePort();
       // The bus port defaults to port + 10000, which may be taken or past 65535: pick one.
       const busPort = await freePort();
-      nodes.push(
-        await startRedisServer({
-          port,
-          extraArgs: [
-            '--cluster-enabled',
-            'yes',
-            '--cluster-port',
-            String(busPort),
-            '--cluster-config-file',
-            join(dir, `nodes-${port}.conf`),
-            '--dir',
-            dir,
-            ...(options.nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(options.nodeTimeout)]),
-            ...(options.extraArgs ?? []),
-          ],
-        }),
-      );
+      return startRedisServer({
+        port,
+        extraArgs: [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-port',
+          String(busPort),
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--dir',
+          dir,
+          ...(options.nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(options.nodeTimeout)]),
+          ...(options.extraArgs ?? []),
+        ],
+      });
+    };
+    for (let i = 0; i < 3 * (1 + replicas); i++) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          nodes.push(await startNode());
+          break;
+        } catch (error) {
+          if (attempt >= 3 || !/exited before listening/.test(String(error))) throw error;
+        }
+      }
     }
     await run(
       'redis-cli',
