@@ -81,10 +81,7 @@ export class LoadPath {
     this.#refreshes = new Refreshes(flights, this.#queue, maxRefreshes, options.clock);
   }
 
-  /**
-   * A load: hit, else join the key's flight, else start one. With a synchronous store a hit costs one map lookup,
-   * one clock read and no allocation: the entry's settled promise is made once.
-   */
+  /** A load: hit (from a synchronous store: a map lookup, a clock read, no allocation), else join or start a flight. */
   load<V>(
     source: Source,
     key: string,
@@ -96,7 +93,7 @@ export class LoadPath {
   ): Promise<V> {
     const entry = this.peek(source, key, arg, policy, sink);
     if (entry !== undefined) return fulfilled(entry) as Promise<V>;
-    return this.#miss<V>(source, key, arg, policy, signal, sink, false, own);
+    return this.#miss<V>(source, key, arg, policy, signal, sink, false, own, 0, policy.ttl !== 0);
   }
 
   /** The synchronous hit (Registry._peek); read through `slot` when the store keeps slots (Store.readSlot). */
@@ -195,6 +192,7 @@ export class LoadPath {
     counted: boolean,
     own = false,
     restarts = 0,
+    readNow = false, // the store was read for it in this step (load's peek): see FillPipeline.fillsNow
   ): Promise<V> {
     if (this.closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
     if (signal?.aborted) return rejected(signal.reason);
@@ -238,11 +236,14 @@ export class LoadPath {
       if (policy.lateTags === true) flight.lateTags = true;
       if (restarts > 0) flight.restarts = restarts;
       const item: Item = { source, key, flight, arg, policy, sink, tags, counted };
-      this.#queue.enqueue(item);
+      const now = signal === undefined && readNow && policy.lateTags === true && this.#pipeline.fillsNow;
+      if (!now) this.#queue.enqueue(item);
       // The starter shares (or owns) first: its retry is made of its Item (no closure per key).
-      if (signal === undefined)
-        return (own ? flight.own(this.#retryItem, item) : flight.share(this.#retryItem, item)) as Promise<V>;
-      return this.#wait<V>(flight, source, key, arg, policy, signal, sink, true);
+      if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink, true);
+      const shared = (own ? flight.own(this.#retryItem, item) : flight.share(this.#retryItem, item)) as Promise<V>;
+      if (now)
+        this.#pipeline.fillNow(item).catch((error: unknown) => this.#flights.failUnsettled([item.flight], error));
+      return shared;
     }
     if (signal !== undefined) return this.#wait<V>(flight, source, key, arg, policy, signal, sink);
     flight.joinedBy(source, arg, policy);
@@ -297,10 +298,9 @@ export class LoadPath {
   }
 
   /**
-   * A flight's retry (see #wait), for its starter and the callers that joined it without a signal:
-   * with the latest such joiner's fill when its source and policy are the starter's (the starter's
-   * may be the stuck one an invalidation freed them from: docs/core.md), else the starter's. Not
-   * for late-tagged flights: the response layer re-executes apart for its waiters, by its rules.
+   * A flight's retry (see #wait), for its starter and joiners without a signal: with the latest such
+   * joiner's fill when its source and policy are the starter's (the starter's may be the stuck one
+   * an invalidation freed them from: docs/core.md), else the starter's. Not for late-tagged flights.
    */
   readonly #retryItem = (item: Item): Promise<unknown> => {
     const flight = item.flight;
@@ -312,12 +312,11 @@ export class LoadPath {
   };
 
   /**
-   * A caller arriving during a background refresh on a store read asynchronously (Redis): the entry
-   * the refresh replaces was read before it, and an invalidation on another replica since reaches
-   * no flight here. So the caller reads the store first (the pipeline answers a probe Item: a value,
-   * or a stale one, or on a failed read the replaced entry), and only when it holds nothing usable
-   * joins the refresh (#afterProbe). Callers of one tick share one probe; a dispatch ends sharing
-   * (a read under way may predate an invalidation a later caller saw return).
+   * A caller arriving during a background refresh on a store read asynchronously (Redis), where an
+   * invalidation on another replica since the replaced entry's read reaches no flight: it reads the
+   * store first (a probe Item: a value, a stale one, or on a failed read the replaced entry), and
+   * joins the refresh only when that holds nothing usable (#afterProbe). Callers of one tick share
+   * one probe; a dispatch ends sharing (a read under way may predate an invalidation seen since).
    */
   #probe<V>(
     source: Source,

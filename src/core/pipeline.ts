@@ -58,6 +58,13 @@ export class FillPipeline {
   readonly #clocked: boolean;
   /** Its reads take a round trip (not a getSync seeing the whole store): a caller may come during one. */
   readonly #readsAsync: boolean;
+  /**
+   * A late-tagged miss (the response layer's) is filled in the step its store was read, not at the
+   * tick (fillNow): a store read wholly and synchronously (getSync, not an L1 nor a peekSync copy),
+   * without a fill lock or tag clock: the memory store. No other flight of the key runs, so nothing
+   * lands before the tick's read, which would find the same miss. Loaders' keys wait to be batched.
+   */
+  readonly fillsNow: boolean;
 
   constructor(host: PipelineHost) {
     this.#host = host;
@@ -70,6 +77,8 @@ export class FillPipeline {
     this.#locks = new LockWait(host, this.#fills);
     this.#clocked = hasTagClock(host.store);
     this.#readsAsync = this.#getSync === undefined || host.store.getSyncComplete === false;
+    const { store } = host;
+    this.fillsNow = !this.#readsAsync && store.peekSync === undefined && store.lock === undefined && !this.#clocked;
   }
 
   /**
@@ -138,6 +147,12 @@ export class FillPipeline {
       ),
       this.#locks.lockAndFill(locking, begun),
     ]);
+  }
+
+  /** A miss filled at once, its store read in this same step (see fillsNow): one key, no read, no tick. */
+  fillNow(item: Item): Promise<void> {
+    this.#host.settled(item, 'misses');
+    return this.#fills.fill([item], undefined, 'none');
   }
 
   /**

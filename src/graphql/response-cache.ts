@@ -199,9 +199,10 @@ export class ResponseEngine {
     // Until answered, this request's context is one a re-execution of the key may run with. A hit
     // answered in the same step (counted already) waits for nothing: no Map write on that path.
     const context = plan.request.context;
-    const waited = sink.outcome === 'hits' ? undefined : this.#waiting.wait(plan.key, context);
+    const waits = sink.outcome !== 'hits';
+    if (waits) this.#waiting.wait(plan.key, context);
     const firstOutcome = await first;
-    waited?.();
+    if (waits) this.#waiting.end(plan.key, context);
     if (firstOutcome === STARTED) {
       // Resolves once the registry has the result (its write issued): a read after this request's
       // response finds it.

@@ -6,20 +6,31 @@
  * run what the first read, maybe before an invalidation.
  */
 export class WaitingContexts {
-  /** Per key, the contexts of the requests waiting for it. */
-  readonly #waiting = new Map<string, Set<unknown>>();
+  /**
+   * Per key, the context of the request waiting for it, or (several) a Several of them. Most keys
+   * have one waiter, the request that executes it: no Set made for it, nor an identity hash for
+   * its context (a Set's key needs one: an allocation per request).
+   */
+  readonly #waiting = new Map<string, unknown>();
   /** Contexts lent to a run apart: each is lent once. */
   readonly #lent = new WeakSet<object>();
 
-  /** Notes `context` as waiting for `key`; the returned function ends its wait. */
-  wait(key: string, context: unknown): () => void {
-    let waiters = this.#waiting.get(key);
-    if (waiters === undefined) this.#waiting.set(key, (waiters = new Set()));
-    waiters.add(context);
-    const set = waiters;
-    return () => {
-      if (set.delete(context) && set.size === 0 && this.#waiting.get(key) === set) this.#waiting.delete(key);
-    };
+  /** Notes `context` as waiting for `key`, until end(key, context) or a lend takes it. */
+  wait(key: string, context: unknown): void {
+    const waiting = this.#waiting.get(key);
+    if (waiting === undefined) {
+      if (!this.#waiting.has(key)) this.#waiting.set(key, context);
+      else if (context !== undefined) this.#waiting.set(key, new Several([undefined, context]));
+    } else if (waiting instanceof Several) waiting.add(context);
+    else if (waiting !== context) this.#waiting.set(key, new Several([waiting, context]));
+  }
+
+  /** Ends the wait of `context` for `key` (nothing if a lend took it). */
+  end(key: string, context: unknown): void {
+    const waiting = this.#waiting.get(key);
+    if (waiting instanceof Several) {
+      if (waiting.delete(context) && waiting.size === 0) this.#waiting.delete(key);
+    } else if (waiting === context && this.#waiting.has(key)) this.#waiting.delete(key);
   }
 
   /** Whether a request waits for `key` (besides those that ended their wait). */
@@ -46,16 +57,19 @@ export class WaitingContexts {
     let context = own;
     if (context === undefined || this.#lent.has(context as object)) {
       context = undefined;
-      const waiters = this.#waiting.get(key);
-      if (waiters !== undefined) {
-        for (const candidate of waiters) {
-          waiters.delete(candidate);
+      const waiting = this.#waiting.get(key);
+      if (waiting instanceof Several) {
+        for (const candidate of waiting) {
+          waiting.delete(candidate);
           if (!this.#lent.has(candidate as object)) {
             context = candidate;
             break;
           }
         }
-        if (waiters.size === 0) this.#waiting.delete(key); // its waiters' own ends find nothing left
+        if (waiting.size === 0) this.#waiting.delete(key); // its waiters' own ends find nothing left
+      } else if (this.#waiting.has(key)) {
+        this.#waiting.delete(key);
+        if (!this.#lent.has(waiting as object)) context = waiting;
       }
       if (context === undefined) return undefined;
     }
@@ -63,3 +77,6 @@ export class WaitingContexts {
     return context;
   }
 }
+
+/** Several requests' contexts waiting for one key (a class: a context that is a Set stays one context). */
+class Several extends Set<unknown> {}

@@ -6,7 +6,7 @@ import { LateTagged } from '../../src/core/late-tags';
 import { memoryStore } from '../../src/core/memory';
 import type { Store } from '../../src/core/store';
 import { redisStore } from '../../src/redis';
-import { deferred, flush } from '../helpers';
+import { asyncStore, countingStore, deferred, flush } from '../helpers';
 import { connect, randomPrefix } from '../redis/helpers';
 import type Redis from 'ioredis';
 
@@ -22,6 +22,38 @@ const lateLoad = (cache: ReturnType<typeof createCache>, key: string, fill: () =
   const c = cache._computation({ ttl: 60_000, label: 'response' });
   return cache._load<unknown>(c.source, key, fill, { ...c.policy, lateTags: true }, undefined, undefined);
 };
+
+describe('a late-tagged miss on a store read wholly and synchronously is filled in the step that read it', () => {
+  it('memory: its fill starts before the load returns, with no second read at the tick; a load of the key in the same step joins it', async () => {
+    const { store, calls } = countingStore(memoryStore());
+    const cache = createCache({ store });
+    let fills = 0;
+    const fill = () => new LateTagged({ n: ++fills }, ['User:1']);
+    const first = lateLoad(cache, 'k', fill);
+    expect(fills).toBe(1);
+    const second = lateLoad(cache, 'k', fill);
+    expect(await Promise.all([first, second])).toEqual([{ n: 1 }, { n: 1 }]);
+    expect(fills).toBe(1);
+    expect(calls.getMany).toBe(0);
+    expect(await lateLoad(cache, 'k', fill)).toEqual({ n: 1 }); // written: a hit
+    expect(cache.metrics().sources.response).toMatchObject({ misses: 1, coalesced: 1, hits: 1, fills: 1 });
+  });
+
+  it('not on a store without getSync, nor with a fill lock (Redis), nor for keys that are not late-tagged: they wait for the tick', async () => {
+    for (const store of [asyncStore(memoryStore()).store, redisStore({ client, prefix: randomPrefix('late-now') })]) {
+      const cache = createCache({ store });
+      let fills = 0;
+      const pending = lateLoad(cache, 'k', () => new LateTagged({ n: ++fills }, ['User:1']));
+      expect(fills).toBe(0);
+      expect(await pending).toEqual({ n: 1 });
+    }
+    const cache = createCache();
+    let fills = 0;
+    const pending = cache.getOrCompute('k', () => ++fills, { ttl: 60_000 });
+    expect(fills).toBe(0);
+    expect(await pending).toBe(1);
+  });
+});
 
 describe.each([
   ['memory', () => undefined],
