@@ -242,5 +242,5 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
 function responseEngine(options: HerdcachePluginOptions<any>): ResponseEngine | undefined {
   const { responseCache } = options;
   if (responseCache === undefined || responseCache === false) return undefined;
-  return new ResponseEngine(options.cache, responseCache);
+  return new ResponseEngine(options.cache, responseCache, 'herdcachePlugin()');
 }

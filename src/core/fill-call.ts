@@ -26,25 +26,27 @@ export function callersOf(items: readonly Item[]): number {
   return n;
 }
 
-/** A fill call as the wrapFill hook sees it (FillInfo), and the call itself. */
+/**
+ * A fill call as the wrapFill hook sees it (FillInfo): its own enumerable fields are FillInfo's
+ * (`callers` and `signal` are read when asked: getters); the call itself is kept apart.
+ */
 export class WrappedFill implements FillInfo {
   readonly source: string;
   readonly keys: readonly string[];
   readonly background: boolean;
   failures = 0;
+  readonly lock: LockOutcome;
+  readonly #source: Source;
   readonly #items: Item[];
   readonly #run: FillSignal;
   #call: Promise<unknown[]> | undefined;
 
-  constructor(
-    readonly sourceOf: Source,
-    items: Item[],
-    run: FillSignal,
-    readonly lock: LockOutcome,
-  ) {
-    this.source = sourceOf.name;
+  constructor(source: Source, items: Item[], run: FillSignal, lock: LockOutcome) {
+    this.source = source.name;
     this.keys = items.map((item) => item.key);
     this.background = items.every((item) => item.flight.background);
+    this.lock = lock;
+    this.#source = source;
     this.#items = items;
     this.#run = run;
   }
@@ -58,23 +60,23 @@ export class WrappedFill implements FillInfo {
   }
 
   /** The call, started once whoever asks first (the wrapper, or the pipeline when the wrapper did not). */
-  readonly call = (): Promise<unknown[]> =>
-    (this.#call ??= runGroup(this.sourceOf, this.#items, this.#run).then((results) => {
+  readonly #start = (): Promise<unknown[]> =>
+    (this.#call ??= runGroup(this.#source, this.#items, this.#run).then((results) => {
       for (const result of results) if (result instanceof Failure) this.failures++;
       return results;
     }));
-}
 
-/** Runs a fill call through the wrapFill hook: the results are the call's own, whatever the hook does. */
-export function wrapped(wrap: NonNullable<CacheHooks['wrapFill']>, fill: WrappedFill): Promise<unknown[]> {
-  try {
-    const out = wrap(fill.call, fill);
-    if (out !== null && typeof out === 'object' && typeof (out as Promise<unknown>).then === 'function')
-      (out as Promise<unknown>).then(undefined, ignore);
-  } catch {
-    // Observers never break loads.
+  /** Runs the call through the wrapFill hook: the results are the call's own, whatever the hook does. */
+  static wrapped(wrap: NonNullable<CacheHooks['wrapFill']>, fill: WrappedFill): Promise<unknown[]> {
+    try {
+      const out = wrap(fill.#start, fill);
+      if (out !== null && typeof out === 'object' && typeof (out as Promise<unknown>).then === 'function')
+        (out as Promise<unknown>).then(undefined, ignore);
+    } catch {
+      // Observers never break loads.
+    }
+    return fill.#start();
   }
-  return fill.call();
 }
 
 function ignore(): void {}

@@ -16,7 +16,7 @@ import { countOn } from './metrics';
 import { storesValues } from './options';
 import type { Store, StoreWrite } from './store';
 import type { StoreCalls } from './store-calls';
-import { WrappedFill, callersOf, runGroup, wrapped } from './fill-call';
+import { WrappedFill, callersOf, runGroup } from './fill-call';
 
 /** What the fill step needs from the registry. */
 export interface FillWriteDeps {
@@ -148,7 +148,7 @@ export class FillWrite {
     const wrap = this.#observers.current.wrapFill;
     const results = await (wrap === undefined
       ? runGroup(source, items, run)
-      : wrapped(wrap, new WrappedFill(source, items, run, lockOutcome)));
+      : WrappedFill.wrapped(wrap, new WrappedFill(source, items, run, lockOutcome)));
     const duration = performance.now() - started;
     // A late-tagged value one of whose tags was invalidated while it ran (its fill did not ask:
     // internal invalidatedLate): abandoned now, not written, its callers start over (late-tags).

@@ -74,7 +74,13 @@ export class CacheControlHeaders {
   /** Writes the header for the request's operations, unless one is set already. */
   write({ request, response }: YogaResponsePayload): void {
     const noted = this.#byRequest.get(request);
-    if (noted === undefined) return;
+    if (noted === undefined) {
+      // No operation got as far as this plugin's hooks: a plugin before it turned the request away
+      // (APQ's PersistedQueryNotFound, 404). An error status is never cacheable.
+      if (!isOk(response.status) && !response.headers.has('cache-control'))
+        response.headers.set('cache-control', 'no-store');
+      return;
+    }
     this.#byRequest.delete(request);
     const short = (this.#operations.get(request) ?? 0) < (this.#expected.get(request) ?? 0);
     this.#operations.delete(request);
@@ -83,14 +89,18 @@ export class CacheControlHeaders {
     if (headers.has('cache-control')) return;
     // A response that failed after its operations noted their policies (a plugin that threw
     // after the execution: Yoga answers 500) is never cacheable, whatever they allowed.
-    const status = response.status;
-    if (noted === 'no-store' || short || (status !== undefined && (status < 200 || status > 299))) {
+    if (noted === 'no-store' || short || !isOk(response.status)) {
       headers.set('cache-control', 'no-store');
       return;
     }
     headers.set('cache-control', `max-age=${noted.maxAge}, ${noted.scope === 'PRIVATE' ? 'private' : 'public'}`);
     if (noted.age !== undefined && !headers.has('age')) headers.set('age', String(noted.age));
   }
+}
+
+/** A 2xx status (or none said: Yoga's default, 200). */
+function isOk(status: number | undefined): boolean {
+  return status === undefined || (status >= 200 && status <= 299);
 }
 
 function strictest(a: Noted, b: Noted): Noted {

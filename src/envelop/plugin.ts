@@ -76,7 +76,7 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
   const engine =
     options.responseCache === undefined || options.responseCache === false
       ? undefined
-      : new ResponseEngine(options.cache, options.responseCache);
+      : new ResponseEngine(options.cache, options.responseCache, 'useHerdcache()');
   // Yoga only (its onResponse hook): the response layer's Cache-Control header, as Apollo's.
   const headers = engine === undefined ? undefined : new CacheControlHeaders();
   // Yoga only (its onParams and onResponse hooks): executions never handed over are, as failed (see ./unfinished).

@@ -57,7 +57,7 @@ export interface CachedDirectiveOptions<TContext = any> {
    * warned of once per transform (process.emitWarning, HERDCACHE_SESSION_ID). Required when any
    * field is PRIVATE.
    */
-  sessionId?: (context: TContext) => string | number | null | undefined;
+  sessionId?: (context: TContext) => string | number | bigint | false | null | undefined;
   /**
    * Parent identity per type, for non-root @cached fields: a property name, or a function of the
    * parent returning a string or number. Default for every type: the parent's `id`. A parent
@@ -249,7 +249,7 @@ function warnInvalidationError(_coordinate: string, error: Error): void {
 
 interface WrapEnv {
   readonly cache: Cache;
-  readonly sessionId: ((context: any) => string | number | null | undefined) | undefined;
+  readonly sessionId: ((context: any) => string | number | bigint | false | null | undefined) | undefined;
   /** undefined on root (Query) fields: they have no parent to identify. */
   readonly identityOf: ((parent: any) => unknown) | undefined;
   readonly keyPrefix: string;

@@ -42,7 +42,7 @@ export type ReferenceResolver = (
 
 export interface EntityEnv {
   readonly cache: Cache;
-  readonly sessionId: ((context: any) => string | number | null | undefined) | undefined;
+  readonly sessionId: ((context: any) => string | number | bigint | false | null | undefined) | undefined;
   readonly keyPrefix: string;
   readonly onBypass: ((coordinate: string, reason: BypassReason, context: any) => void) | undefined;
   /** The transform's one-time warnings (a sessionId answering a Promise…): see ./session. */

@@ -85,10 +85,11 @@ export class ResponseEngine {
   /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
   readonly warnings = new OnceWarnings();
 
-  constructor(cache: Cache, options: true | ResponseCacheOptions) {
+  /** `owner`: the plugin's name as its errors say it (`herdcachePlugin()`). */
+  constructor(cache: Cache, options: true | ResponseCacheOptions, owner: string) {
     checkCache(cache); // before anything reads it: a missing cache is named as the plugin names it
     const { sessionId, vary, enabled, maxBytes, defaultMaxAge, swr, invalidateViaMutation, unreadLimit } =
-      checkResponseOptions(options);
+      checkResponseOptions(options, owner);
     checkTagsSupported(cache, 'responseCache');
     this.#cache = cache;
     this.#sessionId = sessionId;

@@ -46,12 +46,12 @@ export interface CheckedResponseOptions {
 }
 
 /** The options with their defaults, or the error that names the first bad one. */
-export function checkResponseOptions(options: true | ResponseCacheOptions): CheckedResponseOptions {
+export function checkResponseOptions(options: true | ResponseCacheOptions, owner: string): CheckedResponseOptions {
   const given: ResponseCacheOptions = options === true ? {} : options;
   // An array, a Map, a Date, a RegExp… holds no options: refused naming the option, not accepted as {}.
   if (given === null || typeof given !== 'object' || Object.prototype.toString.call(given) !== '[object Object]')
     throw invalidOption('responseCache', options, 'true or an options object');
-  checkKnownKeys('responseCache', given, OPTIONS);
+  checkKnownKeys(owner, given, OPTIONS, 'responseCache.');
   const {
     sessionId,
     vary,

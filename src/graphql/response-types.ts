@@ -12,7 +12,7 @@ export interface ResponseCacheOptions<TContext = any> {
    * throw, a Promise or an object is warned of once (HERDCACHE_SESSION_ID), and that request is
    * executed without the response cache. Default: none.
    */
-  sessionId?: (context: TContext) => string | number | null | undefined;
+  sessionId?: (context: TContext) => string | number | bigint | false | null | undefined;
   /**
    * Request parts that vary the answer (a locale header…): become part of the key. A string, an
    * array of strings, or null/undefined for none; anything else, or a throw, is warned of once

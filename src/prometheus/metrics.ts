@@ -110,7 +110,7 @@ export class HerdcacheMetrics {
       reuse(registry, RESPONSES_METRIC, 'inc', ['operation', 'outcome']) ??
       new client.Counter({
         name: RESPONSES_METRIC,
-        help: 'Operations by how the response cache answered them (hit, miss, coalesced, stale, bypassed).',
+        help: 'Operations by how the response cache answered them (hit, miss, coalesced, stale, bypassed, oversized).',
         labelNames: ['operation', 'outcome'],
         registers: [registry],
       });

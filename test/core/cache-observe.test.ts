@@ -21,6 +21,23 @@ describe('cache.observe', () => {
     expect(calls).toEqual(['own miss b', 'own fill b']);
   });
 
+  it("wrapFill's info holds what docs/operations.md lists: its own fields, callers and signal read when asked", async () => {
+    const seen: Record<string, unknown>[] = [];
+    const cache = createCache({ ttl: Infinity });
+    cache.observe({
+      wrapFill: async (fill, info) => {
+        const before = { ...info, callers: info.callers };
+        await fill();
+        seen.push({ ...before, failures: info.failures, aborted: info.signal.aborted });
+        return undefined as never;
+      },
+    });
+    await Promise.all([cache.getOrCompute('a', () => 1, { label: 'Query.a' }), cache.getOrCompute('a', () => 1)]);
+    expect(seen).toEqual([
+      { source: 'Query.a', keys: ['a'], background: false, lock: 'none', callers: 2, failures: 0, aborted: false },
+    ]);
+  });
+
   it('a throwing observer breaks neither the load nor the next observer', async () => {
     const seen: string[] = [];
     const cache = createCache({ ttl: Infinity });

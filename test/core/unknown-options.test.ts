@@ -90,6 +90,13 @@ describe('unknown option names are refused', () => {
     expect(refusal(() => useHerdcache({ cache, extension: true } as never)).message).toContain(
       'useHerdcache(): unknown option "extension"',
     );
+    // One level down, named with its path, as redisStore's breaker options are.
+    expect(refusal(() => herdcachePlugin({ cache, responseCache: { maxbytes: 5 } } as never)).message).toContain(
+      'herdcachePlugin(): unknown option "responseCache.maxbytes".\nDid you mean "responseCache.maxBytes"?',
+    );
+    expect(refusal(() => useHerdcache({ cache, responseCache: { sesionId: () => 'u' } } as never)).message).toContain(
+      'useHerdcache(): unknown option "responseCache.sesionId".\nDid you mean "responseCache.sessionId"?',
+    );
     const registry = new Registry();
     expect((await rejection(() => herdcacheMetrics({ cache, registry, maxSource: 5 } as never))).message).toContain(
       'Did you mean "maxSources"?',

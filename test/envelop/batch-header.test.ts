@@ -47,3 +47,33 @@ it.each<[string, unknown]>([
 ])('a batch holding %s beside a cacheable query: no-store', async (_what, entry) => {
   expect(await headerOf([{ query: '{ a }' }, entry])).toBe('no-store');
 });
+
+it('a plugin before this one turning the request away with an error status (APQ: PersistedQueryNotFound, 404): no-store', async () => {
+  // As @graphql-yoga/plugin-apq answers a hash it does not know: thrown from onParams, before any
+  // operation is handled (a review found such 404s and 400s sent with no Cache-Control at all).
+  const { createGraphQLError } = await import('graphql-yoga');
+  const turnedAway = createYoga({
+    schema,
+    logging: false,
+    plugins: [
+      {
+        onParams({ params }: { params: { query?: string } }) {
+          if (params.query === undefined)
+            throw createGraphQLError('PersistedQueryNotFound', { extensions: { http: { status: 404 } } });
+        },
+      },
+      useHerdcache({ cache: createCache(), extensions: false, responseCache: true }),
+    ],
+  });
+  const ask = async (body: unknown) => {
+    const response = await turnedAway.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    await response.text();
+    return [response.status, response.headers.get('cache-control')];
+  };
+  expect(await ask({ extensions: { persistedQuery: { version: 1, sha256Hash: 'ab' } } })).toEqual([404, 'no-store']);
+  expect(await ask({ query: '{ a }' })).toEqual([200, 'max-age=60, public']);
+});

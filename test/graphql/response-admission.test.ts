@@ -36,7 +36,7 @@ async function ask(engine: ResponseEngine, n: number, document = PAGE): Promise<
 
 describe('response layer: admission of an operation whose responses are not read', () => {
   it('after unreadLimit unread stores, 1 in unreadLimit misses is stored; a read stores every miss again', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 4 });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 4 }, 'test');
     const first: string[] = [];
     for (let n = 0; n < 12; n++) first.push(await ask(engine, n));
     // 4 stored, then 3 not, the 4th skipped one stored, 3 not, …
@@ -56,7 +56,7 @@ describe('response layer: admission of an operation whose responses are not read
   it.each([2, 3, 4, 8])(
     'a page asked once in every %i requests, among pages asked once, is stored at its second miss, then read',
     async (period) => {
-      const engine = new ResponseEngine(createCache(), { unreadLimit: 4 });
+      const engine = new ResponseEngine(createCache(), { unreadLimit: 4 }, 'test');
       for (let n = 0; n < 4; n++) expect(await ask(engine, n)).toBe('stored');
       const popular: string[] = [];
       let once = 100;
@@ -71,7 +71,7 @@ describe('response layer: admission of an operation whose responses are not read
   );
 
   it('among 5,000 pages asked once, 1 in unreadLimit is still stored (the sample), and a read stores every miss again', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 }, 'test');
     const outcomes: string[] = [];
     for (let n = 0; n < 5000; n++) outcomes.push(await ask(engine, n));
     expect(outcomes.filter((outcome) => outcome === 'stored').length).toBe(2 + Math.floor(4998 / 2));
@@ -82,7 +82,7 @@ describe('response layer: admission of an operation whose responses are not read
   });
 
   it('per operation: another operation of the same engine is stored while the first is skipped', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 }, 'test');
     for (let n = 0; n < 2; n++) expect(await ask(engine, n)).toBe('stored');
     expect(await ask(engine, 2)).toBe('not_admitted');
     const other = parse('query Page($n: Int!) { page(n: $n) { name id } }');
@@ -90,7 +90,7 @@ describe('response layer: admission of an operation whose responses are not read
   });
 
   it('a request naming the only operation and one not naming it are one operation (Yoga passes the name as given)', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 }, 'test');
     for (const n of [0, 1]) expect(await ask(engine, n)).toBe('stored'); // named 'Page'
     expect(await ask(engine, 2)).toBe('not_admitted');
     // A nameless request reads page 0 (one key with the named one's): a read of the operation.
@@ -102,7 +102,7 @@ describe('response layer: admission of an operation whose responses are not read
 
   it('an invalidation while an unstored miss runs leaves it be (its own request alone gets it)', async () => {
     const cache = createCache();
-    const engine = new ResponseEngine(cache, { unreadLimit: 2 });
+    const engine = new ResponseEngine(cache, { unreadLimit: 2 }, 'test');
     for (const n of [10, 11]) expect(await ask(engine, n)).toBe('stored');
     const leader = await engine.lookup(engine.plan(request(1)) as ResponsePlan, async () => ({ data: dataOf(1) }));
     await cache.invalidateTags(['Other:1']);
@@ -111,7 +111,7 @@ describe('response layer: admission of an operation whose responses are not read
 
   it('only what was written counts: results invalidated while they ran are no stores', async () => {
     const cache = createCache();
-    const engine = new ResponseEngine(cache, { unreadLimit: 2 });
+    const engine = new ResponseEngine(cache, { unreadLimit: 2 }, 'test');
     for (const n of [0, 1]) {
       const leader = await engine.lookup(engine.plan(request(n)) as ResponsePlan, async () => ({ data: dataOf(n) }));
       await cache.invalidateTags([`Item:${n}`]);
@@ -124,8 +124,8 @@ describe('response layer: admission of an operation whose responses are not read
 
   it('requests waiting through another plugin on the same cache count as waiters: stored and shared, one execution', async () => {
     const cache = createCache();
-    const a = new ResponseEngine(cache, { unreadLimit: 3 });
-    const b = new ResponseEngine(cache, { unreadLimit: 3 }); // another server on the same cache
+    const a = new ResponseEngine(cache, { unreadLimit: 3 }, 'test');
+    const b = new ResponseEngine(cache, { unreadLimit: 3 }, 'test'); // another server on the same cache
     for (const n of [10, 11, 12]) expect(await ask(a, n)).toBe('stored');
     expect(await ask(a, 13)).toBe('not_admitted'); // a's operation is skipped: its next miss alone would be too
     let apart = 0;
@@ -141,12 +141,12 @@ describe('response layer: admission of an operation whose responses are not read
   });
 
   it('unreadLimit: false stores every response', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: false });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: false }, 'test');
     for (let n = 0; n < 100; n++) expect(await ask(engine, n)).toBe('stored');
   });
 
   it('the default stores 32 in a row', async () => {
-    const engine = new ResponseEngine(createCache(), true);
+    const engine = new ResponseEngine(createCache(), true, 'test');
     const outcomes: string[] = [];
     for (let n = 0; n < 33; n++) outcomes.push(await ask(engine, n));
     expect(outcomes.slice(0, 32).every((o) => o === 'stored')).toBe(true);
@@ -154,7 +154,7 @@ describe('response layer: admission of an operation whose responses are not read
   });
 
   it('a miss other requests wait on is stored and shared whatever the rule says (one execution); the joins count as reads', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 3 });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 3 }, 'test');
     for (const n of [10, 11, 12]) expect(await ask(engine, n)).toBe('stored');
     expect(await ask(engine, 13)).toBe('not_admitted'); // skipping now: the next miss alone would not be stored either
     const plan = () => engine.plan(request(1)) as ResponsePlan;
@@ -177,7 +177,7 @@ describe('response layer: admission of an operation whose responses are not read
   });
 
   it("a result not stored is the executing request's alone: a request joining as it is handed over executes itself", async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2 }, 'test');
     for (const n of [10, 11]) expect(await ask(engine, n)).toBe('stored');
     const plan = () => engine.plan(request(1)) as ResponsePlan;
     const executeApart = async () => ({ data: dataOf(1) });
@@ -194,14 +194,14 @@ describe('response layer: admission of an operation whose responses are not read
   });
 
   it('what was not stored counts nothing: results too large are not stores, and keep their reason', async () => {
-    const engine = new ResponseEngine(createCache(), { unreadLimit: 2, maxBytes: 10 });
+    const engine = new ResponseEngine(createCache(), { unreadLimit: 2, maxBytes: 10 }, 'test');
     const outcomes: string[] = [];
     for (let n = 0; n < 6; n++) outcomes.push(await ask(engine, n));
     expect(outcomes).toEqual(Array(6).fill('oversized'));
   });
 
   it.each([0, -1, 1.5, 2e9, '4', true, null])('unreadLimit: %p is refused, naming the option', (value) => {
-    expect(() => new ResponseEngine(createCache(), { unreadLimit: value as never })).toThrow(
+    expect(() => new ResponseEngine(createCache(), { unreadLimit: value as never }, 'test')).toThrow(
       `option "responseCache.unreadLimit" must be false or an integer from 1 to 1e9, got ${String(value === '4' ? '"4"' : value)}`,
     );
   });

@@ -24,7 +24,7 @@ const request = (source: string, context: unknown = {}): ResponseRequest => ({
 
 const warnings = captureWarnings();
 
-const engineWith = (options: ResponseCacheOptions) => new ResponseEngine(createCache(), options);
+const engineWith = (options: ResponseCacheOptions) => new ResponseEngine(createCache(), options, 'test');
 
 describe('responseCache.vary', () => {
   it.each<[string, (context: unknown) => unknown, RegExp]>([

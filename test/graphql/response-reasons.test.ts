@@ -36,7 +36,7 @@ const request = (source: string, extra: Partial<ResponseRequest> = {}): Response
 });
 
 describe('response layer: bypass reasons (plan)', () => {
-  const engine = new ResponseEngine(createCache(), { sessionId: (ctx: { session?: string }) => ctx.session });
+  const engine = new ResponseEngine(createCache(), { sessionId: (ctx: { session?: string }) => ctx.session }, 'test');
 
   it.each([
     ['{ none }', 'no_cache_hint'],
@@ -100,7 +100,7 @@ describe('response layer: bypass reasons (plan)', () => {
 
   it('a closed cache: cache_unavailable (the plugin then executes)', async () => {
     const cache = createCache();
-    const closing = new ResponseEngine(cache, true);
+    const closing = new ResponseEngine(cache, true, 'test');
     const plan = closing.plan(request('{ a }')) as ResponsePlan;
     await cache.close();
     const lookup = await closing.lookup(plan, async () => ({ data: { a: 1 } }));
@@ -114,7 +114,7 @@ describe('response layer: not-stored reasons (complete)', () => {
     result: Parameters<NonNullable<Awaited<ReturnType<ResponseEngine['lookup']>>['complete']>>[0],
     final?: { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE' },
   ) {
-    const engine = new ResponseEngine(createCache(), true);
+    const engine = new ResponseEngine(createCache(), true, 'test');
     const plan = engine.plan(request(source)) as ResponsePlan;
     const lookup = await engine.lookup(plan, async () => result);
     expect(lookup.outcome).toBe('miss');
@@ -180,7 +180,7 @@ describe("response layer: a mutation's result entities", () => {
   async function invalidated(source: string, data: unknown): Promise<string[]> {
     const cache = createCache();
     const spy = jest.spyOn(cache, 'invalidateTags');
-    const engine = new ResponseEngine(cache, true);
+    const engine = new ResponseEngine(cache, true, 'test');
     await engine.afterMutation({ ...request(source), schema: mutationSchema }, data);
     return spy.mock.calls.flatMap(([tags]) => [...tags]);
   }

@@ -101,7 +101,7 @@ describe('maxBytes through the engine', () => {
   `);
 
   async function store(maxBytes: number, data: Record<string, unknown>) {
-    const engine = new ResponseEngine(createCache(), { maxBytes, defaultMaxAge: 60 });
+    const engine = new ResponseEngine(createCache(), { maxBytes, defaultMaxAge: 60 }, 'test');
     const plan = engine.plan({ ...request(), schema: hinted }) as ResponsePlan;
     const lookup = await engine.lookup(plan, async () => ({ data }));
     expect(lookup.outcome).toBe('miss');
@@ -120,7 +120,7 @@ describe('maxBytes through the engine', () => {
     const data = { items: [{ id: '1', name: 'a', tags: ['b'] }], item: { id: '2' } };
     const stringify = jest.spyOn(JSON, 'stringify');
     try {
-      const engine = new ResponseEngine(createCache(), { defaultMaxAge: 60 });
+      const engine = new ResponseEngine(createCache(), { defaultMaxAge: 60 }, 'test');
       const plan = engine.plan({ ...request(), schema: hinted }) as ResponsePlan;
       stringify.mockClear();
       const lookup = await engine.lookup(plan, async () => ({ data }));
@@ -147,7 +147,7 @@ describe('maxBytes through the engine', () => {
       item: node({ id: '4' }),
     });
     const store = memoryStore();
-    const engine = new ResponseEngine(createCache({ store }), { defaultMaxAge: 60 });
+    const engine = new ResponseEngine(createCache({ store }), { defaultMaxAge: 60 }, 'test');
     const plan = engine.plan({ ...request(), schema: hinted }) as ResponsePlan;
     const lookup = await engine.lookup(plan, async () => ({ data }));
     expect(await lookup.complete!({ data })).toBe('stored');
@@ -174,7 +174,11 @@ describe('maxBytes through the engine', () => {
       directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
     `);
     const store = memoryStore();
-    const engine = new ResponseEngine(createCache({ store }), { defaultMaxAge: 60, sessionId: () => 'viewer-1' });
+    const engine = new ResponseEngine(
+      createCache({ store }),
+      { defaultMaxAge: 60, sessionId: () => 'viewer-1' },
+      'test',
+    );
     const plan = engine.plan({
       schema: privately,
       document: parse('{ items { id name } }'),
