@@ -3,18 +3,21 @@
  * are never read (a page per product id, each asked once: "one-hit wonders") pays for its walk and
  * its write on every miss and gains nothing from them. Once `limit` of an operation's responses
  * were stored in a row and none of its responses was read meanwhile, its misses are stored only
- * when asked a second time, or 1 in `limit` of them (the others are answered to the request that
+ * when asked a second time, or as a sample: 1 in `limit` of them, then 1 in twice as many after each
+ * sample stored, down to 1 in SAMPLE_BACKOFF × `limit` (the others are answered to the request that
  * executed them and not stored: `not_admitted`), until a response of it is read again (a hit, a
  * stale hit, or a request that joined an execution): then every miss is stored again. Varnish's
- * hit-for-miss, per operation, with a doorkeeper.
+ * hit-for-miss, per operation, with a doorkeeper. A stored response nobody reads costs far more
+ * than its miss (its walk, its copy, its write, and the collector moving it until it is evicted:
+ * ~45 µs each in a loop of misses), so a sample that keeps finding nothing read grows rarer.
  *
  * The second ask: the keys of the last 2,048 to 4,096 misses left unstored are remembered (as
  * 32-bit digests, in two generations of sets), and a miss of one of them is stored. So a page
  * asked again among one-off pages is stored at its second miss, whatever the order of the
  * requests (a fixed 1-in-`limit` sample alone never stored a page asked every second request: the
  * sample fell on the one-off pages each time). A digest collision stores a miss that need not
- * have been: harmless. The 1-in-`limit` sample keeps finding out whether the operation's responses
- * are asked again when its pages come back only after the remembered ones.
+ * have been: harmless. The sample keeps finding out whether the operation's responses are asked
+ * again when its pages come back only after the remembered ones.
  *
  * Only a miss no other request of this process waits on can be left unstored (the engine asks
  * this only then): one with waiters is a read already, and is stored and shared as any other, so
@@ -30,9 +33,14 @@ import type { StaticPolicy } from './response-policy';
 interface Reads {
   /** Responses stored since a response of the operation was last read. */
   unread: number;
-  /** Misses not stored since then (every limit-th of them is stored). */
+  /** Misses not stored since the last one stored. */
   skipped: number;
+  /** The sample: 1 miss stored in this many (`limit`, doubled after each, up to SAMPLE_BACKOFF × `limit`). */
+  every: number;
 }
+
+/** How much rarer than 1 in `limit` the sample of an operation never read grows (see the module). */
+const SAMPLE_BACKOFF = 32;
 
 /** Digests of unstored misses remembered per generation (two generations: see the module). */
 const REMEMBERED = 2048;
@@ -56,8 +64,9 @@ export class Admission {
     if (reads === undefined || reads.unread < this.#limit) return true;
     const digest = digestOf(key);
     if (this.#recent.has(digest) || this.#older.has(digest)) return true; // asked again: stored
-    if (++reads.skipped >= this.#limit) {
+    if (++reads.skipped >= reads.every) {
       reads.skipped = 0;
+      if (reads.every < this.#limit * SAMPLE_BACKOFF) reads.every *= 2;
       return true;
     }
     if (this.#recent.size >= REMEMBERED) {
@@ -72,7 +81,7 @@ export class Admission {
   stored(operation: StaticPolicy): void {
     if (this.#limit === 0) return;
     const reads = this.#operations.get(operation);
-    if (reads === undefined) this.#operations.set(operation, { unread: 1, skipped: 0 });
+    if (reads === undefined) this.#operations.set(operation, { unread: 1, skipped: 0, every: this.#limit });
     else reads.unread++;
   }
 
@@ -82,6 +91,7 @@ export class Admission {
     if (reads !== undefined && reads.unread > 0) {
       reads.unread = 0;
       reads.skipped = 0;
+      reads.every = this.#limit;
     }
   }
 }

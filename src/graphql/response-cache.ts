@@ -155,18 +155,13 @@ export class ResponseEngine {
     }
     let release!: (value: Shared) => void;
     const result = new Promise<Shared>((resolve) => (release = resolve));
-    // The first of: this request is to compute the key (STARTED), the registry's answer, its failure.
-    let settleFirst!: (first: typeof STARTED | typeof FAILED | { value: Answer | undefined }) => void;
-    const first = new Promise<typeof STARTED | typeof FAILED | { value: Answer | undefined }>(
-      (resolve) => (settleFirst = resolve),
-    );
+    let settleFirst: ((first: First) => void) | undefined; // made when the load's step did not start it (below)
     let fills = 0;
     let answered = false;
     // Called by the registry when this request is the one that computes the key. Two calls run the
-    // operation apart from this request, once, for everyone waiting on the key: a call after this
-    // request was answered (a stale response served, its background refresh now due), and a second
-    // call (the flight was abandoned by an invalidation while this request executed, and its load
-    // re-contended: this request's result predates the invalidation and is not to be handed over).
+    // operation apart, once, for everyone waiting on the key: a call after this request was answered
+    // (a stale response served, its refresh due), and a second call (the flight was abandoned by an
+    // invalidation while this request executed: its result predates it and is not handed over).
     let run: unknown;
     let startSeq = 0; // the flights started before this request's execution (#toStored's older_fill)
     const fill = (given?: unknown): Promise<Shared | undefined> | undefined => {
@@ -181,7 +176,7 @@ export class ResponseEngine {
       run = given;
       startSeq = flightsStarted();
       operationOf(plan.request.context)?.collectTags();
-      settleFirst(STARTED);
+      settleFirst?.(STARTED);
       return result;
     };
     const sink = new OutcomeSink();
@@ -193,9 +188,53 @@ export class ResponseEngine {
       undefined,
       sink,
     );
+    // Resolves once the registry has the result (its write issued): a read after the response finds it.
+    const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
+      const operation = operationOf(plan.request.context);
+      // Nobody but this request waits on this miss (through any plugin on this cache): it may be
+      // left unstored (./response-admission), and counts as one of its operation's unread stores
+      // once it is written.
+      const alone = (fillCallers(run) ?? 2) <= 1 && !this.#waiting.has(plan.key);
+      const stored = this.#toStored(plan, executed, final, operation, startSeq, alone ? this.#admission : undefined);
+      const shared = toShared(run, stored);
+      release(shared);
+      // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
+      // (it may not have started: with a store's fill lock, it waits for this execution's lock).
+      // Lent to a run apart before it executed: what it holds per request may predate an invalidation.
+      if (fills > 1 || fillAbandoned(run) || this.#waiting.lent(plan.request.context))
+        return Promise.resolve('invalidated');
+      const completion: Completion =
+        typeof stored === 'string'
+          ? stored
+          : stored.servedOnly
+            ? servedOnlyReason(stored)
+            : readStaleFields(operation) // fresh briefly: a @cached field was served stale (#toStored)
+              ? 'stale_fields'
+              : 'stored';
+      // Refused by the store step: a tag invalidated on another replica meanwhile, or unreadable (see REFUSED).
+      // Abandoned by the store step (an invalidation of one of its tags in the few microtasks
+      // since the check above): not written, reported so; this request's load then waits for the
+      // re-execution (racing a promise of the store step's end instead cost every miss ~30 µs).
+      const settled = (): Completion => {
+        const result = fillAbandoned(run)
+          ? 'invalidated'
+          : shared.refused === false
+            ? completion
+            : REFUSED[shared.refused];
+        if (alone && result === 'stored') this.#admission.stored(plan.policy);
+        return result;
+      };
+      return loaded.then(settled, settled);
+    };
+    // Started in the load's own step (the memory store's misses are): this request executes, no wait.
+    if (fills > 0) {
+      loaded.then(undefined, ignore); // read by complete(); a close() meanwhile rejects it
+      return { outcome: 'miss', complete };
+    }
+    const first = new Promise<First>((resolve) => (settleFirst = resolve));
     loaded.then(
-      (value) => settleFirst({ value }),
-      () => settleFirst(FAILED),
+      (value) => settleFirst!({ value }),
+      () => settleFirst!(FAILED),
     );
     // Until answered, this request's context is one a re-execution of the key may run with. A hit
     // answered in the same step (counted already) waits for nothing: no Map write on that path.
@@ -204,48 +243,7 @@ export class ResponseEngine {
     if (waits) this.#waiting.wait(plan.key, context);
     const firstOutcome = await first;
     if (waits) this.#waiting.end(plan.key, context);
-    if (firstOutcome === STARTED) {
-      // Resolves once the registry has the result (its write issued): a read after this request's
-      // response finds it.
-      const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
-        const operation = operationOf(plan.request.context);
-        // Nobody but this request waits on this miss (through any plugin on this cache): it may be
-        // left unstored (./response-admission), and counts as one of its operation's unread stores
-        // once it is written.
-        const alone = (fillCallers(run) ?? 2) <= 1 && !this.#waiting.has(plan.key);
-        const stored = this.#toStored(plan, executed, final, operation, startSeq, alone ? this.#admission : undefined);
-        const shared = toShared(run, stored);
-        release(shared);
-        // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
-        // (it may not have started: with a store's fill lock, it waits for this execution's lock).
-        // Lent to a run apart before it executed: what it holds per request may predate an invalidation.
-        if (fills > 1 || fillAbandoned(run) || this.#waiting.lent(plan.request.context))
-          return Promise.resolve('invalidated');
-        const completion: Completion =
-          typeof stored === 'string'
-            ? stored
-            : stored.servedOnly
-              ? servedOnlyReason(stored)
-              : readStaleFields(operation) // fresh briefly: a @cached field was served stale (#toStored)
-                ? 'stale_fields'
-                : 'stored';
-        // Refused by the store step: a tag invalidated on another replica meanwhile, or unreadable (see REFUSED).
-        // Abandoned by the store step (an invalidation of one of its tags in the few microtasks
-        // since the check above): not written, reported so; this request's load then waits for the
-        // re-execution (racing a promise of the store step's end instead cost every miss ~30 µs).
-        const settled = (): Completion => {
-          const result = fillAbandoned(run)
-            ? 'invalidated'
-            : shared.refused === false
-              ? completion
-              : REFUSED[shared.refused];
-          if (alone && result === 'stored') this.#admission.stored(plan.policy);
-          return result;
-        };
-        return loaded.then(settled, settled);
-      };
-      return { outcome: 'miss', complete };
-    }
+    if (firstOutcome === STARTED) return { outcome: 'miss', complete };
     if (firstOutcome === FAILED) return BYPASSED_UNAVAILABLE; // the cache failed (closed…): execute
     const value = firstOutcome.value;
     // The shared execution's result could not be shared (none left to run it apart): this request executes.
@@ -396,3 +394,7 @@ const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache
 const REFUSED = { invalidated: 'invalidated', unavailable: 'store_unavailable', oversized: 'oversized' } as const;
 
 const FAILED: unique symbol = Symbol('failed');
+/** What a lookup learns first (see #lookup). */
+type First = typeof STARTED | typeof FAILED | { value: Answer | undefined };
+
+function ignore(): void {}

@@ -23,7 +23,7 @@ function outcomeOf(r: Posted): string {
 }
 
 describe('Yoga response admission', () => {
-  it('unreadLimit 2: after 2 unread stores, 1 in 2 misses is stored (not_admitted); a hit stores every miss again', async () => {
+  it('unreadLimit 2: after 2 unread stores, 1 in 2 misses is stored, then 1 in 4 (not_admitted); a hit stores every miss again', async () => {
     const f = responseFixture({ names: manyNames() });
     const { url, stop } = await serveYoga(f, { unreadLimit: 2 });
     const ask = async (id: number) => {
@@ -38,9 +38,9 @@ describe('Yoga response admission', () => {
       return outcomes;
     };
     try {
-      // 2 stored in a row, unread: then 1 in 2 misses is stored (every 2nd skipped one).
+      // 2 stored in a row, unread: then 1 in 2 misses is stored, then 1 in 4 (the sample grows rarer, none read).
       expect(await askAll([1, 2, 3, 4, 5, 6, 7, 8])).toEqual([
-        'miss', 'miss', 'miss:not_admitted', 'miss', 'miss:not_admitted', 'miss', 'miss:not_admitted', 'miss',
+        'miss', 'miss', 'miss:not_admitted', 'miss', 'miss:not_admitted', 'miss:not_admitted', 'miss:not_admitted', 'miss',
       ]); // prettier-ignore
       for (let id = 1; id <= 8; id++) expect(f.calls[`user:${id}`]).toBe(1);
       // Not stored: a miss again (executed again), stored this time: asked a second time.

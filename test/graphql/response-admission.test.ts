@@ -35,22 +35,26 @@ async function ask(engine: ResponseEngine, n: number, document = PAGE): Promise<
 }
 
 describe('response layer: admission of an operation whose responses are not read', () => {
-  it('after unreadLimit unread stores, 1 in unreadLimit misses is stored; a read stores every miss again', async () => {
+  it('after unreadLimit unread stores, 1 in unreadLimit misses is stored, then 1 in twice as many; a read stores every miss again', async () => {
     const engine = new ResponseEngine(createCache(), { unreadLimit: 4 }, 'test');
     const first: string[] = [];
-    for (let n = 0; n < 12; n++) first.push(await ask(engine, n));
-    // 4 stored, then 3 not, the 4th skipped one stored, 3 not, …
+    for (let n = 0; n < 20; n++) first.push(await ask(engine, n));
+    // 4 stored, then 3 not, the 4th skipped one stored; then 7 not, the 8th stored; …
     expect(first).toEqual([
       'stored', 'stored', 'stored', 'stored',
       'not_admitted', 'not_admitted', 'not_admitted', 'stored',
+      'not_admitted', 'not_admitted', 'not_admitted', 'not_admitted',
       'not_admitted', 'not_admitted', 'not_admitted', 'stored',
+      'not_admitted', 'not_admitted', 'not_admitted', 'not_admitted',
     ]); // prettier-ignore
     // What was not stored is a miss again, stored this time (asked a second time); what was stored, a hit.
     expect(await ask(engine, 5)).toBe('stored');
     expect(await ask(engine, 7)).toBe('hit');
-    // That read ends the skipping: the next misses are stored.
+    // That read ends the skipping and restarts the sample at 1 in 4: the next misses are stored.
     for (let n = 100; n < 104; n++) expect(await ask(engine, n)).toBe('stored');
-    expect(await ask(engine, 104)).toBe('not_admitted');
+    const again: string[] = [];
+    for (let n = 104; n < 108; n++) again.push(await ask(engine, n));
+    expect(again).toEqual(['not_admitted', 'not_admitted', 'not_admitted', 'stored']);
   });
 
   it.each([2, 3, 4, 8])(
@@ -70,11 +74,12 @@ describe('response layer: admission of an operation whose responses are not read
     },
   );
 
-  it('among 5,000 pages asked once, 1 in unreadLimit is still stored (the sample), and a read stores every miss again', async () => {
+  it('among 5,000 pages asked once, the sample grows rarer down to 1 in 32 × unreadLimit, and a read stores every miss again', async () => {
     const engine = new ResponseEngine(createCache(), { unreadLimit: 2 }, 'test');
     const outcomes: string[] = [];
     for (let n = 0; n < 5000; n++) outcomes.push(await ask(engine, n));
-    expect(outcomes.filter((outcome) => outcome === 'stored').length).toBe(2 + Math.floor(4998 / 2));
+    // 2 stored; then 1 in 2, 4, 8, 16, 32 (62 misses, 5 stored); then 1 in 64 of the other 4,936.
+    expect(outcomes.filter((outcome) => outcome === 'stored').length).toBe(2 + 5 + Math.floor(4936 / 64));
     // n = 0 and 1 were stored: a hit (a read) stores every miss again.
     expect(await ask(engine, 1)).toBe('hit');
     expect(await ask(engine, 4)).toBe('stored'); // an even n past 1 was left unstored
