@@ -26,11 +26,14 @@ let partialLists = 0;
 let disabled = 0;
 /** Yoga batches answered across the runs (the same operation twice in some). */
 let batches = 0;
+/** cache.clear() calls across the runs. */
+let clears = 0;
 afterAll(() => {
   if (replay === undefined) expect(disabled).toBeGreaterThan(0);
   if (replay === undefined) expect(batches).toBeGreaterThan(0);
   if (replay === undefined) expect(oversized).toBeGreaterThan(0);
   if (replay === undefined) expect(partialLists).toBeGreaterThan(0);
+  if (replay === undefined) expect(clears).toBeGreaterThan(0);
 });
 
 const REQUESTS = 250;
@@ -89,6 +92,7 @@ describe('the response layer under a seeded random mix: every request answers, n
       partialLists += report.partialLists;
       disabled += report.disabled;
       batches += report.batches;
+      clears += report.clears;
       expect(report.aborted).toBeGreaterThan(0);
       if (store === 'redis') expect(report.lockContended).toBeGreaterThan(0);
       // The small store did evict: more keys written than it holds, and it was full.

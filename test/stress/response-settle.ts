@@ -73,6 +73,8 @@ export interface ResponseStressReport {
   sent: number;
   answered: number;
   aborted: number;
+  /** cache.clear() calls amid the mix (every fill in flight abandoned, its waiters start over). */
+  clears: number;
   /** Requests still unanswered at the deadline. Must be empty. */
   pending: string[];
   /** Answers no cache may give (wrong outcome, errors where none can be, a public header on PRIVATE data). Must be empty. */
@@ -244,6 +246,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     sent: 0,
     answered: 0,
     aborted: 0,
+    clears: 0,
     pending: [],
     wrong: [],
     leaks: 0,
@@ -582,6 +585,14 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     ],
     [12, () => mutate(pick(['apollo', 'yoga'] as const))],
     [8, invalidate],
+    // The store emptied amid everything: every execution in flight abandoned, its waiters start over.
+    [
+      1,
+      () => {
+        report.clears++;
+        void track('clear', pick(caches).clear());
+      },
+    ],
     [
       3,
       () => {
