@@ -15,13 +15,15 @@ export class WaitingContexts {
   /** Contexts lent to a run apart: each is lent once. */
   readonly #lent = new WeakSet<object>();
 
-  /** Notes `context` as waiting for `key`, until end(key, context) or a lend takes it. */
+  /**
+   * Notes `context` as waiting for `key`, until end(key, context) or a lend takes it. An undefined
+   * context is not noted: it has nothing to lend.
+   */
   wait(key: string, context: unknown): void {
+    if (context === undefined) return;
     const waiting = this.#waiting.get(key);
-    if (waiting === undefined) {
-      if (!this.#waiting.has(key)) this.#waiting.set(key, context);
-      else if (context !== undefined) this.#waiting.set(key, new Several([undefined, context]));
-    } else if (waiting instanceof Several) waiting.add(context);
+    if (waiting === undefined) this.#waiting.set(key, context);
+    else if (waiting instanceof Several) waiting.add(context);
     else if (waiting !== context) this.#waiting.set(key, new Several([waiting, context]));
   }
 
@@ -30,7 +32,7 @@ export class WaitingContexts {
     const waiting = this.#waiting.get(key);
     if (waiting instanceof Several) {
       if (waiting.delete(context) && waiting.size === 0) this.#waiting.delete(key);
-    } else if (waiting === context && this.#waiting.has(key)) this.#waiting.delete(key);
+    } else if (waiting !== undefined && waiting === context) this.#waiting.delete(key);
   }
 
   /** Whether a request waits for `key` (besides those that ended their wait). */
@@ -67,7 +69,7 @@ export class WaitingContexts {
           }
         }
         if (waiting.size === 0) this.#waiting.delete(key); // its waiters' own ends find nothing left
-      } else if (this.#waiting.has(key)) {
+      } else if (waiting !== undefined) {
         this.#waiting.delete(key);
         if (!this.#lent.has(waiting as object)) context = waiting;
       }

@@ -49,6 +49,9 @@ it('one waiter is kept as is; a second makes a set; lends and ends take either f
   waiting.end('k', b);
   expect(waiting.lend('k', undefined)).toBe(c);
   expect(waiting.size).toBe(0);
+  // An undefined context has nothing to lend: not noted.
+  waiting.wait('u', undefined);
+  expect(waiting.has('u')).toBe(false);
   // A context that is itself a Set is one waiter, not a list of them.
   const set = new Set([a]);
   waiting.wait('s', set);
