@@ -140,17 +140,18 @@ async function warmPages(url: string, pages: number): Promise<void> {
 /**
  * One trial: `pages` distinct pages once each, ten clients over fetch, timed from the first request
  * to the last answer (autocannon's `amount` mode ends on its 1 s sampling tick, which rounds 1,000
- * fast requests to ~1 s for both systems). A fresh operation name per trial: every request is a
- * page the response layer has not seen.
+ * fast requests to ~1 s for both systems). One operation, as an app's page query is, its pages
+ * numbered from `first`: each pass asks pages no pass asked before, so every request is a page the
+ * response layer has not seen (its items' details are warm: n × 37 + i modulo the pool).
  */
 async function pagesTrial(
   url: string,
   stats: () => Promise<ServerStats>,
-  name: string,
+  first: number,
   pages: number,
   trials: Trials,
 ): Promise<void> {
-  const query = PAGE(name);
+  const query = PAGE('Page');
   const cpuBefore = cpuMicros(await stats());
   let next = 0;
   const started = process.hrtime.bigint();
@@ -158,7 +159,7 @@ async function pagesTrial(
     Array.from({ length: 10 }, async () => {
       while (next < pages) {
         const n = next++;
-        await post(url, query, { n }).catch(() => trials.failed++);
+        await post(url, query, { n: first + n }).catch(() => trials.failed++);
       }
     }),
   );
@@ -191,7 +192,7 @@ async function variedPages(
           [fieldsUrl, fieldsStats],
         ] as const) {
           const warm: Trials = { rps: [], cpu: [], failed: 0, queries: 0 };
-          await pagesTrial(url, stats, `Warm${pass}`, pages, warm);
+          await pagesTrial(url, stats, (1 + pass) * pages, pages, warm);
           if (warm.failed > 0) throw new Error(`${warm.failed} requests of a warm-up pass failed (${url})`);
         }
       const both: Trials = { rps: [], cpu: [], failed: 0, queries: -(await bothStats()).dbQueries };
@@ -202,7 +203,8 @@ async function variedPages(
           [fieldsUrl, fieldsStats, fields],
         ];
         if (trial % 2 === 1) order.reverse();
-        for (const [url, stats, into] of order) await pagesTrial(url, stats, `Page${trial}`, pages, into);
+        for (const [url, stats, into] of order)
+          await pagesTrial(url, stats, (1 + warmPasses + trial) * pages, pages, into);
       }
       both.queries += (await bothStats()).dbQueries;
       fields.queries += (await fieldsStats()).dbQueries;
@@ -283,7 +285,7 @@ export async function responseCaches(o: ResponseCacheOptions): Promise<Row> {
     notes: [
       `Servers in child processes (NODE_ENV=production), load from the bench process over HTTP on 127.0.0.1. Schema: \`items: [Item!]!\` (100 items, one 10 ms database read, counted as the operation's executions) and \`page(n: Int!)\` (20 items built in memory), \`Item.detail\` a 10 ms database read; @cacheControl(maxAge: 3600) on the root fields and types, the peers' policy source; herdcache's modes add \`@cached(ttl: 3600)\` on Item.detail (an hour: a loaded machine's trials outlast a minute, and an expired field would be a database read in the middle of them).`,
       `(a) \`${IDENTICAL}\`, 3 checked requests first (they fill the caches), then autocannon, 10 connections, ${seconds} s, best of ${herdA.length} runs per system, interleaved (A B, B A, …): herdcachePlugin({ cache, responseCache: true }) ${herdA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s vs ApolloServerPluginResponseCache() ${peerA.map((x) => count(Math.round(x.rps))).join(' / ')} req/s (database reads during the runs: herdcache ${herdA.reduce((s, x) => s + x.queries, 0)}, Apollo's ${peerA.reduce((s, x) => s + x.queries, 0)}). Target ≥ 1.0×: ${identicalRatio >= 1 ? 'met' : 'missed'} (${ratio(identicalRatio)}).`,
-      `(b) \`page(n)\` for n = 0…${pages - 1}, each once per trial (a fresh operation name per trial, so every request is a response-layer miss; every Item.detail warm from a warm-up under another name${warmPasses > 0 ? `, then ${warmPasses} trial-shaped passes per server not counted, so the JIT is steady` : ''}), 10 fetch clients; both servers up at once, trials interleaved (A B, B A, …); req/s = requests / time from the first request to the last answer, median of ${both.rps.length} trial(s): response layer + fields ${both.rps.map((x) => count(Math.round(x))).join(' / ')} vs herdcachePlugin({ cache }) with the same @cached fields ${fields.rps.map((x) => count(Math.round(x))).join(' / ')} (database reads during the trials: ${both.queries} and ${fields.queries}). Target ≥ 0.95×: ${pagesRatio >= 0.95 ? 'met' : 'missed'} (${ratio(pagesRatio)}). Server CPU time (user + system, process.cpuUsage in each server) per request, per trial: layer + fields ${both.cpu.map((x) => count(Math.round(x))).join(' / ')} µs vs fields alone ${fields.cpu.map((x) => count(Math.round(x))).join(' / ')} µs, medians ${count(Math.round(bothCpu))} vs ${count(Math.round(fieldsCpu))} µs: ${ratio(cpuRatio)} (fields alone's CPU per request over the layer's).`,
+      `(b) one operation, \`${PAGE('Page')}\`, as an app's page query is: each pass (warm-up or trial) asks ${count(pages)} pages no pass asked before (n from (pass + 1) × ${count(pages)}), each once, so every request is a response-layer miss and the layer's admission is in its steady state for an operation whose pages are asked once (its misses run solo: not stored, no flight; docs/operations.md); every Item.detail warm from a warm-up under another name${warmPasses > 0 ? `, then ${warmPasses} trial-shaped passes per server not counted, so the JIT is steady` : ''}), 10 fetch clients; both servers up at once, trials interleaved (A B, B A, …); req/s = requests / time from the first request to the last answer, median of ${both.rps.length} trial(s): response layer + fields ${both.rps.map((x) => count(Math.round(x))).join(' / ')} vs herdcachePlugin({ cache }) with the same @cached fields ${fields.rps.map((x) => count(Math.round(x))).join(' / ')} (database reads during the trials: ${both.queries} and ${fields.queries}). Target ≥ 0.95×: ${pagesRatio >= 0.95 ? 'met' : 'missed'} (${ratio(pagesRatio)}). Server CPU time (user + system, process.cpuUsage in each server) per request, per trial: layer + fields ${both.cpu.map((x) => count(Math.round(x))).join(' / ')} µs vs fields alone ${fields.cpu.map((x) => count(Math.round(x))).join(' / ')} µs, medians ${count(Math.round(bothCpu))} vs ${count(Math.round(fieldsCpu))} µs: ${ratio(cpuRatio)} (fields alone's CPU per request over the layer's).`,
       `(c) ${cold} concurrent \`${COLD}\` to a fresh server, executions = calls of the root resolver: herdcache ${executions.apolloHerd} (Apollo 5) and ${executions.yogaHerd} (Yoga 5, useHerdcache); @apollo/server-plugin-response-cache 5: ${executions.apolloPeer}; @envelop/response-cache 9 (useResponseCache({ session: () => null, ttl: 3_600_000 }) on Yoga 5): ${executions.yogaPeer}.`,
       ...(failed > 0 ? [`${failed} requests failed during the load runs.`] : []),
     ],

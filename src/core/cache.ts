@@ -6,7 +6,7 @@
  * read for the keys missed in this tick → fill locks for what is still missing → the user's
  * fill/batch function for exactly the keys this process won → fenced write → every waiter.
  */
-import { HerdcacheError, describe, invalidArgument, invalidOption } from './errors';
+import { HerdcacheError, invalidArgument, invalidOption } from './errors';
 import { rejected } from './flight';
 import { FlightTable } from './flight-table';
 import { type Clock, CoarseClock, type Entry, systemClock } from './freshness';
@@ -15,7 +15,9 @@ import { Invalidation } from './invalidation';
 import { LoadPath } from './load-path';
 import { boundedKey } from './long-keys';
 import { Loader } from './loader';
-import { CounterSet, type CounterName, type Sink } from './metrics';
+import { NoTtlWarnings } from './no-ttl';
+import { record } from './load-counts';
+import { CounterSet, type CounterName, type Sink, countOn } from './metrics';
 import {
   CACHE_OPTIONS,
   DEFAULTS,
@@ -32,7 +34,6 @@ import {
   checkSignal,
   resolveLockTiming,
   resolvePolicy,
-  NO_TTL_WARNING,
 } from './options';
 import type { Source } from './item';
 import { StoreCalls } from './store-calls';
@@ -40,8 +41,8 @@ import type { Computation, Registry } from './registry';
 import { RequestScope } from './scope';
 import { Sources } from './sources';
 import { memoryStore } from './memory';
-import { isNamespacedKey, reservedKeyError } from './namespaces';
-import type { Store, StoreSlot } from './store';
+import { checkKey, checkRawKey, isNamespacedKey } from './namespaces';
+import type { Store, StoreSlot, StoreWrite } from './store';
 import type {
   CacheHooks,
   CacheOptions,
@@ -70,6 +71,7 @@ export class Cache implements Registry {
   #recent: Resolved<Computation> | undefined; // the last getOrCompute options resolved, by value (see #computationOf)
   /** Every store call goes through it: a failing store is counted, never fails a call. */
   readonly #storeCalls: StoreCalls;
+  readonly #noTtl: NoTtlWarnings;
   /** invalidate, invalidateTags, clear, prime: what abandons fills in flight. */
   readonly #invalidation: Invalidation;
 
@@ -86,6 +88,7 @@ export class Cache implements Registry {
       throw invalidOption('store', store, 'a Store (memoryStore(), redisStore(...))');
     }
     this.#store = store;
+    this.#noTtl = new NoTtlWarnings(store.name, this.#sources.getOrCompute);
     const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
     this.#clock = clock;
     const hasLock = store.lock !== undefined;
@@ -329,13 +332,37 @@ export class Cache implements Registry {
     sink: Sink | undefined,
     own?: boolean,
   ): Promise<V> {
-    if (policy.ttlUnset === true) this.#warnNoTtl(source, key);
+    if (policy.ttlUnset === true) this.#noTtl.warn(source, key);
     return this.#loads.load<V>(source, boundedKey(key), arg, policy, signal, sink, own);
   }
 
   /** @internal Registry */
   _peek(source: Source, key: string, arg: unknown, policy: Policy, sink?: Sink, slot?: StoreSlot): Entry | undefined {
     return this.#loads.peek(source, slot === undefined ? boundedKey(key) : slot.stored, arg, policy, sink, slot);
+  }
+
+  /** @internal The response layer's solo runs (graphql/response-solo): nothing of `key` held (LoadPath.soloFree). */
+  _soloFree(key: string): boolean {
+    return this.#loads.soloFree(boundedKey(key));
+  }
+
+  /** @internal What a solo run's flight would have counted and told the hooks (a fill: its duration). */
+  _soloCount(source: Source, counter: 'misses' | 'coalesced' | 'fills', key: string, durationMs: number): void {
+    if (counter !== 'fills') return record(this.#observers, source, counter, boundedKey(key), undefined);
+    countOn(source, counter, undefined);
+    notify(this.#observers.current.onFill, [boundedKey(key), source.name, durationMs, undefined]);
+  }
+
+  /** @internal A solo run's result, written as a fill's is without the lock; false: larger than the store keeps. */
+  _soloWrite(source: Source, write: StoreWrite): boolean {
+    if (this.#store.keeps?.(write.key, write.entry) === false) return false;
+    void this.#storeCalls.call('setMany', () => this.#store.setMany([write]), source);
+    return true;
+  }
+
+  /** @internal Invalidations (keys, tags, clears, close) applied so far in this process: a solo run's fence. */
+  _invalidations(): number {
+    return this.#storeCalls.outage.invalidations;
   }
 
   /** @internal Registry */
@@ -352,23 +379,6 @@ export class Cache implements Registry {
 
   // ── bookkeeping ────────────────────────────────────────────────────────────────────────
 
-  /** Sources (loaders, getOrCompute and its labels) already warned that they store nothing. */
-  readonly #warnedNoTtl = new WeakSet<Source>();
-
-  /** Once per loader or getOrCompute label: a load on a shared store with no ttl given stores nothing. */
-  #warnNoTtl(source: Source, key: string): void {
-    if (this.#warnedNoTtl.has(source)) return;
-    this.#warnedNoTtl.add(source);
-    const who =
-      source instanceof Loader
-        ? `loader ${JSON.stringify(source.name)}`
-        : `getOrCompute(${JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key)}${source === this.#sources.getOrCompute ? '' : `, { label: ${JSON.stringify(source.name)} }`})`;
-    process.emitWarning(
-      `herdcache: ${who} stores nothing in the ${this.#store.name} store: no ttl is given (on createCache(), the loader or the call), and without one values are only coalesced in this process (coalesce-only), never written for other replicas. Give a ttl (ms) to cache them, or ttl: 0 to coalesce only on purpose (no warning).`,
-      { code: NO_TTL_WARNING },
-    );
-  }
-
   #storeProblem(counter: CounterName, key: string, error: unknown, operation: string): void {
     this.#counters.count(this.#sources.nameOfKey(key), counter, 1);
     notify(this.#observers.current.onStoreError, [error, `${operation} ${key}`]);
@@ -377,21 +387,6 @@ export class Cache implements Registry {
   #assertOpen(): void {
     if (this.#loads.closed) throw new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed');
   }
-}
-
-export function checkKey(key: unknown, name: string): asserts key is string {
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new HerdcacheError(
-      'E_INVALID_KEY',
-      `herdcache: argument "${name}" must be a non-empty string, got ${describe(key)}`,
-    );
-  }
-}
-
-/** A key the app may compute under: non-empty, and outside herdcache's own namespaces. */
-export function checkRawKey(key: unknown, name: string): asserts key is string {
-  checkKey(key, name);
-  if (isNamespacedKey(key)) throw reservedKeyError(name, key);
 }
 
 /** Creates a registry. One per process is the intended use; two never coalesce with each other. */

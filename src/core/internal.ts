@@ -10,6 +10,9 @@ import { NO_ARG, type Computation } from './registry';
 import { NO_ANSWER, type RequestScope } from './scope';
 import type { GetOrComputeOptions } from './types';
 import { RunBatchContext } from './fill-call';
+import type { LateTagged } from './late-tags';
+import { makeEntry, physicalTtl } from './freshness';
+import { boundedKey } from './long-keys';
 
 export { MemoKey } from './memo';
 export { flightsStarted } from './flight';
@@ -88,4 +91,47 @@ export function answerLater(
   return scope !== undefined
     ? scope._compute(call, key, fill)
     : cache._load(call.source, key, fill, call.policy, undefined, undefined);
+}
+
+/** Whether `key` may run solo: nothing of it held, a store that fills in the step, no hook (graphql/response-solo). */
+export function soloFree(cache: Cache, key: string): boolean {
+  return cache._soloFree(key);
+}
+
+/** Counts on `computation`'s source what a solo run's flight would have counted (and tells the hooks). */
+export function soloCount(
+  cache: Cache,
+  computation: Computation,
+  counter: 'misses' | 'coalesced' | 'fills',
+  key: string,
+  durationMs = 0,
+): void {
+  cache._soloCount(computation.source, counter, key, durationMs);
+}
+
+/** Invalidations (keys, tags, clears) the cache applied so far in this process. */
+export function invalidationsOf(cache: Cache): number {
+  return cache._invalidations();
+}
+
+/**
+ * Writes a solo run's result (graphql/response-solo) as the fill step writes a LateTagged value on a
+ * store without tag versions: its tags once each, fresh for `freshMs` when shorter than the ttl.
+ * False: larger than the store keeps, not written.
+ */
+export function soloWrite(
+  cache: Cache,
+  computation: Computation,
+  key: string,
+  result: LateTagged,
+  since: number,
+): boolean {
+  const { policy: base } = computation;
+  const freshMs = result.freshMs;
+  const policy =
+    freshMs !== undefined && freshMs < (base.ttl ?? Infinity) ? { ...base, ttl: freshMs, jitter: 0 } : base;
+  const tags = result.distinct ? result.tags : [...new Set(result.tags)];
+  const now = cache._now();
+  const entry = makeEntry(result.value, now, policy, { tags, valueBytes: result.valueBytes });
+  return cache._soloWrite(computation.source, { key: boundedKey(key), entry, ttl: physicalTtl(entry, now), since });
 }

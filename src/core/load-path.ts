@@ -17,7 +17,7 @@ import { Refreshes } from './refreshes';
 import { NO_ARG } from './registry';
 import type { Store, StoreSlot } from './store';
 import { DispatchQueue, nextTurn } from './tick';
-import { tagsFor } from './validity';
+import { TagsFailed, tagsOrFailed } from './validity';
 import type { UnsentInvalidations } from './unsent';
 
 export interface LoadPathOptions extends Omit<PipelineHost, 'settled' | 'refresh'> {
@@ -35,8 +35,7 @@ export class LoadPath {
   /** Set by the registry's close(): later misses are refused. */
   closed = false;
   readonly #store: Store;
-  // What the store reads synchronously with: getSync (memory, tiered L1: a load then tries a hit
-  // first), peekSync (getSync leaving servedUntil to the registry's clock read), readSlot (memory).
+  // Sync reads: getSync (memory, tiered L1: a hit tried first), peekSync (servedUntil judged here), readSlot (memory).
   readonly #syncReads: boolean;
   readonly #peeks: boolean;
   readonly #slots: boolean;
@@ -54,8 +53,7 @@ export class LoadPath {
 
   constructor(options: LoadPathOptions) {
     const { store, hitClock, flights, observers, maxRefreshes } = options;
-    // Called as the store's method, not through a bound copy: a bound function is called through a
-    // generic builtin the compiler does not inline (~30 ns of every hit).
+    // The store's own method, not a bound copy: a bound call goes through a builtin never inlined (~30 ns a hit).
     this.#store = store;
     this.#syncReads = typeof store.getSync === 'function';
     this.#peeks = this.#syncReads && typeof store.peekSync === 'function';
@@ -164,6 +162,12 @@ export class LoadPath {
     return undefined;
   }
 
+  /** Cache._soloFree: nothing of `key` held, on a store that fills now (FillPipeline.fillsNow), no wrapFill, open. */
+  soloFree(key: string): boolean {
+    if (this.closed || !this.#pipeline.fillsNow || this.#observers.current.wrapFill !== undefined) return false;
+    return this.#flights.get(key) === undefined && this.#syncRead(key) === undefined;
+  }
+
   /** A caller re-contending after `restarts` abandonments (Flight's PATIENT_AFTER); counted when it arrived. */
   #again<V>(
     source: Source,
@@ -226,12 +230,8 @@ export class LoadPath {
       this.#joining(flight, policy, sink);
       if (restarts > flight.restarts) flight.restarts = restarts;
     } else {
-      let tags: readonly string[] | undefined;
-      try {
-        tags = tagsFor(source, arg, policy);
-      } catch (error) {
-        return rejected(error);
-      }
+      const tags = tagsOrFailed(source, arg, policy);
+      if (tags instanceof TagsFailed) return rejected(tags.error);
       flight = this.#flights.start(key, false, tags);
       if (policy.lateTags === true) flight.lateTags = true;
       if (restarts > 0) flight.restarts = restarts;
@@ -250,8 +250,8 @@ export class LoadPath {
     return (flight.join() as Promise<V> | undefined) ?? this.#wait<V>(flight, source, key, arg, policy, signal, sink);
   }
 
-  // The retry is made here, not in #miss (every call would allocate its context): a waiter whose flight
-  // is abandoned starts over, counted once; its starter (with a signal) a turn later (see #retryItem).
+  // The retry is made here, not in #miss (every call would allocate its context): a waiter whose flight is
+  // abandoned starts over, counted once; its starter (with a signal) a turn later (see #retryItem).
   #wait<V>(
     flight: Flight,
     source: Source,
@@ -283,12 +283,8 @@ export class LoadPath {
   ): Promise<V> {
     if (this.closed) return rejected(new HerdcacheError('E_CLOSED', 'herdcache: the cache is closed'));
     if (signal?.aborted) return rejected(signal.reason);
-    let tags: readonly string[] | undefined;
-    try {
-      tags = tagsFor(source, arg, policy);
-    } catch (error) {
-      return rejected(error);
-    }
+    const tags = tagsOrFailed(source, arg, policy);
+    if (tags instanceof TagsFailed) return rejected(tags.error);
     const flight = new Flight<V>(key, false, tags); // in no table: nobody joins it, no invalidation reaches it
     this.#queue.enqueue({ source, key, flight: flight as Flight, arg, policy, sink, tags, counted: false });
     // Only its caller leaving abandons it; a retry cannot happen, but would load alone again.
@@ -330,12 +326,8 @@ export class LoadPath {
   ): Promise<V> {
     let probe = this.#probes.get(key) as Flight<V> | undefined;
     if (probe === undefined || probe.ended) {
-      let tags: readonly string[] | undefined;
-      try {
-        tags = tagsFor(source, arg, policy);
-      } catch (error) {
-        return rejected(error);
-      }
+      const tags = tagsOrFailed(source, arg, policy);
+      if (tags instanceof TagsFailed) return rejected(tags.error);
       probe = new Flight<V>(key, false, tags); // its callers' own: in no table, nobody else joins it
       this.#probes.set(key, probe as Flight);
       this.#queue.enqueue({ source, key, flight: probe as Flight, arg, policy, sink, tags, counted, probe: replacing });

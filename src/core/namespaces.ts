@@ -47,3 +47,18 @@ export function reservedKeyError(name: string, key: string): HerdcacheError {
     `herdcache: argument "${name}" must not start with U+0000: keys starting with it belong to herdcache's own namespaces (@cached fields, responses), got ${describe(key)}`,
   );
 }
+
+export function checkKey(key: unknown, name: string): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new HerdcacheError(
+      'E_INVALID_KEY',
+      `herdcache: argument "${name}" must be a non-empty string, got ${describe(key)}`,
+    );
+  }
+}
+
+/** A key the app may compute under: non-empty, and outside herdcache's own namespaces. */
+export function checkRawKey(key: unknown, name: string): asserts key is string {
+  checkKey(key, name);
+  if (isNamespacedKey(key)) throw reservedKeyError(name, key);
+}

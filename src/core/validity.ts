@@ -116,6 +116,20 @@ export function tagsFor(source: Source, arg: unknown, policy: Policy): readonly 
   return nonEmpty(policy.tags ?? source.tagsOf?.(arg));
 }
 
+/** What tagsFor threw (a loader's `tags` function): the load fails with it. */
+export class TagsFailed {
+  constructor(readonly error: unknown) {}
+}
+
+/** tagsFor, its throw returned as a TagsFailed (the load path rejects the load with it). */
+export function tagsOrFailed(source: Source, arg: unknown, policy: Policy): readonly string[] | undefined | TagsFailed {
+  try {
+    return tagsFor(source, arg, policy);
+  } catch (error) {
+    return new TagsFailed(error);
+  }
+}
+
 /** An empty tag list is no tags: nothing to version, nothing to invalidate by. */
 export function nonEmpty(tags: readonly string[] | undefined): readonly string[] | undefined {
   return tags !== undefined && tags.length > 0 ? tags : undefined;

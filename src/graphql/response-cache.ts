@@ -31,22 +31,23 @@ import {
   fillAbandoned,
   fillCallers,
   flightsStarted,
-  invalidatedLate,
   nowOf,
+  soloFree,
 } from '../core/internal';
 import { ResponseKeys } from './response-key';
 import { WaitingContexts } from './response-waiting';
+import { START_OVER, type SoloRun, type SoloRuns, soloRunsOf } from './response-solo';
+import { type Answer, IF_INVALIDATED, STRICTER, type Shared, UNSHAREABLE, toShared } from './response-shared';
 import { OutcomeSink } from './response-sink';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { type OperationCache, checkCache, operationApart, operationOf } from './request';
 import { type StaticPolicy, operationPolicy, staticPolicy } from './response-policy';
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
-import { resultFacts, tagsOnce } from './response-result';
 import { readStaleFields, servedOnlyReason, toStored } from './response-stored';
 import { Admission } from './response-admission';
 import { OnceWarnings } from './warnings';
-import { warnUntaggedMutation } from './response-mutation';
+import { invalidateResultEntities } from './response-mutation';
 import type {
   Completion,
   ExecuteApart,
@@ -82,6 +83,10 @@ export class ResponseEngine {
   readonly #waiting = new WaitingContexts();
   /** Which misses are stored: not all of an operation whose responses are not read (./response-admission). */
   readonly #admission: Admission;
+  /** Misses left unstored, run without a flight of the registry's (./response-solo). */
+  readonly #solo: SoloRuns;
+  /** The registry clock's time. */
+  readonly #now = (): number => nowOf(this.#cache);
   /** One-time warnings about the options' answers at request time (a vary that throws…): this plugin's. */
   readonly warnings = new OnceWarnings();
 
@@ -100,6 +105,7 @@ export class ResponseEngine {
     this.#swr = swr;
     this.invalidateViaMutation = invalidateViaMutation;
     this.#admission = new Admission(unreadLimit);
+    this.#solo = soloRunsOf(cache);
   }
 
   /** The operation's plan, or why it is not cached (not a query, no hint, disabled, no session, unkeyable variables). */
@@ -153,6 +159,17 @@ export class ResponseEngine {
     } catch {
       return BYPASSED_UNAVAILABLE; // the cache cannot take it (closed…): the operation still runs
     }
+    // A miss its admission leaves unstored, nothing of its key held, runs solo (./response-solo).
+    const solo = this.#solo.get(plan.key);
+    if (solo !== undefined) return this.#joinSolo(plan, executeApart, again, solo, computation);
+    let decided = false; // this miss's admission decided here: stored when nobody waits on it either
+    if (soloFree(this.#cache, plan.key)) {
+      if (!this.#admission.admits(policy, plan.key))
+        return this.#solo.start(plan, computation, (executed, final, startSeq) =>
+          this.#toStored(plan, executed, final, operationOf(plan.request.context), startSeq, undefined),
+        );
+      decided = true;
+    }
     let release!: (value: Shared) => void;
     const result = new Promise<Shared>((resolve) => (release = resolve));
     let settleFirst: ((first: First) => void) | undefined; // made when the load's step did not start it (below)
@@ -195,7 +212,8 @@ export class ResponseEngine {
       // left unstored (./response-admission), and counts as one of its operation's unread stores
       // once it is written.
       const alone = (fillCallers(run) ?? 2) <= 1 && !this.#waiting.has(plan.key);
-      const stored = this.#toStored(plan, executed, final, operation, startSeq, alone ? this.#admission : undefined);
+      const admission = alone && !decided ? this.#admission : undefined;
+      const stored = this.#toStored(plan, executed, final, operation, startSeq, admission);
       const shared = toShared(run, stored);
       release(shared);
       // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
@@ -248,36 +266,51 @@ export class ResponseEngine {
     const value = firstOutcome.value;
     // The shared execution's result could not be shared (none left to run it apart): this request executes.
     if (value === undefined) return NOT_SHARED;
-    // Its client gone (a batch whose other operation led, cancelled with it), it does not contend
-    // again: the execution it would lead for the others would be cancelled as well. Nor does a
-    // signed-in viewer after a result made stricter at run time (a viewer's answer made PRIVATE):
-    // its key's waiters are all signed in, and each one leading would be made PRIVATE too.
     if (value === UNSHAREABLE || value === STRICTER)
-      return again &&
-        !this.#waiting.lent(plan.request.context) &&
-        plan.request.signal?.aborted !== true &&
-        (value === UNSHAREABLE || !plan.signedIn)
-        ? this.#lookup(plan, executeApart, false)
-        : NOT_SHARED;
+      return again && !this.#waiting.lent(plan.request.context) ? this.#again(plan, executeApart, value) : NOT_SHARED;
     answered = true;
-    this.#admission.read(plan.policy);
     const outcome = sink.outcome === 'hits' ? 'hit' : sink.outcome === 'staleServed' ? 'stale' : 'coalesced';
+    return this.#answered(plan, outcome, value);
+  }
+
+  /**
+   * An unshareable execution's waiter contends once more: not when its client is gone (what it led
+   * would be cancelled too), nor when signed in after a stricter runtime hint (each would be too).
+   */
+  #again(
+    plan: ResponsePlan,
+    executeApart: ExecuteApart,
+    value: typeof UNSHAREABLE | typeof STRICTER,
+  ): Promise<Lookup> | Lookup {
+    return plan.request.signal?.aborted !== true && (value === UNSHAREABLE || !plan.signedIn)
+      ? this.#lookup(plan, executeApart, false)
+      : NOT_SHARED;
+  }
+
+  /** A response given without executing: a read of its operation (./response-admission). */
+  #answered(plan: ResponsePlan, outcome: 'hit' | 'stale' | 'coalesced', value: StoredResponse): Lookup {
+    this.#admission.read(plan.policy);
     return { outcome, response: value, age: Math.max(0, Math.floor((this.#now() - value.at) / 1000)) };
   }
 
+  /** Waits for the key's solo run: its result, or (none to share, or an invalidation meanwhile) contends again. */
+  async #joinSolo(
+    plan: ResponsePlan,
+    executeApart: ExecuteApart,
+    again: boolean,
+    run: SoloRun,
+    computation: Computation,
+  ): Promise<Lookup> {
+    const value = await this.#solo.join(plan.key, run, computation);
+    if (value === START_OVER) return this.#lookup(plan, executeApart, again);
+    if (value === UNSHAREABLE || value === STRICTER) return again ? this.#again(plan, executeApart, value) : NOT_SHARED;
+    return this.#answered(plan, 'coalesced', value);
+  }
+
   /** Invalidates the entities of a mutation's result, or of one of its payloads (before it leaves). */
-  async afterMutation(request: ResponseRequest, data: unknown): Promise<void> {
-    if (!this.invalidateViaMutation || data === null || data === undefined) return;
-    const facts = resultFacts(request.schema, request.document, request.operationName, data);
-    if (facts === undefined) return;
-    if (facts.untagged) warnUntaggedMutation(request, this.warnings);
-    const tags = tagsOnce(facts);
-    if (tags.length === 0) return;
-    try {
-      await this.#cache.invalidateTags(tags);
-    } catch {
-      // Store failures are counted by the registry; the mutation's response is never failed by the cache.
-    }
+  afterMutation(request: ResponseRequest, data: unknown): Promise<void> {
+    if (!this.invalidateViaMutation || data === null || data === undefined) return DONE;
+    return invalidateResultEntities(this.#cache, request, data, this.warnings);
   }
 
   /** What to store of a result, or why none (./response-stored); refused as invalidated elsewhere, it is not shared either. */
@@ -291,7 +324,7 @@ export class ResponseEngine {
   ): LateTagged<StoredResponse> | NotStoredReason {
     // `admission`: a request's own miss nobody waits on, which may be left unstored
     // (./response-admission); one with waiters, a refresh or a re-execution apart is stored.
-    const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, () => this.#now(), admission);
+    const stored = toStored(plan, executed, final, operation, startSeq, this.#maxBytes, this.#now, admission);
     // Refused by the store step as invalidated on another replica while it ran: the requests that
     // waited on it may have come after that invalidation (a mutation returned): they execute again.
     if (typeof stored !== 'string' && (!stored.servedOnly || stored.tags.length > 0))
@@ -334,10 +367,6 @@ export class ResponseEngine {
     );
   }
 
-  #now(): number {
-    return nowOf(this.#cache);
-  }
-
   #computation(policy: StaticPolicy): Computation {
     const swr = this.#swr ?? policy.swr;
     const memo = `${policy.maxAge}/${swr}`;
@@ -351,43 +380,10 @@ export class ResponseEngine {
   }
 }
 
-/**
- * What an execution whose result cannot be shared hands to the requests waiting on it (never
- * stored: it is served only): they execute themselves, and report `not_shared`.
- */
-const UNSHAREABLE: unique symbol = Symbol('herdcache.unshareable');
-/** UNSHAREABLE for a result a runtime hint made stricter than its key (`stricter_hint`). */
-const STRICTER: unique symbol = Symbol('herdcache.stricter');
+const DONE: Promise<void> = Promise.resolve();
 const NOT_SHARED: Lookup = { outcome: 'miss', notStoredReason: 'not_shared' };
 
-/** What a lookup reads from the registry: a response, or that the execution it waited for had none to share. */
-type Answer = StoredResponse | typeof UNSHAREABLE | typeof STRICTER;
-/** What an execution hands to the registry. */
-type Shared = LateTagged<Answer>;
-
 const STARTED: unique symbol = Symbol('started');
-const IF_INVALIDATED = { value: UNSHAREABLE } as const;
-const NO_TAGS: readonly string[] = [];
-
-/**
- * What the fill given `run` hands its waiters: the result to store, or (none to store) an answer
- * telling them to execute themselves. Its flight is abandoned first when a tag of it (any, for a
- * result served only without tags: untagged, unshareable) was invalidated while it ran
- * (core/late-tags): its waiters start over, nothing is written, as if the invalidation had come a
- * moment before it ended.
- */
-function toShared(run: unknown, stored: LateTagged<StoredResponse> | NotStoredReason): Shared {
-  const shared =
-    typeof stored === 'string'
-      ? LateTagged.served<Answer>(stored === 'stricter_hint' ? STRICTER : UNSHAREABLE)
-      : stored;
-  // Not admitted (./response-admission): nobody waited on it, and one joining now contends again:
-  // no invalidation while it ran need abandon it.
-  if (stored === 'not_admitted') shared.unfenced = true;
-  const anyTag = shared.servedOnly && shared.tags.length === 0 && !shared.unfenced;
-  invalidatedLate(run, anyTag ? NO_TAGS : shared.tags, anyTag);
-  return shared;
-}
 const BYPASSED_UNAVAILABLE: Lookup = { outcome: 'bypassed', bypassReason: 'cache_unavailable' };
 // Why the store step refused a result: a tag invalidated while it ran, unreadable (the store down),
 // or larger than the store keeps (a memory store's maxEntrySize, a Redis store's maxValueBytes).

@@ -3,7 +3,9 @@
  * whose entity it cannot tag invalidates nothing for it, and the user is told once.
  */
 import type { FieldNode } from 'graphql';
+import type { Cache } from '../core/cache';
 import { findDirective } from './directive-nodes';
+import { resultFacts, tagsOnce } from './response-result';
 import { operationOfDocument } from './response-policy';
 import type { ResponseRequest } from './response-types';
 import type { OnceWarnings } from './warnings';
@@ -28,4 +30,23 @@ export function warnUntaggedMutation(request: ResponseRequest, warnings: OnceWar
     'HERDCACHE_MUTATION_UNTAGGED',
     `herdcache: the mutation ${operation?.name?.value ?? '(unnamed)'} returned an object whose id it did not select (or whose type could not be told without __typename): it does not invalidate that object's cached responses. Select id (and __typename on interfaces and unions) in mutations, or name the tags with @invalidates.`,
   );
+}
+
+/** Invalidates the entities of a mutation's result (ResponseEngine.afterMutation); never fails. */
+export async function invalidateResultEntities(
+  cache: Cache,
+  request: ResponseRequest,
+  data: unknown,
+  warnings: OnceWarnings,
+): Promise<void> {
+  const facts = resultFacts(request.schema, request.document, request.operationName, data);
+  if (facts === undefined) return;
+  if (facts.untagged) warnUntaggedMutation(request, warnings);
+  const tags = tagsOnce(facts);
+  if (tags.length === 0) return;
+  try {
+    await cache.invalidateTags(tags);
+  } catch {
+    // Store failures are counted by the registry; the mutation's response is never failed by the cache.
+  }
 }

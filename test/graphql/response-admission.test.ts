@@ -4,18 +4,12 @@
  * back, and what is not stored is still shared (one execution) and still fenced by invalidations.
  * The plugins' reporting of it over HTTP: test/apollo/response-cache-options.test.ts.
  */
-import { buildSchema, parse } from 'graphql';
+import { parse } from 'graphql';
 import { createCache } from '../../src/core/cache';
 import { ResponseEngine, type ResponsePlan, type ResponseRequest } from '../../src/graphql/response-cache';
+import { PAGE, pageSchema } from './response-fixture';
 
-const schema = buildSchema(`
-  directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
-  enum CacheControlScope { PUBLIC PRIVATE }
-  type Query { page(n: Int!): [Item!]! @cacheControl(maxAge: 60) }
-  type Item @cacheControl(maxAge: 60) { id: ID!, name: String }
-`);
-// One parsed document for every request, as a server's document cache gives: one operation.
-const PAGE = parse('query Page($n: Int!) { page(n: $n) { id name } }');
+const schema = pageSchema();
 
 const request = (n: number, document = PAGE): ResponseRequest => ({
   schema,

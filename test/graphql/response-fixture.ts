@@ -1,4 +1,5 @@
 /** A schema for the response layer (hints from @cacheControl and @cached), its counted resolvers, and HTTP helpers. */
+import { type GraphQLSchema, buildSchema, parse } from 'graphql';
 import { createCache, type Cache } from '../../src/core/cache';
 import type { Store } from '../../src/core/store';
 import { cachedDirectiveTransformer, setResponseCacheHint } from '../../src/graphql';
@@ -258,3 +259,16 @@ export async function expectReasons(url: string): Promise<void> {
   expect(hit).toMatchObject({ response: 'hit' });
   expect(hit).not.toHaveProperty('bypassReason');
 }
+
+/** One operation over pages (the admission's and solo runs' tests): `page(n)` of Items, hinted `maxAge` seconds. */
+export function pageSchema(maxAge = 60): GraphQLSchema {
+  return buildSchema(`
+    directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
+    enum CacheControlScope { PUBLIC PRIVATE }
+    type Query { page(n: Int!): [Item!]! @cacheControl(maxAge: ${maxAge}) }
+    type Item @cacheControl(maxAge: ${maxAge}) { id: ID!, name: String }
+  `);
+}
+
+/** pageSchema's operation, parsed once: one document for every request, as a server's document cache gives. */
+export const PAGE = parse('query Page($n: Int!) { page(n: $n) { id name } }');
