@@ -161,7 +161,8 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
           const operation: ResponseRequest = request;
           const runner = apart as ApartRunner; // made with the engine
           const execute: ExecuteApart = (context) => runner.execute(operation, context);
-          lookup = await engine.lookup(planned, execute);
+          const found = engine.lookup(planned, execute);
+          lookup = found instanceof Promise ? await found : found;
           if (lookup.complete !== undefined) unfinished.set(requestContext, lookup);
           outcome = lookup.outcome;
           if (lookup.outcome === 'bypassed') reason = { bypassReason: lookup.bypassReason };

@@ -171,7 +171,8 @@ export function useHerdcache<TContext extends Record<string, any> = {}>(
             apart.signal = undefined;
             return (await executeFn(apart)) as ExecutionResult;
           };
-          lookup = await engine.lookup(plan, execute);
+          const found = engine.lookup(plan, execute);
+          lookup = found instanceof Promise ? await found : found;
           if (lookup.complete !== undefined)
             lookup = { ...lookup, complete: unfinished!.track(args.contextValue, lookup.complete) };
           outcome = lookup.outcome;

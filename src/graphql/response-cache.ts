@@ -37,7 +37,8 @@ import {
 import { ResponseKeys } from './response-key';
 import { WaitingContexts } from './response-waiting';
 import { START_OVER, type SoloRun, type SoloRuns, soloRunsOf } from './response-solo';
-import { type Answer, IF_INVALIDATED, STRICTER, type Shared, UNSHAREABLE, toShared } from './response-shared';
+import type { Answer, Shared, Unshared } from './response-shared';
+import { IF_INVALIDATED, STRICTER, UNSHAREABLE, toShared } from './response-shared';
 import { OutcomeSink } from './response-sink';
 import { responseCacheHintOf, restrictPolicy } from './response-hint';
 import { type OperationCache, checkCache, operationApart, operationOf } from './request';
@@ -140,18 +141,16 @@ export class ResponseEngine {
   }
 
   /**
-   * A response without executing (hit, stale, shared), or "execute" with the function that hands
-   * the result back. A request that waited on an execution whose result could not be shared (a
-   * signed-in viewer's, made PRIVATE by a runtime hint) contends for the key once more, so the
-   * requests that waited with it share one execution again rather than each running their own;
-   * after a second unshareable one, it executes itself (`not_shared`).
+   * A response without executing (hit, stale, shared), or "execute" with the function that hands the result
+   * back. A waiter of an unshareable execution (a signed-in viewer's, made PRIVATE at run time) contends once
+   * more, so its co-waiters share one execution again; after a second such one, it executes itself (`not_shared`).
    */
-  lookup(plan: ResponsePlan, executeApart: ExecuteApart): Promise<Lookup> {
+  lookup(plan: ResponsePlan, executeApart: ExecuteApart): Lookup | Promise<Lookup> {
     return this.#lookup(plan, executeApart, true);
   }
 
-  /** `again`: on an unshareable execution, contend once more (see lookup). */
-  async #lookup(plan: ResponsePlan, executeApart: ExecuteApart, again: boolean): Promise<Lookup> {
+  /** `again`: on an unshareable execution, contend once more (see lookup). A solo run started: at once. */
+  #lookup(plan: ResponsePlan, executeApart: ExecuteApart, again: boolean): Lookup | Promise<Lookup> {
     const { policy } = plan;
     let computation: Computation;
     try {
@@ -170,6 +169,12 @@ export class ResponseEngine {
         );
       decided = true;
     }
+    return this.#load(plan, executeApart, again, decided);
+  }
+
+  /** #lookup through the registry: `decided`, whether this miss's admission was decided (see #lookup). */
+  async #load(plan: ResponsePlan, executeApart: ExecuteApart, again: boolean, decided: boolean): Promise<Lookup> {
+    const computation = this.#computation(plan.policy); // made in #lookup already: no throw
     let release!: (value: Shared) => void;
     const result = new Promise<Shared>((resolve) => (release = resolve));
     let settleFirst: ((first: First) => void) | undefined; // made when the load's step did not start it (below)
@@ -277,11 +282,7 @@ export class ResponseEngine {
    * An unshareable execution's waiter contends once more: not when its client is gone (what it led
    * would be cancelled too), nor when signed in after a stricter runtime hint (each would be too).
    */
-  #again(
-    plan: ResponsePlan,
-    executeApart: ExecuteApart,
-    value: typeof UNSHAREABLE | typeof STRICTER,
-  ): Promise<Lookup> | Lookup {
+  #again(plan: ResponsePlan, executeApart: ExecuteApart, value: Unshared): Promise<Lookup> | Lookup {
     return plan.request.signal?.aborted !== true && (value === UNSHAREABLE || !plan.signedIn)
       ? this.#lookup(plan, executeApart, false)
       : NOT_SHARED;

@@ -13,6 +13,9 @@ import type { NotStoredReason, StoredResponse } from './response-types';
 export const UNSHAREABLE: unique symbol = Symbol('herdcache.unshareable');
 /** UNSHAREABLE for a result a runtime hint made stricter than its key (`stricter_hint`). */
 export const STRICTER: unique symbol = Symbol('herdcache.stricter');
+/** Why an execution's waiters execute themselves. */
+export type Unshared = typeof UNSHAREABLE | typeof STRICTER;
+
 /** What a lookup reads from the registry: a response, or that the execution it waited for had none to share. */
 export type Answer = StoredResponse | typeof UNSHAREABLE | typeof STRICTER;
 

@@ -76,17 +76,12 @@ export class SoloRun {
   }
 }
 
-/** An ended run's entry until the next sweep (see SoloRuns.#forget). */
-const ENDED = Object.create(SoloRun.prototype) as SoloRun;
-
 /** The solo runs of one cache, by response key. */
 export class SoloRuns {
   readonly #cache: Cache;
-  /**
-   * Key → its run. An ended run's entry stays as ENDED until a sweep renews the Map (as the
-   * registry's FlightTable keeps its flights: a Map emptied entry by entry churns its tables).
-   */
+  /** Key → its run. Renewed now and then (see #forget): a Map emptied entry by entry churns its tables. */
   #runs = new Map<string, SoloRun>();
+  /** Runs ended since the Map was last renewed. */
   #ended = 0;
 
   constructor(cache: Cache) {
@@ -95,15 +90,12 @@ export class SoloRuns {
 
   /** The key's run in progress. */
   get(key: string): SoloRun | undefined {
-    const run = this.#runs.get(key);
-    return run === ENDED ? undefined : run;
+    return this.#runs.get(key);
   }
 
   /** Runs in progress (leak checks). */
   get size(): number {
-    let n = 0;
-    for (const run of this.#runs.values()) if (run !== ENDED) n++;
-    return n;
+    return this.#runs.size;
   }
 
   /**
@@ -166,17 +158,23 @@ export class SoloRuns {
     return completion;
   }
 
-  /** Lets go of the key's entry: ENDED, swept once most entries are (as FlightTable's). */
+  /**
+   * Lets go of the key's entry. The Map is renewed after every SWEEP_AFTER runs (it holds the few
+   * in progress): V8 links each table a churning Map discards to its successor, and one in the old
+   * generation kept every later table alive through each young collection (see FlightTable).
+   */
   #forget(key: string, run: SoloRun): void {
     const runs = this.#runs;
     if (runs.get(key) !== run) return;
-    runs.set(key, ENDED);
-    const ended = ++this.#ended;
-    if (ended < runs.size && (ended < 1024 || 2 * ended < runs.size)) return;
-    this.#runs = new Map([...runs].filter(([, kept]) => kept !== ENDED));
+    runs.delete(key);
+    if (++this.#ended < SWEEP_AFTER) return;
+    this.#runs = new Map(runs);
     this.#ended = 0;
   }
 }
+
+/** Runs ended before the Map is renewed (see SoloRuns.#forget). */
+const SWEEP_AFTER = 1024;
 
 const RUNS = new WeakMap<Cache, SoloRuns>();
 

@@ -31,7 +31,7 @@ async function skipping(cache: Cache = createCache()): Promise<ResponseEngine> {
 }
 
 /** Completes the lookups that execute (with `data`), returns every lookup once all are answered. */
-async function answered(lookups: Promise<Lookup>[], data: unknown): Promise<Lookup[]> {
+async function answered(lookups: (Lookup | Promise<Lookup>)[], data: unknown): Promise<Lookup[]> {
   return Promise.all(
     lookups.map(async (pending) => {
       const lookup = await pending;
