@@ -133,7 +133,7 @@ describe('response layer: admission of an operation whose responses are not read
       return { data: dataOf(1) };
     };
     const leader = await a.lookup(a.plan(request(1)) as ResponsePlan, executeApart);
-    const joiners = Array.from({ length: 3 }, () => b.lookup(b.plan(request(1)) as ResponsePlan, executeApart));
+    const joiners = Array.from({ length: 3 }, async () => b.lookup(b.plan(request(1)) as ResponsePlan, executeApart));
     expect(await leader.complete!({ data: dataOf(1) })).toBe('stored');
     expect((await Promise.all(joiners)).map((j) => j.outcome)).toEqual(['coalesced', 'coalesced', 'coalesced']);
     expect(apart).toBe(0);
@@ -163,7 +163,7 @@ describe('response layer: admission of an operation whose responses are not read
       return { data: dataOf(1) };
     };
     const leader = await engine.lookup(plan(), executeApart);
-    const joiners = Array.from({ length: 5 }, () => engine.lookup(plan(), executeApart));
+    const joiners = Array.from({ length: 5 }, async () => engine.lookup(plan(), executeApart));
     expect(leader.outcome).toBe('miss');
     expect(await leader.complete!({ data: dataOf(1) })).toBe('stored');
     const joined = await Promise.all(joiners);

@@ -101,7 +101,7 @@ describe('response layer: solo runs', () => {
     const before = { ...responseStats(cache) };
     const leader = await engine.lookup(planOf(engine, 1), executeApart);
     expect(cache.inFlight).toBe(0);
-    const joiners = Array.from({ length: 4 }, () => engine.lookup(planOf(engine, 1), executeApart));
+    const joiners = Array.from({ length: 4 }, async () => engine.lookup(planOf(engine, 1), executeApart));
     expect(await leader.complete!({ data: dataOf(1) })).toBe('stored');
     const joined = await Promise.all(joiners);
     expect(joined.map((j) => j.outcome)).toEqual(Array(4).fill('coalesced'));
