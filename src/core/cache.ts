@@ -137,11 +137,9 @@ export class Cache implements Registry {
 
   /** Fills in flight in this process, the response layer's solo runs included (for tests and leak checks). */
   get inFlight(): number {
-    return this.#flights.size + this.#solo;
+    return this.#flights.size;
   }
 
-  /** The response layer's solo runs in progress (graphql/response-solo): fills without a flight. */
-  #solo = 0;
 
   /**
    * Invalidations the store failed to take (down, timed out, breaker open), sent again until it
@@ -351,9 +349,9 @@ export class Cache implements Registry {
 
   /** @internal What a solo run's flight would have counted and told the hooks (a fill: its duration). */
   _soloCount(source: Source, counter: 'misses' | 'coalesced' | 'fills', key: string, durationMs: number): void {
-    if (counter === 'misses') this.#solo++;
+    if (counter === 'misses') this.#flights.solo++;
     if (counter !== 'fills') return record(this.#observers, source, counter, boundedKey(key), undefined);
-    this.#solo--;
+    this.#flights.solo--;
     countOn(source, counter, undefined);
     notify(this.#observers.current.onFill, [boundedKey(key), source.name, durationMs, undefined]);
   }
