@@ -140,7 +140,6 @@ export class Cache implements Registry {
     return this.#flights.size;
   }
 
-
   /**
    * Invalidations the store failed to take (down, timed out, breaker open), sent again until it
    * takes them: keys, tags, and whether a clear is among them. All 0/false when the store is well.
