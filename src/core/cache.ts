@@ -135,7 +135,7 @@ export class Cache implements Registry {
     });
   }
 
-  /** Fills in flight in this process, the response layer's solo runs included (for tests and leak checks). */
+  /** Fills in flight in this process (for tests and leak checks). */
   get inFlight(): number {
     return this.#flights.size;
   }
@@ -348,9 +348,7 @@ export class Cache implements Registry {
 
   /** @internal What a solo run's flight would have counted and told the hooks (a fill: its duration). */
   _soloCount(source: Source, counter: 'misses' | 'coalesced' | 'fills', key: string, durationMs: number): void {
-    if (counter === 'misses') this.#flights.solo++;
     if (counter !== 'fills') return record(this.#observers, source, counter, boundedKey(key), undefined);
-    this.#flights.solo--;
     countOn(source, counter, undefined);
     notify(this.#observers.current.onFill, [boundedKey(key), source.name, durationMs, undefined]);
   }

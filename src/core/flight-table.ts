@@ -33,12 +33,9 @@ export class FlightTable {
   /** Flights ended as their key's entry since the last sweep (a replaced one still counts). */
   #ended = 0;
 
-  /** Fills running without a flight (the response layer's solo runs: graphql/response-solo), counted in size. */
-  solo = 0;
-
-  /** Flights pending, solo runs included (counted: for tests and leak checks, not the load path). */
+  /** Flights pending (counted: for tests and leak checks, not the load path). */
   get size(): number {
-    return this.#pending().length + this.solo;
+    return this.#pending().length;
   }
 
   /** @internal Entries held, ended flights not swept yet included (tests). */

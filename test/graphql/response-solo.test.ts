@@ -55,8 +55,8 @@ describe('response layer: solo runs', () => {
     const before = { ...responseStats(cache) };
     const leader = await engine.lookup(planOf(engine, 1), executeApart);
     expect(leader.outcome).toBe('miss');
-    // In flight (cache.inFlight counts it), as a solo run: no flight of the registry's until complete().
-    expect([cache.inFlight, soloRunsOf(cache).size]).toEqual([1, 1]);
+    // A solo run: no flight of the registry's (cache.inFlight counts those) until complete().
+    expect([cache.inFlight, soloRunsOf(cache).size]).toEqual([0, 1]);
     expect(await leader.complete!({ data: dataOf(1) })).toBe('not_admitted');
     expect([cache.inFlight, soloRunsOf(cache).size]).toEqual([0, 0]);
     expect(responseStats(cache).misses - before.misses).toBe(1);

@@ -686,7 +686,7 @@ export async function responseStress(options: ResponseStressOptions): Promise<Re
     const deadline = Date.now() + deadlineMs;
     while (pending.size > 0 && Date.now() < deadline) await sleep(5);
     report.pending = [...pending.values()].slice(0, 20).map((what) => `${what} (seed ${seed}, ${options.store})`);
-    // Fills in flight (the response layer's solo runs counted), and solo runs still noted by key.
+    // Fills in flight, and the response layer's solo runs (no flight of their own: src/graphql/response-solo).
     const inFlight = () => caches.reduce((sum, cache) => sum + cache.inFlight + soloRunsOf(cache).size, 0);
     while (inFlight() > 0 && Date.now() < deadline) await sleep(5);
     report.inFlightAfter = inFlight();
