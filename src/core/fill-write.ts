@@ -11,7 +11,7 @@ import type { FlightTable } from './flight-table';
 import { type Clock, makeEntry, physicalTtl } from './freshness';
 import { type Observers, notify } from './hooks';
 import type { Item, LockOutcome, Source } from './item';
-import { hasTagClock, LateTagged, readClock } from './late-tags';
+import { freshPolicy, hasTagClock, LateTagged, readClock } from './late-tags';
 import { countOn } from './metrics';
 import { storesValues } from './options';
 import type { Store, StoreWrite } from './store';
@@ -211,11 +211,7 @@ export class FillWrite {
           if (token !== undefined) release.push(item.key); // served to the waiters, not written
           continue;
         }
-        const freshMs = tagged?.from.freshMs;
-        const policy =
-          freshMs !== undefined && freshMs < (item.policy.ttl ?? Infinity)
-            ? { ...item.policy, ttl: freshMs, jitter: 0 }
-            : item.policy;
+        const policy = freshPolicy(item.policy, tagged?.from.freshMs);
         const entry = makeEntry(results[i], now, policy, {
           fillMs: item.policy.beta > 0 ? now - startedAt : undefined,
           tags: tagged === undefined ? item.tags : tagged.tags,

@@ -10,7 +10,7 @@ import { NO_ARG, type Computation } from './registry';
 import { NO_ANSWER, type RequestScope } from './scope';
 import type { GetOrComputeOptions } from './types';
 import { RunBatchContext } from './fill-call';
-import type { LateTagged } from './late-tags';
+import { type LateTagged, freshPolicy } from './late-tags';
 import { makeEntry, physicalTtl } from './freshness';
 import { boundedKey } from './long-keys';
 
@@ -126,10 +126,7 @@ export function soloWrite(
   result: LateTagged,
   since: number,
 ): boolean {
-  const { policy: base } = computation;
-  const freshMs = result.freshMs;
-  const policy =
-    freshMs !== undefined && freshMs < (base.ttl ?? Infinity) ? { ...base, ttl: freshMs, jitter: 0 } : base;
+  const policy = freshPolicy(computation.policy, result.freshMs);
   const tags = result.distinct ? result.tags : [...new Set(result.tags)];
   const now = cache._now();
   const entry = makeEntry(result.value, now, policy, { tags, valueBytes: result.valueBytes });

@@ -23,6 +23,7 @@
  * Internal: the response layer (herdcache/graphql) is its one user.
  */
 import type { Item } from './item';
+import type { Policy } from './options';
 import type { Store } from './store';
 import type { StoreCalls } from './store-calls';
 export class LateTagged<V = unknown> {
@@ -101,4 +102,12 @@ export function readClock(store: Store, calls: StoreCalls, items: readonly Item[
     .then((clock) => {
       for (const item of those) item.clock ??= clock ?? NaN;
     });
+}
+
+/**
+ * The policy a LateTagged value is written with: fresh for its `freshMs` when shorter than the
+ * ttl (a response built from a field served stale), its grace kept, no jitter.
+ */
+export function freshPolicy<P extends Policy>(policy: P, freshMs: number | undefined): P {
+  return freshMs !== undefined && freshMs < (policy.ttl ?? Infinity) ? { ...policy, ttl: freshMs, jitter: 0 } : policy;
 }

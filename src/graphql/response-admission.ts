@@ -57,6 +57,12 @@ export class Admission {
     this.#limit = limit;
   }
 
+  /** Whether the operation's misses may be left unstored now (its last `limit` stores unread): admits() may say no. */
+  skipping(operation: StaticPolicy): boolean {
+    const reads = this.#operations.get(operation);
+    return reads !== undefined && this.#limit !== 0 && reads.unread >= this.#limit;
+  }
+
   /** Whether to store the result of this miss of `key`, no request waiting on it (counts the misses it skips). */
   admits(operation: StaticPolicy, key: string): boolean {
     if (this.#limit === 0) return true;

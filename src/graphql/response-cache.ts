@@ -160,21 +160,27 @@ export class ResponseEngine {
     }
     // A miss its admission leaves unstored, nothing of its key held, runs solo (./response-solo).
     const solo = this.#solo.get(plan.key);
-    if (solo !== undefined) return this.#joinSolo(plan, executeApart, again, solo, computation);
+    if (solo !== undefined) return this.#joinSolo(plan, executeApart, again, solo);
+    // Asked of an operation whose misses may be left unstored only (a hit then reads the store once).
     let decided = false; // this miss's admission decided here: stored when nobody waits on it either
-    if (soloFree(this.#cache, plan.key)) {
+    if (this.#admission.skipping(policy) && soloFree(this.#cache, plan.key)) {
       if (!this.#admission.admits(policy, plan.key))
         return this.#solo.start(plan, computation, (executed, final, startSeq) =>
           this.#toStored(plan, executed, final, operationOf(plan.request.context), startSeq, undefined),
         );
       decided = true;
     }
-    return this.#load(plan, executeApart, again, decided);
+    return this.#load(plan, computation, executeApart, again, decided);
   }
 
   /** #lookup through the registry: `decided`, whether this miss's admission was decided (see #lookup). */
-  async #load(plan: ResponsePlan, executeApart: ExecuteApart, again: boolean, decided: boolean): Promise<Lookup> {
-    const computation = this.#computation(plan.policy); // made in #lookup already: no throw
+  async #load(
+    plan: ResponsePlan,
+    computation: Computation,
+    executeApart: ExecuteApart,
+    again: boolean,
+    decided: boolean,
+  ): Promise<Lookup> {
     let release!: (value: Shared) => void;
     const result = new Promise<Shared>((resolve) => (release = resolve));
     let settleFirst: ((first: First) => void) | undefined; // made when the load's step did not start it (below)
@@ -295,14 +301,8 @@ export class ResponseEngine {
   }
 
   /** Waits for the key's solo run: its result, or (none to share, or an invalidation meanwhile) contends again. */
-  async #joinSolo(
-    plan: ResponsePlan,
-    executeApart: ExecuteApart,
-    again: boolean,
-    run: SoloRun,
-    computation: Computation,
-  ): Promise<Lookup> {
-    const value = await this.#solo.join(plan.key, run, computation);
+  async #joinSolo(plan: ResponsePlan, executeApart: ExecuteApart, again: boolean, run: SoloRun): Promise<Lookup> {
+    const value = await this.#solo.join(run);
     if (value === START_OVER) return this.#lookup(plan, executeApart, again);
     if (value === UNSHAREABLE || value === STRICTER) return again ? this.#again(plan, executeApart, value) : NOT_SHARED;
     return this.#answered(plan, 'coalesced', value);

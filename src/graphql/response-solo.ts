@@ -47,6 +47,9 @@ type Share = (
 
 /** One solo execution: the registry's invalidations, flights and clock when it started, its waiters. */
 export class SoloRun {
+  readonly key: string;
+  /** Its response's source and policy (what its miss, fill and waiters are counted on; its write's policy). */
+  readonly computation: Computation;
   readonly invalidations: number;
   /** Flights started before it (older_fill: see ./response-stored). */
   readonly startSeq = flightsStarted();
@@ -59,7 +62,9 @@ export class SoloRun {
   #ended: Promise<Answer | typeof START_OVER> | undefined;
   #end: ((answer: Answer | typeof START_OVER) => void) | undefined;
 
-  constructor(cache: Cache) {
+  constructor(cache: Cache, key: string, computation: Computation) {
+    this.key = key;
+    this.computation = computation;
     this.invalidations = invalidationsOf(cache);
     this.since = nowOf(cache);
   }
@@ -103,7 +108,7 @@ export class SoloRuns {
    * hands its result to `complete`, which stores and shares `share(…)` when others waited (see end).
    */
   start(plan: ResponsePlan, computation: Computation, share: Share): Lookup {
-    const run = new SoloRun(this.#cache);
+    const run = new SoloRun(this.#cache, plan.key, computation);
     this.#runs.set(plan.key, run);
     soloCount(this.#cache, computation, 'misses', plan.key);
     // Its @cached fields' tags are noted, as an execution's that may be stored (it may: see end).
@@ -111,14 +116,14 @@ export class SoloRuns {
     operation?.collectTags();
     const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
       const stale = readStaleFields(operation);
-      return Promise.resolve(this.#end(plan.key, run, computation, stale, () => share(executed, final, run.startSeq)));
+      return Promise.resolve(this.#end(run, stale, () => share(executed, final, run.startSeq)));
     };
     return { outcome: 'miss', complete };
   }
 
   /** A request waits for the key's run (counted as coalesced). */
-  join(key: string, run: SoloRun, computation: Computation): Promise<Answer | typeof START_OVER> {
-    soloCount(this.#cache, computation, 'coalesced', key);
+  join(run: SoloRun): Promise<Answer | typeof START_OVER> {
+    soloCount(this.#cache, run.computation, 'coalesced', run.key);
     return run.wait();
   }
 
@@ -127,14 +132,9 @@ export class SoloRuns {
    * invalidation came while it ran (its waiters start over), `share()` is written and handed to
    * its waiters (or why none). The completion its request reports.
    */
-  #end(
-    key: string,
-    run: SoloRun,
-    computation: Computation,
-    staleFields: boolean,
-    share: () => LateTagged<StoredResponse> | NotStoredReason,
-  ): Completion {
-    this.#forget(key, run);
+  #end(run: SoloRun, staleFields: boolean, share: () => LateTagged<StoredResponse> | NotStoredReason): Completion {
+    const { key, computation } = run;
+    this.#forget(run);
     soloCount(this.#cache, computation, 'fills', key, performance.now() - run.started);
     if (run.waiters === 0 && !staleFields) return 'not_admitted';
     if (invalidationsOf(this.#cache) !== run.invalidations) {
@@ -163,10 +163,10 @@ export class SoloRuns {
    * in progress): V8 links each table a churning Map discards to its successor, and one in the old
    * generation kept every later table alive through each young collection (see FlightTable).
    */
-  #forget(key: string, run: SoloRun): void {
+  #forget(run: SoloRun): void {
     const runs = this.#runs;
-    if (runs.get(key) !== run) return;
-    runs.delete(key);
+    if (runs.get(run.key) !== run) return;
+    runs.delete(run.key);
     if (++this.#ended < SWEEP_AFTER) return;
     this.#runs = new Map(runs);
     this.#ended = 0;

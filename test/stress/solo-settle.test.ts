@@ -1,8 +1,8 @@
 /**
  * Solo runs under a seeded random mix (src/graphql/response-solo): many requests for one operation,
  * most pages asked once (its admission leaves their misses unstored: solo runs), some pages asked
- * by several at once, writes of pages (a version bump, then invalidateTags), clears, failed
- * executions, all interleaved. Every lookup settles (a watchdog), no answer is older than a write
+ * by several at once, a new page written while its solo run executes and asked again after, writes of pages (a version bump, then invalidateTags), clears, failed
+ * executions, clients leaving (aborted signals), all interleaved. Every lookup settles (a watchdog), no answer is older than a write
  * that completed before it was asked, nothing stays in flight, and solo runs were shared.
  */
 import { createCache } from '../../src/core/cache';
@@ -44,7 +44,11 @@ async function run(seed: number): Promise<Report> {
   let unique = 1000;
   const ask = async (n: number): Promise<void> => {
     const asked = committed.get(n) ?? 0;
-    const plan = engine.plan({ schema, document: PAGE, operationName: 'Page', variables: { n }, context: {} });
+    // A client that may leave while its request waits (a solo run's waiter then does not contend again).
+    const left = random() < 0.2 ? new AbortController() : undefined;
+    if (left !== undefined) void tick().then(() => left.abort());
+    const signal = left?.signal;
+    const plan = engine.plan({ schema, document: PAGE, operationName: 'Page', variables: { n }, context: {}, signal });
     const lookup: Lookup = await engine.lookup(plan as ResponsePlan, () => execute(n));
     report.outcomes[lookup.outcome] = (report.outcomes[lookup.outcome] ?? 0) + 1;
     if (lookup.outcome === 'miss' && solo.get((plan as ResponsePlan).key) !== undefined) report.soloSeen++;
@@ -78,6 +82,12 @@ async function run(seed: number): Promise<Report> {
       const n = Math.floor(random() * HOT);
       const burst = 1 + Math.floor(random() * 4);
       for (let j = 0; j < burst; j++) work.push(ask(n));
+    } else if (r < 0.94) {
+      // A race: a new page's solo run, its write completing while it runs, then asks of it after the write.
+      const u = unique++;
+      work.push(ask(u));
+      const after = () => Promise.all([ask(u), ask(u)]).then(() => undefined);
+      work.push(new Promise<void>((resolve) => setImmediate(resolve)).then(() => write(u).then(after)));
     } else if (r < 0.98) work.push(write(Math.floor(random() * HOT)));
     else work.push(random() < 0.5 ? cache.clear() : cache.invalidateTags(['Other:1']));
     if (random() < 0.3) await tick();
