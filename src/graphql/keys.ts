@@ -192,36 +192,32 @@ function encodeFlat(args: unknown): string | undefined {
   if (keys.length > FLAT_MAX_KEYS) return undefined;
   keys.sort();
   let out = '{';
-  let first = true;
   for (const key of keys) {
     const value = record[key];
-    let part: string;
-    switch (typeof value) {
-      case 'undefined':
-        continue; // as encodeObject: an absent argument
-      case 'string':
-        if (value.length > ARGS_INLINE_MAX) return undefined;
-        part = JSON.stringify(value);
-        break;
-      case 'number':
-        if (!Number.isFinite(value)) return undefined;
-        part = Object.is(value, -0) ? '-0' : JSON.stringify(value);
-        break;
-      case 'boolean':
-        part = value ? 'true' : 'false';
-        break;
-      case 'object':
-        if (value !== null) return undefined;
-        part = 'null';
-        break;
-      default:
-        return undefined;
-    }
-    out += (first ? '' : ',') + JSON.stringify(key) + ':' + part;
-    first = false;
+    if (value === undefined) continue; // as encodeObject: an absent argument
+    const part = flatPart(value);
+    if (part === undefined) return undefined;
+    out += (out.length === 1 ? '' : ',') + JSON.stringify(key) + ':' + part;
     if (out.length >= ARGS_INLINE_MAX) return undefined; // with its '}', it may be hashed: the general path
   }
   return out + '}';
+}
+
+/** A flat value's canonical encoding (encodeFlat), or undefined: not flat, or for the general path. */
+export function flatPart(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return value.length > ARGS_INLINE_MAX ? undefined : JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) return undefined;
+      return Object.is(value, -0) ? '-0' : JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object':
+      return value === null ? 'null' : undefined;
+    default:
+      return undefined;
+  }
 }
 
 const UNKEYABLE: Record<UnkeyableArgs, string> = {

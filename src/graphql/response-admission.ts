@@ -11,13 +11,16 @@
  * than its miss (its walk, its copy, its write, and the collector moving it until it is evicted:
  * ~45 µs each in a loop of misses), so a sample that keeps finding nothing read grows rarer.
  *
- * The second ask: the keys of the last 2,048 to 4,096 misses left unstored are remembered (as
- * 32-bit digests, in two generations of sets), and a miss of one of them is stored. So a page
- * asked again among one-off pages is stored at its second miss, whatever the order of the
- * requests (a fixed 1-in-`limit` sample alone never stored a page asked every second request: the
- * sample fell on the one-off pages each time). A digest collision stores a miss that need not
- * have been: harmless. The sample keeps finding out whether the operation's responses are asked
- * again when its pages come back only after the remembered ones.
+ * The second ask: the digests (32 bits) of the keys of recent misses left unstored are remembered
+ * in a table of 16,384 slots, one per digest's low bits (a later digest on the same slot takes it),
+ * and a miss of one of them is stored. So a page asked again among one-off pages is stored at its
+ * second miss, whatever the order of the requests (a fixed 1-in-`limit` sample alone never stored
+ * a page asked every second request: the sample fell on the one-off pages each time), while its
+ * slot holds it: after 2,048 other unstored misses, 88 in 100 are still remembered. A digest
+ * collision stores a miss that need not have been: harmless. The table is one read per miss, where
+ * sets of the last few thousand digests cost several (a miss's bookkeeping runs with the CPU's
+ * caches cold: every memory read counts). The sample keeps finding out whether the operation's
+ * responses are asked again when its pages come back only after the remembered ones.
  *
  * Only a miss no other request of this process waits on can be left unstored (the engine asks
  * this only then): one with waiters is a read already, and is stored and shared as any other, so
@@ -29,6 +32,15 @@
  * or that could not be tagged, is not a store).
  */
 import type { StaticPolicy } from './response-policy';
+
+/** What the store step asks of a miss's admission (an Admission, or a verdict given already: see VERDICT). */
+export interface Admits {
+  admits(operation: StaticPolicy, key: string): boolean;
+}
+
+/** The verdict of a miss whose admission was decided before it executed (ResponseEngine#lookup). */
+export const ADMITTED: Admits = { admits: () => true };
+export const NOT_ADMITTED: Admits = { admits: () => false };
 
 interface Reads {
   /** Responses stored since a response of the operation was last read. */
@@ -42,44 +54,41 @@ interface Reads {
 /** How much rarer than 1 in `limit` the sample of an operation never read grows (see the module). */
 const SAMPLE_BACKOFF = 32;
 
-/** Digests of unstored misses remembered per generation (two generations: see the module). */
-const REMEMBERED = 2048;
+/** Slots of the table of unstored misses' digests (a power of two: see the module). */
+const REMEMBERED = 16_384;
 
-export class Admission {
+export class Admission implements Admits {
   readonly #limit: number;
   readonly #operations = new WeakMap<StaticPolicy, Reads>();
-  /** Digests of the keys of recent misses left unstored: this generation's and the last. */
-  #recent = new Set<number>();
-  #older = new Set<number>();
+  /** Digests of the keys of recent misses left unstored, each in the slot of its low bits (0: none). */
+  readonly #recent = new Uint32Array(REMEMBERED);
 
   /** `limit`: see the module; 0 stores every response. */
   constructor(limit: number) {
     this.#limit = limit;
   }
 
-  /** Whether the operation's misses may be left unstored now (its last `limit` stores unread): admits() may say no. */
-  skipping(operation: StaticPolicy): boolean {
-    const reads = this.#operations.get(operation);
-    return reads !== undefined && this.#limit !== 0 && reads.unread >= this.#limit;
-  }
-
   /** Whether to store the result of this miss of `key`, no request waiting on it (counts the misses it skips). */
   admits(operation: StaticPolicy, key: string): boolean {
-    if (this.#limit === 0) return true;
-    const reads = this.#operations.get(operation);
-    if (reads === undefined || reads.unread < this.#limit) return true;
+    return this.decide(operation, key) ?? true;
+  }
+
+  /**
+   * admits(), or undefined when the operation stores every miss now (not skipping: fewer than
+   * `limit` stores unread since its last read): the engine runs a miss it leaves unstored solo.
+   */
+  decide(operation: StaticPolicy, key: string): boolean | undefined {
+    const reads = this.#limit === 0 ? undefined : this.#operations.get(operation);
+    if (reads === undefined || reads.unread < this.#limit) return undefined;
     const digest = digestOf(key);
-    if (this.#recent.has(digest) || this.#older.has(digest)) return true; // asked again: stored
+    const slot = digest & (REMEMBERED - 1);
+    if (this.#recent[slot] === digest) return true; // asked again: stored
     if (++reads.skipped >= reads.every) {
       reads.skipped = 0;
       if (reads.every < this.#limit * SAMPLE_BACKOFF) reads.every *= 2;
       return true;
     }
-    if (this.#recent.size >= REMEMBERED) {
-      this.#older = this.#recent;
-      this.#recent = new Set();
-    }
-    this.#recent.add(digest);
+    this.#recent[slot] = digest;
     return false;
   }
 
@@ -106,14 +115,15 @@ export class Admission {
 const DIGEST_TAIL = 48;
 
 /**
- * FNV-1a over the key's last DIGEST_TAIL UTF-16 code units and its length, 32 bits: a key's head
- * (the response namespace, the schema's and the document's hashes) is the same for every key of an
- * operation, and hashing it cost more than the rest of the admission. Two keys alike in their last
- * 48 code units and length share a digest: the second is taken for asked again, and stored (harmless).
+ * FNV-1a over the key's last DIGEST_TAIL UTF-16 code units and its length, 32 bits, never 0 (an
+ * empty slot): a key's head (the response namespace, the schema's and the document's hashes) is
+ * the same for every key of an operation, and hashing it cost more than the rest of the admission.
+ * Two keys alike in their last 48 code units and length share a digest: the second is taken for
+ * asked again, and stored (harmless).
  */
 function digestOf(key: string): number {
   let hash = 0x811c9dc5 ^ key.length;
   for (let i = Math.max(0, key.length - DIGEST_TAIL); i < key.length; i++)
     hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-  return hash >> 1; // 31 bits: a small integer to V8, kept in the Sets without a heap number each
+  return hash >>> 0 || 1;
 }

@@ -27,7 +27,6 @@ import { LateTagged } from '../core/late-tags';
 import {
   type Computation,
   checkTagsSupported,
-  computationOf,
   fillAbandoned,
   fillCallers,
   flightsStarted,
@@ -35,6 +34,7 @@ import {
   soloFree,
 } from '../core/internal';
 import { ResponseKeys } from './response-key';
+import { ResponseComputations } from './response-computations';
 import { WaitingContexts } from './response-waiting';
 import { START_OVER, type SoloRun, type SoloRuns, soloRunsOf } from './response-solo';
 import type { Answer, Shared, Unshared } from './response-shared';
@@ -46,7 +46,7 @@ import { type StaticPolicy, operationPolicy, staticPolicy } from './response-pol
 import { checkResponseOptions } from './response-options';
 import { PART_FAILED, enabledPart, sessionPart, varyPart } from './response-parts';
 import { readStaleFields, servedOnlyReason, toStored } from './response-stored';
-import { Admission } from './response-admission';
+import { ADMITTED, Admission, type Admits, NOT_ADMITTED } from './response-admission';
 import { OnceWarnings } from './warnings';
 import { invalidateResultEntities } from './response-mutation';
 import type {
@@ -76,10 +76,9 @@ export class ResponseEngine {
   readonly #maxBytes: number;
   /** maxAge (seconds) of fields without a hint (the option). */
   readonly defaultMaxAge: number;
-  readonly #swr: number | undefined;
   readonly invalidateViaMutation: boolean;
-  readonly #computations = new Map<string, Computation>();
-  readonly #keys = new ResponseKeys();
+  readonly #computations: ResponseComputations;
+  readonly #keys: ResponseKeys;
   /** The contexts of the requests waiting for each key, lent to its runs apart (./response-waiting). */
   readonly #waiting = new WaitingContexts();
   /** Which misses are stored: not all of an operation whose responses are not read (./response-admission). */
@@ -103,7 +102,8 @@ export class ResponseEngine {
     this.#enabled = enabled;
     this.#maxBytes = maxBytes;
     this.defaultMaxAge = defaultMaxAge;
-    this.#swr = swr;
+    this.#keys = new ResponseKeys(defaultMaxAge);
+    this.#computations = new ResponseComputations(cache, swr);
     this.invalidateViaMutation = invalidateViaMutation;
     this.#admission = new Admission(unreadLimit);
     this.#solo = soloRunsOf(cache);
@@ -111,7 +111,10 @@ export class ResponseEngine {
 
   /** The operation's plan, or why it is not cached (not a query, no hint, disabled, no session, unkeyable variables). */
   plan(request: ResponseRequest): ResponsePlan | ResponseBypassReason {
-    const policy = operationPolicy(request.schema, request.document, request.operationName, this.defaultMaxAge);
+    // A one-operation document (most are) is planned from what was made of it once (KnownOperation).
+    const known = this.#keys.known(request);
+    const policy =
+      known?.policy ?? operationPolicy(request.schema, request.document, request.operationName, this.defaultMaxAge);
     if (typeof policy === 'string') return policy;
     if (this.#enabled !== undefined) {
       const enabled = enabledPart(this.#enabled, request.context, this.warnings);
@@ -128,11 +131,15 @@ export class ResponseEngine {
       if (id === undefined) return 'no_session';
       session = id;
     } else if (id !== undefined) session = true;
-    const variables = this.#keys.variables(request.variables, policy.variables);
+    const variables = this.#keys.variables(request.variables, policy.variables, known);
     if (variables === undefined) return 'unkeyable_variables';
     const vary = this.#vary === undefined ? null : varyPart(this.#vary, request.context, this.warnings);
     if (vary === PART_FAILED) return 'vary_failed';
-    return { request, policy, key: this.#keys.key(request, session, vary, variables), signedIn: session !== null };
+    const key =
+      known !== undefined && session === null && vary === null
+        ? known.head + variables
+        : this.#keys.key(request, session, vary, variables);
+    return { request, policy, key, signedIn: session !== null };
   }
 
   /** The operation's static policy (undefined: not a cacheable query), whether or not it has a plan: the HTTP header's. */
@@ -154,32 +161,31 @@ export class ResponseEngine {
     const { policy } = plan;
     let computation: Computation;
     try {
-      computation = this.#computation(policy);
+      computation = this.#computations.of(policy);
     } catch {
       return BYPASSED_UNAVAILABLE; // the cache cannot take it (closed…): the operation still runs
     }
-    // A miss its admission leaves unstored, nothing of its key held, runs solo (./response-solo).
     const solo = this.#solo.get(plan.key);
     if (solo !== undefined) return this.#joinSolo(plan, executeApart, again, solo);
-    // Asked of an operation whose misses may be left unstored only (a hit then reads the store once).
-    let decided = false; // this miss's admission decided here: stored when nobody waits on it either
-    if (this.#admission.skipping(policy) && soloFree(this.#cache, plan.key)) {
-      if (!this.#admission.admits(policy, plan.key))
-        return this.#solo.start(plan, computation, (executed, final, startSeq) =>
-          this.#toStored(plan, executed, final, operationOf(plan.request.context), startSeq, undefined),
-        );
-      decided = true;
-    }
-    return this.#load(plan, computation, executeApart, again, decided);
+    // A miss its operation's admission leaves unstored, with nothing of its key held, runs solo
+    // (./response-solo). Decided here when the operation's misses may be left unstored (a hit then
+    // reads the store once): the verdict stands at the miss's end; otherwise asked then.
+    const admitted = this.#admission.decide(policy, plan.key);
+    if (admitted === false && soloFree(this.#cache, plan.key))
+      return this.#solo.start(plan, computation, (executed, final, startSeq) =>
+        this.#toStored(plan, executed, final, operationOf(plan.request.context), startSeq, undefined),
+      );
+    const admission = admitted === undefined ? this.#admission : admitted ? ADMITTED : NOT_ADMITTED;
+    return this.#load(plan, computation, executeApart, again, admission);
   }
 
-  /** #lookup through the registry: `decided`, whether this miss's admission was decided (see #lookup). */
+  /** #lookup through the registry: `admission`, what decides whether this miss is stored when nobody waits on it (see #lookup). */
   async #load(
     plan: ResponsePlan,
     computation: Computation,
     executeApart: ExecuteApart,
     again: boolean,
-    decided: boolean,
+    admission: Admits,
   ): Promise<Lookup> {
     let release!: (value: Shared) => void;
     const result = new Promise<Shared>((resolve) => (release = resolve));
@@ -223,8 +229,7 @@ export class ResponseEngine {
       // left unstored (./response-admission), and counts as one of its operation's unread stores
       // once it is written.
       const alone = (fillCallers(run) ?? 2) <= 1 && !this.#waiting.has(plan.key);
-      const admission = alone && !decided ? this.#admission : undefined;
-      const stored = this.#toStored(plan, executed, final, operation, startSeq, admission);
+      const stored = this.#toStored(plan, executed, final, operation, startSeq, alone ? admission : undefined);
       const shared = toShared(run, stored);
       release(shared);
       // Invalidated while it ran: not written; a re-execution answers the waiters, not this request
@@ -321,7 +326,7 @@ export class ResponseEngine {
     final: FinalPolicy | undefined,
     operation: OperationCache | undefined,
     startSeq: number,
-    admission: Admission | undefined,
+    admission: Admits | undefined,
   ): LateTagged<StoredResponse> | NotStoredReason {
     // `admission`: a request's own miss nobody waits on, which may be left unstored
     // (./response-admission); one with waiters, a refresh or a re-execution apart is stored.
@@ -366,18 +371,6 @@ export class ResponseEngine {
       },
       () => undefined,
     );
-  }
-
-  #computation(policy: StaticPolicy): Computation {
-    const swr = this.#swr ?? policy.swr;
-    const memo = `${policy.maxAge}/${swr}`;
-    let computation = this.#computations.get(memo);
-    if (computation === undefined) {
-      const resolved = computationOf(this.#cache, { ttl: policy.maxAge * 1000, swr: swr * 1000, label: 'response' });
-      computation = { source: resolved.source, policy: { ...resolved.policy, lateTags: true } };
-      if (this.#computations.size < 256) this.#computations.set(memo, computation);
-    }
-    return computation;
   }
 }
 

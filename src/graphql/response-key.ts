@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
-import { canonicalArgs } from './keys';
+import { ARGS_INLINE_MAX, canonicalArgs, flatPart } from './keys';
+import { type NotCacheable, type StaticPolicy, operationPolicy } from './response-policy';
 import type { ResponseRequest } from './response-types';
 
 /**
@@ -19,6 +20,23 @@ export const RESPONSE_KEY_HEAD = namespaceHead(RESPONSE_NAMESPACE);
 
 const NOT_ONE: unique symbol = Symbol('not one operation');
 
+/**
+ * What a request of a one-operation document is planned with, made once per document (and
+ * schema): its policy, its key up to the variables, its declared variables sorted. A request then
+ * costs a WeakMap read, its variables' encoding and one concatenation (ResponseEngine.plan).
+ */
+export interface KnownOperation {
+  readonly schema: GraphQLSchema;
+  /** The operation's name (null: anonymous); a request naming another one is planned the general way. */
+  readonly name: string | null;
+  readonly policy: StaticPolicy | NotCacheable;
+  /** The key up to its variables, for a request without a session part or vary parts ('' when not cacheable). */
+  readonly head: string;
+  /** The declared variables, sorted, and `JSON.stringify(name) + ':'` of each (encodeNamed). */
+  readonly names: readonly string[];
+  readonly labels: readonly string[];
+}
+
 /** One engine's key maker, with its memos (documents hashed once, name parts made once). */
 export class ResponseKeys {
   readonly #documents = new WeakMap<DocumentNode, string>();
@@ -26,12 +44,47 @@ export class ResponseKeys {
   readonly #nameParts = new Map<string | null, string>();
   /** Per document, the name of its only operation (null: anonymous; NOT_ONE: none or several). */
   readonly #onlyOperations = new WeakMap<DocumentNode, string | null | typeof NOT_ONE>();
+  readonly #known = new WeakMap<DocumentNode, KnownOperation | typeof NOT_ONE>();
+  /** The engine's defaultMaxAge (seconds), which the known operations' policies are made with. */
+  readonly #defaultMaxAge: number;
+
+  constructor(defaultMaxAge: number) {
+    this.#defaultMaxAge = defaultMaxAge;
+  }
+
+  /** The request's operation as known (see KnownOperation); undefined: planned the general way (several operations…). */
+  known(request: ResponseRequest): KnownOperation | undefined {
+    let known = this.#known.get(request.document);
+    if (known === undefined || (known !== NOT_ONE && known.schema !== request.schema)) {
+      known = this.#know(request.schema, request.document);
+      this.#known.set(request.document, known);
+    }
+    if (known === NOT_ONE) return undefined;
+    const name = request.operationName;
+    return name === undefined || name === null || name === known.name ? known : undefined;
+  }
+
+  #know(schema: GraphQLSchema, document: DocumentNode): KnownOperation | typeof NOT_ONE {
+    const name = this.#onlyOperation(document);
+    if (name === NOT_ONE) return NOT_ONE;
+    const policy = operationPolicy(schema, document, undefined, this.#defaultMaxAge);
+    if (typeof policy === 'string') return { schema, name, policy, head: '', names: [], labels: [] };
+    const names = [...policy.variables].sort();
+    const head = `${RESPONSE_KEY_HEAD}${this.#schemaHash(schema)}${this.#documentHash(document)}:${this.#namePart(name)}:`;
+    return { schema, name, policy, head, names, labels: names.map((variable) => `${JSON.stringify(variable)}:`) };
+  }
 
   /** The request's variables the operation declares (`declared`), canonical; undefined: unkeyable. */
   variables(
     variables: Readonly<Record<string, unknown>> | null | undefined,
     declared: readonly string[],
+    known: KnownOperation | undefined,
   ): string | undefined {
+    if (variables === undefined || variables === null) return '{}';
+    if (known !== undefined) {
+      const encoded = encodeNamed(variables, known.names, known.labels);
+      if (encoded !== undefined) return encoded;
+    }
     return canonicalArgs(declaredOnly(variables, declared));
   }
 
@@ -54,10 +107,16 @@ export class ResponseKeys {
    * key, on every server; with several, the name the request gives (the document hash holds them).
    */
   #operationName(request: ResponseRequest): string | null {
-    let only = this.#onlyOperations.get(request.document);
+    const only = this.#onlyOperation(request.document);
+    return only === NOT_ONE ? (request.operationName ?? null) : only;
+  }
+
+  /** The name of the document's only operation (null: anonymous), or NOT_ONE: none or several. */
+  #onlyOperation(document: DocumentNode): string | null | typeof NOT_ONE {
+    let only = this.#onlyOperations.get(document);
     if (only === undefined) {
       only = NOT_ONE;
-      for (const definition of request.document.definitions) {
+      for (const definition of document.definitions) {
         if ((definition.kind as string) !== 'OperationDefinition') continue;
         if (only !== NOT_ONE) {
           only = NOT_ONE;
@@ -65,9 +124,9 @@ export class ResponseKeys {
         }
         only = (definition as OperationDefinitionNode).name?.value ?? null;
       }
-      this.#onlyOperations.set(request.document, only);
+      this.#onlyOperations.set(document, only);
     }
-    return only === NOT_ONE ? (request.operationName ?? null) : only;
+    return only;
   }
 
   /** `JSON.stringify([name, null, null])`, made once per operation name (a bounded memo). */
@@ -124,11 +183,7 @@ export class ResponseKeys {
  * change the answer: keyed, any client could make each request a miss by adding one. Most
  * requests send only declared ones: then the object itself (nothing copied).
  */
-function declaredOnly(
-  variables: Readonly<Record<string, unknown>> | null | undefined,
-  declared: readonly string[],
-): unknown {
-  if (variables === undefined || variables === null) return {};
+function declaredOnly(variables: Readonly<Record<string, unknown>>, declared: readonly string[]): unknown {
   let extra = false;
   for (const name in variables) {
     if (!declared.includes(name)) {
@@ -147,6 +202,29 @@ function declaredOnly(
         configurable: true,
       });
   return kept;
+}
+
+/**
+ * canonicalArgs of the `names` of `record` (own properties only), given `names` sorted and
+ * `labels[i]` = `JSON.stringify(names[i]) + ':'`: what canonicalArgs gives for an object of
+ * those properties, without copying or sorting them (a response key's declared variables, per
+ * request). Undefined where that needs the general path (a value not flat, an inherited one, past
+ * ARGS_INLINE_MAX): the caller then asks canonicalArgs.
+ */
+function encodeNamed(record: object, names: readonly string[], labels: readonly string[]): string | undefined {
+  const proto = Object.getPrototypeOf(record) as object | null;
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  let out = '{';
+  for (let i = 0; i < names.length; i++) {
+    const value = (record as Record<string, unknown>)[names[i]!];
+    if (value === undefined) continue;
+    if (!Object.hasOwn(record, names[i]!)) return undefined;
+    const part = flatPart(value);
+    if (part === undefined) return undefined;
+    out += (out.length === 1 ? '' : ',') + labels[i]! + part;
+    if (out.length >= ARGS_INLINE_MAX) return undefined;
+  }
+  return out + '}';
 }
 
 /** What #schemaHash reads of a named type (no graphql import: it is an optional peer). */

@@ -59,6 +59,8 @@ export class SoloRun {
   readonly started = performance.now();
   /** Requests waiting for it. */
   waiters = 0;
+  /** Let go of by its runs (SoloRuns.#forget): no longer the key's. */
+  forgotten = false;
   #ended: Promise<Answer | typeof START_OVER> | undefined;
   #end: ((answer: Answer | typeof START_OVER) => void) | undefined;
 
@@ -164,9 +166,10 @@ export class SoloRuns {
    * generation kept every later table alive through each young collection (see FlightTable).
    */
   #forget(run: SoloRun): void {
+    if (run.forgotten) return;
+    run.forgotten = true;
     const runs = this.#runs;
-    if (runs.get(run.key) !== run) return;
-    runs.delete(run.key);
+    runs.delete(run.key); // its own: a run for its key starts only once it is forgotten
     if (++this.#ended < SWEEP_AFTER) return;
     this.#runs = new Map(runs);
     this.#ended = 0;

@@ -9,7 +9,7 @@ import { LateTagged } from '../core/late-tags';
 import { joinedBefore, servedStale } from '../core/internal';
 import { SIZE_SLOT, valueSize } from '../core/sizes';
 import type { OperationCache } from './request';
-import type { Admission } from './response-admission';
+import type { Admits } from './response-admission';
 import { resultFacts } from './response-result';
 import type { ExecutedResult, FinalPolicy, NotStoredReason, ResponsePlan, StoredResponse } from './response-types';
 
@@ -98,7 +98,7 @@ export function toStored(
   startSeq: number,
   maxBytes: number,
   now: () => number,
-  admission: Admission | undefined,
+  admission: Admits | undefined,
 ): LateTagged<StoredResponse> | NotStoredReason {
   if (executed.errors !== undefined && executed.errors.length > 0)
     return executed.errors[0] === INCREMENTAL ? 'incremental' : 'errors';
