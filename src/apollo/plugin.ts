@@ -203,7 +203,8 @@ export function herdcachePlugin<TContext extends BaseContext = BaseContext>(
             // This request executed for everyone waiting on its key: hand its result over (stored
             // and shared only when it has no errors and its final policy is what the key was made for).
             const final = { maxAge: overallCachePolicy.maxAge, scope: overallCachePolicy.scope };
-            const completion = await lookup.complete(single ?? INCREMENTAL_RESULT, final);
+            const completing = lookup.complete(single ?? INCREMENTAL_RESULT, final);
+            const completion = typeof completing === 'string' ? completing : await completing;
             if (completion === 'oversized')
               outcome = 'oversized'; // served, not stored: counted apart
             else if (completion !== 'stored') reason = { notStoredReason: completion };

@@ -14,7 +14,10 @@
 import type { Completion, ExecutedResult, FinalPolicy } from '../graphql/response-cache';
 import { requestOf } from './cache-control';
 
-type Complete = (executed: ExecutedResult, final?: FinalPolicy) => Promise<Completion>;
+/** What the engine's lookup gave to hand a result over with (a Completion at once, or later). */
+type Complete = (executed: ExecutedResult, final?: FinalPolicy) => Completion | Promise<Completion>;
+/** The same, handed over once: always a promise (what a second call, and `abandon`, wait on). */
+type Once = (executed: ExecutedResult, final?: FinalPolicy) => Promise<Completion>;
 
 /** What an execution not handed over is handed over as: a failed result (neither stored nor shared). */
 const NEVER_HANDED_OVER: ExecutedResult = {
@@ -29,9 +32,9 @@ export class Unfinished {
    * `complete`, made to run once, and tracked under the operation's context and its HTTP request
    * until it has.
    */
-  track(context: unknown, complete: Complete): Complete {
+  track(context: unknown, complete: Complete): Once {
     let done: Promise<Completion> | undefined;
-    const once: Complete = (executed, final) => (done ??= complete(executed, final));
+    const once: Once = (executed, final) => (done ??= Promise.resolve(complete(executed, final)));
     const request = requestOf(context);
     if (request === undefined) return once; // not Yoga: no hook to hand it over
     const abandon = () => void once(NEVER_HANDED_OVER).catch(() => {});

@@ -42,6 +42,9 @@ export interface Admits {
 export const ADMITTED: Admits = { admits: () => true };
 export const NOT_ADMITTED: Admits = { admits: () => false };
 
+/** An operation's counts (opaque outside): what a known operation keeps for its admission (see decide). */
+export type OperationReads = Reads;
+
 interface Reads {
   /** Responses stored since a response of the operation was last read. */
   unread: number;
@@ -76,10 +79,18 @@ export class Admission implements Admits {
   /**
    * admits(), or undefined when the operation stores every miss now (not skipping: fewer than
    * `limit` stores unread since its last read): the engine runs a miss it leaves unstored solo.
+   * `known`: where the operation's counts are kept for the next call.
    */
-  decide(operation: StaticPolicy, key: string): boolean | undefined {
-    const reads = this.#limit === 0 ? undefined : this.#operations.get(operation);
-    if (reads === undefined || reads.unread < this.#limit) return undefined;
+  decide(operation: StaticPolicy, key: string, known?: { reads: OperationReads | undefined }): boolean | undefined {
+    if (this.#limit === 0) return undefined;
+    // An operation's counts, once made, stay its own: a known operation keeps them (no WeakMap read).
+    let reads = known?.reads;
+    if (reads === undefined) {
+      reads = this.#operations.get(operation);
+      if (reads === undefined) return undefined;
+      if (known !== undefined) known.reads = reads;
+    }
+    if (reads.unread < this.#limit) return undefined;
     const digest = digestOf(key);
     const slot = digest & (REMEMBERED - 1);
     if (this.#recent[slot] === digest) return true; // asked again: stored

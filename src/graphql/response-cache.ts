@@ -33,7 +33,7 @@ import {
   nowOf,
   soloFree,
 } from '../core/internal';
-import { ResponseKeys } from './response-key';
+import { type KnownOperation, ResponseKeys } from './response-key';
 import { ResponseComputations } from './response-computations';
 import { WaitingContexts } from './response-waiting';
 import { START_OVER, type SoloRun, type SoloRuns, soloRunsOf } from './response-solo';
@@ -139,7 +139,8 @@ export class ResponseEngine {
       known !== undefined && session === null && vary === null
         ? known.head + variables
         : this.#keys.key(request, session, vary, variables);
-    return { request, policy, key, signedIn: session !== null };
+    const planned: Planned = { request, policy, key, signedIn: session !== null, known };
+    return planned;
   }
 
   /** The operation's static policy (undefined: not a cacheable query), whether or not it has a plan: the HTTP header's. */
@@ -159,18 +160,22 @@ export class ResponseEngine {
   /** `again`: on an unshareable execution, contend once more (see lookup). A solo run started: at once. */
   #lookup(plan: ResponsePlan, executeApart: ExecuteApart, again: boolean): Lookup | Promise<Lookup> {
     const { policy } = plan;
-    let computation: Computation;
-    try {
-      computation = this.#computations.of(policy);
-    } catch {
-      return BYPASSED_UNAVAILABLE; // the cache cannot take it (closed…): the operation still runs
+    const known = (plan as Planned).known; // undefined for a plan not made by plan() (tests)
+    let computation = known?.computation;
+    if (computation === undefined) {
+      try {
+        computation = this.#computations.of(policy);
+      } catch {
+        return BYPASSED_UNAVAILABLE; // the cache cannot take it (closed…): the operation still runs
+      }
+      if (known !== undefined) known.computation = computation;
     }
     const solo = this.#solo.get(plan.key);
     if (solo !== undefined) return this.#joinSolo(plan, executeApart, again, solo);
     // A miss its operation's admission leaves unstored, with nothing of its key held, runs solo
     // (./response-solo). Decided here when the operation's misses may be left unstored (a hit then
     // reads the store once): the verdict stands at the miss's end; otherwise asked then.
-    const admitted = this.#admission.decide(policy, plan.key);
+    const admitted = this.#admission.decide(policy, plan.key, known);
     if (admitted === false && soloFree(this.#cache, plan.key))
       return this.#solo.start(plan, computation, (executed, final, startSeq) =>
         this.#toStored(plan, executed, final, operationOf(plan.request.context), startSeq, undefined),
@@ -372,6 +377,11 @@ export class ResponseEngine {
       () => undefined,
     );
   }
+}
+
+/** A plan as plan() makes it: with what is known of its operation (read by #lookup). */
+interface Planned extends ResponsePlan {
+  readonly known: KnownOperation | undefined;
 }
 
 const DONE: Promise<void> = Promise.resolve();

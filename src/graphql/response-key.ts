@@ -11,6 +11,8 @@ import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { ARGS_INLINE_MAX, canonicalArgs, flatPart } from './keys';
 import { type NotCacheable, type StaticPolicy, operationPolicy } from './response-policy';
 import type { ResponseRequest } from './response-types';
+import type { Computation } from '../core/internal';
+import type { OperationReads } from './response-admission';
 
 /**
  * Head of every response key: the response namespace (`\0response\0`, see core/namespaces), which
@@ -35,7 +37,16 @@ export interface KnownOperation {
   /** The declared variables, sorted, and `JSON.stringify(name) + ':'` of each (encodeNamed). */
   readonly names: readonly string[];
   readonly labels: readonly string[];
+  /**
+   * The engine's own state of the operation, kept here so a request reaches it from its plan
+   * without a WeakMap read each (a cold table in a running server): its computation and its
+   * admission's counts, set by the engine when first known.
+   */
+  computation: Computation | undefined;
+  reads: OperationReads | undefined;
 }
+
+const NOTHING_KNOWN = { head: '', names: [], labels: [], computation: undefined, reads: undefined } as const;
 
 /** One engine's key maker, with its memos (documents hashed once, name parts made once). */
 export class ResponseKeys {
@@ -68,10 +79,11 @@ export class ResponseKeys {
     const name = this.#onlyOperation(document);
     if (name === NOT_ONE) return NOT_ONE;
     const policy = operationPolicy(schema, document, undefined, this.#defaultMaxAge);
-    if (typeof policy === 'string') return { schema, name, policy, head: '', names: [], labels: [] };
+    if (typeof policy === 'string') return { ...NOTHING_KNOWN, schema, name, policy };
     const names = [...policy.variables].sort();
     const head = `${RESPONSE_KEY_HEAD}${this.#schemaHash(schema)}${this.#documentHash(document)}:${this.#namePart(name)}:`;
-    return { schema, name, policy, head, names, labels: names.map((variable) => `${JSON.stringify(variable)}:`) };
+    const labels = names.map((variable) => `${JSON.stringify(variable)}:`);
+    return { schema, name, policy, head, names, labels, computation: undefined, reads: undefined };
   }
 
   /** The request's variables the operation declares (`declared`), canonical; undefined: unkeyable. */

@@ -116,10 +116,8 @@ export class SoloRuns {
     // Its @cached fields' tags are noted, as an execution's that may be stored (it may: see end).
     const operation = operationOf(plan.request.context);
     operation?.collectTags();
-    const complete = (executed: ExecutedResult, final?: FinalPolicy): Promise<Completion> => {
-      const stale = readStaleFields(operation);
-      return Promise.resolve(this.#end(run, stale, () => share(executed, final, run.startSeq)));
-    };
+    const complete = (executed: ExecutedResult, final?: FinalPolicy): Completion =>
+      this.#end(run, readStaleFields(operation), () => share(executed, final, run.startSeq));
     return { outcome: 'miss', complete };
   }
 

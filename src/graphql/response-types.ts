@@ -169,7 +169,8 @@ export type Lookup =
       readonly response?: undefined;
       /** `not_shared`: this request waited on another's execution, whose result could not be shared. */
       readonly notStoredReason?: 'not_shared';
-      complete?(result: ExecutedResult, final?: FinalPolicy): Promise<Completion>;
+      /** A Completion at once when nothing was left to wait for (a solo run: ./response-solo). */
+      complete?(result: ExecutedResult, final?: FinalPolicy): Completion | Promise<Completion>;
     }
   | {
       readonly outcome: 'bypassed';
