@@ -11,7 +11,7 @@ import { RESPONSE_NAMESPACE, namespaceHead } from '../core/namespaces';
 import { ARGS_INLINE_MAX, canonicalArgs, flatPart } from './keys';
 import { type NotCacheable, type StaticPolicy, operationPolicy } from './response-policy';
 import type { ResponseRequest } from './response-types';
-import type { Computation } from '../core/internal';
+import type { Computation } from '../core/registry';
 import type { OperationReads } from './response-admission';
 
 /**
