@@ -128,6 +128,30 @@ describe('response keys: a known operation keys as the general way does', () => 
     }
   });
 
+  it('a non-enumerable own variable is read as graphql-js reads it (hasOwnProperty): keyed on both ways', () => {
+    const keys = new ResponseKeys(0);
+    const declared = ['i', 's'];
+    const variablesOf = (i: number): Record<string, unknown> => {
+      const variables: Record<string, unknown> = { s: 'x' };
+      Object.defineProperty(variables, 'i', { value: i, enumerable: false });
+      return variables;
+    };
+    const one = parse('query Q($i: Int, $s: String) { a }');
+    const two = parse('query Q($i: Int, $s: String) { a } query R { a }'); // the general way
+    const request = (document: typeof one, i: number): ResponseRequest => ({
+      schema,
+      document,
+      operationName: 'Q',
+      variables: variablesOf(i),
+      context: {},
+    });
+    const known = keys.known(request(one, 7))!;
+    expect(keys.known(request(two, 7))).toBeUndefined();
+    expect(keys.variables(variablesOf(7), declared, known)).toBe('{"i":7,"s":"x"}');
+    expect(keys.variables(variablesOf(7), declared, undefined)).toBe('{"i":7,"s":"x"}');
+    expect(keys.variables(variablesOf(8), declared, undefined)).toBe('{"i":8,"s":"x"}');
+  });
+
   it('a request naming another operation than the document holds, or on another schema, is not planned as known', () => {
     const keys = new ResponseKeys(0);
     const document = parse('query Q { a }');
