@@ -16,6 +16,7 @@ import { LoadPath } from './load-path';
 import { boundedKey } from './long-keys';
 import { Loader } from './loader';
 import { NoTtlWarnings } from './no-ttl';
+import { runsApart } from './runs-apart';
 import { CounterSet, type CounterName, type Sink, countOn } from './metrics';
 import {
   CACHE_OPTIONS,
@@ -134,9 +135,9 @@ export class Cache implements Registry {
     });
   }
 
-  /** Fills in flight in this process (for tests and leak checks). */
+  /** Fills in flight in this process, the response layer's solo runs included (for tests and leak checks). */
   get inFlight(): number {
-    return this.#flights.size;
+    return this.#flights.size + runsApart(this);
   }
 
   /**

@@ -20,7 +20,15 @@
  * runs are kept per cache: every engine (plugin) on one cache finds the others' runs.
  */
 import type { LateTagged } from '../core/late-tags';
-import { type Computation, flightsStarted, invalidationsOf, nowOf, soloCount, soloWrite } from '../core/internal';
+import {
+  type Computation,
+  countRunsApart,
+  flightsStarted,
+  invalidationsOf,
+  nowOf,
+  soloCount,
+  soloWrite,
+} from '../core/internal';
 import type { Cache } from '../core/cache';
 import { operationOf } from './request';
 import { readStaleFields, servedOnlyReason } from './response-stored';
@@ -182,6 +190,9 @@ const RUNS = new WeakMap<Cache, SoloRuns>();
 /** The solo runs of `cache`, shared by every engine on it. */
 export function soloRunsOf(cache: Cache): SoloRuns {
   let runs = RUNS.get(cache);
-  if (runs === undefined) RUNS.set(cache, (runs = new SoloRuns(cache)));
+  if (runs === undefined) {
+    RUNS.set(cache, (runs = new SoloRuns(cache)));
+    countRunsApart(cache, runs); // in cache.inFlight, as fills are
+  }
   return runs;
 }
