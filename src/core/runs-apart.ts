@@ -5,16 +5,15 @@
  * counter field on Cache (or on its flight table) slowed the hit path (docs/operations.md), and
  * nothing on a hit reads this.
  */
-import type { Cache } from './cache';
-
-const APART = new WeakMap<Cache, { readonly size: number }>();
+/** By cache (an object here: this module is below cache.ts). */
+const APART = new WeakMap<object, { readonly size: number }>();
 
 /** `runs` are executions of `cache`'s in progress apart from its flights, as many as their `size`. */
-export function countRunsApart(cache: Cache, runs: { readonly size: number }): void {
+export function countRunsApart(cache: object, runs: { readonly size: number }): void {
   APART.set(cache, runs);
 }
 
 /** How many executions of `cache`'s run apart from its flights now. */
-export function runsApart(cache: Cache): number {
+export function runsApart(cache: object): number {
   return APART.get(cache)?.size ?? 0;
 }
