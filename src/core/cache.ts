@@ -17,6 +17,7 @@ import { boundedKey } from './long-keys';
 import { Loader } from './loader';
 import { NoTtlWarnings } from './no-ttl';
 import { runsApart } from './runs-apart';
+import { record } from './load-counts';
 import { CounterSet, type CounterName, type Sink, countOn } from './metrics';
 import {
   CACHE_OPTIONS,
@@ -348,13 +349,10 @@ export class Cache implements Registry {
 
   /** @internal What a solo run's flight would have counted and told the hooks (a fill: its duration). */
   _soloCount(source: Source, counter: 'misses' | 'coalesced' | 'fills', key: string, durationMs: number): void {
+    if (counter !== 'fills') return record(this.#observers, source, counter, boundedKey(key), undefined);
     countOn(source, counter, undefined);
-    const hook = counter === 'fills' ? this.#observers.current.onFill : this.#observers.hookFor(counter);
-    if (hook === undefined) return;
-    notify(
-      hook,
-      counter === 'fills' ? [boundedKey(key), source.name, durationMs, undefined] : [boundedKey(key), source.name],
-    );
+    const hook = this.#observers.current.onFill; // its arguments made only when it is set
+    if (hook !== undefined) notify(hook, [boundedKey(key), source.name, durationMs, undefined]);
   }
 
   /** @internal A solo run's result, written as a fill's is without the lock; false: larger than the store keeps. */

@@ -16,7 +16,7 @@ import { boundedKey } from './long-keys';
 
 export { MemoKey } from './memo';
 export { flightsStarted } from './flight';
-export { countRunsApart } from './runs-apart';
+export { runsApartOf } from './runs-apart';
 
 /** Whether a load of `scope` joined a flight started `seq`-th or before (RequestScope._joinedBefore). */
 export function joinedBefore(scope: RequestScope, seq: number): boolean {

@@ -5,12 +5,19 @@
  * counter field on Cache (or on its flight table) slowed the hit path (docs/operations.md), and
  * nothing on a hit reads this.
  */
-/** By cache (an object here: this module is below cache.ts). */
-const APART = new WeakMap<object, { readonly size: number }>();
+/** What keeps a cache's runs apart: as many in progress as its `size`. */
+interface RunsApart {
+  readonly size: number;
+}
 
-/** `runs` are executions of `cache`'s in progress apart from its flights, as many as their `size`. */
-export function countRunsApart(cache: object, runs: { readonly size: number }): void {
-  APART.set(cache, runs);
+/** By cache (an object here: this module is below cache.ts). */
+const APART = new WeakMap<object, RunsApart>();
+
+/** `cache`'s runs apart, made by `make` at the first call (one kind per process: the response layer's). */
+export function runsApartOf<R extends RunsApart>(cache: object, make: () => R): R {
+  let runs = APART.get(cache) as R | undefined;
+  if (runs === undefined) APART.set(cache, (runs = make()));
+  return runs;
 }
 
 /** How many executions of `cache`'s run apart from its flights now. */

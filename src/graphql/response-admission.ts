@@ -33,7 +33,7 @@
  */
 import type { StaticPolicy } from './response-policy';
 
-/** What the store step asks of a miss's admission (an Admission, or a verdict given already: see VERDICT). */
+/** What the store step asks of a miss's admission (an Admission, or a verdict given already: ADMITTED, NOT_ADMITTED). */
 export interface Admits {
   admits(operation: StaticPolicy, key: string): boolean;
 }

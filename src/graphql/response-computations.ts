@@ -1,8 +1,8 @@
 /**
  * What the response layer loads each operation's responses with through the registry: a
  * computation (source and policy: the ttl the operation's maxAge, its swr, late tags) per maxAge
- * and swr pair, up to 256 pairs; read per request by the operation's policy object (one WeakMap
- * read, no string made).
+ * and swr pair, up to 256 pairs. A known operation keeps its own (KnownOperation.computation): this
+ * is asked once per operation, and per request only of a document of several operations.
  */
 import type { Cache } from '../core/cache';
 import { type Computation, computationOf } from '../core/internal';
@@ -13,7 +13,6 @@ export class ResponseComputations {
   /** The option's swr (seconds), over the operations' own. */
   readonly #swr: number | undefined;
   readonly #byPair = new Map<string, Computation>();
-  readonly #byPolicy = new WeakMap<StaticPolicy, Computation>();
 
   constructor(cache: Cache, swr: number | undefined) {
     this.#cache = cache;
@@ -22,12 +21,6 @@ export class ResponseComputations {
 
   /** The computation of `policy`'s responses; throws when the cache cannot take it (closed…). */
   of(policy: StaticPolicy): Computation {
-    let computation = this.#byPolicy.get(policy);
-    if (computation === undefined) this.#byPolicy.set(policy, (computation = this.#ofPair(policy)));
-    return computation;
-  }
-
-  #ofPair(policy: StaticPolicy): Computation {
     const swr = this.#swr ?? policy.swr;
     const pair = `${policy.maxAge}/${swr}`;
     let computation = this.#byPair.get(pair);

@@ -22,10 +22,10 @@
 import type { LateTagged } from '../core/late-tags';
 import {
   type Computation,
-  countRunsApart,
   flightsStarted,
   invalidationsOf,
   nowOf,
+  runsApartOf,
   soloCount,
   soloWrite,
 } from '../core/internal';
@@ -185,14 +185,7 @@ export class SoloRuns {
 /** Runs ended before the Map is renewed (see SoloRuns.#forget). */
 const SWEEP_AFTER = 1024;
 
-const RUNS = new WeakMap<Cache, SoloRuns>();
-
-/** The solo runs of `cache`, shared by every engine on it. */
+/** The solo runs of `cache`, shared by every engine on it; counted in cache.inFlight, as fills are. */
 export function soloRunsOf(cache: Cache): SoloRuns {
-  let runs = RUNS.get(cache);
-  if (runs === undefined) {
-    RUNS.set(cache, (runs = new SoloRuns(cache)));
-    countRunsApart(cache, runs); // in cache.inFlight, as fills are
-  }
-  return runs;
+  return runsApartOf(cache, () => new SoloRuns(cache));
 }
